@@ -1,0 +1,78 @@
+package oracle
+
+import (
+	"regexp"
+	"time"
+)
+
+// Session is what the service needs of a Stripe Checkout Session, whichever
+// way it arrived (a signed webhook event or a retrieval by id).
+type Session struct {
+	ID            string
+	PaymentStatus string // "paid", "unpaid" or "no_payment_required"
+	Metadata      map[string]string
+	Idea          string // the Payment Link `idea` custom field, if any
+	Email         string // transient: used for its keyed hash only, never stored or logged
+	AmountTotal   int64
+	Currency      string
+	Livemode      bool
+	Created       time.Time
+}
+
+// Paid reports whether Stripe confirmed the payment. Only "paid" counts
+// (SPEC_ORACLE_VERDICT_PIPELINE invariant 1).
+func (s Session) Paid() bool { return s.PaymentStatus == "paid" }
+
+var sessionIDPattern = regexp.MustCompile(`^cs_(test|live)_[A-Za-z0-9]{1,250}$`)
+
+// ValidSessionID reports whether id has the shape of a Checkout Session id.
+func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
+
+// ShortID is the at most 12-character prefix of a session id that alerts and
+// logs may show (SPEC_ORACLE_CACHE_ALERT invariant 4).
+func ShortID(id string) string {
+	if len(id) <= 12 {
+		return id
+	}
+	return id[:12]
+}
+
+// Source names where an order was claimed from.
+type Source string
+
+// Claim sources, as the audit trail names them.
+const (
+	SourceWebhook    Source = "webhook"
+	SourceResultPage Source = "result_page"
+)
+
+// Order is the durable record of one paid (or pending) Checkout Session.
+// It holds the query but never the customer's email address: only its keyed
+// hash, for operator look-up.
+type Order struct {
+	SessionID   string     `dynamodbav:"session_id"`
+	Status      Status     `dynamodbav:"status"`
+	Tier        Tier       `dynamodbav:"tier,omitempty"`
+	TierRaw     string     `dynamodbav:"tier_raw,omitempty"` // what metadata said, kept for dropped orders
+	Query       string     `dynamodbav:"query,omitempty"`
+	DropReason  DropReason `dynamodbav:"drop_reason,omitempty"`
+	Livemode    bool       `dynamodbav:"livemode"`
+	Smoke       bool       `dynamodbav:"smoke,omitempty"`
+	AmountTotal int64      `dynamodbav:"amount_total"`
+	Currency    string     `dynamodbav:"currency"`
+	EmailHash   string     `dynamodbav:"email_hash,omitempty"`
+	Referral    string     `dynamodbav:"referral_code,omitempty"`
+	Source      Source     `dynamodbav:"source"`
+	CreatedAt   time.Time  `dynamodbav:"created_at"`
+	UpdatedAt   time.Time  `dynamodbav:"updated_at"`
+	PaidAt      *time.Time `dynamodbav:"paid_at,omitempty"`
+	// JobEnqueuedAt is set once the job the order is owed (generation for
+	// PAID, the notice mail for DROPPED) is on its queue.
+	JobEnqueuedAt *time.Time `dynamodbav:"job_enqueued_at,omitempty"`
+	// JobLeaseUntil guards the enqueue: only the holder of a live lease sends.
+	JobLeaseUntil *time.Time `dynamodbav:"job_lease_until,omitempty"`
+	ExpiresAt     int64      `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
+}
+
+// OwesJob reports whether an order in this state is owed a queued job.
+func (s Status) OwesJob() bool { return s == StatusPaid || s == StatusDropped }

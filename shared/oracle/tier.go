@@ -1,0 +1,79 @@
+// Package oracle is the dependency-free domain of the verdict service: tiers
+// and their fixed prices, verdict tokens, order states, the query's journey
+// through Stripe metadata, and the error codes every function maps to HTTP.
+package oracle
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Tier is a product tier key as it appears in requests and Stripe metadata.
+type Tier string
+
+// The three paid tiers.
+const (
+	TierQuick    Tier = "quick"
+	TierFull     Tier = "full"
+	TierStrategy Tier = "strategy"
+)
+
+// Currency is the only currency the service charges in (ISO 4217, lower case
+// as Stripe writes it).
+const Currency = "cad"
+
+type tierInfo struct {
+	name  string
+	cents int64
+}
+
+// tiers is the hard-coded price table (SPEC_ORACLE_PRODUCT_TIERS invariant 1).
+// It is unexported and copied nowhere, so nothing at run time can alter it.
+var tiers = map[Tier]tierInfo{
+	TierQuick:    {name: "Quick Take", cents: 100},
+	TierFull:     {name: "Full Breakdown", cents: 500},
+	TierStrategy: {name: "Strategy Session", cents: 2500},
+}
+
+// Tiers lists the tiers in price order.
+func Tiers() []Tier { return []Tier{TierQuick, TierFull, TierStrategy} }
+
+// ParseTier returns the tier for an exact, canonical key. Anything else,
+// including different case or surrounding spaces, is invalid: the key selects
+// the price, the prompt and the mail format, so it is never guessed.
+func ParseTier(s string) (Tier, error) {
+	t := Tier(s)
+	if _, ok := tiers[t]; !ok {
+		return "", Errorf(CodeInvalid, "unknown tier %q: choose quick, full or strategy", clip(s, 32))
+	}
+	return t, nil
+}
+
+// Valid reports whether t is one of the three tiers.
+func (t Tier) Valid() bool { _, ok := tiers[t]; return ok }
+
+// PriceCents is the tier's fixed price in CAD cents (0 for an invalid tier).
+func (t Tier) PriceCents() int64 { return tiers[t].cents }
+
+// Name is the tier's customer-facing product name.
+func (t Tier) Name() string { return tiers[t].name }
+
+func (t Tier) String() string { return string(t) }
+
+// clip shortens untrusted text before it is echoed in an error or alert.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// FormatAmount renders cents and a currency as the specs write amounts in
+// alerts, for example "100_CAD".
+func FormatAmount(cents int64, currency string) string {
+	if currency == "" {
+		currency = "unknown"
+	}
+	return fmt.Sprintf("%d_%s", cents, strings.ToUpper(currency))
+}
