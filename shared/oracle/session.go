@@ -69,9 +69,10 @@ type Order struct {
 	// JobEnqueuedAt is set once the job the order is owed (generation for
 	// PAID, the notice mail for DROPPED) is on its queue.
 	JobEnqueuedAt *time.Time `dynamodbav:"job_enqueued_at,omitempty"`
-	// JobLeaseUntil guards the enqueue: only the holder of a live lease sends.
-	JobLeaseUntil *time.Time `dynamodbav:"job_lease_until,omitempty"`
-	ExpiresAt     int64      `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
+	// JobLeaseUntil (epoch milliseconds, so DynamoDB can compare it) guards
+	// the enqueue: only the holder of a live lease sends the job.
+	JobLeaseUntil int64 `dynamodbav:"job_lease_until,omitempty"`
+	ExpiresAt     int64 `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
 }
 
 // OwesJob reports whether an order in this state is owed a queued job.

@@ -44,5 +44,5 @@ func ParseVerdict(s string) (Verdict, error) {
 	case VerdictGreen, VerdictAmber, VerdictRed, VerdictNull:
 		return v, nil
 	}
-	return "", Errorf(CodeInvalid, "unknown verdict %q", clip(s, 16))
+	return "", Errorf(CodeInvalid, "unknown verdict %q", Clip(s, 16))
 }

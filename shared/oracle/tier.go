@@ -44,7 +44,7 @@ func Tiers() []Tier { return []Tier{TierQuick, TierFull, TierStrategy} }
 func ParseTier(s string) (Tier, error) {
 	t := Tier(s)
 	if _, ok := tiers[t]; !ok {
-		return "", Errorf(CodeInvalid, "unknown tier %q: choose quick, full or strategy", clip(s, 32))
+		return "", Errorf(CodeInvalid, "unknown tier %q: choose quick, full or strategy", Clip(s, 32))
 	}
 	return t, nil
 }
@@ -60,8 +60,8 @@ func (t Tier) Name() string { return tiers[t].name }
 
 func (t Tier) String() string { return string(t) }
 
-// clip shortens untrusted text before it is echoed in an error or alert.
-func clip(s string, n int) string {
+// Clip shortens untrusted text before it is echoed in an error or alert.
+func Clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/config"
+)
+
+type settings struct {
+	OrdersTable   string
+	LedgerTable   string
+	GenerateQueue string
+	MailQueue     string
+	AuditBucket   string
+	AlertsTopic   string
+	Secrets       Secrets
+	Hasher        *audit.Hasher
+	Retention     time.Duration
+	JobLease      time.Duration
+}
+
+// loadConfig reads and validates every setting once, at cold start. The
+// signing secrets are optional here on purpose: without them the function
+// still starts, answers 503 and raises a CRITICAL alert, so the operator
+// hears of it while Stripe keeps retrying.
+func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
+	env := config.FromEnviron(config.NewAWSSecrets(cfg))
+	s := settings{
+		OrdersTable:   env.String("ORDERS_TABLE"),
+		LedgerTable:   env.String("LEDGER_TABLE"),
+		GenerateQueue: env.String("GENERATE_QUEUE_URL"),
+		MailQueue:     env.String("MAIL_QUEUE_URL"),
+		AuditBucket:   env.String("AUDIT_BUCKET"),
+		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
+		Secrets: Secrets{
+			Live: env.Secret(ctx, "STRIPE_WEBHOOK_SECRET", false),
+			Test: env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false),
+		},
+		Retention: time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		JobLease:  env.Duration("JOB_LEASE", 30*time.Second),
+	}
+	pepper := env.Secret(ctx, "HASH_PEPPER", true)
+	if err := env.Err(); err != nil {
+		return settings{}, err
+	}
+	h, err := audit.NewHasher(pepper)
+	if err != nil {
+		return settings{}, fmt.Errorf("invalid configuration: HASH_PEPPER: %w", err)
+	}
+	s.Hasher = h
+	return s, nil
+}

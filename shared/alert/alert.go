@@ -1,0 +1,154 @@
+// Package alert raises operator alerts: severities, a 60-second dedupe
+// window per kind and session, SNS delivery with a retry, session ids cut to
+// 12 characters, and a log line that a metric filter alarms on when SNS
+// cannot be reached. Raising an alert never fails its caller.
+package alert
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Severity of an alert.
+type Severity string
+
+// Severities (SPEC_ORACLE_CACHE_ALERT "Severity Levels").
+const (
+	Warn     Severity = "WARN"
+	Error    Severity = "ERROR"
+	Critical Severity = "CRITICAL"
+)
+
+// Alert is one operator alert.
+type Alert struct {
+	Severity Severity
+	// Kind names what happened, e.g. "SILENT-DROP" or "WEBHOOK_SECRET_MISSING";
+	// with the session prefix it is the dedupe key.
+	Kind string
+	// Session is the session id concerned, if any; only its first 12
+	// characters are ever shown.
+	Session string
+	// Detail is a short human-readable description, free of emails and queries.
+	Detail string
+	// Line, when set, is the exact alert text (specs with their own format,
+	// such as [SILENT-DROP]); otherwise a standard line is built.
+	Line string
+}
+
+// Text is the alert as it is published and logged.
+func (a Alert) Text(now time.Time) string {
+	if a.Line != "" {
+		return a.Line
+	}
+	session := oracle.ShortID(a.Session)
+	if session == "" {
+		session = "-"
+	}
+	return fmt.Sprintf("[ORACLE-ALERT] %s | %s | %s | %s | %s", a.Severity, now.UTC().Format(time.RFC3339), a.Kind, session, a.Detail)
+}
+
+// Publisher is the SNS call alerts need.
+type Publisher interface {
+	Publish(ctx context.Context, in *sns.PublishInput, opts ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+// Deduper is the "first caller in this window wins" guard (store.Ledger).
+type Deduper interface {
+	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
+}
+
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
+// Alerter raises alerts.
+type Alerter struct {
+	SNS     Publisher
+	Topic   string
+	Dedupe  Deduper
+	Metrics Counter
+	Log     *slog.Logger
+	Now     func() time.Time
+	// Window is the dedupe window (60 s by default).
+	Window time.Duration
+	// Timeout bounds the whole raise, so an alert never holds up a customer.
+	Timeout time.Duration
+}
+
+// DefaultWindow is the dedupe window (SPEC_ORACLE_CACHE_ALERT invariant 6).
+const DefaultWindow = 60 * time.Second
+
+// Raise delivers a. It dedupes by kind and session prefix within the window,
+// publishes to SNS (two attempts), and falls back to an error log line
+// marked alert_fallback=true when SNS fails. CRITICAL alerts also count a
+// CriticalAlerts metric, which an alarm watches.
+func (al *Alerter) Raise(ctx context.Context, a Alert) {
+	now := time.Now
+	if al.Now != nil {
+		now = al.Now
+	}
+	window := al.Window
+	if window == 0 {
+		window = DefaultWindow
+	}
+	timeout := al.Timeout
+	if timeout == 0 {
+		timeout = 3 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	text := a.Text(now())
+	attrs := []any{"severity", string(a.Severity), "kind", a.Kind, "session", oracle.ShortID(a.Session), "alert", text}
+
+	if a.Severity == Critical && al.Metrics != nil {
+		al.Metrics.Count("CriticalAlerts", 1)
+	}
+	if al.Dedupe != nil {
+		first, err := al.Dedupe.Mark(ctx, "alert#"+a.Kind+"#"+oracle.ShortID(a.Session), window)
+		switch {
+		case err != nil:
+			// Better a duplicate alert than a missing one.
+			al.Log.Warn("alert dedupe unavailable; sending anyway", append(attrs, "error", err.Error())...)
+		case !first:
+			al.Log.Info("alert suppressed within dedupe window", attrs...)
+			return
+		}
+	}
+	var err error
+	for attempt := 1; attempt <= 2; attempt++ {
+		_, err = al.SNS.Publish(ctx, &sns.PublishInput{
+			TopicArn: aws.String(al.Topic),
+			Subject:  aws.String(subject(a)),
+			Message:  aws.String(text),
+		})
+		if err == nil {
+			al.Log.Warn("alert raised", attrs...)
+			return
+		}
+	}
+	al.Log.Error("alert could not be published; this line is the alert", append(attrs, "alert_fallback", true, "error", err.Error())...)
+}
+
+// subject is the SNS subject: ASCII, at most 100 characters.
+func subject(a Alert) string {
+	s := fmt.Sprintf("Oracle %s: %s", a.Severity, a.Kind)
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > 100 {
+		s = s[:100]
+	}
+	return s
+}

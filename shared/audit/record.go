@@ -1,0 +1,113 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Status is a record's outcome.
+type Status string
+
+// Statuses (SPEC_ORACLE_AUDIT_TRAIL "Required fields").
+const (
+	StatusOK          Status = "OK"
+	StatusError       Status = "ERROR"
+	StatusCached      Status = "CACHED"
+	StatusRegenerated Status = "REGENERATED"
+	StatusEmailSent   Status = "EMAIL_SENT"
+	StatusEmailFailed Status = "EMAIL_FAILED"
+)
+
+// failed lists the statuses that describe a failure and so need error_detail.
+var failed = map[Status]bool{StatusError: true, StatusEmailFailed: true}
+
+var known = map[Status]bool{StatusOK: true, StatusError: true, StatusCached: true, StatusRegenerated: true, StatusEmailSent: true, StatusEmailFailed: true}
+
+// Source is the component that wrote a record.
+type Source string
+
+// Sources.
+const (
+	SourceWebhook      Source = "webhook"
+	SourceResultPage   Source = "result_page"
+	SourceCacheHit     Source = "cache_hit"
+	SourceEmailService Source = "email_service"
+	SourceGenerator    Source = "generator"
+)
+
+var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true}
+
+// Record is one audit record. Field names follow the spec; the fields after
+// error_detail are this service's additions for reconciliation.
+type Record struct {
+	Timestamp   time.Time `json:"timestamp"`
+	SessionID   string    `json:"session_id"`
+	Tier        string    `json:"tier"` // as in the session's metadata, never normalised
+	QueryHash   string    `json:"query_hash"`
+	VerdictHash string    `json:"verdict_hash"`
+	Email       string    `json:"email"` // keyed hash
+	LatencyMS   int64     `json:"latency_ms"`
+	Status      Status    `json:"status"`
+	Source      Source    `json:"source"`
+	ErrorDetail *string   `json:"error_detail"`
+
+	// EventTime is when the triggering event happened (a Stripe event's
+	// created time); records are partitioned by it, so a retried write of the
+	// same event lands on the same key even on another day.
+	EventTime   time.Time `json:"event_time"`
+	Event       string    `json:"event"`              // what happened, e.g. "checkout.session.completed"
+	EventID     string    `json:"event_id,omitempty"` // the Stripe event id
+	Livemode    bool      `json:"livemode"`
+	AmountTotal int64     `json:"amount_total"`
+	Currency    string    `json:"currency"`
+	OrderStatus string    `json:"order_status,omitempty"`
+}
+
+// Detail returns a pointer for ErrorDetail.
+func Detail(s string) *string { return &s }
+
+// emailPattern is the VC-4 check: no record may contain an email address.
+var emailPattern = regexp.MustCompile(`[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}`)
+
+// Validate checks r against the schema before it is written.
+func (r Record) Validate() error {
+	switch {
+	case r.Timestamp.IsZero() || r.EventTime.IsZero():
+		return fmt.Errorf("audit record: timestamp or event_time is missing")
+	case !oracle.ValidSessionID(r.SessionID):
+		return fmt.Errorf("audit record: session_id is invalid")
+	case !sources[r.Source]:
+		return fmt.Errorf("audit record: unknown source %q", r.Source)
+	case !known[r.Status]:
+		return fmt.Errorf("audit record: unknown status %q", r.Status)
+	case failed[r.Status] && (r.ErrorDetail == nil || *r.ErrorDetail == ""):
+		return fmt.Errorf("audit record: status %s needs error_detail", r.Status)
+	case !failed[r.Status] && r.ErrorDetail != nil:
+		return fmt.Errorf("audit record: status %s must not carry error_detail", r.Status)
+	case r.Event == "":
+		return fmt.Errorf("audit record: event is missing")
+	case r.LatencyMS < 0:
+		return fmt.Errorf("audit record: negative latency")
+	}
+	for name, h := range map[string]string{"email": r.Email, "query_hash": r.QueryHash, "verdict_hash": r.VerdictHash} {
+		if h != "" && !isHash(h) {
+			return fmt.Errorf("audit record: %s is not a keyed hash", name)
+		}
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("audit record: %w", err)
+	}
+	if emailPattern.Match(b) {
+		return fmt.Errorf("audit record: contains an email address")
+	}
+	return nil
+}
+
+var hashPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(HashPrefix) + `[0-9a-f]{32}$`)
+
+func isHash(s string) bool { return hashPattern.MatchString(s) }

@@ -1,0 +1,83 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// Putter is the S3 call the writer needs.
+type Putter interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+// Writer appends records to the audit bucket.
+type Writer struct {
+	s3     Putter
+	bucket string
+}
+
+// NewWriter writes to bucket.
+func NewWriter(c Putter, bucket string) *Writer { return &Writer{s3: c, bucket: bucket} }
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
+
+// Key is where a record lives: partitioned by date and source for Athena,
+// named by an id that is unique for the event it records, so that a retried
+// write of the same event finds its record already there.
+func Key(r Record, id string) string {
+	return fmt.Sprintf("records/date=%s/source=%s/%s.json", r.EventTime.UTC().Format("2006-01-02"), r.Source, id)
+}
+
+// Write validates r and stores it under Key(r, id) only if nothing is there
+// (If-None-Match: *). A record already present is not an error: the log is
+// append-only and the first write of an event stands. written reports
+// whether this call added the record.
+func (w *Writer) Write(ctx context.Context, r Record, id string) (written bool, err error) {
+	if !idPattern.MatchString(id) {
+		return false, fmt.Errorf("audit record: invalid id %q", id)
+	}
+	if err := r.Validate(); err != nil {
+		return false, err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return false, fmt.Errorf("encode audit record: %w", err)
+	}
+	_, err = w.s3.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:      aws.String(w.bucket),
+		Key:         aws.String(Key(r, id)),
+		Body:        bytes.NewReader(b),
+		ContentType: aws.String("application/json"),
+		IfNoneMatch: aws.String("*"),
+	})
+	if err == nil {
+		return true, nil
+	}
+	if alreadyThere(err) {
+		return false, nil
+	}
+	return false, fmt.Errorf("write audit record: %w", err)
+}
+
+// alreadyThere reports S3's answer to If-None-Match on an existing key: 412
+// Precondition Failed, or 409 ConditionalRequestConflict when two writes race.
+func alreadyThere(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		if s := re.HTTPStatusCode(); s == http.StatusPreconditionFailed || s == http.StatusConflict {
+			return true
+		}
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && (api.ErrorCode() == "PreconditionFailed" || api.ErrorCode() == "ConditionalRequestConflict")
+}

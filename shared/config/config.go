@@ -1,0 +1,150 @@
+// Package config reads a function's settings from the environment once, at
+// cold start, collecting every problem so a misconfigured function fails
+// loudly with one message naming all of them.
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SecretSource fetches a secret's value by ARN.
+type SecretSource interface {
+	Secret(ctx context.Context, arn string) (string, error)
+}
+
+// Env reads settings and records what is missing or malformed.
+type Env struct {
+	lookup   func(string) (string, bool)
+	secrets  SecretSource
+	problems []string
+}
+
+// FromEnviron reads the process environment; secrets given by ARN are
+// fetched through src.
+func FromEnviron(src SecretSource) *Env { return New(os.LookupEnv, src) }
+
+// New reads settings through lookup (tests pass a map's lookup).
+func New(lookup func(string) (string, bool), src SecretSource) *Env {
+	return &Env{lookup: lookup, secrets: src}
+}
+
+func (e *Env) get(name string) string {
+	v, _ := e.lookup(name)
+	return strings.TrimSpace(v)
+}
+
+func (e *Env) problem(format string, args ...any) {
+	e.problems = append(e.problems, fmt.Sprintf(format, args...))
+}
+
+// String returns a required setting.
+func (e *Env) String(name string) string {
+	v := e.get(name)
+	if v == "" {
+		e.problem("%s is required", name)
+	}
+	return v
+}
+
+// Optional returns a setting or its default.
+func (e *Env) Optional(name, def string) string {
+	if v := e.get(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Int returns an integer setting within [min, max], or def when unset.
+func (e *Env) Int(name string, def, min, max int) int {
+	v := e.get(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		e.problem("%s must be an integer between %d and %d, got %q", name, min, max, v)
+		return def
+	}
+	return n
+}
+
+// Duration returns a Go duration setting (e.g. "45s"), or def when unset.
+func (e *Env) Duration(name string, def time.Duration) time.Duration {
+	v := e.get(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		e.problem("%s must be a positive duration such as 45s, got %q", name, v)
+		return def
+	}
+	return d
+}
+
+// URL returns a required absolute http(s) URL without a trailing slash.
+func (e *Env) URL(name string) string {
+	v := e.String(name)
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		e.problem("%s must be an absolute http(s) URL, got %q", name, v)
+		return ""
+	}
+	return strings.TrimRight(v, "/")
+}
+
+// List returns a comma-separated setting as its non-empty items.
+func (e *Env) List(name string) []string {
+	var out []string
+	for _, s := range strings.Split(e.get(name), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Secret returns a secret: fetched from Secrets Manager or SSM when
+// NAME_ARN is set (how deployed functions get them), else read from NAME
+// (local runs and tests). A required secret that is absent is a problem; an
+// optional one is returned empty.
+func (e *Env) Secret(ctx context.Context, name string, required bool) string {
+	if arn := e.get(name + "_ARN"); arn != "" {
+		if e.secrets == nil {
+			e.problem("%s_ARN is set but no secret source is configured", name)
+			return ""
+		}
+		v, err := e.secrets.Secret(ctx, arn)
+		if err != nil {
+			e.problem("%s: %v", name, err)
+			return ""
+		}
+		if v = strings.TrimSpace(v); v == "" && required {
+			e.problem("%s: the secret at %s is empty", name, arn)
+		}
+		return v
+	}
+	v := e.get(name)
+	if v == "" && required {
+		e.problem("%s_ARN (or %s for local runs) is required", name, name)
+	}
+	return v
+}
+
+// Err returns every problem found so far, or nil.
+func (e *Env) Err() error {
+	if len(e.problems) == 0 {
+		return nil
+	}
+	return errors.New("invalid configuration: " + strings.Join(e.problems, "; "))
+}

@@ -1,0 +1,113 @@
+// Package queue defines the small JSON jobs the functions pass through SQS
+// and sends them.
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Generation reasons and mail kinds.
+const (
+	ReasonPaid       = "paid"       // first generation after payment
+	ReasonRegenerate = "regenerate" // the stored verdict expired
+
+	MailVerdict    = "verdict"     // the verdict email
+	MailSilentDrop = "silent_drop" // SPEC_ORACLE_SILENT_DROP output 1
+)
+
+// Job is one message on the generate or mail queue. It carries no email
+// address and no query: consumers read the order by session id.
+type Job struct {
+	SessionID string     `json:"session_id"`
+	Reason    string     `json:"reason,omitempty"` // generate jobs
+	Kind      string     `json:"kind,omitempty"`   // mail jobs
+	Attempt   int        `json:"attempt"`
+	NotBefore *time.Time `json:"not_before,omitempty"`
+}
+
+// Validate checks a job's fields.
+func (j Job) Validate() error {
+	if !oracle.ValidSessionID(j.SessionID) {
+		return fmt.Errorf("job has an invalid session_id")
+	}
+	switch {
+	case j.Reason != "" && j.Kind != "":
+		return fmt.Errorf("job has both reason and kind")
+	case j.Reason != "" && j.Reason != ReasonPaid && j.Reason != ReasonRegenerate:
+		return fmt.Errorf("job has unknown reason %q", j.Reason)
+	case j.Kind != "" && j.Kind != MailVerdict && j.Kind != MailSilentDrop:
+		return fmt.Errorf("job has unknown kind %q", j.Kind)
+	case j.Reason == "" && j.Kind == "":
+		return fmt.Errorf("job has neither reason nor kind")
+	case j.Attempt < 0:
+		return fmt.Errorf("job has a negative attempt")
+	}
+	return nil
+}
+
+// Parse decodes and validates a message body strictly: unknown fields or
+// trailing data make it garbage, for the dead-letter queue.
+func Parse(body string) (Job, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
+	dec.DisallowUnknownFields()
+	var j Job
+	if err := dec.Decode(&j); err != nil {
+		return Job{}, fmt.Errorf("decode job: %w", err)
+	}
+	if dec.More() {
+		return Job{}, fmt.Errorf("decode job: trailing data")
+	}
+	if err := j.Validate(); err != nil {
+		return Job{}, err
+	}
+	return j, nil
+}
+
+// maxDelay is SQS's cap on a message delay; longer waits are done by
+// re-sending with the remaining delay.
+const maxDelay = 15 * time.Minute
+
+// Sender sends jobs to one queue.
+type Sender struct {
+	sqs *sqs.Client
+	url string
+	now func() time.Time
+}
+
+// NewSender sends to the queue at url.
+func NewSender(c *sqs.Client, url string, now func() time.Time) *Sender {
+	if now == nil {
+		now = time.Now
+	}
+	return &Sender{sqs: c, url: url, now: now}
+}
+
+// Send validates and sends j, delayed until j.NotBefore (at most 15 minutes).
+func (s *Sender) Send(ctx context.Context, j Job) error {
+	if err := j.Validate(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("encode job: %w", err)
+	}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(string(b))}
+	if j.NotBefore != nil {
+		if d := j.NotBefore.Sub(s.now()); d > 0 {
+			in.DelaySeconds = int32(min(d, maxDelay).Round(time.Second) / time.Second)
+		}
+	}
+	if _, err := s.sqs.SendMessage(ctx, in); err != nil {
+		return fmt.Errorf("send job for %s: %w", oracle.ShortID(j.SessionID), err)
+	}
+	return nil
+}

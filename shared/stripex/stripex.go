@@ -1,0 +1,191 @@
+// Package stripex adapts Stripe (stripe-go v76) to the domain: it creates
+// Checkout Sessions with the fixed prices and the chunked query, retrieves
+// sessions, and turns Stripe's session objects into oracle.Session.
+package stripex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/client"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Client is a Stripe API client for one secret key.
+type Client struct {
+	api *client.API
+}
+
+// Options configure the client.
+type Options struct {
+	// BaseURL points the client at a fake (local stack, tests) or stripe-mock;
+	// empty means the real API.
+	BaseURL string
+	// Timeout bounds each HTTP attempt; the function's own deadline bounds
+	// the whole call.
+	Timeout time.Duration
+	// Retries is how many times a network failure is retried (stripe-go sends
+	// an idempotency key, so retries are safe).
+	Retries int64
+}
+
+// New returns a client using key.
+func New(key string, o Options) *Client {
+	if o.Timeout == 0 {
+		o.Timeout = 4 * time.Second
+	}
+	cfg := &stripe.BackendConfig{
+		HTTPClient:        &http.Client{Timeout: o.Timeout},
+		MaxNetworkRetries: stripe.Int64(o.Retries),
+		LeveledLogger:     quiet{},
+	}
+	if o.BaseURL != "" {
+		cfg.URL = stripe.String(o.BaseURL)
+	}
+	api := &client.API{}
+	api.Init(key, &stripe.Backends{
+		API:     stripe.GetBackendWithConfig(stripe.APIBackend, cfg),
+		Connect: stripe.GetBackendWithConfig(stripe.ConnectBackend, cfg),
+		Uploads: stripe.GetBackendWithConfig(stripe.UploadsBackend, cfg),
+	})
+	return &Client{api: api}
+}
+
+// CheckoutRequest is what a Checkout Session is made of.
+type CheckoutRequest struct {
+	Tier       oracle.Tier
+	Query      string
+	Referral   string
+	SuccessURL string
+	CancelURL  string
+}
+
+// CheckoutSession is a created session: its id and the hosted page URL.
+type CheckoutSession struct {
+	ID  string
+	URL string
+}
+
+// Params builds the Checkout Session parameters. The amount comes only from
+// the tier's fixed price; the query travels as metadata chunks q0..qN with
+// qn their count.
+func Params(r CheckoutRequest) *stripe.CheckoutSessionParams {
+	meta := oracle.QueryMetadata(r.Query)
+	meta[oracle.MetaTier] = string(r.Tier)
+	if r.Referral != "" {
+		meta[oracle.MetaReferral] = r.Referral
+	}
+	return &stripe.CheckoutSessionParams{
+		Mode:       stripe.String(string(stripe.CheckoutSessionModePayment)),
+		SuccessURL: stripe.String(r.SuccessURL),
+		CancelURL:  stripe.String(r.CancelURL),
+		LineItems: []*stripe.CheckoutSessionLineItemParams{{
+			Quantity: stripe.Int64(1),
+			PriceData: &stripe.CheckoutSessionLineItemPriceDataParams{
+				Currency:   stripe.String(oracle.Currency),
+				UnitAmount: stripe.Int64(r.Tier.PriceCents()),
+				ProductData: &stripe.CheckoutSessionLineItemPriceDataProductDataParams{
+					Name: stripe.String(r.Tier.Name()),
+				},
+			},
+		}},
+		Metadata: meta,
+	}
+}
+
+// CreateCheckoutSession creates a session for r.
+func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (CheckoutSession, error) {
+	p := Params(r)
+	p.Context = ctx
+	s, err := c.api.CheckoutSessions.New(p)
+	if err != nil {
+		return CheckoutSession{}, classify(err, "create checkout session")
+	}
+	return CheckoutSession{ID: s.ID, URL: s.URL}, nil
+}
+
+// RetrieveSession fetches a session by id.
+func (c *Client) RetrieveSession(ctx context.Context, id string) (oracle.Session, error) {
+	p := &stripe.CheckoutSessionParams{}
+	p.Context = ctx
+	s, err := c.api.CheckoutSessions.Get(id, p)
+	if err != nil {
+		return oracle.Session{}, classify(err, "retrieve checkout session")
+	}
+	return Session(s), nil
+}
+
+// ErrAuth marks Stripe rejecting the API key: a configuration problem that
+// needs the operator, not a retry.
+var ErrAuth = errors.New("stripe rejected the API key")
+
+// classify maps Stripe errors to domain codes.
+func classify(err error, op string) error {
+	var se *stripe.Error
+	if errors.As(err, &se) {
+		switch {
+		case se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden:
+			return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w: %w", op, ErrAuth, err), "payments are temporarily unavailable; please try again later")
+		case se.Code == stripe.ErrorCodeResourceMissing:
+			return oracle.Wrap(oracle.CodeNotFound, fmt.Errorf("%s: %w", op, err), "unknown checkout session")
+		case se.HTTPStatusCode >= 500 || se.HTTPStatusCode == http.StatusTooManyRequests:
+			return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w", op, err), "payments are temporarily unavailable; please try again later")
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w", op, err), "payments are temporarily unavailable; please try again later")
+}
+
+// Session converts Stripe's session object.
+func Session(s *stripe.CheckoutSession) oracle.Session {
+	out := oracle.Session{
+		ID:            s.ID,
+		PaymentStatus: string(s.PaymentStatus),
+		Metadata:      s.Metadata,
+		AmountTotal:   s.AmountTotal,
+		Currency:      string(s.Currency),
+		Livemode:      s.Livemode,
+		Created:       time.Unix(s.Created, 0).UTC(),
+		Email:         s.CustomerEmail,
+	}
+	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
+		out.Email = s.CustomerDetails.Email
+	}
+	for _, f := range s.CustomFields {
+		if f != nil && f.Key == oracle.IdeaFieldKey && f.Text != nil {
+			out.Idea = f.Text.Value
+		}
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]string{}
+	}
+	return out
+}
+
+// SessionFromJSON decodes a session object from an event's data.object.
+func SessionFromJSON(raw json.RawMessage) (oracle.Session, error) {
+	var s stripe.CheckoutSession
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return oracle.Session{}, fmt.Errorf("decode checkout session: %w", err)
+	}
+	if !oracle.ValidSessionID(s.ID) {
+		return oracle.Session{}, fmt.Errorf("decode checkout session: invalid id")
+	}
+	return Session(&s), nil
+}
+
+// quiet discards stripe-go's own log lines: they can quote request
+// parameters, and the customer's query travels in metadata. Errors are
+// returned to the caller, which logs them without the query.
+type quiet struct{}
+
+func (quiet) Debugf(string, ...any) {}
+func (quiet) Infof(string, ...any)  {}
+func (quiet) Warnf(string, ...any)  {}
+func (quiet) Errorf(string, ...any) {}
