@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
@@ -59,6 +60,8 @@ func (w *Writer) Write(ctx context.Context, r Record, id string) (written bool, 
 		Body:        bytes.NewReader(b),
 		ContentType: aws.String("application/json"),
 		IfNoneMatch: aws.String("*"),
+		// Object Lock buckets refuse uploads without an integrity checksum.
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
 	})
 	if err == nil {
 		return true, nil

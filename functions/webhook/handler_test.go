@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+)
+
+func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
+	e := newEnv(t, Secrets{Test: testSecret})
+	s := paidSession("cs_test_paid1", oracle.TierFull, "Launch a subscription newsletter about AI for executives")
+	resp := e.send(e.event("evt_paid1", fulfil.EventCompleted, s))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"received":true`) {
+		t.Fatalf("got %s", status(resp))
+	}
+	o, ok := e.order(s.ID)
+	if !ok || o.Status != oracle.StatusPaid || o.Tier != oracle.TierFull || o.AmountTotal != 500 || o.Currency != "cad" {
+		t.Fatalf("order %+v", o)
+	}
+	if o.Livemode || o.EmailHash == "" || o.JobEnqueuedAt == nil {
+		t.Fatalf("order flags: livemode=%v email_hash=%q enqueued=%v", o.Livemode, o.EmailHash, o.JobEnqueuedAt)
+	}
+	jobs := e.jobs("GenerateQueue")
+	if len(jobs) != 1 || jobs[0].SessionID != s.ID || jobs[0].Reason != queue.ReasonPaid {
+		t.Fatalf("generate jobs %+v", jobs)
+	}
+	recs := e.auditRecords()
+	if len(recs) != 1 || recs[0].Status != audit.StatusOK || recs[0].Source != audit.SourceWebhook || recs[0].Tier != "full" || recs[0].EventID != "evt_paid1" {
+		t.Fatalf("audit %+v", recs)
+	}
+	if !strings.HasPrefix(recs[0].QueryHash, audit.HashPrefix) || !strings.HasPrefix(recs[0].Email, audit.HashPrefix) {
+		t.Fatalf("audit hashes %q %q", recs[0].QueryHash, recs[0].Email)
+	}
+	if !e.eventRecorded("evt_paid1") {
+		t.Fatal("event id not recorded")
+	}
+	for _, secret := range []string{"customer@example.com", "newsletter"} {
+		if strings.Contains(e.logs.String(), secret) {
+			t.Fatalf("logs contain %q", secret)
+		}
+	}
+}
+
+func TestSignatureGate(t *testing.T) {
+	// VC-2 / FM-2: every bad signature is refused with 400 and nothing is
+	// written: no order, no event record, no job, no audit record.
+	e := newEnv(t, Secrets{Test: testSecret})
+	s := paidSession("cs_test_sig", oracle.TierQuick, "Should I quit my job to start this business?")
+	body := e.event("evt_sig", fulfil.EventCompleted, s)
+	tampered := []byte(strings.Replace(string(body), `"tier":"quick"`, `"tier":"strategy"`, 1))
+	if string(tampered) == string(body) {
+		t.Fatal("tampering did not change the body")
+	}
+	cases := []struct {
+		name string
+		req  func() httpapi.Request
+	}{
+		{"missing", func() httpapi.Request { return request(body, "") }},
+		{"wrong secret", func() httpapi.Request { return request(body, sign(body, "whsec_wrong", time.Now())) }},
+		{"tampered body", func() httpapi.Request { return request(tampered, sign(body, testSecret, time.Now())) }},
+		{"301 seconds old", func() httpapi.Request { return request(body, sign(body, testSecret, time.Now().Add(-301*time.Second))) }},
+		{"garbage header", func() httpapi.Request { return request(body, "not a signature") }},
+		{"no v1 scheme", func() httpapi.Request { return request(body, "t=123") }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := e.deliver(c.req())
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("got %s, want 400", status(resp))
+			}
+		})
+	}
+	if _, ok := e.order(s.ID); ok {
+		t.Fatal("an order was written")
+	}
+	if e.eventRecorded("evt_sig") {
+		t.Fatal("an event record was written")
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
+		t.Fatalf("jobs were enqueued: %+v", jobs)
+	}
+	if recs := e.auditRecords(); len(recs) != 0 {
+		t.Fatalf("audit records were written: %+v", recs)
+	}
+	// And a valid signature is processed.
+	if resp := e.send(body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("valid signature: %s", status(resp))
+	}
+	if o, ok := e.order(s.ID); !ok || o.Status != oracle.StatusPaid {
+		t.Fatalf("valid signature did not claim: %+v", o)
+	}
+}
+
+func TestBase64BodyFromAPIGateway(t *testing.T) {
+	e := newEnv(t, Secrets{Test: testSecret})
+	s := paidSession("cs_test_b64", oracle.TierQuick, "Crème brûlée truck? 🍮")
+	body := e.event("evt_b64", fulfil.EventCompleted, s)
+	resp := e.deliver(base64Request(body, sign(body, testSecret, time.Now())))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %s", status(resp))
+	}
+	if o, _ := e.order(s.ID); o.Query != "Crème brûlée truck? 🍮" {
+		t.Fatalf("query %q", o.Query)
+	}
+}
+
+func TestModeMustMatchSecret(t *testing.T) {
+	e := newEnv(t, Secrets{Live: liveSecret, Test: testSecret})
+	test := paidSession("cs_test_mode", oracle.TierQuick, "q")
+	live := paidSession("cs_live_mode", oracle.TierQuick, "q")
+	live.Livemode = true
+	cases := []struct {
+		name   string
+		body   []byte
+		secret string
+		want   int
+	}{
+		{"test event under the live secret", e.event("evt_m1", fulfil.EventCompleted, test), liveSecret, http.StatusBadRequest},
+		{"live event under the test secret", e.event("evt_m2", fulfil.EventCompleted, live), testSecret, http.StatusBadRequest},
+		{"test event under the test secret", e.event("evt_m3", fulfil.EventCompleted, test), testSecret, http.StatusOK},
+		{"live event under the live secret", e.event("evt_m4", fulfil.EventCompleted, live), liveSecret, http.StatusOK},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if resp := e.deliver(request(c.body, sign(c.body, c.secret, time.Now()))); resp.StatusCode != c.want {
+				t.Fatalf("got %s, want %d", status(resp), c.want)
+			}
+		})
+	}
+	if o, _ := e.order(test.ID); o.Livemode {
+		t.Fatal("test-mode order not flagged")
+	}
+	if o, _ := e.order(live.ID); !o.Livemode {
+		t.Fatal("live order flagged as test")
+	}
+}
+
+func TestMissingSecretAnswers503AndAlerts(t *testing.T) {
+	e := newEnv(t, Secrets{})
+	body := e.event("evt_nosecret", fulfil.EventCompleted, paidSession("cs_test_nosecret", oracle.TierQuick, "q"))
+	for i := 0; i < 3; i++ {
+		if resp := e.deliver(request(body, sign(body, testSecret, time.Now()))); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("got %s, want 503", status(resp))
+		}
+	}
+	alerts := e.alertTexts()
+	if len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], "WEBHOOK_SECRET_MISSING") {
+		t.Fatalf("alerts %q: want one CRITICAL (deduplicated)", alerts)
+	}
+	if !strings.Contains(e.logs.String(), `"CriticalAlerts":1`) {
+		t.Fatal("no CriticalAlerts metric")
+	}
+	if _, ok := e.order("cs_test_nosecret"); ok {
+		t.Fatal("order written without a secret")
+	}
+}
+
+func TestBodyLimitAndMalformedEvents(t *testing.T) {
+	e := newEnv(t, Secrets{Test: testSecret})
+	huge := []byte(`{"id":"evt_huge","padding":"` + strings.Repeat("x", MaxBody) + `"}`)
+	notJSON := []byte("this is not json")
+	notSession := []byte(`{"id":"evt_ns","object":"event","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"pi_123"}}}`)
+	cases := []struct {
+		name string
+		body []byte
+		want int
+	}{
+		{"over the size limit", huge, http.StatusRequestEntityTooLarge},
+		{"signed but not JSON", notJSON, http.StatusBadRequest},
+		{"signed but not a session", notSession, http.StatusBadRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if resp := e.deliver(request(c.body, sign(c.body, testSecret, time.Now()))); resp.StatusCode != c.want {
+				t.Fatalf("got %s, want %d", status(resp), c.want)
+			}
+		})
+	}
+	if recs := e.auditRecords(); len(recs) != 0 {
+		t.Fatalf("audit records for bad input: %+v", recs)
+	}
+}
+
+func TestOtherEventTypesAreAcknowledged(t *testing.T) {
+	e := newEnv(t, Secrets{Test: testSecret})
+	s := paidSession("cs_test_other", oracle.TierQuick, "q")
+	for _, typ := range []string{"checkout.session.expired", "payment_intent.succeeded", "charge.refunded"} {
+		if resp := e.send(e.event("evt_"+strings.ReplaceAll(typ, ".", "_"), typ, s)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", typ, status(resp))
+		}
+	}
+	if _, ok := e.order(s.ID); ok {
+		t.Fatal("an ignored event created an order")
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
+		t.Fatal("an ignored event enqueued a job")
+	}
+}
+
+func TestDuplicateDeliveries(t *testing.T) {
+	// FM-11 / GAP-6: the same event ten times at once, then ten times in
+	// sequence: one order, one generate job, one audit webhook record.
+	e := newEnv(t, Secrets{Test: testSecret})
+	s := paidSession("cs_test_dup", oracle.TierStrategy, "Acquire a failing restaurant and convert to ghost kitchen")
+	body := e.event("evt_dup", fulfil.EventCompleted, s)
+	var wg sync.WaitGroup
+	codes := make(chan int, 10)
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := e.h.Handle(context.Background(), request(body, sign(body, testSecret, time.Now())))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			codes <- resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	ok := 0
+	for c := range codes {
+		switch c {
+		case http.StatusOK:
+			ok++
+		case http.StatusConflict: // in flight elsewhere: Stripe retries later
+		default:
+			t.Fatalf("concurrent delivery answered %d", c)
+		}
+	}
+	if ok == 0 {
+		t.Fatal("no concurrent delivery succeeded")
+	}
+	for i := 0; i < 10; i++ {
+		if resp := e.send(body); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sequential delivery %d: %s", i, status(resp))
+		}
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+		t.Fatalf("%d generate jobs, want 1", len(jobs))
+	}
+	recs := e.auditRecords()
+	if len(recs) != 1 || recs[0].Source != audit.SourceWebhook {
+		t.Fatalf("%d audit records, want 1: %+v", len(recs), recs)
+	}
+	if o, ok := e.order(s.ID); !ok || o.Status != oracle.StatusPaid {
+		t.Fatalf("order %+v", o)
+	}
+}
+
+func TestSilentDrop(t *testing.T) {
+	// A paid session with no tier, an invalid tier, an empty query or a
+	// missing chunk: DROPPED with amount and currency, one [SILENT-DROP]
+	// alert, one audit record, no generate job, however often delivered.
+	idea := ""
+	cases := []struct {
+		name   string
+		meta   map[string]string
+		idea   *string
+		reason oracle.DropReason
+	}{
+		{"no tier", map[string]string{"q0": "Should I?", "qn": "1"}, nil, oracle.DropTierMissing},
+		{"invalid tier", map[string]string{"tier": "premium", "q0": "Should I?", "qn": "1"}, nil, oracle.DropTierInvalid},
+		{"empty query", map[string]string{"tier": "quick"}, &idea, oracle.DropQueryEmpty},
+		{"missing chunk", map[string]string{"tier": "full", "q0": "first half", "qn": "2"}, nil, oracle.DropChunkMissing},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, Secrets{Test: testSecret})
+			s := session{ID: "cs_test_drop" + string(rune('a'+i)) + "xxxxxxxxxxxx", Paid: true, Meta: c.meta, Idea: c.idea, Email: "drop@example.com", Amount: 500}
+			body := e.event("evt_drop", fulfil.EventCompleted, s)
+			for n := 0; n < 3; n++ {
+				if resp := e.send(body); resp.StatusCode != http.StatusOK {
+					t.Fatalf("delivery %d: %s", n, status(resp))
+				}
+			}
+			// A second event for the same session (Stripe can emit several).
+			if resp := e.send(e.event("evt_drop_again", fulfil.EventCompleted, s)); resp.StatusCode != http.StatusOK {
+				t.Fatalf("second event: %s", status(resp))
+			}
+			o, ok := e.order(s.ID)
+			if !ok || o.Status != oracle.StatusDropped || o.DropReason != c.reason || o.AmountTotal != 500 || o.Currency != "cad" {
+				t.Fatalf("order %+v", o)
+			}
+			if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
+				t.Fatalf("generation enqueued for a dropped order: %+v", jobs)
+			}
+			if mails := e.jobs("MailQueue"); len(mails) != 1 || mails[0].Kind != queue.MailSilentDrop {
+				t.Fatalf("notice jobs %+v, want one silent_drop", mails)
+			}
+			alerts := e.alertTexts()
+			if len(alerts) != 1 {
+				t.Fatalf("%d alerts, want 1: %q", len(alerts), alerts)
+			}
+			a := alerts[0]
+			if !strings.HasPrefix(a, "[SILENT-DROP] session=cs_test_drop ") || strings.Contains(a, s.ID) {
+				t.Fatalf("alert does not show exactly the 12-character prefix: %q", a)
+			}
+			for _, want := range []string{"tier=", "query_len=", "email=hmac-sha256:", "amount=500_CAD"} {
+				if !strings.Contains(a, want) {
+					t.Fatalf("alert %q lacks %q", a, want)
+				}
+			}
+			if strings.Contains(a, "@") {
+				t.Fatalf("alert holds an email address: %q", a)
+			}
+			recs := e.auditRecords()
+			drops := 0
+			for _, r := range recs {
+				if r.Status == audit.StatusError && r.ErrorDetail != nil && strings.Contains(*r.ErrorDetail, string(c.reason)) {
+					drops++
+				}
+			}
+			if drops != 2 || len(recs) != 2 {
+				// one per distinct event: evt_drop (delivered three times) and evt_drop_again
+				t.Fatalf("audit records %+v", recs)
+			}
+		})
+	}
+}
+
+func TestAsyncPayment(t *testing.T) {
+	cases := []struct {
+		name   string
+		events []string // in delivery order
+		jobs   int
+		status oracle.Status
+	}{
+		{"completed unpaid then succeeded", []string{"completed", "succeeded"}, 1, oracle.StatusPaid},
+		{"succeeded before completed (reordered)", []string{"succeeded", "completed"}, 1, oracle.StatusPaid},
+		{"completed unpaid then failed", []string{"completed", "failed"}, 0, oracle.StatusPaymentFailed},
+		{"completed unpaid only", []string{"completed"}, 0, oracle.StatusAwaitingPayment},
+		{"succeeded twice", []string{"completed", "succeeded", "succeeded"}, 1, oracle.StatusPaid},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, Secrets{Test: testSecret})
+			s := paidSession("cs_test_async"+string(rune('a'+i)), oracle.TierQuick, "Should I open a bakery?")
+			for n, ev := range c.events {
+				s.Paid = ev == "succeeded"
+				typ := map[string]string{"completed": fulfil.EventCompleted, "succeeded": fulfil.EventAsyncSucceeded, "failed": fulfil.EventAsyncFailed}[ev]
+				id := "evt_" + ev
+				if n == 2 {
+					id += "_redelivered_as_new_event"
+				}
+				if resp := e.send(e.event(id, typ, s)); resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s: %s", ev, status(resp))
+				}
+			}
+			if jobs := e.jobs("GenerateQueue"); len(jobs) != c.jobs {
+				t.Fatalf("%d jobs, want %d", len(jobs), c.jobs)
+			}
+			if o, _ := e.order(s.ID); o.Status != c.status {
+				t.Fatalf("status %s, want %s", o.Status, c.status)
+			}
+		})
+	}
+}
+
+func TestEnqueueFailureIsRetriedByStripe(t *testing.T) {
+	// If the enqueue fails the webhook answers 500, records nothing that
+	// would stop the retry, and the retry finishes the work.
+	e := newEnv(t, Secrets{Test: testSecret})
+	good := e.svc.Generate
+	e.svc.Generate = queue.NewSender(e.sqs, e.f.Ref("GenerateQueue")+"-missing", time.Now)
+	s := paidSession("cs_test_enqfail", oracle.TierQuick, "q")
+	body := e.event("evt_enqfail", fulfil.EventCompleted, s)
+	if resp := e.send(body); resp.StatusCode != http.StatusInternalServerError || strings.Contains(resp.Body, "missing") {
+		t.Fatalf("got %s, want a bare 500", status(resp))
+	}
+	if e.eventRecorded("evt_enqfail") {
+		t.Fatal("a failed event was recorded as processed")
+	}
+	if recs := e.auditRecords(); len(recs) != 0 {
+		t.Fatalf("audit OK record before the job was enqueued: %+v", recs)
+	}
+	e.svc.Generate = good
+	if resp := e.send(body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("retry: %s", status(resp))
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+		t.Fatalf("%d jobs after the retry, want 1", len(jobs))
+	}
+	if o, _ := e.order(s.ID); o.JobEnqueuedAt == nil {
+		t.Fatal("enqueue not recorded")
+	}
+}
+
+func TestPaymentLinkPathMatchesMetadataPath(t *testing.T) {
+	// VC-8 / FM-9: a Payment Link session (query in the idea custom field)
+	// yields the same order as the metadata path.
+	e := newEnv(t, Secrets{Test: testSecret})
+	query := "Launch a subscription newsletter about AI for executives"
+	viaMeta := paidSession("cs_test_viameta", oracle.TierFull, query)
+	viaLink := session{ID: "cs_test_vialink", Paid: true, Meta: map[string]string{"tier": "full"}, Idea: &query, Email: "customer@example.com", Amount: 500}
+	for _, s := range []session{viaMeta, viaLink} {
+		if resp := e.send(e.event("evt_"+s.ID, fulfil.EventCompleted, s)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", s.ID, status(resp))
+		}
+	}
+	a, _ := e.order(viaMeta.ID)
+	b, _ := e.order(viaLink.ID)
+	if a.Status != b.Status || a.Tier != b.Tier || a.Query != b.Query || a.AmountTotal != b.AmountTotal || a.EmailHash != b.EmailHash || b.Query != query {
+		t.Fatalf("orders differ:\n%+v\n%+v", a, b)
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 2 {
+		t.Fatalf("%d jobs, want 2", len(jobs))
+	}
+}
+
+

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/webhook"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+)
+
+const (
+	testSecret = "whsec_test_component_secret"
+	liveSecret = "whsec_live_component_secret"
+	pepper     = "component-test-pepper-0123456789"
+)
+
+// env is a webhook handler wired to a fresh copy of the template's resources
+// in moto, with everything it wrote observable.
+type env struct {
+	t       *testing.T
+	f       *provision.Fixture
+	h       *Handler
+	svc     *fulfil.Service
+	db      *dynamodb.Client
+	sqs     *sqs.Client
+	s3      *s3.Client
+	alerts  string // URL of a queue subscribed to the alerts topic
+	logs    *syncBuffer
+	now     time.Time
+	created int64
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t *testing.T, secrets Secrets) *env {
+	t.Helper()
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	e := &env{t: t, f: f, db: dynamodb.NewFromConfig(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &syncBuffer{}}
+	e.now = time.Now()
+	e.created = e.now.Add(-time.Minute).Unix()
+
+	// Alerts are read back through a queue subscribed to the topic.
+	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(f.Attr("AlertsTopic.TopicName") + "-tap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.alerts = aws.ToString(q.QueueUrl)
+	_, err = sns.NewFromConfig(f.AWS).Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn:   aws.String(f.Ref("AlertsTopic")),
+		Protocol:   aws.String("sqs"),
+		Endpoint:   aws.String(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", provision.TestRegion, provision.Account, f.Attr("AlertsTopic.TopicName")+"-tap")),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	log := obs.NewLogger(io.MultiWriter(e.logs, testWriter{t}), "DEBUG")
+	hasher, err := audit.NewHasher(pepper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := store.NewLedger(e.db, f.Ref("LedgerTable"), time.Now)
+	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: obs.NewMetrics(e.logs, "Oracle", time.Now)}
+	e.svc = &fulfil.Service{
+		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), time.Now),
+		Generate:  queue.NewSender(e.sqs, f.Ref("GenerateQueue"), time.Now),
+		Mail:      queue.NewSender(e.sqs, f.Ref("MailQueue"), time.Now),
+		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
+		Alerts:    alerts,
+		Hasher:    hasher,
+		Log:       log,
+		Now:       time.Now,
+		Lease:     30 * time.Second,
+		Retention: 90 * 24 * time.Hour,
+	}
+	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Log: log, Now: time.Now}
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// session is a Checkout Session object as Stripe sends it.
+type session struct {
+	ID       string
+	Paid     bool
+	Meta     map[string]string
+	Idea     *string
+	Email    string
+	Livemode bool
+	Amount   int64
+}
+
+func paidSession(id string, tier oracle.Tier, query string) session {
+	meta := oracle.QueryMetadata(query)
+	meta["tier"] = string(tier)
+	return session{ID: id, Paid: true, Meta: meta, Email: "customer@example.com", Amount: tier.PriceCents()}
+}
+
+func (s session) object() map[string]any {
+	status := "unpaid"
+	if s.Paid {
+		status = "paid"
+	}
+	o := map[string]any{
+		"id": s.ID, "object": "checkout.session", "mode": "payment", "status": "complete",
+		"payment_status": status, "amount_total": s.Amount, "amount_subtotal": s.Amount, "currency": "cad",
+		"livemode": s.Livemode, "created": time.Now().Add(-2 * time.Minute).Unix(), "metadata": s.Meta,
+		"customer_details": map[string]any{"email": s.Email}, "customer_email": nil,
+		"custom_fields": []any{}, "payment_intent": "pi_" + strings.TrimPrefix(s.ID, "cs_test_"),
+	}
+	if s.Idea != nil {
+		o["custom_fields"] = []any{map[string]any{"key": "idea", "type": "text", "optional": false,
+			"label": map[string]any{"type": "custom", "custom": "Your idea"}, "text": map[string]any{"value": *s.Idea}}}
+	}
+	return o
+}
+
+func (e *env) event(id, typ string, s session) []byte {
+	b, err := json.Marshal(map[string]any{
+		"id": id, "object": "event", "api_version": stripe.APIVersion, "type": typ,
+		"created": e.created, "livemode": s.Livemode, "pending_webhooks": 1,
+		"data": map[string]any{"object": s.object()},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b
+}
+
+func sign(body []byte, secret string, at time.Time) string {
+	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: at}).Header
+}
+
+func request(body []byte, signature string) httpapi.Request {
+	r := events.APIGatewayV2HTTPRequest{
+		RouteKey: "POST /api/webhook",
+		Headers:  map[string]string{"content-type": "application/json; charset=utf-8"},
+		Body:     string(body),
+	}
+	r.RequestContext.HTTP.Method = "POST"
+	if signature != "" {
+		r.Headers["stripe-signature"] = signature
+	}
+	return r
+}
+
+func base64Request(body []byte, signature string) httpapi.Request {
+	r := request(nil, signature)
+	r.Body, r.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+	return r
+}
+
+func (e *env) deliver(r httpapi.Request) httpapi.Response {
+	e.t.Helper()
+	resp, err := e.h.Handle(context.Background(), r)
+	if err != nil {
+		e.t.Fatalf("handler returned an error: %v", err)
+	}
+	return resp
+}
+
+// send signs and delivers an event with the test-mode secret.
+func (e *env) send(body []byte) httpapi.Response {
+	return e.deliver(request(body, sign(body, testSecret, time.Now())))
+}
+
+func (e *env) order(id string) (oracle.Order, bool) {
+	e.t.Helper()
+	o, ok, err := store.NewOrders(e.db, e.f.Ref("OrdersTable"), time.Now).Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return o, ok
+}
+
+func (e *env) eventRecorded(id string) bool {
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.f.Ref("LedgerTable")),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "event#" + id}},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.Item != nil
+}
+
+// jobs drains a queue and returns the jobs on it.
+func (e *env) jobs(logicalID string) []queue.Job {
+	e.t.Helper()
+	var out []queue.Job
+	for {
+		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(e.f.Ref(logicalID)), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
+		})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			j, err := queue.Parse(aws.ToString(m.Body))
+			if err != nil {
+				e.t.Fatalf("garbage on %s: %v", logicalID, err)
+			}
+			out = append(out, j)
+		}
+	}
+}
+
+// auditRecords returns every audit record written.
+func (e *env) auditRecords() []audit.Record {
+	e.t.Helper()
+	ctx := context.Background()
+	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []audit.Record
+	for _, o := range l.Contents {
+		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(g.Body)
+		g.Body.Close()
+		var r audit.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			e.t.Fatalf("audit object %s: %v", aws.ToString(o.Key), err)
+		}
+		if strings.Contains(string(b), "@") {
+			e.t.Fatalf("audit record holds an email address: %s", b)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// alertTexts drains the alerts published so far.
+func (e *env) alertTexts() []string {
+	e.t.Helper()
+	var out []string
+	for {
+		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.alerts), MaxNumberOfMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out = append(out, aws.ToString(m.Body))
+		}
+	}
+}
+
+func status(r httpapi.Response) string { return strconv.Itoa(r.StatusCode) + " " + r.Body }
+

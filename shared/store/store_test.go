@@ -1,0 +1,193 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// clock is an injected, settable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newOrders(t *testing.T) (*store.Orders, *store.Ledger, *clock) {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	db := dynamodb.NewFromConfig(f.AWS)
+	c := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	return store.NewOrders(db, f.Ref("OrdersTable"), c.Now), store.NewLedger(db, f.Ref("LedgerTable"), c.Now), c
+}
+
+func order(id string, s oracle.Status) oracle.Order {
+	return oracle.Order{SessionID: id, Status: s, Tier: oracle.TierQuick, Query: "q", AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook}
+}
+
+const lease = 30 * time.Second
+
+func TestClaimOrderTransitions(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		first    oracle.Status
+		enqueued bool // whether the first claimer recorded its job
+		then     oracle.Status
+		outcome  store.Outcome
+		status   oracle.Status
+	}{
+		{"duplicate paid after enqueue", oracle.StatusPaid, true, oracle.StatusPaid, store.Done, oracle.StatusPaid},
+		{"duplicate paid while the first holds the lease", oracle.StatusPaid, false, oracle.StatusPaid, store.InFlight, oracle.StatusPaid},
+		{"awaiting then paid", oracle.StatusAwaitingPayment, false, oracle.StatusPaid, store.Claimed, oracle.StatusPaid},
+		{"awaiting then dropped", oracle.StatusAwaitingPayment, false, oracle.StatusDropped, store.Claimed, oracle.StatusDropped},
+		{"awaiting then payment failed", oracle.StatusAwaitingPayment, false, oracle.StatusPaymentFailed, store.Claimed, oracle.StatusPaymentFailed},
+		{"paid is never downgraded to awaiting", oracle.StatusPaid, true, oracle.StatusAwaitingPayment, store.Done, oracle.StatusPaid},
+		{"paid is not failed by a late failure event", oracle.StatusPaid, true, oracle.StatusPaymentFailed, store.Done, oracle.StatusPaid},
+		{"awaiting twice", oracle.StatusAwaitingPayment, false, oracle.StatusAwaitingPayment, store.Done, oracle.StatusAwaitingPayment},
+		{"dropped twice", oracle.StatusDropped, true, oracle.StatusDropped, store.Done, oracle.StatusDropped},
+	}
+	orders, _, _ := newOrders(t)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := "cs_test_transition" + string(rune('a'+i))
+			first, err := orders.ClaimOrder(ctx, order(id, c.first), lease)
+			if err != nil || first.Outcome != store.Claimed {
+				t.Fatalf("first claim: %v %v", first.Outcome, err)
+			}
+			if c.enqueued {
+				if err := orders.JobEnqueued(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := orders.ClaimOrder(ctx, order(id, c.then), lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Outcome != c.outcome || got.Order.Status != c.status {
+				t.Fatalf("got %v/%s, want %v/%s", got.Outcome, got.Order.Status, c.outcome, c.status)
+			}
+			stored, ok, err := orders.Get(ctx, id)
+			if err != nil || !ok || stored.Status != c.status {
+				t.Fatalf("stored %v %v %v", stored.Status, ok, err)
+			}
+		})
+	}
+}
+
+func TestClaimOrderConcurrentDuplicatesHaveOneWinner(t *testing.T) {
+	ctx := context.Background()
+	orders, _, _ := newOrders(t)
+	const n = 10
+	var wg sync.WaitGroup
+	outcomes := make(chan store.Outcome, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := orders.ClaimOrder(ctx, order("cs_test_concurrent", oracle.StatusPaid), lease)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			outcomes <- c.Outcome
+		}()
+	}
+	wg.Wait()
+	close(outcomes)
+	count := map[store.Outcome]int{}
+	for o := range outcomes {
+		count[o]++
+	}
+	if count[store.Claimed] != 1 || count[store.InFlight] != n-1 {
+		t.Fatalf("outcomes %v: want exactly one claimed and the rest in flight", count)
+	}
+}
+
+func TestExpiredJobLeaseIsResumed(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_resume"
+	if c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); err != nil || !c.MustEnqueue() {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	// The claimer died before enqueueing. Within the lease, others wait.
+	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != store.InFlight {
+		t.Fatalf("within the lease: %v", c.Outcome)
+	}
+	clk.Add(lease + time.Second)
+	c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
+	if err != nil || c.Outcome != store.Resumed || !c.MustEnqueue() {
+		t.Fatalf("after the lease: %v %v", c.Outcome, err)
+	}
+	if err := orders.JobEnqueued(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != store.Done {
+		t.Fatalf("after the enqueue: %v", c.Outcome)
+	}
+}
+
+func TestReleasedLeaseIsResumedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	orders, _, _ := newOrders(t)
+	id := "cs_test_release"
+	if _, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := orders.ReleaseJobLease(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != store.Resumed {
+		t.Fatalf("after release: %v", c.Outcome)
+	}
+}
+
+func TestLedgerMarkAndSeen(t *testing.T) {
+	ctx := context.Background()
+	_, ledger, clk := newOrders(t)
+	if seen, err := ledger.Seen(ctx, "event#evt_1"); err != nil || seen {
+		t.Fatalf("unseen key: %v %v", seen, err)
+	}
+	if first, err := ledger.Mark(ctx, "event#evt_1", time.Minute); err != nil || !first {
+		t.Fatalf("first mark: %v %v", first, err)
+	}
+	if first, _ := ledger.Mark(ctx, "event#evt_1", time.Minute); first {
+		t.Fatal("second mark within the window won")
+	}
+	if seen, _ := ledger.Seen(ctx, "event#evt_1"); !seen {
+		t.Fatal("marked key not seen")
+	}
+	clk.Add(time.Minute + time.Second)
+	if seen, _ := ledger.Seen(ctx, "event#evt_1"); seen {
+		t.Fatal("expired key still seen")
+	}
+	if first, _ := ledger.Mark(ctx, "event#evt_1", time.Minute); !first {
+		t.Fatal("mark after expiry did not win")
+	}
+}
+
+func TestOrderNeverHoldsEmail(t *testing.T) {
+	// Only the keyed hash is a field of the order (architecture: "never the
+	// email itself"); a regression that adds one fails here.
+	item := order("cs_test_noemail", oracle.StatusPaid)
+	item.EmailHash = "hmac-sha256:00"
+	for _, f := range []string{"email", "customer_email"} {
+		if hasField(item, f) {
+			t.Fatalf("order has a %s field", f)
+		}
+	}
+}
