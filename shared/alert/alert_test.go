@@ -1,0 +1,141 @@
+package alert_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/store"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type fixture struct {
+	al   *alert.Alerter
+	clk  *clock
+	logs *bytes.Buffer
+	tap  string
+	sqs  *sqs.Client
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	fx := &fixture{clk: &clock{t: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)}, logs: &bytes.Buffer{}, sqs: sqs.NewFromConfig(f.AWS)}
+	name := f.Attr("AlertsTopic.TopicName") + "-tap"
+	q, err := fx.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.tap = aws.ToString(q.QueueUrl)
+	if _, err := sns.NewFromConfig(f.AWS).Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: aws.String(f.Ref("AlertsTopic")), Protocol: aws.String("sqs"),
+		Endpoint:   aws.String("arn:aws:sqs:" + provision.TestRegion + ":" + provision.Account + ":" + name),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	log := obs.NewLogger(fx.logs, "DEBUG")
+	fx.al = &alert.Alerter{
+		SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Dedupe:  store.NewLedger(dynamodb.NewFromConfig(f.AWS), f.Ref("LedgerTable"), fx.clk.Now),
+		Metrics: obs.NewMetrics(fx.logs, "Oracle", fx.clk.Now), Log: log, Now: fx.clk.Now,
+	}
+	return fx
+}
+
+func (fx *fixture) published(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for {
+		r, err := fx.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(fx.tap), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out = append(out, aws.ToString(m.Body))
+		}
+	}
+}
+
+const session = "cs_live_a1b2c3d4e5f6g7h8i9j0"
+
+func TestFormatShowsOnlyTheSessionPrefix(t *testing.T) {
+	fx := newFixture(t)
+	fx.al.Raise(context.Background(), alert.Alert{Severity: alert.Error, Kind: "CACHE_WRITE", Session: session, Detail: "write failed after 3 retries"})
+	got := fx.published(t)
+	want := "[ORACLE-ALERT] ERROR | 2026-11-21T14:00:00Z | CACHE_WRITE | cs_live_a1b2 | write failed after 3 retries"
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("published %q, want %q", got, want)
+	}
+	if strings.Contains(fx.logs.String(), session) {
+		t.Fatal("the full session id reached the logs")
+	}
+}
+
+func TestDedupeWindow(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	a := alert.Alert{Severity: alert.Warn, Kind: "X", Session: session, Detail: "d"}
+	fx.al.Raise(ctx, a)
+	fx.clk.Add(59 * time.Second)
+	fx.al.Raise(ctx, a) // suppressed: same kind and prefix inside 60 s
+	other := a
+	other.Kind = "Y"
+	fx.al.Raise(ctx, other) // a different kind is not a duplicate
+	fx.clk.Add(2 * time.Second)
+	fx.al.Raise(ctx, a) // the window has passed
+	if got := fx.published(t); len(got) != 3 {
+		t.Fatalf("published %d alerts, want 3: %q", len(got), got)
+	}
+	if !strings.Contains(fx.logs.String(), "suppressed within dedupe window") {
+		t.Fatal("the suppressed alert left no log line")
+	}
+}
+
+func TestFallbackLogLineWhenSNSFails(t *testing.T) {
+	fx := newFixture(t)
+	fx.al.Topic = "arn:aws:sns:us-east-1:123456789012:no-such-topic"
+	fx.al.Raise(context.Background(), alert.Alert{Severity: alert.Critical, Kind: "Z", Session: session, Detail: "d"})
+	logs := fx.logs.String()
+	if !strings.Contains(logs, `"alert_fallback":true`) || !strings.Contains(logs, "[ORACLE-ALERT] CRITICAL") {
+		t.Fatalf("no fallback line: %s", logs)
+	}
+	if !strings.Contains(logs, `"CriticalAlerts":1`) {
+		t.Fatal("CRITICAL alert did not count its metric")
+	}
+}
+
+func TestPresetLineIsPublishedAsIs(t *testing.T) {
+	fx := newFixture(t)
+	line := "[SILENT-DROP] session=cs_live_abc1 tier=\"\" query_len=0 email=NULL amount=100_CAD 2026-04-16T14:22:01Z"
+	fx.al.Raise(context.Background(), alert.Alert{Severity: alert.Critical, Kind: "SILENT-DROP", Session: session, Line: line})
+	if got := fx.published(t); len(got) != 1 || got[0] != line {
+		t.Fatalf("published %q", got)
+	}
+}

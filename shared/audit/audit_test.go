@@ -1,0 +1,137 @@
+package audit_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+func hasher(t *testing.T) *audit.Hasher {
+	t.Helper()
+	h, err := audit.NewHasher("0123456789abcdef-pepper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func valid(h *audit.Hasher) audit.Record {
+	at := time.Date(2026, 11, 21, 14, 23, 7, 0, time.UTC)
+	return audit.Record{
+		Timestamp: at, EventTime: at, SessionID: "cs_test_abc123", Tier: "quick",
+		QueryHash: h.Hash("Should I?"), Email: h.Email("a@b.co"), Status: audit.StatusOK,
+		Source: audit.SourceWebhook, Event: "checkout.session.completed",
+	}
+}
+
+func TestHasher(t *testing.T) {
+	h := hasher(t)
+	if h.Email(" Customer@Example.com ") != h.Email("customer@example.com") {
+		t.Fatal("email hash is not normalised")
+	}
+	if h.Hash("x") == h.Hash("y") || h.Hash("") != "" {
+		t.Fatal("hash is not a function of its input")
+	}
+	other, _ := audit.NewHasher("another-pepper-0123456789")
+	if other.Hash("x") == h.Hash("x") {
+		t.Fatal("hash does not depend on the pepper")
+	}
+	if _, err := audit.NewHasher("short"); err == nil {
+		t.Fatal("a short pepper was accepted")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	h := hasher(t)
+	cases := []struct {
+		name   string
+		mutate func(*audit.Record)
+		ok     bool
+	}{
+		{"valid", func(*audit.Record) {}, true},
+		{"no timestamp", func(r *audit.Record) { r.Timestamp = time.Time{} }, false},
+		{"bad session", func(r *audit.Record) { r.SessionID = "pi_123" }, false},
+		{"unknown source", func(r *audit.Record) { r.Source = "cron" }, false},
+		{"unknown status", func(r *audit.Record) { r.Status = "MAYBE" }, false},
+		{"error without detail", func(r *audit.Record) { r.Status = audit.StatusError }, false},
+		{"error with detail", func(r *audit.Record) { r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("boom") }, true},
+		{"OK with detail", func(r *audit.Record) { r.ErrorDetail = audit.Detail("boom") }, false},
+		{"plaintext email field", func(r *audit.Record) { r.Email = "customer@example.com" }, false},
+		{"plaintext query hash", func(r *audit.Record) { r.QueryHash = "Should I quit?" }, false},
+		{"unkeyed sha256", func(r *audit.Record) { r.QueryHash = "sha256:8f3a2c1b8f3a2c1b8f3a2c1b8f3a2c1b" }, false},
+		{"email hidden in detail", func(r *audit.Record) {
+			r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("send to bob@example.org failed")
+		}, false},
+		{"no event", func(r *audit.Record) { r.Event = "" }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := valid(h)
+			c.mutate(&r)
+			if err := r.Validate(); (err == nil) != c.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, c.ok)
+			}
+		})
+	}
+}
+
+func TestWriterIsAppendOnlyAndIdempotent(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	w := audit.NewWriter(c, f.Ref("AuditBucket"))
+	r := valid(hasher(t))
+
+	var wg sync.WaitGroup
+	written := make(chan bool, 5)
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := w.Write(ctx, r, "evt_1")
+			if err != nil {
+				t.Error(err)
+			}
+			written <- ok
+		}()
+	}
+	wg.Wait()
+	close(written)
+	n := 0
+	for ok := range written {
+		if ok {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d writes claimed to add the record, want 1", n)
+	}
+	key := audit.Key(r, "evt_1")
+	if !strings.HasPrefix(key, "records/date=2026-11-21/source=webhook/") {
+		t.Fatalf("key %q is not partitioned by date and source", key)
+	}
+	l, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(f.Ref("AuditBucket"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Versions) != 1 {
+		t.Fatalf("%d object versions, want 1: a duplicate write overwrote the record", len(l.Versions))
+	}
+	bad := r
+	bad.Email = "customer@example.com"
+	if _, err := w.Write(ctx, bad, "evt_2"); err == nil {
+		t.Fatal("a record with a plaintext email was written")
+	}
+	if _, err := w.Write(ctx, r, "../escape"); err == nil {
+		t.Fatal("an unsafe id was accepted")
+	}
+}

@@ -1,0 +1,94 @@
+package config_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/shared/config"
+)
+
+func lookup(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestEveryProblemIsReportedAtOnce(t *testing.T) {
+	env := config.New(lookup(map[string]string{
+		"BASE_URL": "ftp://nope", "N": "x", "D": "-1s",
+	}), nil)
+	env.String("ORDERS_TABLE")
+	env.URL("BASE_URL")
+	env.Int("N", 1, 0, 10)
+	env.Duration("D", time.Second)
+	env.Secret(context.Background(), "STRIPE_SECRET_KEY", true)
+	err := env.Err()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"ORDERS_TABLE is required", "BASE_URL must be", "N must be", "D must be", "STRIPE_SECRET_KEY_ARN (or STRIPE_SECRET_KEY"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+func TestValuesAndDefaults(t *testing.T) {
+	env := config.New(lookup(map[string]string{
+		"BASE_URL": "https://42sisters.ai/", "ORIGINS": " https://a.example , ,https://b.example", "N": "7", "D": "45s",
+	}), nil)
+	if got := env.URL("BASE_URL"); got != "https://42sisters.ai" {
+		t.Errorf("URL = %q", got)
+	}
+	if got := env.List("ORIGINS"); len(got) != 2 || got[1] != "https://b.example" {
+		t.Errorf("List = %q", got)
+	}
+	if env.Int("N", 1, 0, 10) != 7 || env.Int("MISSING", 3, 0, 10) != 3 {
+		t.Error("Int")
+	}
+	if env.Duration("D", time.Second) != 45*time.Second {
+		t.Error("Duration")
+	}
+	if env.Optional("MISSING", "def") != "def" {
+		t.Error("Optional")
+	}
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSecretsFromSecretsManagerAndSSM(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, map[string]string{"StripeSecretKeyArn": "sk_test_from_secrets_manager"})
+	name := "/oracle/test/" + f.Ref("OrdersTable")
+	_, err := ssm.NewFromConfig(f.AWS).PutParameter(ctx, &ssm.PutParameterInput{
+		Name: aws.String(name), Value: aws.String("pepper-from-ssm"), Type: ssmtypes.ParameterTypeSecureString,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := config.NewAWSSecrets(f.AWS)
+	env := config.New(lookup(map[string]string{
+		"STRIPE_SECRET_KEY_ARN": f.Values.Params["StripeSecretKeyArn"],
+		"HASH_PEPPER_ARN":       "arn:aws:ssm:us-east-1:123456789012:parameter" + name,
+		"MISSING_ARN":           "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope-AbCdEf",
+	}), src)
+	if got := env.Secret(ctx, "STRIPE_SECRET_KEY", true); got != "sk_test_from_secrets_manager" {
+		t.Errorf("Secrets Manager value = %q", got)
+	}
+	if got := env.Secret(ctx, "HASH_PEPPER", true); got != "pepper-from-ssm" {
+		t.Errorf("SSM value = %q", got)
+	}
+	if got := env.Secret(ctx, "OPTIONAL", false); got != "" {
+		t.Errorf("absent optional secret = %q", got)
+	}
+	env.Secret(ctx, "MISSING", true)
+	if err := env.Err(); err == nil || !strings.Contains(err.Error(), "MISSING") {
+		t.Fatalf("a secret that cannot be read was not reported: %v", err)
+	}
+}

@@ -1,0 +1,67 @@
+package queue_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/shared/queue"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name string
+		body string
+		ok   bool
+	}{
+		{"generate", `{"session_id":"cs_test_abc","reason":"paid","attempt":0}`, true},
+		{"mail", `{"session_id":"cs_test_abc","kind":"silent_drop","attempt":2}`, true},
+		{"not json", `hello`, false},
+		{"empty", ``, false},
+		{"unknown field", `{"session_id":"cs_test_abc","reason":"paid","attempt":0,"email":"a@b.co"}`, false},
+		{"trailing data", `{"session_id":"cs_test_abc","reason":"paid","attempt":0} {}`, false},
+		{"bad session", `{"session_id":"nope","reason":"paid","attempt":0}`, false},
+		{"both reason and kind", `{"session_id":"cs_test_abc","reason":"paid","kind":"verdict","attempt":0}`, false},
+		{"neither", `{"session_id":"cs_test_abc","attempt":0}`, false},
+		{"unknown reason", `{"session_id":"cs_test_abc","reason":"because","attempt":0}`, false},
+		{"negative attempt", `{"session_id":"cs_test_abc","reason":"paid","attempt":-1}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := queue.Parse(c.body); (err == nil) != c.ok {
+				t.Fatalf("Parse: %v, want ok=%v", err, c.ok)
+			}
+		})
+	}
+}
+
+func TestSendDelaysUpToTheSQSCap(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	c := sqs.NewFromConfig(f.AWS)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	s := queue.NewSender(c, f.Ref("GenerateQueue"), func() time.Time { return now })
+	if err := s.Send(ctx, queue.Job{SessionID: "bad", Reason: queue.ReasonPaid}); err == nil {
+		t.Fatal("an invalid job was sent")
+	}
+	later := now.Add(2 * time.Hour)
+	if err := s.Send(ctx, queue.Job{SessionID: "cs_test_delay", Reason: queue.ReasonRegenerate, NotBefore: &later}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(f.Ref("GenerateQueue")),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(a.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesDelayed)]); n != 1 {
+		t.Fatalf("%d delayed messages, want 1", n)
+	}
+}
