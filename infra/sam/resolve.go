@@ -291,7 +291,7 @@ func (t *Template) ref(name string, v *Values) (any, error) {
 	if s, ok := v.Refs[name]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("Ref %s: unknown parameter or resource", name)
+	return nil, fmt.Errorf("unknown parameter or resource %q in Ref", name)
 }
 
 // Function is an AWS::Serverless::Function as the local stack runs it.

@@ -1,0 +1,81 @@
+# The project's vocabulary. `make run` starts the local stack; `make test` is
+# everything CI runs. Tools that are missing are installed first.
+
+SHELL := /bin/bash
+GO    ?= go
+TOOLS := $(CURDIR)/.build/tools
+export PATH := $(TOOLS):$(PATH)
+
+STATICCHECK_VERSION := v0.8.2
+STRIPE_MOCK_VERSION := v0.203.0
+FUZZTIME ?= 15s
+
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint unit fuzz bench build deploy invoke tools clean
+
+## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
+run:
+	$(GO) run ./infra/local
+
+## invoke: one function like `sam local invoke`, e.g. make invoke FN=WebhookFunction EVENT=events/webhook/checkout-session-completed.json
+invoke:
+	$(GO) run ./infra/local invoke $(FN) -e $(EVENT)
+
+## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test), then short fuzz runs
+test: tools lint unit fuzz
+
+lint: fmt-check vet staticcheck cfn-lint
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	staticcheck ./...
+
+cfn-lint:
+	cfn-lint template.yaml
+
+# One moto server serves every test package; each test provisions its own
+# uniquely named copy of the template's resources.
+unit:
+	@set -euo pipefail; \
+	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
+	moto_server -H 127.0.0.1 -p $$port >.build/moto-test.log 2>&1 & moto=$$!; \
+	trap 'kill $$moto 2>/dev/null' EXIT; \
+	for i in $$(seq 1 100); do curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null && break; sleep 0.1; done; \
+	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 8m ./...
+
+## fuzz: short fuzz runs of the query chunking and the webhook's parsing
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(FUZZTIME) ./shared/oracle
+	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./functions/webhook
+
+## bench: the benchmarks behind the performance budgets in ARCHITECTURE.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## build: every function's bootstrap for Lambda (linux/arm64), as `sam build` makes them
+build:
+	@for dir in functions/*/; do \
+		name=$$(basename $$dir); \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='-s -w' -tags lambda.norpc -o .build/lambda/$$name/bootstrap ./$$dir || exit 1; \
+		echo "built .build/lambda/$$name/bootstrap"; \
+	done
+
+## deploy: build with SAM and deploy (guided the first time)
+deploy:
+	sam build && sam deploy --guided
+
+## tools: install what the tests need when it is missing
+tools:
+	@mkdir -p $(TOOLS) .build
+	@command -v staticcheck >/dev/null || GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@command -v stripe-mock >/dev/null || GOBIN=$(TOOLS) $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
+	@command -v moto_server >/dev/null || python3 -m pip install --quiet 'moto[server]' || { echo "moto_server is missing and could not be installed"; exit 1; }
+	@command -v cfn-lint >/dev/null || python3 -m pip install --quiet cfn-lint || { echo "cfn-lint is missing and could not be installed"; exit 1; }
+	@command -v curl >/dev/null || { apt-get update -qq && apt-get install -y -qq curl; }
+
+clean:
+	rm -rf .build .aws-sam

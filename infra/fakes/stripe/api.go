@@ -1,0 +1,238 @@
+package fakestripe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stripe/stripe-go/v76"
+)
+
+// maxAPIBody bounds a form-encoded API request body.
+const maxAPIBody = 1 << 20
+
+// Call is one API request the fake received (any path under /v1/).
+type Call struct {
+	Method         string     `json:"method"`
+	Path           string     `json:"path"`
+	Params         url.Values `json:"params"` // the parsed form body (POST) or query (GET)
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	Status         int        `json:"status"` // the HTTP status answered
+	Time           time.Time  `json:"time"`
+}
+
+// Calls returns the API calls received so far, oldest first.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Call, len(s.calls))
+	for i, c := range s.calls {
+		c.Params = cloneValues(c.Params)
+		out[i] = c
+	}
+	return out
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := make(url.Values, len(v))
+	for k, vs := range v {
+		out[k] = slices.Clone(vs)
+	}
+	return out
+}
+
+// apiFunc handles one API request with s.mu held. It returns the response
+// object, or an error: an *apiError is sent as is, anything else as a 500.
+type apiFunc func(r *http.Request, form url.Values) (any, error)
+
+// idempotentResult is a stored response to a request with an Idempotency-Key.
+type idempotentResult struct {
+	request string // method, path and parameters, to detect key reuse
+	status  int
+	body    []byte
+}
+
+// api wraps an API handler with what every Stripe endpoint does: read the
+// form, authenticate, refuse unknown parameters (allowed nil skips that),
+// replay idempotent requests, encode the answer and record the call.
+func (s *Server) api(allowed map[string]bool, h apiFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		form, formErr := readForm(w, r)
+
+		s.mu.Lock()
+		status, body, replayed := s.serveAPI(r, form, formErr, allowed, h)
+		s.calls = append(s.calls, Call{
+			Method:         r.Method,
+			Path:           r.URL.Path,
+			Params:         form,
+			IdempotencyKey: r.Header.Get("Idempotency-Key"),
+			Status:         status,
+			Time:           s.now(),
+		})
+		s.mu.Unlock()
+
+		s.log.Debug("fakestripe: api call", "method", r.Method, "path", r.URL.Path, "status", status, "replayed", replayed)
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="Stripe"`)
+		}
+		writeJSONBody(w, status, body)
+	}
+}
+
+// serveAPI runs h with s.mu held and returns the status and body to send
+// and whether they replay an earlier idempotent request.
+func (s *Server) serveAPI(r *http.Request, form url.Values, formErr error, allowed map[string]bool, h apiFunc) (int, []byte, bool) {
+	key, err := authenticate(r)
+	if err == nil {
+		err = formErr
+	}
+	if err == nil {
+		err = checkParams(form, allowed)
+	}
+	if err != nil {
+		return s.errorResponse(err)
+	}
+
+	idemKey := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	scope := key + "\x00" + idemKey
+	request := r.Method + " " + r.URL.Path + "?" + form.Encode()
+	if r.Method == http.MethodPost && idemKey != "" {
+		if prev, ok := s.idempotency[scope]; ok {
+			if prev.request != request {
+				e := newAPIError(http.StatusBadRequest, "", "",
+					"Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '%s' if you meant to execute a different request.", idemKey)
+				e.Type = typeIdempotency
+				return s.errorResponse(e)
+			}
+			return prev.status, prev.body, true
+		}
+	}
+
+	v, err := h(r, form)
+	if err != nil {
+		return s.errorResponse(err)
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return s.errorResponse(fmt.Errorf("marshal %T: %w", v, err))
+	}
+	if r.Method == http.MethodPost && idemKey != "" {
+		s.idempotency[scope] = idempotentResult{request: request, status: http.StatusOK, body: body}
+	}
+	return http.StatusOK, body, false
+}
+
+func (s *Server) errorResponse(err error) (int, []byte, bool) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		s.log.Error("fakestripe: internal error", "err", err)
+		e = internalError()
+	}
+	return e.status, e.body(), false
+}
+
+// authenticate accepts a test-mode secret key sent as a bearer token, the
+// way stripe-go sends it, and returns it.
+func authenticate(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", newAPIError(http.StatusUnauthorized, "", "",
+			"You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY'). See https://stripe.com/docs/api#authentication for details, or we can help at https://support.stripe.com/.")
+	}
+	key, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || !strings.HasPrefix(key, "sk_test_") || len(key) == len("sk_test_") || strings.ContainsAny(key, " \t") {
+		return "", newAPIError(http.StatusUnauthorized, "", "", "Invalid API Key provided: %s", redactKey(key))
+	}
+	return key, nil
+}
+
+// redactKey shows at most a key's first eight and last four characters, as
+// Stripe's error messages do.
+func redactKey(key string) string {
+	if len(key) < 16 {
+		return strings.Repeat("*", len(key))
+	}
+	return key[:8] + strings.Repeat("*", min(len(key)-12, 24)) + key[len(key)-4:]
+}
+
+// readForm parses a request's parameters: the form-encoded body of a POST,
+// the query string otherwise.
+func readForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
+	raw := r.URL.RawQuery
+	if r.Method == http.MethodPost {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAPIBody))
+		if err != nil {
+			return url.Values{}, invalidParam("", "", "Could not read the request body: %v", err)
+		}
+		raw = string(b)
+	}
+	form, err := url.ParseQuery(raw)
+	if err != nil {
+		return url.Values{}, invalidParam("", "", "Invalid request: the parameters are not valid form encoding: %v", err)
+	}
+	return form, nil
+}
+
+// checkParams refuses what Stripe refuses before any endpoint logic: text
+// that is not UTF-8, top-level parameters the endpoint does not have (when
+// allowed is not nil) and expand, which the fake does not implement.
+func checkParams(form url.Values, allowed map[string]bool) error {
+	for _, key := range slices.Sorted(maps.Keys(form)) {
+		if !utf8.ValidString(key) {
+			return invalidParam("", "", "Invalid request: parameter names must be valid UTF-8.")
+		}
+		for _, v := range form[key] {
+			if !utf8.ValidString(v) {
+				return invalidParam("", key, "Invalid string: the value of %s is not valid UTF-8.", key)
+			}
+		}
+		name, _, _ := strings.Cut(key, "[")
+		if allowed != nil && !allowed[name] {
+			return invalidParam(codeParameterUnknown, name, "Received unknown parameter: %s", name)
+		}
+		if name == "expand" && slices.ContainsFunc(form[key], func(v string) bool { return v != "" }) {
+			return invalidParam("", "expand", "This property cannot be expanded (%s): the fake Stripe does not implement expand.", form.Get(key))
+		}
+	}
+	return nil
+}
+
+// Top-level parameter names per endpoint, read from stripe-go's own
+// parameter structs so that exactly what stripe-go can send is accepted.
+var (
+	sessionParamNames  = formNames(reflect.TypeFor[stripe.CheckoutSessionParams]())
+	refundParamNames   = formNames(reflect.TypeFor[stripe.RefundParams]())
+	retrieveParamNames = map[string]bool{"expand": true}
+)
+
+// formNames collects the `form` tag names of a stripe-go parameter struct,
+// descending into embedded `form:"*"` structs.
+func formNames(t reflect.Type) map[string]bool {
+	names := make(map[string]bool)
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("form"), ",")
+		switch {
+		case name == "*" && f.Type.Kind() == reflect.Struct:
+			maps.Copy(names, formNames(f.Type))
+		case name != "" && name != "-" && name != "*":
+			names[name] = true
+		}
+	}
+	return names
+}
+
+func unknownAPIRoute(r *http.Request, _ url.Values) (any, error) {
+	return nil, routeNotFound(r)
+}

@@ -1,0 +1,194 @@
+package fakestripe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// paymentIntent is the money side of a completed session.
+type paymentIntent struct {
+	sessionID string
+	currency  string
+	amount    int64
+	refunded  int64
+	succeeded bool // false while a delayed payment is pending, and after it failed
+}
+
+// Errors of completing a session from the pay page.
+var (
+	errUnknownSession = errors.New("unknown checkout session")
+	errSessionDone    = errors.New("checkout session already complete")
+)
+
+// formError is a pay page input the customer must correct.
+type formError struct{ msg string }
+
+func (e *formError) Error() string { return e.msg }
+
+// payInput is what the customer entered on the pay page.
+type payInput struct {
+	email   string
+	fields  map[string]string // custom field values by key
+	delayed bool
+}
+
+// payment is a completed session whose events are yet to be delivered.
+type payment struct {
+	rec       *sessionRecord
+	completed *event
+	control   Control
+	delayed   bool
+}
+
+// complete validates in and completes the open session id: status complete,
+// the customer's email and custom fields, a payment intent, and payment
+// status paid, or unpaid for a delayed payment method. It stores the
+// checkout.session.completed event and consumes the pending Control.
+func (s *Server) complete(id string, in payInput) (*payment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[id]
+	if !ok {
+		return nil, errUnknownSession
+	}
+	if rec.s.Status != sessionStatusOpen {
+		return nil, errSessionDone
+	}
+	if !validEmail(in.email) {
+		return nil, &formError{"Enter a valid email address."}
+	}
+	values := make([]string, len(rec.s.CustomFields))
+	for i, f := range rec.s.CustomFields {
+		v := in.fields[f.Key]
+		if strings.TrimSpace(v) == "" {
+			if !f.Optional {
+				return nil, &formError{fmt.Sprintf("%s is required.", f.Label.Custom)}
+			}
+			continue
+		}
+		if oracle.QueryUnits(v) > f.Text.MaximumLength {
+			return nil, &formError{fmt.Sprintf("%s must be at most %d characters.", f.Label.Custom, f.Text.MaximumLength)}
+		}
+		values[i] = v
+	}
+
+	piID, err := s.newID("pi_", objectIDLen)
+	if err != nil {
+		return nil, fmt.Errorf("complete session: %w", err)
+	}
+	c := s.takeControl()
+	delayed := in.delayed || c.Reorder || c.FailAsync
+	pi := &paymentIntent{sessionID: id, currency: rec.s.Currency, amount: rec.s.AmountTotal, succeeded: !delayed}
+	rec.s.PaymentStatus = paymentStatusPaid
+	if delayed {
+		rec.s.PaymentStatus = paymentStatusUnpaid
+	}
+	s.intents[piID] = pi
+
+	rec.s.Status = sessionStatusDone
+	rec.s.URL = nil
+	rec.s.PaymentIntent = &piID
+	rec.s.CustomerDetails = &customerDetails{Email: in.email, TaxExempt: "none", TaxIDs: []string{}}
+	for i, v := range values {
+		if v != "" {
+			rec.s.CustomFields[i].Text.Value = &v
+		}
+	}
+	ev, err := s.newEvent(eventCompleted, rec)
+	if err != nil {
+		return nil, fmt.Errorf("complete session: %w", err)
+	}
+	s.log.Info("fakestripe: session completed", "session", id, "payment_status", rec.s.PaymentStatus, "control", c)
+	return &payment{rec: rec, completed: ev, control: c, delayed: delayed}, nil
+}
+
+// settle ends a delayed payment, as succeeded or failed, and stores the
+// event that says so.
+func (s *Server) settle(p *payment) (*event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pi := s.intents[*p.rec.s.PaymentIntent]
+	typ := eventAsyncFailed
+	if !p.control.FailAsync {
+		typ = eventAsyncSucceeded
+		pi.succeeded = true
+		p.rec.s.PaymentStatus = paymentStatusPaid
+	}
+	ev, err := s.newEvent(typ, p.rec)
+	if err != nil {
+		return nil, fmt.Errorf("settle session %s: %w", p.rec.s.ID, err)
+	}
+	return ev, nil
+}
+
+// finish delivers a payment's events. A delayed payment settles after its
+// completed event is delivered, or before it when the Control reorders.
+func (s *Server) finish(ctx context.Context, p *payment) error {
+	if !p.delayed {
+		s.deliver(ctx, p.control, p.completed)
+		return nil
+	}
+	if !p.control.Reorder {
+		s.deliver(ctx, p.control, p.completed)
+	}
+	settled, err := s.settle(p)
+	if err != nil {
+		return err
+	}
+	s.deliver(ctx, p.control, settled)
+	if p.control.Reorder {
+		s.deliver(ctx, p.control, p.completed)
+	}
+	return nil
+}
+
+// redirectURL is where the customer goes after paying: success_url with the
+// session id filled in, or the fake's own page when there is none.
+func (s *Server) redirectURL(r *http.Request, p *payment) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.rec.s.SuccessURL == nil {
+		return s.baseURL(r) + "/pay/" + p.rec.s.ID
+	}
+	return strings.ReplaceAll(*p.rec.s.SuccessURL, "{CHECKOUT_SESSION_ID}", p.rec.s.ID)
+}
+
+// newLinkSession creates a session the way a Stripe Payment Link for tier
+// does: the tier's fixed price and name, metadata {"tier": tier} only, and a
+// required "Your idea" text field.
+func (s *Server) newLinkSession(r *http.Request, tier oracle.Tier) (*sessionRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	plink, ok := s.links[tier]
+	if !ok {
+		var err error
+		if plink, err = s.newID("plink_", objectIDLen); err != nil {
+			return nil, fmt.Errorf("create payment link for %s: %w", tier, err)
+		}
+		s.links[tier] = plink
+	}
+	p := sessionParams{
+		items:    []lineItem{{Name: tier.Name(), Currency: oracle.Currency, UnitAmount: tier.PriceCents(), Quantity: 1}},
+		metadata: map[string]string{oracle.MetaTier: string(tier)},
+	}
+	if u := s.opts.LinkSuccessURL; u != "" {
+		p.successURL = &u
+	}
+	rec, err := s.newSession(r, s.now(), p)
+	if err != nil {
+		return nil, fmt.Errorf("open payment link for %s: %w", tier, err)
+	}
+	rec.s.PaymentLink = &plink
+	rec.s.CustomFields = []customField{{
+		Key:   oracle.IdeaFieldKey,
+		Label: customFieldLabel{Type: "custom", Custom: "Your idea"},
+		Type:  "text",
+		Text:  customFieldText{MaximumLength: ideaMaxLength},
+	}}
+	return rec, nil
+}

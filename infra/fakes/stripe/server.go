@@ -1,0 +1,165 @@
+// Package fakestripe is a stateful, in-memory fake of the parts of Stripe the
+// Oracle verdict service uses: Checkout Sessions, refunds, a hosted pay page,
+// Payment Link style sessions and signed webhook deliveries.
+//
+// It speaks the wire format of the official stripe-go v76 client (form-encoded
+// requests, JSON responses, Stripe error objects), so the service's real code
+// runs against it unchanged. Parameters that Stripe knows but the fake does not
+// model are accepted and ignored; parameters Stripe does not know are refused
+// as Stripe refuses them.
+//
+// Endpoints:
+//
+//	POST /v1/checkout/sessions            create a Checkout Session
+//	GET  /v1/checkout/sessions/{id}       retrieve a Checkout Session
+//	POST /v1/refunds                      refund a paid session's payment intent
+//	GET  /v1/refunds/{id}                 retrieve a refund
+//	GET  /pay/{id}, POST /pay/{id}        the hosted pay page
+//	GET  /link/{tier}                     open a Payment Link for a tier
+//	POST /_control                        shape the next payment's webhook deliveries
+//	POST /_events/{id}/deliver            resend a stored event
+//	GET  /_calls, DELETE /_calls          API calls received
+//	GET  /_deliveries                     webhook deliveries attempted
+//	GET  /_events                         events created
+package fakestripe
+
+import (
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Options configures a Server. The zero value serves a working fake that
+// delivers no webhooks.
+type Options struct {
+	// PublicURL is where this server is reachable; a session's url is
+	// PublicURL + "/pay/" + id. Empty means the scheme and host of the request
+	// that created the session.
+	PublicURL string
+	// WebhookURL is where signed events are POSTed. Empty means events are
+	// created and stored but not delivered.
+	WebhookURL string
+	// WebhookSecret (whsec_...) signs deliveries.
+	WebhookSecret string
+	// LinkSuccessURL is the success_url of Payment Link style sessions and
+	// should contain {CHECKOUT_SESSION_ID}. Empty means the customer lands on
+	// the fake's own confirmation page, as with a link that has no redirect.
+	LinkSuccessURL string
+	// Clock is the time source for timestamps and signatures; nil means time.Now.
+	Clock func() time.Time
+	// Rand is the source of ids; nil means crypto/rand. It is only read with
+	// the server's lock held, so it need not be safe for concurrent use.
+	Rand io.Reader
+	// HTTPClient delivers webhooks; nil means a client with a 10 s timeout
+	// that, like Stripe, does not follow redirects.
+	HTTPClient *http.Client
+	// Logger receives request and delivery logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is the fake. It implements http.Handler and is safe for concurrent use.
+type Server struct {
+	opts   Options
+	now    func() time.Time
+	rand   io.Reader
+	client *http.Client
+	log    *slog.Logger
+	mux    *http.ServeMux
+
+	mu          sync.Mutex
+	sessions    map[string]*sessionRecord
+	intents     map[string]*paymentIntent
+	refunds     map[string]*refund
+	links       map[oracle.Tier]string // Payment Link id per tier, made on first use
+	idempotency map[string]idempotentResult
+	events      []*event
+	eventByID   map[string]*event
+	calls       []Call
+	deliveries  []Delivery
+	control     Control
+}
+
+// New returns a fake Stripe configured by opts.
+func New(opts Options) *Server {
+	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
+	s := &Server{
+		opts:        opts,
+		now:         opts.Clock,
+		rand:        opts.Rand,
+		client:      opts.HTTPClient,
+		log:         opts.Logger,
+		mux:         http.NewServeMux(),
+		sessions:    make(map[string]*sessionRecord),
+		intents:     make(map[string]*paymentIntent),
+		refunds:     make(map[string]*refund),
+		links:       make(map[oracle.Tier]string),
+		idempotency: make(map[string]idempotentResult),
+		eventByID:   make(map[string]*event),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.rand == nil {
+		s.rand = rand.Reader
+	}
+	if s.client == nil {
+		s.client = &http.Client{
+			Timeout: 10 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("POST /v1/checkout/sessions", s.api(sessionParamNames, s.createSession))
+	s.mux.HandleFunc("GET /v1/checkout/sessions/{id}", s.api(retrieveParamNames, s.retrieveSession))
+	s.mux.HandleFunc("POST /v1/refunds", s.api(refundParamNames, s.createRefund))
+	s.mux.HandleFunc("GET /v1/refunds/{id}", s.api(retrieveParamNames, s.retrieveRefund))
+	s.mux.HandleFunc("/v1/", s.api(nil, unknownAPIRoute))
+
+	s.mux.HandleFunc("GET /pay/{id}", s.payPage)
+	s.mux.HandleFunc("POST /pay/{id}", s.pay)
+	s.mux.HandleFunc("GET /link/{tier}", s.link)
+
+	s.mux.HandleFunc("POST /_control", s.handleControl)
+	s.mux.HandleFunc("POST /_events/{id}/deliver", s.handleRedeliver)
+	s.mux.HandleFunc("GET /_calls", s.handleCalls)
+	s.mux.HandleFunc("DELETE /_calls", s.handleClearCalls)
+	s.mux.HandleFunc("GET /_deliveries", s.handleDeliveries)
+	s.mux.HandleFunc("GET /_events", s.handleEvents)
+
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, routeNotFound(r))
+	})
+}
+
+// ServeHTTP serves the fake's API, pay pages and test endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// baseURL is where customers reach this server: PublicURL, or else the
+// scheme and host r was sent to.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

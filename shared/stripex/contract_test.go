@@ -1,0 +1,74 @@
+package stripex
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/tools"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// stripeMock starts stripe-mock, Stripe's own server that validates requests
+// against the published OpenAPI specification.
+func stripeMock(t *testing.T) string {
+	t.Helper()
+	bin := tools.Find(t, "stripe-mock")
+	port, err := motoserver.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-http-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url + "/v1/charges"); err == nil {
+			resp.Body.Close()
+			return url
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("stripe-mock did not start")
+	return ""
+}
+
+func TestCheckoutRequestContract(t *testing.T) {
+	url := stripeMock(t)
+	c := New("sk_test_123", Options{BaseURL: url, Timeout: 5 * time.Second})
+	queries := map[string]string{
+		"short":     "Should I open a bakery?",
+		"multibyte": strings.Repeat("Crème brûlée 🍮 ", 120),
+		"maximum":   strings.Repeat("q", oracle.MaxQueryUnits),
+	}
+	for _, tier := range oracle.Tiers() {
+		for name, q := range queries {
+			t.Run(string(tier)+"/"+name, func(t *testing.T) {
+				s, err := c.CreateCheckoutSession(context.Background(), CheckoutRequest{
+					Tier: tier, Query: q, Referral: "FRIEND-1",
+					SuccessURL: "https://42sisters.ai/oracle/result?session_id={CHECKOUT_SESSION_ID}",
+					CancelURL:  "https://42sisters.ai/?cancelled=1",
+				})
+				if err != nil {
+					t.Fatalf("stripe-mock refused the request: %v", err)
+				}
+				if s.ID == "" {
+					t.Fatal("no session id")
+				}
+			})
+		}
+	}
+	if _, err := c.RetrieveSession(context.Background(), "cs_test_123"); err != nil {
+		t.Fatalf("retrieve: %v", err)
+	}
+}

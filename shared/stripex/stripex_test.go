@@ -1,0 +1,58 @@
+package stripex
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+func TestParamsTakePricesOnlyFromTheTierTable(t *testing.T) {
+	for _, tier := range oracle.Tiers() {
+		q := strings.Repeat("é", 700) + "🚀"
+		p := Params(CheckoutRequest{Tier: tier, Query: q, SuccessURL: "https://x/oracle/result?session_id={CHECKOUT_SESSION_ID}", CancelURL: "https://x/"})
+		li := p.LineItems[0]
+		if *li.PriceData.UnitAmount != tier.PriceCents() || *li.PriceData.Currency != "cad" || *li.Quantity != 1 {
+			t.Errorf("%s: amount %d %s x%d", tier, *li.PriceData.UnitAmount, *li.PriceData.Currency, *li.Quantity)
+		}
+		if p.Metadata["tier"] != string(tier) {
+			t.Errorf("%s: metadata tier %q", tier, p.Metadata["tier"])
+		}
+		got, reason := oracle.ReassembleQuery(p.Metadata)
+		if reason != oracle.DropNone || got != q {
+			t.Errorf("%s: metadata does not carry the query", tier)
+		}
+		if len(p.Metadata) > oracle.StripeMaxMetadataKeys {
+			t.Errorf("%s: %d metadata keys", tier, len(p.Metadata))
+		}
+		for k, v := range p.Metadata {
+			if oracle.QueryUnits(v) > oracle.StripeMaxMetadataValue || len(k) > 40 {
+				t.Errorf("%s: metadata %s exceeds Stripe's limits", tier, k)
+			}
+		}
+	}
+}
+
+func TestSessionConversion(t *testing.T) {
+	raw := `{"id":"cs_test_conv","object":"checkout.session","payment_status":"paid","amount_total":500,"currency":"cad",
+	"livemode":false,"created":1763700000,"metadata":{"tier":"full"},"customer_email":"fallback@example.com",
+	"customer_details":{"email":"details@example.com"},
+	"custom_fields":[{"key":"other","type":"text","text":{"value":"no"}},{"key":"idea","type":"text","text":{"value":"my idea"}}]}`
+	s, err := SessionFromJSON(json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Email != "details@example.com" || s.Idea != "my idea" || !s.Paid() || s.AmountTotal != 500 || s.Currency != "cad" || s.Metadata["tier"] != "full" {
+		t.Fatalf("%+v", s)
+	}
+	s, _ = SessionFromJSON(json.RawMessage(`{"id":"cs_test_conv2","customer_email":"fallback@example.com","customer_details":null}`))
+	if s.Email != "fallback@example.com" || s.Metadata == nil {
+		t.Fatalf("fallback email/metadata: %+v", s)
+	}
+	for _, bad := range []string{`{"id":"pi_123"}`, `[]`, `{"id":`} {
+		if _, err := SessionFromJSON(json.RawMessage(bad)); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
+	}
+}
