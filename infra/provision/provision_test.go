@@ -1,20 +1,100 @@
 package provision_test
 
 import (
+	"context"
+	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/shared/awsenv"
 )
 
-func TestProvisionTemplate(t *testing.T) {
-	f := provision.ForTest(t, map[string]string{"StripeSecretKeyArn": "sk_test_x", "HashPepperArn": "pepper", "StripeTestWebhookSecretArn": "whsec_x", "StripeWebhookSecretArn": ""})
-	tmpl, _ := sam.Load(provision.TemplatePath())
-	for _, fn := range tmpl.Functions() {
+func TestProvisionFollowsTheTemplate(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, map[string]string{"StripeSecretKeyArn": "sk_test_x", "HashPepperArn": "pepper-pepper-pepper", "StripeTestWebhookSecretArn": "whsec_x", "StripeWebhookSecretArn": ""})
+
+	// Queues carry the template's redrive policy and visibility timeout.
+	q := sqs.NewFromConfig(f.AWS)
+	a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(f.Ref("GenerateQueue")), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rp struct {
+		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		MaxReceiveCount     any    `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(a.Attributes["RedrivePolicy"]), &rp); err != nil || rp.DeadLetterTargetArn != f.Attr("GenerateDeadLetterQueue.Arn") {
+		t.Fatalf("redrive %q: %v", a.Attributes["RedrivePolicy"], err)
+	}
+	if a.Attributes["VisibilityTimeout"] != "900" {
+		t.Fatalf("visibility timeout %s", a.Attributes["VisibilityTimeout"])
+	}
+
+	// Tables have their keys and TTL.
+	db := dynamodb.NewFromConfig(f.AWS)
+	for table, key := range map[string]string{"OrdersTable": "session_id", "LedgerTable": "pk"} {
+		d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(f.Ref(table))})
+		if err != nil || aws.ToString(d.Table.KeySchema[0].AttributeName) != key {
+			t.Fatalf("%s: %v", table, err)
+		}
+		ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(f.Ref(table))})
+		if err != nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expires_at" {
+			t.Fatalf("%s TTL: %v", table, err)
+		}
+	}
+
+	// The audit bucket has Object Lock and versioning.
+	c := awsenv.S3(f.AWS)
+	lock, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(f.Ref("AuditBucket"))})
+	if err != nil || lock.ObjectLockConfiguration.Rule == nil || string(lock.ObjectLockConfiguration.Rule.DefaultRetention.Mode) != "COMPLIANCE" {
+		t.Fatalf("object lock: %+v %v", lock, err)
+	}
+
+	// Every function's environment resolves, secrets by ARN only.
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := tmpl.Functions()
+	if len(fns) < 2 {
+		t.Fatalf("%d functions", len(fns))
+	}
+	for _, fn := range fns {
 		env, err := f.Env(fn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s %v routes=%v", fn.LogicalID, env, fn.Routes)
+		for k, v := range env {
+			if strings.Contains(v, "sk_test_x") || strings.Contains(v, "whsec_x") || strings.Contains(v, "pepper-pepper") {
+				t.Fatalf("%s: secret %s passed in plaintext", fn.LogicalID, k)
+			}
+		}
+		if env["ORDERS_TABLE"] != f.Ref("OrdersTable") {
+			t.Fatalf("%s: ORDERS_TABLE=%q", fn.LogicalID, env["ORDERS_TABLE"])
+		}
+	}
+}
+
+func TestProvisionIsIdempotent(t *testing.T) {
+	f := provision.ForTest(t, map[string]string{"HashPepperArn": "first-value-0123456789"})
+	tmpl, _ := sam.Load(provision.TemplatePath())
+	again, err := provision.Provision(context.Background(), provision.Options{
+		Template: tmpl, AWS: f.AWS, Prefix: strings.TrimSuffix(f.Ref("OrdersTable"), "OrdersTable"),
+		Params:  map[string]string{"BaseUrl": "http://localhost:3000", "AllowedOrigins": "http://localhost:3000"},
+		Secrets: map[string]string{"HashPepperArn": "second-value-0123456789"},
+	})
+	if err != nil {
+		t.Fatalf("second provisioning failed: %v", err)
+	}
+	if again.Ref("GenerateQueue") != f.Ref("GenerateQueue") || again.Values.Params["HashPepperArn"] != f.Values.Params["HashPepperArn"] {
+		t.Fatal("second provisioning changed names")
 	}
 }

@@ -1,0 +1,489 @@
+// Package runtimeapi runs a Lambda function's real bootstrap binary behind a
+// local implementation of the AWS Lambda Runtime API, with Lambda's
+// semantics: a pool of execution environments (one process each) that take
+// invocations one at a time, a deadline per invocation after which the
+// environment is killed and replaced, and a replacement for every process
+// that exits.
+package runtimeapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Error types Lambda reports for failures outside the function's own code.
+const (
+	// ErrorTypeTimeout is an invocation that ran past its deadline.
+	ErrorTypeTimeout = "Sandbox.Timedout"
+	// ErrorTypeExit is an invocation whose process exited before answering.
+	ErrorTypeExit = "Runtime.ExitError"
+)
+
+// account is moto's default account id, the one provision uses in ARNs.
+const account = "123456789012"
+
+// restartPause spaces out restarts of a process that dies before asking for
+// work, so a bootstrap that cannot start does not spin.
+const restartPause = time.Second
+
+// Config describes one function.
+type Config struct {
+	// Name is the function name, e.g. its logical id "WebhookFunction".
+	Name string
+	// Binary is the path of the bootstrap executable.
+	Binary string
+	// Env is the function's own environment; the Runtime API variables are
+	// added to it (and win, as Lambda's reserved variables do).
+	Env map[string]string
+	// Timeout bounds each invocation; 0 means Lambda's default of 3 s.
+	Timeout time.Duration
+	// MemoryMB is reported to the function; 0 means 128.
+	MemoryMB int
+	// Instances is the number of execution environments, so concurrent
+	// invocations run concurrently as with Lambda's scale-out; 0 means 2.
+	Instances int
+	// Region is the function's AWS region; empty means us-east-1.
+	Region string
+	// AWSEndpoint becomes AWS_ENDPOINT_URL (moto server) when set.
+	AWSEndpoint string
+	// Log receives the processes' output, each line prefixed with the
+	// function name; nil means os.Stderr.
+	Log io.Writer
+}
+
+// Error is a failed invocation as Lambda reports it.
+type Error struct {
+	Type    string `json:"errorType"`
+	Message string `json:"errorMessage"`
+}
+
+func (e *Error) Error() string { return e.Type + ": " + e.Message }
+
+// Function is a running function: its execution environments and the queue
+// of invocations they take work from.
+type Function struct {
+	cfg    Config
+	arn    string
+	out    *output
+	queue  chan *invocation
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start starts cfg.Instances processes of the function's bootstrap. They
+// initialise in the background; invocations wait for one to be free.
+func Start(cfg Config) (*Function, error) {
+	if cfg.Name == "" || cfg.Binary == "" {
+		return nil, fmt.Errorf("runtimeapi: a function needs a name and a binary")
+	}
+	if _, err := os.Stat(cfg.Binary); err != nil {
+		return nil, fmt.Errorf("runtimeapi: %s: %w", cfg.Name, err)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.MemoryMB <= 0 {
+		cfg.MemoryMB = 128
+	}
+	if cfg.Instances <= 0 {
+		cfg.Instances = 2
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Function{
+		cfg:    cfg,
+		arn:    fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", cfg.Region, account, cfg.Name),
+		out:    &output{w: cfg.Log, prefix: "[" + cfg.Name + "] "},
+		queue:  make(chan *invocation),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+	for range cfg.Instances {
+		f.wg.Add(1)
+		go f.supervise()
+	}
+	return f, nil
+}
+
+// Name is the function's name.
+func (f *Function) Name() string { return f.cfg.Name }
+
+// Invoke runs one invocation synchronously (RequestResponse) and returns
+// the function's response. A function error, a timeout or a crash is an
+// *Error. Cancelling ctx abandons the wait, not the invocation, as with
+// Lambda.
+func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	inv := &invocation{id: newRequestID(), payload: payload, done: make(chan result, 1)}
+	select {
+	case f.queue <- inv:
+	case <-f.ctx.Done():
+		return nil, fmt.Errorf("invoke %s: function is closed", f.cfg.Name)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("invoke %s: %w", f.cfg.Name, ctx.Err())
+	}
+	select {
+	case r := <-inv.done:
+		return r.body, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("invoke %s: %w", f.cfg.Name, ctx.Err())
+	}
+}
+
+// Close kills the processes and waits for them; invocations in flight fail.
+func (f *Function) Close() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// supervise keeps one execution environment running until Close.
+func (f *Function) supervise() {
+	defer f.wg.Done()
+	for f.ctx.Err() == nil {
+		e, err := f.start()
+		if err != nil {
+			f.out.logf("cannot start: %v", err)
+			f.failWaiting(&Error{Type: "Runtime.InvalidEntrypoint", Message: err.Error()})
+		} else if e.run() {
+			continue
+		}
+		select {
+		case <-time.After(restartPause):
+		case <-f.ctx.Done():
+		}
+	}
+}
+
+// failWaiting fails one invocation waiting for an environment, if any: the
+// one whose cold start failed, as Lambda fails the invocation that
+// triggered a failed init.
+func (f *Function) failWaiting(err error) {
+	select {
+	case inv := <-f.queue:
+		inv.finish(nil, err)
+	default:
+	}
+}
+
+// start launches a process with its own Runtime API endpoint.
+func (f *Function) start() (*environment, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for the runtime API: %w", err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	e := &environment{f: f, ctx: ctx, cancel: cancel}
+	cmd := exec.CommandContext(f.ctx, f.cfg.Binary)
+	cmd.Dir = filepath.Dir(f.cfg.Binary)
+	cmd.Env = f.environ(ln.Addr().String())
+	e.stdout, e.stderr = f.out.writer(), f.out.writer()
+	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
+	// Own process group: a Ctrl-C in the terminal reaches the stack, which
+	// shuts the functions down in order, not the functions directly.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		ln.Close()
+		return nil, fmt.Errorf("start %s: %w", f.cfg.Binary, err)
+	}
+	e.cmd = cmd
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", e.next)
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", e.response)
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", e.invocationError)
+	mux.HandleFunc("POST /2018-06-01/runtime/init/error", e.initError)
+	// The server starts after the process so that everything the handlers
+	// read (e.cmd) is set before any of them runs; the process's first
+	// request waits in the listen backlog meanwhile.
+	e.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go e.srv.Serve(ln)
+	return e, nil
+}
+
+// environ is the process environment: the function's variables and the ones
+// Lambda sets, and nothing inherited from this process.
+func (f *Function) environ(runtimeAPI string) []string {
+	vars := map[string]string{
+		"PATH":                      "/usr/local/bin:/usr/bin:/bin",
+		"LANG":                      "en_US.UTF-8",
+		"TZ":                        ":UTC",
+		"LAMBDA_TASK_ROOT":          filepath.Dir(f.cfg.Binary),
+		"AWS_LAMBDA_LOG_GROUP_NAME": "/aws/lambda/" + f.cfg.Name,
+	}
+	for k, v := range f.cfg.Env {
+		vars[k] = v
+	}
+	for k, v := range map[string]string{
+		"AWS_LAMBDA_RUNTIME_API":          runtimeAPI,
+		"AWS_LAMBDA_FUNCTION_NAME":        f.cfg.Name,
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(f.cfg.MemoryMB),
+		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
+		"_HANDLER":                        "bootstrap",
+		"AWS_REGION":                      f.cfg.Region,
+		"AWS_DEFAULT_REGION":              f.cfg.Region,
+		"AWS_ACCESS_KEY_ID":               "test",
+		"AWS_SECRET_ACCESS_KEY":           "test",
+	} {
+		vars[k] = v
+	}
+	if f.cfg.AWSEndpoint != "" {
+		vars["AWS_ENDPOINT_URL"] = f.cfg.AWSEndpoint
+	}
+	out := make([]string, 0, len(vars))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// environment is one execution environment: a process and the Runtime API
+// endpoint only it talks to, so every request is known to come from it.
+type environment struct {
+	f      *Function
+	ctx    context.Context // ends when the process has exited
+	cancel context.CancelFunc
+	cmd    *exec.Cmd
+	srv    *http.Server
+	stdout *lineWriter
+	stderr *lineWriter
+
+	mu      sync.Mutex
+	current *invocation // in flight
+	timer   *time.Timer // the current invocation's deadline
+	asked   bool        // the runtime has asked for work: init is over
+	initErr *Error
+	exited  bool
+}
+
+// run waits for the process to exit, fails its invocation in flight and
+// reports whether it had finished initialising.
+func (e *environment) run() bool {
+	waitErr := e.cmd.Wait()
+	e.stdout.flush()
+	e.stderr.flush()
+	e.mu.Lock()
+	e.exited = true
+	inv := e.take("")
+	asked, initErr := e.asked, e.initErr
+	e.mu.Unlock()
+	e.cancel()
+	e.srv.Close()
+	if e.f.ctx.Err() != nil {
+		waitErr = fmt.Errorf("function closed")
+	}
+	var reason *Error
+	if initErr != nil {
+		reason = initErr
+	} else {
+		reason = &Error{Type: ErrorTypeExit, Message: "Runtime exited with error: " + waitErr.Error()}
+	}
+	if inv != nil {
+		inv.finish(nil, &Error{Type: reason.Type, Message: "RequestId: " + inv.id + " Error: " + reason.Message})
+	}
+	if e.f.ctx.Err() == nil {
+		e.f.out.logf("process exited (%v); starting a new one", waitErr)
+	}
+	if !asked {
+		e.f.failWaiting(reason)
+	}
+	return asked
+}
+
+// take ends the current invocation if id names it ("" for any) and returns
+// it; e.mu must be held.
+func (e *environment) take(id string) *invocation {
+	inv := e.current
+	if inv == nil || (id != "" && inv.id != id) {
+		return nil
+	}
+	e.current = nil
+	e.timer.Stop()
+	return inv
+}
+
+func (e *environment) next(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	e.asked = true
+	// Asking for more work ends the previous invocation; one the runtime
+	// never answered fails rather than waiting for its deadline.
+	unanswered := e.take("")
+	e.mu.Unlock()
+	if unanswered != nil {
+		unanswered.finish(nil, &Error{Type: "Runtime.InvalidResponse", Message: "the runtime asked for the next invocation without answering " + unanswered.id})
+	}
+	var inv *invocation
+	select {
+	case inv = <-e.f.queue:
+	case <-r.Context().Done():
+		return
+	case <-e.ctx.Done():
+		return
+	}
+	timeout := e.f.cfg.Timeout
+	deadline := time.Now().Add(timeout)
+	e.mu.Lock()
+	if e.exited {
+		e.mu.Unlock()
+		inv.finish(nil, &Error{Type: ErrorTypeExit, Message: "RequestId: " + inv.id + " Error: Runtime exited"})
+		return
+	}
+	e.current = inv
+	e.timer = time.AfterFunc(timeout, func() { e.expire(inv) })
+	e.mu.Unlock()
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
+	h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(deadline.UnixMilli(), 10))
+	h.Set("Lambda-Runtime-Invoked-Function-Arn", e.f.arn)
+	h.Set("Lambda-Runtime-Trace-Id", newTraceID())
+	w.WriteHeader(http.StatusOK)
+	// A failed write means the process died; run fails the invocation.
+	_, _ = w.Write(inv.payload)
+}
+
+// expire fails an invocation that reached its deadline and kills its
+// process, as Lambda does: the environment may be in any state.
+func (e *environment) expire(inv *invocation) {
+	e.mu.Lock()
+	if e.current != inv {
+		e.mu.Unlock()
+		return
+	}
+	e.current = nil
+	e.mu.Unlock()
+	msg := fmt.Sprintf("Task timed out after %.2f seconds", e.f.cfg.Timeout.Seconds())
+	e.f.out.logf("%s %s", inv.id, msg)
+	inv.finish(nil, &Error{Type: ErrorTypeTimeout, Message: msg})
+	_ = e.cmd.Process.Kill()
+}
+
+func (e *environment) response(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, "InvalidResponse", err.Error())
+		return
+	}
+	inv := e.finished(r.PathValue("id"))
+	if inv == nil {
+		writeStatus(w, http.StatusBadRequest, "InvalidRequestID", "no invocation in flight with this id")
+		return
+	}
+	// aws-lambda-go streams the response and, when producing it fails
+	// midway, reports the error in trailers instead.
+	if t := r.Trailer.Get("Lambda-Runtime-Function-Error-Type"); t != "" {
+		b, _ := base64.StdEncoding.DecodeString(r.Trailer.Get("Lambda-Runtime-Function-Error-Body"))
+		inv.finish(nil, parseError(b, t))
+	} else {
+		inv.finish(body, nil)
+	}
+	writeStatus(w, http.StatusAccepted, "", "")
+}
+
+func (e *environment) invocationError(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	inv := e.finished(r.PathValue("id"))
+	if inv == nil {
+		writeStatus(w, http.StatusBadRequest, "InvalidRequestID", "no invocation in flight with this id")
+		return
+	}
+	inv.finish(nil, parseError(body, r.Header.Get("Lambda-Runtime-Function-Error-Type")))
+	writeStatus(w, http.StatusAccepted, "", "")
+}
+
+func (e *environment) initError(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	ierr := parseError(body, r.Header.Get("Lambda-Runtime-Function-Error-Type"))
+	e.f.out.logf("init error: %v", ierr)
+	e.mu.Lock()
+	e.initErr = ierr
+	e.mu.Unlock()
+	writeStatus(w, http.StatusAccepted, "", "")
+}
+
+func (e *environment) finished(id string) *invocation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.take(id)
+}
+
+// parseError reads the runtime's error document; one that is not JSON is
+// kept as the message.
+func parseError(body []byte, typ string) *Error {
+	var fe Error
+	if err := json.Unmarshal(body, &fe); err != nil || (fe.Type == "" && fe.Message == "") {
+		fe = Error{Message: string(body)}
+	}
+	if fe.Type == "" {
+		fe.Type = typ
+	}
+	if fe.Type == "" {
+		fe.Type = "Unhandled"
+	}
+	return &fe
+}
+
+// writeStatus answers the runtime as Lambda does: {"status":"OK"} or an
+// error document.
+func writeStatus(w http.ResponseWriter, code int, errType, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	if errType == "" {
+		_, _ = io.WriteString(w, `{"status":"OK"}`)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(Error{Type: errType, Message: msg})
+}
+
+type result struct {
+	body []byte
+	err  error
+}
+
+type invocation struct {
+	id      string
+	payload []byte
+	done    chan result // buffered: finishing never blocks
+	once    sync.Once
+}
+
+func (inv *invocation) finish(body []byte, err error) {
+	inv.once.Do(func() { inv.done <- result{body: body, err: err} })
+}
+
+// newRequestID returns a random UUID, the form of Lambda's request ids.
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// newTraceID returns an X-Ray trace header, which the SDKs propagate.
+func newTraceID() string {
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("Root=1-%08x-%s;Parent=%s;Sampled=0", time.Now().Unix(), hex.EncodeToString(b[:12]), hex.EncodeToString(b[12:]))
+}

@@ -1,0 +1,239 @@
+package runtimeapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"42sisters.ai/oracle/infra/local/internal/echotest"
+	"42sisters.ai/oracle/infra/local/runtimeapi"
+)
+
+var echoBin string
+
+func TestMain(m *testing.M) { os.Exit(echotest.Main(m, &echoBin)) }
+
+// syncBuffer is a log writer the test reads while processes write to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(t *testing.T, cfg runtimeapi.Config) *runtimeapi.Function {
+	t.Helper()
+	if cfg.Binary == "" {
+		cfg.Binary = echoBin
+	}
+	if cfg.Name == "" {
+		cfg.Name = "Echo"
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	f, err := runtimeapi.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+func invoke(t *testing.T, f *runtimeapi.Function, payload string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return f.Invoke(ctx, []byte(payload))
+}
+
+type echoed struct {
+	Payload    json.RawMessage   `json:"payload"`
+	RequestID  string            `json:"requestId"`
+	ARN        string            `json:"arn"`
+	DeadlineMs int64             `json:"deadlineMs"`
+	TraceID    string            `json:"traceId"`
+	Env        map[string]string `json:"env"`
+	PID        int               `json:"pid"`
+}
+
+func TestInvokeRunsTheBootstrapLikeLambda(t *testing.T) {
+	t.Setenv("ORACLE_HOST_ONLY", "leak")
+	log := &syncBuffer{}
+	f := start(t, runtimeapi.Config{
+		Timeout:     7 * time.Second,
+		MemoryMB:    256,
+		Region:      "eu-west-1",
+		AWSEndpoint: "http://127.0.0.1:5999",
+		Env:         map[string]string{"ORDERS_TABLE": "orders", "AWS_REGION": "overridden-by-lambda"},
+		Log:         log,
+	})
+	before := time.Now()
+	out, err := invoke(t, f, `{"do":"echo","n":1}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got echoed
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("response %s: %v", out, err)
+	}
+	if string(got.Payload) != `{"do":"echo","n":1}` {
+		t.Errorf("payload = %s", got.Payload)
+	}
+	if len(got.RequestID) != 36 {
+		t.Errorf("request id = %q", got.RequestID)
+	}
+	if got.ARN != "arn:aws:lambda:eu-west-1:123456789012:function:Echo" {
+		t.Errorf("arn = %q", got.ARN)
+	}
+	if !strings.HasPrefix(got.TraceID, "Root=1-") {
+		t.Errorf("trace id = %q", got.TraceID)
+	}
+	deadline := time.UnixMilli(got.DeadlineMs)
+	if lo, hi := before.Add(7*time.Second-time.Second), time.Now().Add(7*time.Second); deadline.Before(lo) || deadline.After(hi) {
+		t.Errorf("deadline %v not about 7 s after %v", deadline, before)
+	}
+	want := map[string]string{
+		"ORDERS_TABLE":                    "orders",
+		"AWS_LAMBDA_FUNCTION_NAME":        "Echo",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
+		"_HANDLER":                        "bootstrap",
+		"AWS_REGION":                      "eu-west-1",
+		"AWS_DEFAULT_REGION":              "eu-west-1",
+		"AWS_ACCESS_KEY_ID":               "test",
+		"AWS_SECRET_ACCESS_KEY":           "test",
+		"AWS_ENDPOINT_URL":                "http://127.0.0.1:5999",
+	}
+	for k, v := range want {
+		if got.Env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, got.Env[k], v)
+		}
+	}
+	if !strings.HasPrefix(got.Env["AWS_LAMBDA_RUNTIME_API"], "127.0.0.1:") {
+		t.Errorf("AWS_LAMBDA_RUNTIME_API = %q", got.Env["AWS_LAMBDA_RUNTIME_API"])
+	}
+	if _, ok := got.Env["ORACLE_HOST_ONLY"]; ok {
+		t.Error("the host environment leaked into the function")
+	}
+	if !strings.Contains(log.String(), `[Echo] echo: invoked do="echo"`) {
+		t.Errorf("log lacks the prefixed function output:\n%s", log)
+	}
+}
+
+func TestFailuresAndRecovery(t *testing.T) {
+	tests := []struct {
+		name     string
+		payload  string
+		timeout  time.Duration
+		wantType string
+		wantMsg  string
+		// restarted: the failure replaced the process.
+		restarted bool
+	}{
+		{name: "function error", payload: `{"do":"error"}`, wantType: "errorString", wantMsg: "boom"},
+		{name: "timeout kills the process", payload: `{"do":"sleep"}`, timeout: time.Second, wantType: runtimeapi.ErrorTypeTimeout, wantMsg: "Task timed out after 1.00 seconds", restarted: true},
+		{name: "crash", payload: `{"do":"exit"}`, wantType: runtimeapi.ErrorTypeExit, wantMsg: "Runtime exited with error: exit status 3", restarted: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := start(t, runtimeapi.Config{Instances: 1, Timeout: tc.timeout, Log: &syncBuffer{}})
+			pid := func() int {
+				out, err := invoke(t, f, `{"do":"pid"}`)
+				if err != nil {
+					t.Fatalf("pid: %v", err)
+				}
+				var p struct{ PID int }
+				if err := json.Unmarshal(out, &p); err != nil {
+					t.Fatal(err)
+				}
+				return p.PID
+			}
+			before := pid()
+			_, err := invoke(t, f, tc.payload)
+			var fe *runtimeapi.Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want a function error", err)
+			}
+			if fe.Type != tc.wantType || !strings.Contains(fe.Message, tc.wantMsg) {
+				t.Errorf("error = %+v, want type %s message containing %q", fe, tc.wantType, tc.wantMsg)
+			}
+			if after := pid(); (after != before) != tc.restarted {
+				t.Errorf("pid %d -> %d, want restarted=%v", before, after, tc.restarted)
+			}
+		})
+	}
+}
+
+func TestInitCrashFailsTheWaitingInvocation(t *testing.T) {
+	f := start(t, runtimeapi.Config{Binary: "/bin/false", Instances: 1, Log: &syncBuffer{}})
+	_, err := invoke(t, f, `{}`)
+	var fe *runtimeapi.Error
+	if !errors.As(err, &fe) || fe.Type != runtimeapi.ErrorTypeExit {
+		t.Fatalf("err = %v, want %s", err, runtimeapi.ErrorTypeExit)
+	}
+}
+
+func TestInstancesRunConcurrently(t *testing.T) {
+	// The barrier answers only when both invocations are waiting on it, so
+	// the test passes only if two processes run at the same time.
+	var mu sync.Mutex
+	arrived, release := 0, make(chan struct{})
+	barrier := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if arrived++; arrived == 2 {
+			close(release)
+		}
+		mu.Unlock()
+		select {
+		case <-release:
+			fmt.Fprint(w, "released")
+		case <-r.Context().Done():
+		}
+	}))
+	defer barrier.Close()
+	f := start(t, runtimeapi.Config{Instances: 2, Timeout: 20 * time.Second, Log: &syncBuffer{}})
+	payload := fmt.Sprintf(`{"do":"get","url":%q}`, barrier.URL)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			out, err := f.Invoke(context.Background(), []byte(payload))
+			if err == nil && string(out) != `"released"` {
+				err = fmt.Errorf("response %s", out)
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestInvokeAfterCloseFails(t *testing.T) {
+	f := start(t, runtimeapi.Config{Log: &syncBuffer{}})
+	f.Close()
+	if _, err := invoke(t, f, `{}`); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("err = %v, want closed", err)
+	}
+}

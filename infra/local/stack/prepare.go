@@ -1,0 +1,229 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/infra/local/runtimeapi"
+	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/shared/awsenv"
+)
+
+// Secrets of the local stack, fixed so that every run and every tool agrees.
+const (
+	// LocalWebhookSecret signs the fake Stripe's test-mode webhooks (and
+	// the events `invoke` re-signs) when STRIPE_WEBHOOK_SECRET is not set.
+	LocalWebhookSecret = "whsec_local_oracle_development_only"
+	// FakeStripeKey is the Stripe key the functions get with the fake Stripe.
+	FakeStripeKey = "sk_test_local_fake"
+	// LocalHashPepper is the audit hash pepper when ORACLE_HASH_PEPPER is not set.
+	LocalHashPepper = "local-oracle-pepper-not-secret"
+)
+
+// Options configure the local stack; the zero value of each field means its
+// default.
+type Options struct {
+	// Root is the repository root (template.yaml, functions/); required.
+	Root string
+	// BuildDir receives each function's bootstrap; default Root/.build.
+	BuildDir string
+	// Port is the front door's port; default 3000.
+	Port int
+	// StripePort is the fake Stripe's port; default 3001.
+	StripePort int
+	// MotoPort is where moto server is reused or started; default 5000.
+	MotoPort int
+	// MotoEndpoint names a running moto server to use instead.
+	MotoEndpoint string
+	// Prefix makes the provisioned names unique; default "oracle-local-".
+	Prefix string
+	// StripeSecretKey is a real test-mode key (sk_test_...) from
+	// STRIPE_SECRET_KEY; empty means the fake Stripe.
+	StripeSecretKey string
+	// StripeWebhookSecret is STRIPE_WEBHOOK_SECRET; default LocalWebhookSecret.
+	StripeWebhookSecret string
+	// HashPepper is ORACLE_HASH_PEPPER; default LocalHashPepper.
+	HashPepper string
+	// Instances is the number of processes per function; default 2.
+	Instances int
+	// ForceBase64 has the front door base64-encode every request body.
+	ForceBase64 bool
+	// Log receives the stack's and the functions' logs; default os.Stderr.
+	Log io.Writer
+}
+
+// Region is the AWS region of the local stack.
+const Region = provision.TestRegion
+
+func (o *Options) defaults() error {
+	if o.Root == "" {
+		return errors.New("the repository root is not set")
+	}
+	if o.BuildDir == "" {
+		o.BuildDir = filepath.Join(o.Root, ".build")
+	}
+	if o.Port == 0 {
+		o.Port = 3000
+	}
+	if o.StripePort == 0 {
+		o.StripePort = 3001
+	}
+	if o.MotoPort == 0 {
+		o.MotoPort = 5000
+	}
+	if o.Prefix == "" {
+		o.Prefix = "oracle-local-"
+	}
+	if o.StripeWebhookSecret == "" {
+		o.StripeWebhookSecret = LocalWebhookSecret
+	}
+	if o.HashPepper == "" {
+		o.HashPepper = LocalHashPepper
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	switch key := o.StripeSecretKey; {
+	case key == "":
+	case strings.HasPrefix(key, "sk_live_"):
+		return errors.New("STRIPE_SECRET_KEY is a live-mode key (sk_live_...): the local stack runs in test mode only, use an sk_test_ key")
+	case !strings.HasPrefix(key, "sk_test_"):
+		return errors.New("STRIPE_SECRET_KEY must be a test-mode secret key (sk_test_...)")
+	}
+	return nil
+}
+
+// fakeStripe reports whether the fake Stripe stands in for the real one.
+func (o *Options) fakeStripe() bool { return o.StripeSecretKey == "" }
+
+// baseURL is where a browser reaches the front door.
+func (o *Options) baseURL() string { return fmt.Sprintf("http://localhost:%d", o.Port) }
+
+// backend is moto with the template provisioned in it.
+type backend struct {
+	moto      *motoserver.Server // nil unless started here
+	endpoint  string
+	aws       aws.Config
+	template  *sam.Template
+	resources *provision.Stack
+}
+
+// close stops moto if it was started here.
+func (b *backend) close() {
+	if b.moto != nil {
+		b.moto.Stop()
+	}
+}
+
+// prepare finds or starts moto and provisions the template into it
+// (idempotently, so a running moto keeps its data).
+func prepare(ctx context.Context, o *Options) (*backend, error) {
+	tmpl, err := sam.Load(filepath.Join(o.Root, "template.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{template: tmpl}
+	switch {
+	case o.MotoEndpoint != "":
+		if !motoserver.Alive(ctx, o.MotoEndpoint) {
+			return nil, fmt.Errorf("moto server at %s does not answer", o.MotoEndpoint)
+		}
+		b.endpoint = o.MotoEndpoint
+	default:
+		b.endpoint = fmt.Sprintf("http://127.0.0.1:%d", o.MotoPort)
+		if !motoserver.Alive(ctx, b.endpoint) {
+			if b.moto, err = motoserver.Start(ctx, o.MotoPort); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b.aws = awsenv.ForEndpoint(b.endpoint, Region)
+	stripeKey := o.StripeSecretKey
+	if o.fakeStripe() {
+		stripeKey = FakeStripeKey
+	}
+	b.resources, err = provision.Provision(ctx, provision.Options{
+		Template: tmpl,
+		AWS:      b.aws,
+		Prefix:   o.Prefix,
+		Params:   map[string]string{"BaseUrl": o.baseURL(), "AllowedOrigins": o.baseURL()},
+		Secrets: map[string]string{
+			"StripeSecretKeyArn":         stripeKey,
+			"StripeTestWebhookSecretArn": o.StripeWebhookSecret,
+			// No live-mode events locally.
+			"StripeWebhookSecretArn": "",
+			"HashPepperArn":          o.HashPepper,
+		},
+	})
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("provision %s: %w", b.endpoint, err)
+	}
+	return b, nil
+}
+
+// build compiles the functions' bootstraps in parallel, for this machine,
+// and returns each one's path by logical id.
+func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]string, error) {
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+		bins = map[string]string{}
+	)
+	for _, fn := range fns {
+		wg.Go(func() {
+			bin := filepath.Join(o.BuildDir, fn.LogicalID, "bootstrap")
+			cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./"+strings.TrimSuffix(fn.CodeURI, "/"))
+			cmd.Dir = o.Root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			out, err := cmd.CombinedOutput()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("build %s (%s): %w\n%s", fn.LogicalID, fn.CodeURI, err, out))
+				return
+			}
+			bins[fn.LogicalID] = bin
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return bins, nil
+}
+
+// function starts one function's processes with its resolved environment.
+func function(o *Options, b *backend, fn sam.Function, bin string, env map[string]string) (*runtimeapi.Function, error) {
+	resolved, err := b.resources.Env(fn)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range env {
+		resolved[k] = v
+	}
+	return runtimeapi.Start(runtimeapi.Config{
+		Name:        fn.LogicalID,
+		Binary:      bin,
+		Env:         resolved,
+		Timeout:     time.Duration(fn.Timeout) * time.Second,
+		MemoryMB:    b.template.Globals.MemorySize,
+		Instances:   o.Instances,
+		Region:      Region,
+		AWSEndpoint: b.endpoint,
+		Log:         o.Log,
+	})
+}

@@ -1,0 +1,198 @@
+// Package stack runs the whole service on this machine: moto server with the
+// template provisioned, every function's real bootstrap behind the local
+// Lambda Runtime API, the HTTP front door, the SQS pollers, the fake Stripe
+// and a tap on the alerts topic. `go run ./infra/local` and the end-to-end
+// tests start it the same way.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/infra/fakes/stripe"
+	"42sisters.ai/oracle/infra/local/gateway"
+	"42sisters.ai/oracle/infra/local/poller"
+	"42sisters.ai/oracle/infra/local/runtimeapi"
+	"42sisters.ai/oracle/infra/provision"
+)
+
+// Stack is the running local stack.
+type Stack struct {
+	// APIURL is the front door, e.g. http://localhost:3000.
+	APIURL string
+	// StripeURL is the fake Stripe, e.g. http://localhost:3001; empty when
+	// a real Stripe test key is used.
+	StripeURL string
+	// Resources are the provisioned tables, queues, bucket and topic.
+	Resources *provision.Stack
+	// AWS reaches the moto server the functions use.
+	AWS aws.Config
+
+	backend   *backend
+	functions []*runtimeapi.Function
+	servers   []*http.Server
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	alerts    *alertTap
+}
+
+// Start builds and starts everything; ctx bounds the start only. Close stops
+// what Start started.
+func Start(ctx context.Context, o Options) (s *Stack, err error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	// Claim the ports first, so a clash fails before the slow steps.
+	api, err := listen(o.Port)
+	if err != nil {
+		return nil, err
+	}
+	var stripeLn net.Listener
+	if o.fakeStripe() {
+		if stripeLn, err = listen(o.StripePort); err != nil {
+			api.Close()
+			return nil, err
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s = &Stack{APIURL: o.baseURL(), cancel: cancel}
+	defer func() {
+		if err != nil {
+			api.Close()
+			if stripeLn != nil {
+				stripeLn.Close()
+			}
+			s.Close()
+			s = nil
+		}
+	}()
+	if s.backend, err = prepare(ctx, &o); err != nil {
+		return s, err
+	}
+	s.Resources, s.AWS = s.backend.resources, s.backend.aws
+	fns := s.backend.template.Functions()
+	bins, err := build(ctx, &o, fns)
+	if err != nil {
+		return s, err
+	}
+	env := map[string]string{}
+	if o.fakeStripe() {
+		env["STRIPE_API_BASE"] = "http://" + stripeLn.Addr().String()
+		s.StripeURL = fmt.Sprintf("http://localhost:%d", o.StripePort)
+		fake := fakestripe.New(fakestripe.Options{
+			PublicURL:      s.StripeURL,
+			WebhookURL:     fmt.Sprintf("http://127.0.0.1:%d/api/webhook", o.Port),
+			WebhookSecret:  o.StripeWebhookSecret,
+			LinkSuccessURL: o.baseURL() + "/oracle/result?session_id={CHECKOUT_SESSION_ID}",
+			Logger:         slog.New(slog.NewTextHandler(prefixed(o.Log, "[stripe] "), nil)),
+		})
+		s.serve(stripeLn, fake)
+	} else {
+		fmt.Fprintf(o.Log, "using the real Stripe test mode: run `stripe listen --forward-to localhost:%d/api/webhook` and set STRIPE_WEBHOOK_SECRET to the whsec_ it prints\n", o.Port)
+	}
+	var routes []gateway.Route
+	sqsClient := sqs.NewFromConfig(s.AWS)
+	pollLog := log.New(o.Log, "[poller] ", 0)
+	for _, fn := range fns {
+		f, err := function(&o, s.backend, fn, bins[fn.LogicalID], env)
+		if err != nil {
+			return s, err
+		}
+		s.functions = append(s.functions, f)
+		for _, r := range fn.Routes {
+			routes = append(routes, gateway.Route{Method: r.Method, Path: r.Path, Function: f})
+		}
+		for _, q := range fn.Queues {
+			c := poller.Config{
+				SQS:                     sqsClient,
+				QueueURL:                s.Resources.Ref(q.QueueLogicalID),
+				QueueARN:                s.Resources.Attr(q.QueueLogicalID + ".Arn"),
+				Region:                  Region,
+				BatchSize:               q.BatchSize,
+				ReportBatchItemFailures: q.ReportBatchItemFailures,
+				Function:                f,
+				Name:                    q.QueueLogicalID + " -> " + fn.LogicalID,
+				Log:                     pollLog,
+			}
+			if c.QueueURL == "" {
+				return s, fmt.Errorf("%s: SQS event on %q, which is not a provisioned queue", fn.LogicalID, q.QueueLogicalID)
+			}
+			s.wg.Go(func() { _ = poller.Run(runCtx, c) })
+		}
+	}
+	front, err := gateway.New(gateway.Options{Routes: routes, ForceBase64: o.ForceBase64, Log: log.New(o.Log, "[gateway] ", 0)})
+	if err != nil {
+		return s, err
+	}
+	if s.alerts, err = tapAlerts(ctx, s.AWS, s.Resources, o.Prefix, o.Log); err != nil {
+		return s, err
+	}
+	s.wg.Go(func() { s.alerts.run(runCtx) })
+	s.serve(api, front)
+	return s, nil
+}
+
+// Alerts returns the alerts published so far, oldest first.
+func (s *Stack) Alerts() []string { return s.alerts.list() }
+
+// Close stops everything Start started: servers, pollers, processes, and
+// moto if Start started it.
+func (s *Stack) Close() error {
+	s.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, srv := range s.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("shut down %s: %w", srv.Addr, err))
+		}
+	}
+	s.wg.Wait()
+	for _, f := range s.functions {
+		f.Close()
+	}
+	if s.backend != nil {
+		s.backend.close()
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Stack) serve(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.servers = append(s.servers, srv)
+	s.wg.Go(func() { _ = srv.Serve(ln) })
+}
+
+// listen claims a loopback port; the stack is for this machine only.
+func listen(port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return nil, fmt.Errorf("port %d is not free: %w", port, err)
+	}
+	return ln, nil
+}
+
+// prefixed writes each Write (one log record) with a prefix.
+func prefixed(w io.Writer, prefix string) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		if _, err := w.Write(append([]byte(prefix), p...)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
