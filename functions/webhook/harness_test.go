@@ -44,7 +44,7 @@ const (
 // env is a webhook handler wired to a fresh copy of the template's resources
 // in moto, with everything it wrote observable.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	f       *provision.Fixture
 	h       *Handler
 	svc     *fulfil.Service
@@ -74,7 +74,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newEnv(t *testing.T, secrets Secrets) *env {
+func newEnv(t testing.TB, secrets Secrets) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
@@ -98,7 +98,11 @@ func newEnv(t *testing.T, secrets Secrets) *env {
 		t.Fatal(err)
 	}
 
-	log := obs.NewLogger(io.MultiWriter(e.logs, testWriter{t}), "DEBUG")
+	var sink io.Writer = e.logs
+	if _, verbose := t.(*testing.T); verbose {
+		sink = io.MultiWriter(e.logs, testWriter{t})
+	}
+	log := obs.NewLogger(sink, "DEBUG")
 	hasher, err := audit.NewHasher(pepper)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +125,7 @@ func newEnv(t *testing.T, secrets Secrets) *env {
 	return e
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
