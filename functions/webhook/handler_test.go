@@ -417,5 +417,3 @@ func TestPaymentLinkPathMatchesMetadataPath(t *testing.T) {
 		t.Fatalf("%d jobs, want 2", len(jobs))
 	}
 }
-
-

@@ -308,4 +308,3 @@ func (e *env) alertTexts() []string {
 }
 
 func status(r httpapi.Response) string { return strconv.Itoa(r.StatusCode) + " " + r.Body }
-
