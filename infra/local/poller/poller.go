@@ -95,6 +95,10 @@ func (c Config) handle(ctx context.Context, msgs []types.Message) {
 		return
 	}
 	out, err := c.Function.Invoke(ctx, payload)
+	if ctx.Err() != nil {
+		// Stopping: the batch returns after the visibility timeout.
+		return
+	}
 	if err != nil {
 		c.Log.Printf("poller %s: batch of %d failed (%v); the messages return after the visibility timeout", c.Name, len(msgs), err)
 		return

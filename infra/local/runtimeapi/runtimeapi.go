@@ -72,6 +72,7 @@ type Error struct {
 	Message string `json:"errorMessage"`
 }
 
+// Error returns the type and the message.
 func (e *Error) Error() string { return e.Type + ": " + e.Message }
 
 // Function is a running function: its execution environments and the queue
@@ -125,9 +126,6 @@ func Start(cfg Config) (*Function, error) {
 	}
 	return f, nil
 }
-
-// Name is the function's name.
-func (f *Function) Name() string { return f.cfg.Name }
 
 // Invoke runs one invocation synchronously (RequestResponse) and returns
 // the function's response. A function error, a timeout or a crash is an

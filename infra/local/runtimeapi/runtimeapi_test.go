@@ -135,8 +135,15 @@ func TestInvokeRunsTheBootstrapLikeLambda(t *testing.T) {
 	if _, ok := got.Env["ORACLE_HOST_ONLY"]; ok {
 		t.Error("the host environment leaked into the function")
 	}
-	if !strings.Contains(log.String(), `[Echo] echo: invoked do="echo"`) {
-		t.Errorf("log lacks the prefixed function output:\n%s", log)
+	// The output travels through a pipe, so it may land after the response.
+	deadline = time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(log.String(), "[Echo] echo: invoked do=\"echo\"\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("log lacks the prefixed function output:\n%s", log)
+		}
+		<-tick.C
 	}
 }
 

@@ -147,6 +147,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 			if b.moto, err = motoserver.Start(ctx, o.MotoPort); err != nil {
 				return nil, err
 			}
+			fmt.Fprintf(o.Log, "[stack] started moto server at %s\n", b.endpoint)
 		}
 	}
 	b.aws = awsenv.ForEndpoint(b.endpoint, Region)
@@ -177,6 +178,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 // build compiles the functions' bootstraps in parallel, for this machine,
 // and returns each one's path by logical id.
 func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]string, error) {
+	fmt.Fprintf(o.Log, "[stack] building %d function(s) into %s\n", len(fns), o.BuildDir)
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// Build compiles the echo Lambda into dir and returns the binary's path.
-func Build(dir string) (string, error) {
+// build compiles the echo Lambda into dir and returns the binary's path.
+func build(dir string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "echo")
 	bin := filepath.Join(dir, "bootstrap")
@@ -35,7 +35,7 @@ func Main(m *testing.M, bin *string) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if *bin, err = Build(dir); err != nil {
+	if *bin, err = build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -1,0 +1,61 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	"42sisters.ai/oracle/infra/sam"
+)
+
+// Invoke runs one invocation of one function, as `sam local invoke` does:
+// moto is found or started (and stopped again if started here), the
+// template provisioned, the function built and run once with payload. A
+// fake Stripe on a free port stands in for Stripe unless a real test key is
+// set; it delivers no webhooks. A function failure is a *runtimeapi.Error.
+func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([]byte, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	o.Instances = 1
+	b, err := prepare(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	var fn *sam.Function
+	var names []string
+	for _, f := range b.template.Functions() {
+		if f.LogicalID == logicalID {
+			fn = &f
+		}
+		names = append(names, f.LogicalID)
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("no function %q in the template (functions: %v)", logicalID, names)
+	}
+	bins, err := build(ctx, &o, []sam.Function{*fn})
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	if o.fakeStripe() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("listen for the fake Stripe: %w", err)
+		}
+		srv := &http.Server{Handler: fakestripe.New(fakestripe.Options{}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		env["STRIPE_API_BASE"] = "http://" + ln.Addr().String()
+	}
+	f, err := function(&o, b, *fn, bins[fn.LogicalID], env)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Invoke(ctx, payload)
+}

@@ -1,0 +1,268 @@
+package stack_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/tools"
+)
+
+// syncBuffer collects the stack's logs, shown when a test fails.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// options are stack options for a test: free ports, the test's moto, a
+// unique prefix, and logs shown on failure.
+func options(t *testing.T) stack.Options {
+	t.Helper()
+	tools.Find(t, "moto_server")
+	var ports [2]int
+	for i := range ports {
+		p, err := motoserver.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stack logs:\n%s", logs)
+		}
+	})
+	return stack.Options{
+		Root:         filepath.Dir(provision.TemplatePath()),
+		BuildDir:     t.TempDir(),
+		Port:         ports[0],
+		StripePort:   ports[1],
+		MotoEndpoint: motoserver.ForTest(t),
+		Prefix:       "e2e" + hex.EncodeToString(b) + "-",
+		Log:          logs,
+	}
+}
+
+func TestCheckoutToPaidOrder(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ForceBase64=%v", force), func(t *testing.T) {
+			o := options(t)
+			o.ForceBase64 = force
+			checkoutToPaidOrder(t, o)
+		})
+	}
+}
+
+func checkoutToPaidOrder(t *testing.T, o stack.Options) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if want := fmt.Sprintf("http://localhost:%d", o.Port); s.APIURL != want {
+		t.Errorf("APIURL = %s, want %s", s.APIURL, want)
+	}
+	client := &http.Client{
+		Timeout:       30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+
+	// The customer asks for a checkout.
+	req, _ := http.NewRequest("POST", s.APIURL+"/api/checkout", strings.NewReader(`{"tier":"quick","query":"Should I open a bakery?"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", s.APIURL)
+	status, body, _ := send(t, client, req)
+	if status != 200 {
+		t.Fatalf("checkout: %d %s", status, body)
+	}
+	var checkout struct{ URL string }
+	if err := json.Unmarshal(body, &checkout); err != nil {
+		t.Fatalf("checkout body %s: %v", body, err)
+	}
+	payPrefix := fmt.Sprintf("http://localhost:%d/pay/", o.StripePort)
+	sessionID := strings.TrimPrefix(checkout.URL, payPrefix)
+	if !strings.HasPrefix(checkout.URL, payPrefix) || !strings.HasPrefix(sessionID, "cs_test_") {
+		t.Fatalf("checkout url = %q, want %scs_test_...", checkout.URL, payPrefix)
+	}
+
+	// The hosted pay page, then paying on it.
+	req, _ = http.NewRequest("GET", checkout.URL, nil)
+	status, body, hdr := send(t, client, req)
+	if status != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") {
+		t.Fatalf("pay page: %d %s %s", status, hdr.Get("Content-Type"), body)
+	}
+	req, _ = http.NewRequest("POST", checkout.URL, strings.NewReader(url.Values{"email": {"customer@example.com"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	status, body, hdr = send(t, client, req)
+	wantLocation := fmt.Sprintf("http://localhost:%d/oracle/result?session_id=%s", o.Port, sessionID)
+	if status != http.StatusSeeOther || hdr.Get("Location") != wantLocation {
+		t.Fatalf("pay: %d Location %q, want 303 %q (%s)", status, hdr.Get("Location"), wantLocation, body)
+	}
+
+	// The webhook, delivered before the redirect, made a paid order with
+	// one generation job.
+	item, err := dynamodb.NewFromConfig(s.AWS).GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.Resources.Ref("OrdersTable")),
+		Key:            map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: sessionID}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := item.Item["status"].(*ddbtypes.AttributeValueMemberS); !ok || st.Value != "PAID" {
+		t.Errorf("order status = %#v, want PAID (item %v)", item.Item["status"], item.Item)
+	}
+	q := sqs.NewFromConfig(s.AWS)
+	queueURL := aws.String(s.Resources.Ref("GenerateQueue"))
+	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: queueURL, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != "1" {
+		t.Errorf("generate queue holds %s messages, want 1", n)
+	}
+	msgs, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queueURL, MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs.Messages) != 1 {
+		t.Fatalf("received %d generation jobs, want 1", len(msgs.Messages))
+	}
+	var job struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &job); err != nil || job.SessionID != sessionID {
+		t.Errorf("job %s (%v), want session_id %s", aws.ToString(msgs.Messages[0].Body), err, sessionID)
+	}
+}
+
+func TestAlertsAreTapped(t *testing.T) {
+	o := options(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	const text = "[ORACLE-ALERT] WARN | test | TAP | - | tapped"
+	if _, err := sns.NewFromConfig(s.AWS).Publish(ctx, &sns.PublishInput{TopicArn: aws.String(s.Resources.Ref("AlertsTopic")), Message: aws.String(text)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !slices.Contains(s.Alerts(), text) {
+		if time.Now().After(deadline) {
+			t.Fatalf("alerts = %q, want %q", s.Alerts(), text)
+		}
+		<-tick.C
+	}
+	if logs := o.Log.(*syncBuffer).String(); !strings.Contains(logs, "ALERT: "+text+"\n") {
+		t.Errorf("the alert was not printed:\n%s", logs)
+	}
+}
+
+func send(t *testing.T, c *http.Client, req *http.Request) (int, []byte, http.Header) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b, resp.Header
+}
+
+func TestInvokeOneFunction(t *testing.T) {
+	o := options(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	event, err := json.Marshal(events.APIGatewayV2HTTPRequest{
+		Version:  "2.0",
+		RouteKey: "POST /api/checkout",
+		RawPath:  "/api/checkout",
+		Headers:  map[string]string{"content-type": "application/json"},
+		Body:     `{"tier":"quick","query":"Should I open a bakery?"}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/api/checkout"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := stack.Invoke(ctx, o, "CheckoutFunction", event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("response %s: %v", out, err)
+	}
+	if resp.StatusCode != 200 || !strings.Contains(resp.Body, "/pay/cs_test_") {
+		t.Errorf("response %d %s, want 200 with a pay page url", resp.StatusCode, resp.Body)
+	}
+	if _, err := stack.Invoke(ctx, o, "NoSuchFunction", event); err == nil || !strings.Contains(err.Error(), "CheckoutFunction") {
+		t.Errorf("unknown function: err = %v, want one listing the functions", err)
+	}
+}
+
+func TestStripeKeyMustBeTestMode(t *testing.T) {
+	tests := []struct{ key, want string }{
+		{"sk_live_123", "live-mode key"},
+		{"pk_test_123", "sk_test_"},
+	}
+	for _, tc := range tests {
+		_, err := stack.Start(context.Background(), stack.Options{Root: t.TempDir(), StripeSecretKey: tc.key})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("key %s: err = %v, want %q", tc.key, err, tc.want)
+		}
+	}
+}
