@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,9 +8,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"42sisters.ai/oracle/infra/testkit"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -52,33 +52,16 @@ type env struct {
 	sqs     *sqs.Client
 	s3      *s3.Client
 	alerts  string // URL of a queue subscribed to the alerts topic
-	logs    *syncBuffer
+	logs    *testkit.Buffer
 	now     time.Time
 	created int64
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newEnv(t testing.TB, secrets Secrets) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, db: dynamodb.NewFromConfig(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &syncBuffer{}}
+	e := &env{t: t, f: f, db: dynamodb.NewFromConfig(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
 	e.now = time.Now()
 	e.created = e.now.Add(-time.Minute).Unix()
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,26 +13,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/store"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type fixture struct {
 	al   *alert.Alerter
-	clk  *clock
+	clk  *testkit.Clock
 	logs *bytes.Buffer
 	tap  string
 	sqs  *sqs.Client
@@ -43,7 +31,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	fx := &fixture{clk: &clock{t: time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)}, logs: &bytes.Buffer{}, sqs: sqs.NewFromConfig(f.AWS)}
+	fx := &fixture{clk: testkit.NewClock(time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)), logs: &bytes.Buffer{}, sqs: sqs.NewFromConfig(f.AWS)}
 	name := f.Attr("AlertsTopic.TopicName") + "-tap"
 	q, err := fx.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {

@@ -9,28 +9,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 )
 
 // clock is an injected, settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newOrders(t *testing.T) (*store.Orders, *store.Ledger, *clock) {
+func newOrders(t *testing.T) (*store.Orders, *store.Ledger, *testkit.Clock) {
 	t.Helper()
 	f := provision.ForTest(t, nil)
 	db := dynamodb.NewFromConfig(f.AWS)
-	c := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	c := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	return store.NewOrders(db, f.Ref("OrdersTable"), c.Now), store.NewLedger(db, f.Ref("LedgerTable"), c.Now), c
 }
 

@@ -1,7 +1,6 @@
 package runtimeapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"42sisters.ai/oracle/infra/testkit"
+
 	"42sisters.ai/oracle/infra/local/internal/echotest"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 )
@@ -21,24 +22,6 @@ import (
 var echoBin string
 
 func TestMain(m *testing.M) { os.Exit(echotest.Main(m, &echoBin)) }
-
-// syncBuffer is a log writer the test reads while processes write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func start(t *testing.T, cfg runtimeapi.Config) *runtimeapi.Function {
 	t.Helper()
@@ -78,7 +61,7 @@ type echoed struct {
 
 func TestInvokeRunsTheBootstrapLikeLambda(t *testing.T) {
 	t.Setenv("ORACLE_HOST_ONLY", "leak")
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	f := start(t, runtimeapi.Config{
 		Timeout:     7 * time.Second,
 		MemoryMB:    256,
@@ -163,7 +146,7 @@ func TestFailuresAndRecovery(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := start(t, runtimeapi.Config{Instances: 1, Timeout: tc.timeout, Log: &syncBuffer{}})
+			f := start(t, runtimeapi.Config{Instances: 1, Timeout: tc.timeout, Log: &testkit.Buffer{}})
 			pid := func() int {
 				out, err := invoke(t, f, `{"do":"pid"}`)
 				if err != nil {
@@ -192,7 +175,7 @@ func TestFailuresAndRecovery(t *testing.T) {
 }
 
 func TestInitCrashFailsTheWaitingInvocation(t *testing.T) {
-	f := start(t, runtimeapi.Config{Binary: "/bin/false", Instances: 1, Log: &syncBuffer{}})
+	f := start(t, runtimeapi.Config{Binary: "/bin/false", Instances: 1, Log: &testkit.Buffer{}})
 	_, err := invoke(t, f, `{}`)
 	var fe *runtimeapi.Error
 	if !errors.As(err, &fe) || fe.Type != runtimeapi.ErrorTypeExit {
@@ -218,7 +201,7 @@ func TestInstancesRunConcurrently(t *testing.T) {
 		}
 	}))
 	defer barrier.Close()
-	f := start(t, runtimeapi.Config{Instances: 2, Timeout: 20 * time.Second, Log: &syncBuffer{}})
+	f := start(t, runtimeapi.Config{Instances: 2, Timeout: 20 * time.Second, Log: &testkit.Buffer{}})
 	payload := fmt.Sprintf(`{"do":"get","url":%q}`, barrier.URL)
 	errs := make(chan error, 2)
 	for range 2 {
@@ -238,7 +221,7 @@ func TestInstancesRunConcurrently(t *testing.T) {
 }
 
 func TestInvokeAfterCloseFails(t *testing.T) {
-	f := start(t, runtimeapi.Config{Log: &syncBuffer{}})
+	f := start(t, runtimeapi.Config{Log: &testkit.Buffer{}})
 	f.Close()
 	if _, err := invoke(t, f, `{}`); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("err = %v, want closed", err)

@@ -1,7 +1,6 @@
 package stack_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,9 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"42sisters.ai/oracle/infra/testkit"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,24 +30,6 @@ import (
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/tools"
 )
-
-// syncBuffer collects the stack's logs, shown when a test fails.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // options are stack options for a test: free ports, the test's moto, a
 // unique prefix, and logs shown on failure.
@@ -64,7 +46,7 @@ func options(t *testing.T) stack.Options {
 	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("stack logs:\n%s", logs)
@@ -202,7 +184,7 @@ func TestAlertsAreTapped(t *testing.T) {
 		}
 		<-tick.C
 	}
-	if logs := o.Log.(*syncBuffer).String(); !strings.Contains(logs, "ALERT: "+text+"\n") {
+	if logs := o.Log.(*testkit.Buffer).String(); !strings.Contains(logs, "ALERT: "+text+"\n") {
 		t.Errorf("the alert was not printed:\n%s", logs)
 	}
 }
