@@ -268,6 +268,14 @@ func (st *Stack) bucket(ctx context.Context, o Options, r sam.Resource) error {
 	}
 	if def := mapOf(mapOf(mapOf(p["ObjectLockConfiguration"])["Rule"])["DefaultRetention"]); lock && len(def) > 0 {
 		days, _ := strconv.Atoi(str(def["Days"]))
+		// moto refuses to change the lock of a bucket that holds objects, so
+		// an existing bucket already locked as asked is left alone.
+		if cur, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String(name)}); err == nil &&
+			cur.ObjectLockConfiguration != nil && cur.ObjectLockConfiguration.Rule != nil && cur.ObjectLockConfiguration.Rule.DefaultRetention != nil &&
+			string(cur.ObjectLockConfiguration.Rule.DefaultRetention.Mode) == str(def["Mode"]) &&
+			aws.ToInt32(cur.ObjectLockConfiguration.Rule.DefaultRetention.Days) == int32(days) {
+			return nil
+		}
 		if _, err := c.PutObjectLockConfiguration(ctx, &s3.PutObjectLockConfigurationInput{
 			Bucket: aws.String(name),
 			ObjectLockConfiguration: &s3types.ObjectLockConfiguration{

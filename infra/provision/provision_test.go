@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -85,6 +86,13 @@ func TestProvisionFollowsTheTemplate(t *testing.T) {
 
 func TestProvisionIsIdempotent(t *testing.T) {
 	f := provision.ForTest(t, map[string]string{"HashPepperArn": "first-value-0123456789"})
+	// A second run must also work once the stack has been used.
+	if _, err := awsenv.S3(f.AWS).PutObject(context.Background(), &s3.PutObjectInput{
+		Bucket: aws.String(f.Ref("AuditBucket")), Key: aws.String("records/x.json"), Body: strings.NewReader("{}"),
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
+	}); err != nil {
+		t.Fatal(err)
+	}
 	tmpl, _ := sam.Load(provision.TemplatePath())
 	again, err := provision.Provision(context.Background(), provision.Options{
 		Template: tmpl, AWS: f.AWS, Prefix: strings.TrimSuffix(f.Ref("OrdersTable"), "OrdersTable"),
