@@ -14,11 +14,13 @@ FUZZTIME ?= 15s
 
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
 run:
-	$(GO) run ./infra/local
+	@$(GO) build -o .build/local ./infra/local
+	@exec .build/local
 
 ## invoke: one function like `sam local invoke`, e.g. make invoke FN=WebhookFunction EVENT=events/webhook/checkout-session-completed.json
 invoke:
-	$(GO) run ./infra/local invoke $(FN) -e $(EVENT)
+	@$(GO) build -o .build/local ./infra/local
+	@exec .build/local invoke $(FN) -e $(EVENT)
 
 ## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test), then short fuzz runs
 test: tools lint unit fuzz
