@@ -26,7 +26,7 @@ func BenchmarkWebhookOwnWork(b *testing.B) {
 	s := paidSession("cs_test_bench", oracle.TierStrategy, "Acquire a failing restaurant and convert to ghost kitchen")
 	body := e.event("evt_bench", fulfil.EventCompleted, s)
 	sig := sign(body, testSecret, time.Now())
-	h := &Handler{Secrets: Secrets{Live: liveSecret, Test: testSecret}, Log: obs.NewLogger(&bytes.Buffer{}, "ERROR"), Now: time.Now}
+	h := &Handler{Secrets: Secrets{Live: liveSecret, Test: testSecret}, Metrics: obs.NewMetrics(&bytes.Buffer{}, "Oracle", time.Now), Log: obs.NewLogger(&bytes.Buffer{}, "ERROR"), Now: time.Now}
 	hasher, _ := audit.NewHasher(pepper)
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -26,7 +26,7 @@ func FuzzWebhookVerify(f *testing.F) {
 	f.Add(body, "t=1,v1=00")
 	f.Add([]byte("{}"), "")
 	f.Add([]byte(`{"id":"evt_1","data":{"object":{"id":"cs_test_x","custom_fields":[{"key":"idea","text":null}]}}}`), "t=0,v1=zz,v0=aa")
-	h := &Handler{Secrets: Secrets{Test: testSecret, Live: liveSecret}, Log: obs.NewLogger(&bytes.Buffer{}, "ERROR"), Now: time.Now}
+	h := &Handler{Secrets: Secrets{Test: testSecret, Live: liveSecret}, Metrics: obs.NewMetrics(&bytes.Buffer{}, "Oracle", time.Now), Log: obs.NewLogger(&bytes.Buffer{}, "ERROR"), Now: time.Now}
 	f.Fuzz(func(t *testing.T, body []byte, header string) {
 		event, err := h.verify(body, header)
 		if err != nil {

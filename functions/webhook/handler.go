@@ -52,12 +52,18 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Handler serves POST /api/webhook.
 type Handler struct {
 	Secrets Secrets
 	Ledger  Ledger
 	Fulfil  Fulfiller
 	Alerts  Alerter
+	Metrics Counter
 	Log     *slog.Logger
 	Now     func() time.Time
 }
@@ -79,6 +85,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	event, err := h.verify(body, httpapi.Header(req, "Stripe-Signature"))
 	if err != nil {
+		h.Metrics.Count("WebhookRejected", 1)
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
@@ -98,6 +105,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return httpapi.Error(ctx, log, err), nil
 	}
 	if seen {
+		h.Metrics.Count("WebhookDuplicates", 1)
 		log.Info("duplicate event ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
@@ -125,6 +133,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		// harmless work.
 		log.Warn("recording the processed event failed", "error", err.Error())
 	}
+	h.Metrics.Count("WebhookProcessed", 1)
 	log.Info("event processed", "outcome", res.Outcome.String(), "status", string(res.Status))
 	return httpapi.JSON(http.StatusOK, received), nil
 }

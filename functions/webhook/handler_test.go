@@ -91,6 +91,9 @@ func TestSignatureGate(t *testing.T) {
 	if recs := e.auditRecords(); len(recs) != 0 {
 		t.Fatalf("audit records were written: %+v", recs)
 	}
+	if n := strings.Count(e.logs.String(), `"WebhookRejected":1`); n != len(cases) {
+		t.Fatalf("%d rejections counted, want %d", n, len(cases))
+	}
 	// And a valid signature is processed.
 	if resp := e.send(body); resp.StatusCode != http.StatusOK {
 		t.Fatalf("valid signature: %s", status(resp))
@@ -249,6 +252,9 @@ func TestDuplicateDeliveries(t *testing.T) {
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
 		t.Fatalf("%d generate jobs, want 1", len(jobs))
 	}
+	if !strings.Contains(e.logs.String(), `"WebhookDuplicates":1`) {
+		t.Fatal("duplicates were not counted")
+	}
 	recs := e.auditRecords()
 	if len(recs) != 1 || recs[0].Source != audit.SourceWebhook {
 		t.Fatalf("%d audit records, want 1: %+v", len(recs), recs)
@@ -297,6 +303,9 @@ func TestSilentDrop(t *testing.T) {
 			}
 			if mails := e.jobs("MailQueue"); len(mails) != 1 || mails[0].Kind != queue.MailSilentDrop {
 				t.Fatalf("notice jobs %+v, want one silent_drop", mails)
+			}
+			if n := strings.Count(e.logs.String(), `"SilentDrops":1`); n != 1 {
+				t.Fatalf("%d silent drops counted, want 1", n)
 			}
 			alerts := e.alertTexts()
 			if len(alerts) != 1 {

@@ -91,20 +91,22 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 		t.Fatal(err)
 	}
 	ledger := store.NewLedger(e.db, f.Ref("LedgerTable"), time.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: obs.NewMetrics(e.logs, "Oracle", time.Now)}
+	metrics := obs.NewMetrics(e.logs, "Oracle", time.Now)
+	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics}
 	e.svc = &fulfil.Service{
 		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), time.Now),
 		Generate:  queue.NewSender(e.sqs, f.Ref("GenerateQueue"), time.Now),
 		Mail:      queue.NewSender(e.sqs, f.Ref("MailQueue"), time.Now),
 		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts:    alerts,
+		Metrics:   metrics,
 		Hasher:    hasher,
 		Log:       log,
 		Now:       time.Now,
 		Lease:     30 * time.Second,
 		Retention: 90 * 24 * time.Hour,
 	}
-	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Log: log, Now: time.Now}
+	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: time.Now}
 	return e
 }
 

@@ -39,7 +39,8 @@ func main() {
 	db := dynamodb.NewFromConfig(aws)
 	sq := sqs.NewFromConfig(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic, Dedupe: ledger, Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log}
+	metrics := obs.NewMetrics(os.Stdout, "Oracle", time.Now)
+	alerts := &alert.Alerter{SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic, Dedupe: ledger, Metrics: metrics, Log: log}
 	if cfg.Secrets.Live == "" && cfg.Secrets.Test == "" {
 		log.Error("no webhook signing secret configured: every event will be refused with 503")
 	}
@@ -47,6 +48,7 @@ func main() {
 		Secrets: cfg.Secrets,
 		Ledger:  ledger,
 		Alerts:  alerts,
+		Metrics: metrics,
 		Log:     log,
 		Now:     time.Now,
 		Fulfil: &fulfil.Service{
@@ -55,6 +57,7 @@ func main() {
 			Mail:      queue.NewSender(sq, cfg.MailQueue, time.Now),
 			Audit:     audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
 			Alerts:    alerts,
+			Metrics:   metrics,
 			Hasher:    cfg.Hasher,
 			Log:       log,
 			Now:       time.Now,

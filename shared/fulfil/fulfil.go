@@ -47,6 +47,11 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Service claims orders.
 type Service struct {
 	Orders   Orders
@@ -54,6 +59,7 @@ type Service struct {
 	Mail     Sender // the mail queue
 	Audit    Auditor
 	Alerts   Alerter
+	Metrics  Counter
 	Hasher   *audit.Hasher
 	Log      *slog.Logger
 	Now      func() time.Time
@@ -104,6 +110,7 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 		return res, oracle.Errorf(oracle.CodeConflict, "this session is being processed; retry later")
 	}
 	if claim.Outcome == store.Claimed && claim.Order.Status == oracle.StatusDropped {
+		f.Metrics.Count("SilentDrops", 1)
 		f.Alerts.Raise(ctx, f.silentDrop(s, want, now))
 	}
 	if claim.MustEnqueue() {
