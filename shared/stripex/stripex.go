@@ -125,21 +125,25 @@ func (c *Client) RetrieveSession(ctx context.Context, id string) (oracle.Session
 // needs the operator, not a retry.
 var ErrAuth = errors.New("stripe rejected the API key")
 
-// classify maps Stripe errors to domain codes.
+// classify maps Stripe errors to domain codes. Stripe's own message is
+// left out: it can quote the parameter it refused, and the customer's query
+// travels in metadata.
 func classify(err error, op string) error {
+	unavailable := "payments are temporarily unavailable; please try again later"
 	var se *stripe.Error
-	if errors.As(err, &se) {
-		switch {
-		case se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden:
-			return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w: %w", op, ErrAuth, err), "payments are temporarily unavailable; please try again later")
-		case se.Code == stripe.ErrorCodeResourceMissing:
-			return oracle.Wrap(oracle.CodeNotFound, fmt.Errorf("%s: %w", op, err), "unknown checkout session")
-		case se.HTTPStatusCode >= 500 || se.HTTPStatusCode == http.StatusTooManyRequests:
-			return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w", op, err), "payments are temporarily unavailable; please try again later")
-		}
-		return fmt.Errorf("%s: %w", op, err)
+	if !errors.As(err, &se) {
+		return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w", op, err), unavailable)
 	}
-	return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w", op, err), "payments are temporarily unavailable; please try again later")
+	cause := fmt.Errorf("%s: stripe answered %d (type %s, code %s, request %s)", op, se.HTTPStatusCode, se.Type, se.Code, se.RequestID)
+	switch {
+	case se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden:
+		return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%w: %w", ErrAuth, cause), unavailable)
+	case se.Code == stripe.ErrorCodeResourceMissing:
+		return oracle.Wrap(oracle.CodeNotFound, cause, "unknown checkout session")
+	case se.HTTPStatusCode >= 500 || se.HTTPStatusCode == http.StatusTooManyRequests:
+		return oracle.Wrap(oracle.CodeUnavailable, cause, unavailable)
+	}
+	return cause
 }
 
 // Session converts Stripe's session object.

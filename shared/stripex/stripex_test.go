@@ -2,8 +2,11 @@ package stripex
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stripe/stripe-go/v76"
 
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -53,6 +56,30 @@ func TestSessionConversion(t *testing.T) {
 	for _, bad := range []string{`{"id":"pi_123"}`, `[]`, `{"id":`} {
 		if _, err := SessionFromJSON(json.RawMessage(bad)); err == nil {
 			t.Errorf("%s was accepted", bad)
+		}
+	}
+}
+
+func TestClassifyKeepsStripeMessagesOut(t *testing.T) {
+	msg := "Invalid value: Should I quit my job to start this business?"
+	cases := []struct {
+		err  *stripe.Error
+		code oracle.Code
+		auth bool
+	}{
+		{&stripe.Error{HTTPStatusCode: 401, Msg: msg}, oracle.CodeUnavailable, true},
+		{&stripe.Error{HTTPStatusCode: 404, Code: stripe.ErrorCodeResourceMissing, Msg: msg}, oracle.CodeNotFound, false},
+		{&stripe.Error{HTTPStatusCode: 503, Msg: msg}, oracle.CodeUnavailable, false},
+		{&stripe.Error{HTTPStatusCode: 429, Msg: msg}, oracle.CodeUnavailable, false},
+		{&stripe.Error{HTTPStatusCode: 400, Type: stripe.ErrorTypeInvalidRequest, Msg: msg}, oracle.CodeInternal, false},
+	}
+	for _, c := range cases {
+		err := classify(c.err, "create checkout session")
+		if oracle.ErrorCode(err) != c.code || errors.Is(err, ErrAuth) != c.auth {
+			t.Errorf("%d: got %v", c.err.HTTPStatusCode, err)
+		}
+		if strings.Contains(err.Error(), "quit my job") {
+			t.Errorf("%d: Stripe's message leaked into the error: %v", c.err.HTTPStatusCode, err)
 		}
 	}
 }
