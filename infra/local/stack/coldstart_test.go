@@ -1,0 +1,92 @@
+package stack
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/provision"
+)
+
+// BenchmarkColdStart measures the cold-start budget of ARCHITECTURE.md for
+// every function: each iteration starts a fresh bootstrap process (which
+// reads its configuration and secrets, as at a Lambda cold start) and
+// serves one event that needs no further I/O. It also reports the size of
+// the Lambda build (linux/arm64, stripped), whose budget is 15 MB.
+func BenchmarkColdStart(b *testing.B) {
+	ctx := context.Background()
+	o := Options{
+		Root:         filepath.Dir(provision.TemplatePath()),
+		BuildDir:     b.TempDir(),
+		MotoEndpoint: motoserver.ForTest(b),
+		Prefix:       "bench-",
+		Instances:    1,
+		Log:          io.Discard,
+	}
+	if err := o.defaults(); err != nil {
+		b.Fatal(err)
+	}
+	back, err := prepare(ctx, &o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer back.close()
+	fns := back.template.Functions()
+	bins, err := build(ctx, &o, fns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// An event each function answers from its own code alone.
+	events := map[string]string{
+		"CheckoutFunction": "events/checkout/preflight.json",
+		"WebhookFunction":  "events/webhook/unsigned.json",
+	}
+	for _, fn := range fns {
+		b.Run(fn.LogicalID, func(b *testing.B) {
+			file, ok := events[fn.LogicalID]
+			if !ok {
+				b.Fatalf("no cold-start event for %s", fn.LogicalID)
+			}
+			payload, err := os.ReadFile(filepath.Join(o.Root, file))
+			if err != nil {
+				b.Fatal(err)
+			}
+			size := lambdaSizeMB(b, o.Root, fn.CodeURI)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				f, err := function(&o, back, fn, bins[fn.LogicalID], nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := f.Invoke(ctx, payload); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				f.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(size, "MB")
+		})
+	}
+}
+
+// lambdaSizeMB builds a function as `make build` does and returns its size.
+func lambdaSizeMB(b *testing.B, root, codeURI string) float64 {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), "bootstrap")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", out, "./"+codeURI)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build %s: %v\n%s", codeURI, err, msg)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(st.Size()) / (1 << 20)
+}
