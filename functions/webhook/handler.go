@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -28,6 +30,16 @@ const MaxBody = 256 << 10
 // eventTTL is how long a processed event id is remembered: longer than
 // Stripe's three days of retries.
 const eventTTL = 30 * 24 * time.Hour
+
+// reserve is kept back from the Lambda deadline so that a slow dependency
+// still leaves time to answer (a 500 that Stripe retries) rather than have
+// Lambda time out mid-write.
+const reserve = time.Second
+
+// errUnreadable marks a correctly signed event the service cannot read: it
+// came from Stripe, so it may be a paid order. It is answered 500 (Stripe
+// retries for three days) and alerted, never dropped with a 400.
+var errUnreadable = errors.New("signed event cannot be read")
 
 // Secrets are the webhook signing secrets. Live-mode events are accepted only
 // under Live, test-mode events only under Test.
@@ -79,12 +91,20 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "WEBHOOK_SECRET_MISSING", Detail: "no Stripe webhook signing secret is configured; events are refused with 503 and Stripe will retry"})
 		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeUnavailable, "webhook is not configured")), nil
 	}
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-reserve))
+		defer cancel()
+	}
 	body, err := httpapi.Body(req, MaxBody)
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	event, err := h.verify(body, httpapi.Header(req, "Stripe-Signature"))
 	if err != nil {
+		if errors.Is(err, errUnreadable) {
+			return h.unreadable(ctx, h.Log, event.ID, err), nil
+		}
 		h.Metrics.Count("WebhookRejected", 1)
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
@@ -110,18 +130,17 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	session, err := stripex.SessionFromJSON(event.Data.Raw)
-	if err != nil {
-		return httpapi.Error(ctx, log, oracle.Wrap(oracle.CodeInvalid, err, "event does not carry a checkout session")), nil
+	if err == nil && session.Livemode != event.Livemode {
+		err = errors.New("event and session disagree on livemode")
 	}
-	if session.Livemode != event.Livemode {
-		return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodeInvalid, "event and session disagree on livemode")), nil
+	if err != nil {
+		return h.unreadable(ctx, log, event.ID, fmt.Errorf("%w: %w", errUnreadable, err)), nil
 	}
 	log = log.With(obs.Session(session.ID))
 	res, err := h.Fulfil.Fulfil(ctx, session, fulfil.Trigger{
 		Source:     oracle.SourceWebhook,
 		Event:      string(event.Type),
-		RecordID:   event.ID,
-		EventTime:  time.Unix(event.Created, 0),
+		EventID:    event.ID,
 		ReceivedAt: arrived,
 	})
 	if err != nil {
@@ -138,13 +157,47 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	return httpapi.JSON(http.StatusOK, received), nil
 }
 
+// unreadable answers a signed event that cannot be read: 500, so that
+// Stripe keeps retrying while the operator, alerted, looks at it.
+func (h *Handler) unreadable(ctx context.Context, log *slog.Logger, eventID string, err error) httpapi.Response {
+	detail := "a correctly signed Stripe event could not be read; Stripe will retry it"
+	if eventID != "" {
+		detail += " (event " + eventID + ")"
+	}
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "WEBHOOK_UNREADABLE", Session: eventID, Detail: detail})
+	return httpapi.Error(ctx, log, oracle.Wrap(oracle.CodeInternal, err, "internal error"))
+}
+
 // verify checks the signature with the secret of each mode and returns the
 // event when one matches and the event's livemode agrees with that secret.
+// A bad signature is a CodeInvalid error; a correctly signed body that is
+// not an event is errUnreadable (with the event's id when it has one).
 func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 	if header == "" {
 		return stripe.Event{}, oracle.Errorf(oracle.CodeInvalid, "missing Stripe-Signature header")
 	}
-	opts := webhook.ConstructEventOptions{Tolerance: Tolerance, IgnoreAPIVersionMismatch: true}
+	live, err := h.signedWith(body, header)
+	if err != nil {
+		return stripe.Event{}, err
+	}
+	var event stripe.Event
+	if err := json.Unmarshal(body, &event); err != nil {
+		return stripe.Event{}, fmt.Errorf("%w: %w", errUnreadable, err)
+	}
+	if event.ID == "" || event.Data == nil {
+		// The id, if any, still names the event in the alert.
+		return stripe.Event{ID: event.ID}, fmt.Errorf("%w: event has no id or no data", errUnreadable)
+	}
+	if event.Livemode != live {
+		return stripe.Event{}, oracle.Errorf(oracle.CodeInvalid, "event mode does not match its signing secret")
+	}
+	return event, nil
+}
+
+// signedWith reports which secret signed body (true: the live one), with
+// stripe-go's check: constant-time comparison, every v1 signature in the
+// header (secret rotation), and the 300 s tolerance.
+func (h *Handler) signedWith(body []byte, header string) (live bool, err error) {
 	var lastErr error
 	for _, c := range []struct {
 		secret string
@@ -153,24 +206,12 @@ func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 		if c.secret == "" {
 			continue
 		}
-		event, err := webhook.ConstructEventWithOptions(body, header, c.secret, opts)
-		if err != nil {
-			lastErr = err
-			continue
+		if lastErr = webhook.ValidatePayloadWithTolerance(body, header, c.secret, Tolerance); lastErr == nil {
+			return c.live, nil
 		}
-		if event.Livemode != c.live {
-			return stripe.Event{}, oracle.Errorf(oracle.CodeInvalid, "event mode does not match its signing secret")
-		}
-		if event.ID == "" {
-			return stripe.Event{}, oracle.Errorf(oracle.CodeInvalid, "event has no id")
-		}
-		return event, nil
 	}
-	switch {
-	case errors.Is(lastErr, webhook.ErrTooOld):
-		return stripe.Event{}, oracle.Wrap(oracle.CodeInvalid, lastErr, "signature timestamp is outside the tolerance")
-	case errors.Is(lastErr, webhook.ErrNoValidSignature), errors.Is(lastErr, webhook.ErrInvalidHeader), errors.Is(lastErr, webhook.ErrNotSigned):
-		return stripe.Event{}, oracle.Wrap(oracle.CodeInvalid, lastErr, "invalid signature")
+	if errors.Is(lastErr, webhook.ErrTooOld) {
+		return false, oracle.Wrap(oracle.CodeInvalid, lastErr, "signature timestamp is outside the tolerance")
 	}
-	return stripe.Event{}, oracle.Wrap(oracle.CodeInvalid, lastErr, "malformed event")
+	return false, oracle.Wrap(oracle.CodeInvalid, lastErr, "invalid signature")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -170,23 +171,37 @@ func TestMissingSecretAnswers503AndAlerts(t *testing.T) {
 func TestBodyLimitAndMalformedEvents(t *testing.T) {
 	e := newEnv(t, Secrets{Test: testSecret})
 	huge := []byte(`{"id":"evt_huge","padding":"` + strings.Repeat("x", MaxBody) + `"}`)
-	notJSON := []byte("this is not json")
-	notSession := []byte(`{"id":"evt_ns","object":"event","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"pi_123"}}}`)
+	if resp := e.deliver(request(huge, sign(huge, testSecret, time.Now()))); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("over the size limit: %s", status(resp))
+	}
+	// A correctly signed body came from Stripe and may be a paid order: it is
+	// never refused with a 400 (which Stripe would not retry) but answered
+	// 500 and alerted.
 	cases := []struct {
 		name string
 		body []byte
-		want int
 	}{
-		{"over the size limit", huge, http.StatusRequestEntityTooLarge},
-		{"signed but not JSON", notJSON, http.StatusBadRequest},
-		{"signed but not a session", notSession, http.StatusBadRequest},
+		{"signed but not JSON", []byte("this is not json")},
+		{"signed but no data", []byte(`{"id":"evt_nodata","object":"event","type":"checkout.session.completed","livemode":false}`)},
+		{"signed but not a session", []byte(`{"id":"evt_ns","object":"event","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"pi_123"}}}`)},
+		{"event and session disagree on mode", []byte(`{"id":"evt_mix","object":"event","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"cs_test_mix","livemode":true}}}`)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if resp := e.deliver(request(c.body, sign(c.body, testSecret, time.Now()))); resp.StatusCode != c.want {
-				t.Fatalf("got %s, want %d", status(resp), c.want)
+			if resp := e.deliver(request(c.body, sign(c.body, testSecret, time.Now()))); resp.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("got %s, want 500", status(resp))
 			}
 		})
+	}
+	alerts := e.alertTexts()
+	if len(alerts) != len(cases) {
+		// the body without an id is the only one that cannot be named
+		t.Fatalf("%d alerts, want one per unreadable event: %q", len(alerts), alerts)
+	}
+	for _, a := range alerts {
+		if !strings.Contains(a, "WEBHOOK_UNREADABLE") {
+			t.Fatalf("alert %q", a)
+		}
 	}
 	if recs := e.auditRecords(); len(recs) != 0 {
 		t.Fatalf("audit records for bad input: %+v", recs)
@@ -323,15 +338,13 @@ func TestSilentDrop(t *testing.T) {
 			if strings.Contains(a, "@") {
 				t.Fatalf("alert holds an email address: %q", a)
 			}
-			recs := e.auditRecords()
-			drops := 0
-			for _, r := range recs {
-				if r.Status == audit.StatusError && r.ErrorDetail != nil && strings.Contains(*r.ErrorDetail, string(c.reason)) {
-					drops++
-				}
+			if !strings.Contains(e.logs.String(), "[SILENT-DROP] session=cs_test_drop ") {
+				t.Fatal("the [SILENT-DROP] line is not in the logs")
 			}
-			if drops != 2 || len(recs) != 2 {
-				// one per distinct event: evt_drop (delivered three times) and evt_drop_again
+			recs := e.auditRecords()
+			if len(recs) != 1 || recs[0].Status != audit.StatusError || recs[0].ErrorDetail == nil ||
+				!strings.Contains(*recs[0].ErrorDetail, string(c.reason)) || recs[0].AmountTotal != 500 || recs[0].Currency != "cad" {
+				// one for the session, however many events reported it
 				t.Fatalf("audit records %+v", recs)
 			}
 		})
@@ -344,12 +357,13 @@ func TestAsyncPayment(t *testing.T) {
 		events []string // in delivery order
 		jobs   int
 		status oracle.Status
+		audit  audit.Status // the session's one audit record; "" for none
 	}{
-		{"completed unpaid then succeeded", []string{"completed", "succeeded"}, 1, oracle.StatusPaid},
-		{"succeeded before completed (reordered)", []string{"succeeded", "completed"}, 1, oracle.StatusPaid},
-		{"completed unpaid then failed", []string{"completed", "failed"}, 0, oracle.StatusPaymentFailed},
-		{"completed unpaid only", []string{"completed"}, 0, oracle.StatusAwaitingPayment},
-		{"succeeded twice", []string{"completed", "succeeded", "succeeded"}, 1, oracle.StatusPaid},
+		{"completed unpaid then succeeded", []string{"completed", "succeeded"}, 1, oracle.StatusPaid, audit.StatusOK},
+		{"succeeded before completed (reordered)", []string{"succeeded", "completed"}, 1, oracle.StatusPaid, audit.StatusOK},
+		{"completed unpaid then failed", []string{"completed", "failed"}, 0, oracle.StatusPaymentFailed, audit.StatusError},
+		{"completed unpaid only", []string{"completed"}, 0, oracle.StatusAwaitingPayment, ""},
+		{"succeeded twice", []string{"completed", "succeeded", "succeeded"}, 1, oracle.StatusPaid, audit.StatusOK},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -372,7 +386,51 @@ func TestAsyncPayment(t *testing.T) {
 			if o, _ := e.order(s.ID); o.Status != c.status {
 				t.Fatalf("status %s, want %s", o.Status, c.status)
 			}
+			recs := e.auditRecords()
+			if c.audit == "" && len(recs) != 0 || c.audit != "" && (len(recs) != 1 || recs[0].Status != c.audit) {
+				t.Fatalf("audit records %+v, want one %q", recs, c.audit)
+			}
 		})
+	}
+}
+
+func TestDropAlertSurvivesAClaimerThatDied(t *testing.T) {
+	// A claimer recorded DROPPED and died before alerting: the retry, once
+	// its lease has passed, raises the alert and enqueues the notice.
+	e := newEnv(t, Secrets{Test: testSecret})
+	s := session{ID: "cs_test_diedxxxxxxxxxxxxxxxx", Paid: true, Meta: map[string]string{"q0": "Should I?", "qn": "1"}, Email: "d@example.com", Amount: 100}
+	dead := oracle.Order{SessionID: s.ID, Status: oracle.StatusDropped, DropReason: oracle.DropTierMissing, AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook}
+	if c, err := e.svc.Orders.ClaimOrder(context.Background(), dead, e.svc.Lease); err != nil || c.Outcome != oracle.Claimed {
+		t.Fatalf("dead claimer: %v %v", c.Outcome, err)
+	}
+	body := e.event("evt_died", fulfil.EventCompleted, s)
+	if resp := e.send(body); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("within the dead claimer's lease: %s, want 409", status(resp))
+	}
+	e.clock.Add(time.Hour)
+	if resp := e.send(body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the lease: %s", status(resp))
+	}
+	if alerts := e.alertTexts(); len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[SILENT-DROP]") {
+		t.Fatalf("alerts %q", alerts)
+	}
+	if mails := e.jobs("MailQueue"); len(mails) != 1 {
+		t.Fatalf("%d notice jobs", len(mails))
+	}
+}
+
+func TestDropsOfSessionsSharingAPrefixAreAlertedApart(t *testing.T) {
+	e := newEnv(t, Secrets{Test: testSecret})
+	for i, id := range []string{"cs_live_a1B2AAAAAAAAAAAAAAAAAAAA", "cs_live_a1B2BBBBBBBBBBBBBBBBBBBB"} {
+		s := session{ID: id, Paid: true, Livemode: true, Meta: map[string]string{"tier": "gold", "q0": "x", "qn": "1"}, Amount: 100}
+		body := e.event(fmt.Sprintf("evt_prefix%d", i), fulfil.EventCompleted, s)
+		e.h.Secrets.Live = liveSecret
+		if resp := e.deliver(request(body, sign(body, liveSecret, time.Now()))); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", id, status(resp))
+		}
+	}
+	if alerts := e.alertTexts(); len(alerts) != 2 {
+		t.Fatalf("%d alerts for two dropped sessions, want 2", len(alerts))
 	}
 }
 

@@ -53,7 +53,7 @@ type env struct {
 	s3      *s3.Client
 	alerts  string // URL of a queue subscribed to the alerts topic
 	logs    *testkit.Buffer
-	now     time.Time
+	clock   *testkit.Clock // every component's clock; signatures use real time
 	created int64
 }
 
@@ -62,8 +62,8 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
 	e := &env{t: t, f: f, db: dynamodb.NewFromConfig(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
-	e.now = time.Now()
-	e.created = e.now.Add(-time.Minute).Unix()
+	e.clock = testkit.NewClock(time.Now())
+	e.created = time.Now().Add(-time.Minute).Unix()
 
 	// Alerts are read back through a queue subscribed to the topic.
 	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(f.Attr("AlertsTopic.TopicName") + "-tap")})
@@ -90,23 +90,23 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger := store.NewLedger(e.db, f.Ref("LedgerTable"), time.Now)
-	metrics := obs.NewMetrics(e.logs, "Oracle", time.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics}
+	ledger := store.NewLedger(e.db, f.Ref("LedgerTable"), e.clock.Now)
+	metrics := obs.NewMetrics(e.logs, "Oracle", e.clock.Now)
+	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics, Now: e.clock.Now}
 	e.svc = &fulfil.Service{
-		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), time.Now),
-		Generate:  queue.NewSender(e.sqs, f.Ref("GenerateQueue"), time.Now),
-		Mail:      queue.NewSender(e.sqs, f.Ref("MailQueue"), time.Now),
+		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
+		Generate:  queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now),
+		Mail:      queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
 		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts:    alerts,
 		Metrics:   metrics,
 		Hasher:    hasher,
 		Log:       log,
-		Now:       time.Now,
+		Now:       e.clock.Now,
 		Lease:     30 * time.Second,
 		Retention: 90 * 24 * time.Hour,
 	}
-	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: time.Now}
+	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now}
 	return e
 }
 

@@ -31,10 +31,11 @@ const (
 type Alert struct {
 	Severity Severity
 	// Kind names what happened, e.g. "SILENT-DROP" or "WEBHOOK_SECRET_MISSING";
-	// with the session prefix it is the dedupe key.
+	// with the session it is the dedupe key.
 	Kind string
-	// Session is the session id concerned, if any; only its first 12
-	// characters are ever shown.
+	// Session is the session id concerned, if any. Only its first 12
+	// characters are ever shown; the whole id keys the dedupe window, since
+	// live ids share their first 8 characters and prefixes collide.
 	Session string
 	// Detail is a short human-readable description, free of emails and queries.
 	Detail string
@@ -87,7 +88,7 @@ type Alerter struct {
 // DefaultWindow is the dedupe window (SPEC_ORACLE_CACHE_ALERT invariant 6).
 const DefaultWindow = 60 * time.Second
 
-// Raise delivers a. It dedupes by kind and session prefix within the window,
+// Raise delivers a. It dedupes by kind and session within the window,
 // publishes to SNS (two attempts), and falls back to an error log line
 // marked alert_fallback=true when SNS fails. CRITICAL alerts also count a
 // CriticalAlerts metric, which an alarm watches.
@@ -113,7 +114,7 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 		al.Metrics.Count("CriticalAlerts", 1)
 	}
 	if al.Dedupe != nil {
-		first, err := al.Dedupe.Mark(ctx, "alert#"+a.Kind+"#"+oracle.ShortID(a.Session), window)
+		first, err := al.Dedupe.Mark(ctx, "alert#"+a.Kind+"#"+a.Session, window)
 		switch {
 		case err != nil:
 			// Better a duplicate alert than a missing one.

@@ -127,3 +127,16 @@ func TestPresetLineIsPublishedAsIs(t *testing.T) {
 		t.Fatalf("published %q", got)
 	}
 }
+
+func TestSessionsSharingAPrefixAreNotDuplicates(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	a := alert.Alert{Severity: alert.Critical, Kind: "SILENT-DROP", Session: "cs_live_a1B2AAAAAAAAAAAAAAAA", Detail: "d"}
+	b := a
+	b.Session = "cs_live_a1B2BBBBBBBBBBBBBBBB"
+	fx.al.Raise(ctx, a)
+	fx.al.Raise(ctx, b)
+	if got := fx.published(t); len(got) != 2 {
+		t.Fatalf("published %d alerts for two sessions with one prefix, want 2", len(got))
+	}
+}

@@ -27,7 +27,7 @@ func hasher(t *testing.T) *audit.Hasher {
 func valid(h *audit.Hasher) audit.Record {
 	at := time.Date(2026, 11, 21, 14, 23, 7, 0, time.UTC)
 	return audit.Record{
-		Timestamp: at, EventTime: at, SessionID: "cs_test_abc123", Tier: "quick",
+		Timestamp: at, SessionCreated: at, SessionID: "cs_test_abc123", Tier: "quick",
 		QueryHash: h.Hash("Should I?"), Email: h.Email("a@b.co"), Status: audit.StatusOK,
 		Source: audit.SourceWebhook, Event: "checkout.session.completed",
 	}

@@ -55,16 +55,16 @@ type Record struct {
 	Source      Source    `json:"source"`
 	ErrorDetail *string   `json:"error_detail"`
 
-	// EventTime is when the triggering event happened (a Stripe event's
-	// created time); records are partitioned by it, so a retried write of the
-	// same event lands on the same key even on another day.
-	EventTime   time.Time `json:"event_time"`
-	Event       string    `json:"event"`              // what happened, e.g. "checkout.session.completed"
-	EventID     string    `json:"event_id,omitempty"` // the Stripe event id
-	Livemode    bool      `json:"livemode"`
-	AmountTotal int64     `json:"amount_total"`
-	Currency    string    `json:"currency"`
-	OrderStatus string    `json:"order_status,omitempty"`
+	// SessionCreated is when the Checkout Session was created. Records are
+	// partitioned by it, so every record of a session, and every retried
+	// write of one, lands in the same partition whatever day it is written.
+	SessionCreated time.Time `json:"session_created"`
+	Event          string    `json:"event"`              // what happened, e.g. "checkout.session.completed"
+	EventID        string    `json:"event_id,omitempty"` // the Stripe event id
+	Livemode       bool      `json:"livemode"`
+	AmountTotal    int64     `json:"amount_total"`
+	Currency       string    `json:"currency"`
+	OrderStatus    string    `json:"order_status,omitempty"`
 }
 
 // Detail returns a pointer for ErrorDetail.
@@ -76,8 +76,8 @@ var emailPattern = regexp.MustCompile(`[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z
 // Validate checks r against the schema before it is written.
 func (r Record) Validate() error {
 	switch {
-	case r.Timestamp.IsZero() || r.EventTime.IsZero():
-		return fmt.Errorf("audit record: timestamp or event_time is missing")
+	case r.Timestamp.IsZero() || r.SessionCreated.IsZero():
+		return fmt.Errorf("audit record: timestamp or session_created is missing")
 	case !oracle.ValidSessionID(r.SessionID):
 		return fmt.Errorf("audit record: session_id is invalid")
 	case !sources[r.Source]:

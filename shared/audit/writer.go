@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
@@ -32,11 +32,11 @@ func NewWriter(c Putter, bucket string) *Writer { return &Writer{s3: c, bucket: 
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 
-// Key is where a record lives: partitioned by date and source for Athena,
-// named by an id that is unique for the event it records, so that a retried
-// write of the same event finds its record already there.
+// Key is where a record lives: partitioned by the session's date and the
+// source for Athena, named by an id that is unique for what it records, so
+// that a repeated write finds its record already there.
 func Key(r Record, id string) string {
-	return fmt.Sprintf("records/date=%s/source=%s/%s.json", r.EventTime.UTC().Format("2006-01-02"), r.Source, id)
+	return fmt.Sprintf("records/date=%s/source=%s/%s.json", r.SessionCreated.UTC().Format("2006-01-02"), r.Source, id)
 }
 
 // Write validates r and stores it under Key(r, id) only if nothing is there
@@ -54,33 +54,39 @@ func (w *Writer) Write(ctx context.Context, r Record, id string) (written bool, 
 	if err != nil {
 		return false, fmt.Errorf("encode audit record: %w", err)
 	}
-	_, err = w.s3.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:      aws.String(w.bucket),
-		Key:         aws.String(Key(r, id)),
-		Body:        bytes.NewReader(b),
-		ContentType: aws.String("application/json"),
-		IfNoneMatch: aws.String("*"),
-		// Object Lock buckets refuse uploads without an integrity checksum.
-		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
-	})
-	if err == nil {
-		return true, nil
+	for attempt := 1; ; attempt++ {
+		_, err = w.s3.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:      aws.String(w.bucket),
+			Key:         aws.String(Key(r, id)),
+			Body:        bytes.NewReader(b),
+			ContentType: aws.String("application/json"),
+			IfNoneMatch: aws.String("*"),
+			// Object Lock buckets refuse uploads without an integrity checksum.
+			ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
+		})
+		switch {
+		case err == nil:
+			return true, nil
+		case status(err) == http.StatusPreconditionFailed:
+			return false, nil
+		case status(err) == http.StatusConflict && attempt < 3:
+			// A concurrent write of the same key is in progress; S3 asks
+			// for a retry, whose answer says whether that write landed.
+			select {
+			case <-ctx.Done():
+				return false, fmt.Errorf("write audit record: %w", ctx.Err())
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+			continue
+		}
+		return false, fmt.Errorf("write audit record: %w", err)
 	}
-	if alreadyThere(err) {
-		return false, nil
-	}
-	return false, fmt.Errorf("write audit record: %w", err)
 }
 
-// alreadyThere reports S3's answer to If-None-Match on an existing key: 412
-// Precondition Failed, or 409 ConditionalRequestConflict when two writes race.
-func alreadyThere(err error) bool {
+func status(err error) int {
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
-		if s := re.HTTPStatusCode(); s == http.StatusPreconditionFailed || s == http.StatusConflict {
-			return true
-		}
+		return re.HTTPStatusCode()
 	}
-	var api smithy.APIError
-	return errors.As(err, &api) && (api.ErrorCode() == "PreconditionFailed" || api.ErrorCode() == "ConditionalRequestConflict")
+	return 0
 }

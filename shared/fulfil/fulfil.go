@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -15,7 +16,6 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
-	"42sisters.ai/oracle/shared/store"
 )
 
 // Stripe event types the service acts on.
@@ -25,11 +25,11 @@ const (
 	EventAsyncFailed    = "checkout.session.async_payment_failed"
 )
 
-// Orders is the order store.
+// Orders is the order store (shared/store).
 type Orders interface {
-	ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (store.Claim, error)
-	JobEnqueued(ctx context.Context, sessionID string) error
-	ReleaseJobLease(ctx context.Context, sessionID string) error
+	ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error)
+	JobEnqueued(ctx context.Context, sessionID, lease string) error
+	ReleaseJobLease(ctx context.Context, sessionID, lease string) error
 }
 
 // Sender sends a job to one queue.
@@ -63,8 +63,9 @@ type Service struct {
 	Hasher   *audit.Hasher
 	Log      *slog.Logger
 	Now      func() time.Time
-	// Lease is how long a claimer may take to enqueue before another
-	// attempt may take over.
+	// Lease is the shortest time a claimer may take to enqueue before
+	// another attempt may take over; it is lengthened to outlast the
+	// caller's own deadline, so a live claimer is never overtaken.
 	Lease time.Duration
 	// Retention is how long an order is kept (its TTL); the generator
 	// restarts it from the verdict's time.
@@ -75,58 +76,94 @@ type Service struct {
 type Trigger struct {
 	Source     oracle.Source
 	Event      string    // the Stripe event type, or "landing"
-	RecordID   string    // unique per triggering event: the audit record's id
-	EventTime  time.Time // when the event happened
+	EventID    string    // the Stripe event id, when there is one
 	ReceivedAt time.Time // when this request arrived, for latency
 }
 
 // Result is what a claim did.
 type Result struct {
-	Outcome store.Outcome
+	Outcome oracle.ClaimOutcome
 	Status  oracle.Status
 }
 
 // Fulfil records what s implies (awaiting payment, paid, dropped or failed
-// payment) exactly once, enqueues the job a paid order is owed (generation,
-// or the silent-drop notice), raises the one [SILENT-DROP] alert of a dropped
-// order, and writes the audit record of the trigger. It returns a
-// CodeConflict error while another attempt holds the order's job lease, and
-// an internal error when the job or the audit record could not be written:
-// the caller answers so that the trigger is retried, and the retry finishes
-// the work.
+// payment) exactly once and does what the recorded state owes, each step
+// guarded so that a retry after a failure or a crash finishes the work and
+// a duplicate changes nothing:
+//   - a PAID order is owed one generation job;
+//   - a DROPPED order is owed the [SILENT-DROP] alert and the notice mail job;
+//   - a paid, dropped or failed payment gets one audit record per session.
+//
+// It returns a CodeConflict error while another attempt holds the order's
+// job lease, and an internal error when the job or the audit record could
+// not be written: the caller answers so that the trigger is retried.
 func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Result, error) {
 	now := f.Now()
 	want := f.order(s, t, now)
 	log := f.Log.With(obs.Session(s.ID), "event", t.Event, "livemode", s.Livemode)
 
-	claim, err := f.Orders.ClaimOrder(ctx, want, f.Lease)
+	claim, err := f.Orders.ClaimOrder(ctx, want, f.lease(ctx, now))
 	if err != nil {
 		return Result{}, fmt.Errorf("claim: %w", err)
 	}
 	res := Result{Outcome: claim.Outcome, Status: claim.Order.Status}
 	log = log.With("outcome", claim.Outcome.String(), "status", string(claim.Order.Status))
-	if claim.Outcome == store.InFlight {
+	if claim.Outcome == oracle.InFlight {
 		log.Info("order is being claimed by another attempt")
 		return res, oracle.Errorf(oracle.CodeConflict, "this session is being processed; retry later")
 	}
-	if claim.Outcome == store.Claimed && claim.Order.Status == oracle.StatusDropped {
-		f.Metrics.Count("SilentDrops", 1)
-		f.Alerts.Raise(ctx, f.silentDrop(s, want, now))
-	}
 	if claim.MustEnqueue() {
-		if err := f.enqueue(ctx, claim.Order); err != nil {
-			if rerr := f.Orders.ReleaseJobLease(ctx, s.ID); rerr != nil {
+		if err := f.deliverOwed(ctx, s, claim); err != nil {
+			if rerr := f.Orders.ReleaseJobLease(ctx, s.ID, claim.Lease); rerr != nil {
 				log.Error("releasing job lease failed", "error", rerr.Error())
 			}
 			return res, err
 		}
 	}
-	if err := f.audit(ctx, s, claim.Order, t); err != nil {
+	if err := f.audit(ctx, s, want, claim.Order, t); err != nil {
 		f.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: s.ID, Detail: "audit record not written; the trigger will be retried"})
 		return res, err
 	}
 	log.Info("session fulfilled")
 	return res, nil
+}
+
+// lease is the job lease for a claim made now: at least f.Lease, and longer
+// than the caller has left to live, so that only a claimer that is gone can
+// be overtaken.
+func (f *Service) lease(ctx context.Context, now time.Time) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(f.Lease, d.Sub(now)+5*time.Second)
+	}
+	return f.Lease
+}
+
+// deliverOwed does what a claimed order is owed: the job, and for a dropped
+// order first the operator alert. Tying the alert to the job lease means a
+// claimer that dies before alerting is followed by one that alerts.
+func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Claim) error {
+	o := c.Order
+	var err error
+	switch o.Status {
+	case oracle.StatusPaid:
+		err = f.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonPaid})
+	case oracle.StatusDropped:
+		f.Metrics.Count("SilentDrops", 1)
+		f.Alerts.Raise(ctx, f.silentDrop(s, o))
+		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailSilentDrop})
+	default:
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("enqueue job: %w", err)
+	}
+	if err := f.Orders.JobEnqueued(ctx, o.SessionID, c.Lease); err != nil {
+		// The job is on its queue. Its consumer must be idempotent anyway
+		// (SQS delivers at least once); a later claim may enqueue it again,
+		// which then changes nothing.
+		f.Log.Error("recording the enqueued job failed", obs.Session(o.SessionID), "error", err.Error())
+	}
+	return nil
 }
 
 // order is the order that s implies.
@@ -163,68 +200,58 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 	return o
 }
 
-func (f *Service) enqueue(ctx context.Context, o oracle.Order) error {
-	var err error
-	switch o.Status {
-	case oracle.StatusPaid:
-		err = f.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonPaid})
-	case oracle.StatusDropped:
-		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailSilentDrop})
-	default:
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("enqueue job: %w", err)
-	}
-	if err := f.Orders.JobEnqueued(ctx, o.SessionID); err != nil {
-		// The job is on its queue and its consumer is idempotent; a later
-		// duplicate delivery may enqueue it again, which changes nothing.
-		f.Log.Error("recording the enqueued job failed", obs.Session(o.SessionID), "error", err.Error())
-	}
-	return nil
-}
-
 // silentDrop is the operator alert in SPEC_ORACLE_SILENT_DROP's format, with
 // the session cut to 12 characters and the email as its keyed hash.
-func (f *Service) silentDrop(s oracle.Session, o oracle.Order, now time.Time) alert.Alert {
+func (f *Service) silentDrop(s oracle.Session, o oracle.Order) alert.Alert {
 	email := o.EmailHash
 	if email == "" {
 		email = "NULL"
 	}
 	line := fmt.Sprintf("[SILENT-DROP] session=%s tier=%q query_len=%d email=%s amount=%s %s",
 		oracle.ShortID(s.ID), oracle.Clip(o.TierRaw, 32), oracle.QueryUnits(o.Query), email,
-		oracle.FormatAmount(s.AmountTotal, s.Currency), now.UTC().Format(time.RFC3339))
+		oracle.FormatAmount(s.AmountTotal, s.Currency), f.Now().UTC().Format(time.RFC3339))
 	return alert.Alert{Severity: alert.Critical, Kind: "SILENT-DROP", Session: s.ID, Detail: string(o.DropReason), Line: line}
 }
 
-func (f *Service) audit(ctx context.Context, s oracle.Session, o oracle.Order, t Trigger) error {
+// audit writes the record of what the session says (want), with the
+// order's stored state beside it: one record per session and outcome, so
+// the log holds exactly one webhook record for a paid session however many
+// events or retries reported it. A payment not yet confirmed is no paid
+// event and gets none.
+func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored oracle.Order, t Trigger) error {
+	if want.Status == oracle.StatusAwaitingPayment {
+		return nil
+	}
 	now := f.Now()
+	created := s.Created
+	if created.IsZero() {
+		created = stored.CreatedAt
+	}
 	r := audit.Record{
-		Timestamp:   now.UTC(),
-		SessionID:   s.ID,
-		Tier:        string(o.Tier), // a valid tier exactly as in metadata; a dropped one is named in error_detail
-		QueryHash:   f.Hasher.Hash(o.Query),
-		Email:       f.Hasher.Email(s.Email),
-		LatencyMS:   max(now.Sub(t.ReceivedAt).Milliseconds(), 0),
-		Status:      audit.StatusOK,
-		Source:      audit.Source(t.Source),
-		EventTime:   t.EventTime.UTC(),
-		Event:       t.Event,
-		Livemode:    s.Livemode,
-		AmountTotal: s.AmountTotal,
-		Currency:    s.Currency,
-		OrderStatus: string(o.Status),
+		Timestamp:      now.UTC(),
+		SessionID:      s.ID,
+		Tier:           string(want.Tier), // a valid tier exactly as in metadata; for a dropped one, empty
+		QueryHash:      f.Hasher.Hash(want.Query),
+		Email:          f.Hasher.Email(s.Email),
+		LatencyMS:      max(now.Sub(t.ReceivedAt).Milliseconds(), 0),
+		Status:         audit.StatusOK,
+		Source:         audit.Source(t.Source),
+		SessionCreated: created.UTC(),
+		Event:          t.Event,
+		EventID:        t.EventID,
+		Livemode:       s.Livemode,
+		AmountTotal:    s.AmountTotal,
+		Currency:       s.Currency,
+		OrderStatus:    string(stored.Status),
 	}
-	if t.Source == oracle.SourceWebhook {
-		r.EventID = t.RecordID
-	}
-	switch o.Status {
+	switch want.Status {
 	case oracle.StatusDropped:
-		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("silent drop: "+string(o.DropReason))
+		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("silent drop: "+string(want.DropReason))
 	case oracle.StatusPaymentFailed:
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("delayed payment failed")
 	}
-	if _, err := f.Audit.Write(ctx, r, t.RecordID); err != nil {
+	id := fmt.Sprintf("%s.%s", s.ID, strings.ToLower(string(want.Status)))
+	if _, err := f.Audit.Write(ctx, r, id); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	return nil

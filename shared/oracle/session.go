@@ -69,9 +69,11 @@ type Order struct {
 	// JobEnqueuedAt is set once the job the order is owed (generation for
 	// PAID, the notice mail for DROPPED) is on its queue.
 	JobEnqueuedAt *time.Time `dynamodbav:"job_enqueued_at,omitempty"`
-	// JobLeaseUntil (epoch milliseconds, so DynamoDB can compare it) guards
-	// the enqueue: only the holder of a live lease sends the job.
-	JobLeaseUntil int64 `dynamodbav:"job_lease_until,omitempty"`
+	// JobLeaseUntil (epoch milliseconds, so DynamoDB can compare it) and
+	// JobLease (a random token) guard the enqueue: only the holder of a live
+	// lease sends the job, and only it may record or release it.
+	JobLeaseUntil int64  `dynamodbav:"job_lease_until,omitempty"`
+	JobLease      string `dynamodbav:"job_lease,omitempty"`
 	ExpiresAt     int64 `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
 }
 

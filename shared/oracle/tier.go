@@ -49,9 +49,6 @@ func ParseTier(s string) (Tier, error) {
 	return t, nil
 }
 
-// Valid reports whether t is one of the three tiers.
-func (t Tier) Valid() bool { _, ok := tiers[t]; return ok }
-
 // PriceCents is the tier's fixed price in CAD cents (0 for an invalid tier).
 func (t Tier) PriceCents() int64 { return tiers[t].cents }
 

@@ -6,6 +6,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -33,39 +35,6 @@ func NewOrders(db *dynamodb.Client, table string, now func() time.Time) *Orders 
 	return &Orders{db: db, table: table, now: now}
 }
 
-// Outcome says what a claim found and what its caller must do next.
-type Outcome int
-
-// Claim outcomes.
-const (
-	// Claimed: this call recorded the order's state first; if the state owes
-	// a job, the caller holds the job lease and must enqueue it.
-	Claimed Outcome = iota + 1
-	// Resumed: the state was recorded before but its job was never
-	// enqueued (an earlier attempt failed); this call took the job lease and
-	// must enqueue it.
-	Resumed
-	// InFlight: another attempt holds a live job lease; nothing was done.
-	InFlight
-	// Done: the state was recorded and nothing is owed; a duplicate.
-	Done
-)
-
-func (o Outcome) String() string {
-	return [...]string{"unknown", "claimed", "resumed", "in_flight", "done"}[o]
-}
-
-// Claim is the result of ClaimOrder.
-type Claim struct {
-	Outcome Outcome
-	Order   oracle.Order // the order as stored after the claim
-}
-
-// MustEnqueue reports whether the caller now owes the order's job.
-func (c Claim) MustEnqueue() bool {
-	return (c.Outcome == Claimed || c.Outcome == Resumed) && c.Order.Status.OwesJob()
-}
-
 // Get returns an order; found is false when there is none.
 func (o *Orders) Get(ctx context.Context, sessionID string) (oracle.Order, bool, error) {
 	out, err := o.db.GetItem(ctx, &dynamodb.GetItemInput{
@@ -80,7 +49,10 @@ func (o *Orders) Get(ctx context.Context, sessionID string) (oracle.Order, bool,
 		return oracle.Order{}, false, nil
 	}
 	ord, err := decode(out.Item)
-	return ord, err == nil, err
+	if err != nil {
+		return oracle.Order{}, false, fmt.Errorf("get order %s: %w", oracle.ShortID(sessionID), err)
+	}
+	return ord, true, nil
 }
 
 // ClaimOrder records want (an order in the state a payment event implies)
@@ -92,15 +64,20 @@ func (o *Orders) Get(ctx context.Context, sessionID string) (oracle.Order, bool,
 //   - anything else: Done. A paid order never moves back.
 //
 // When the resulting state owes a job, the lease lasts for lease.
-func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (Claim, error) {
+func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error) {
 	now := o.now().UTC()
 	want.CreatedAt, want.UpdatedAt = now, now
+	want.JobLeaseUntil, want.JobLease = 0, ""
 	if want.Status.OwesJob() {
-		want.JobLeaseUntil = now.Add(lease).UnixMilli()
+		token, err := newToken()
+		if err != nil {
+			return oracle.Claim{}, err
+		}
+		want.JobLeaseUntil, want.JobLease = now.Add(lease).UnixMilli(), token
 	}
 	item, err := attributevalue.MarshalMap(want)
 	if err != nil {
-		return Claim{}, fmt.Errorf("encode order: %w", err)
+		return oracle.Claim{}, fmt.Errorf("encode order: %w", err)
 	}
 	_, err = o.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(o.table),
@@ -109,19 +86,22 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		return Claim{Outcome: Claimed, Order: want}, nil
+		return oracle.Claim{Outcome: oracle.Claimed, Order: want, Lease: want.JobLease}, nil
 	}
 	existing, err := conditionFailedItem(err)
 	if err != nil {
-		return Claim{}, fmt.Errorf("claim order %s: %w", oracle.ShortID(want.SessionID), err)
+		return oracle.Claim{}, fmt.Errorf("claim order %s: %w", oracle.ShortID(want.SessionID), err)
 	}
 	if existing.Status == oracle.StatusAwaitingPayment && want.Status != oracle.StatusAwaitingPayment {
-		c, ok, err := o.advance(ctx, existing, want, now)
+		c, ok, err := o.advance(ctx, existing, want)
 		if err != nil || ok {
 			return c, err
 		}
-		if existing, _, err = o.Get(ctx, want.SessionID); err != nil {
-			return Claim{}, err
+		var found bool
+		if existing, found, err = o.Get(ctx, want.SessionID); err != nil {
+			return oracle.Claim{}, err
+		} else if !found {
+			return oracle.Claim{}, fmt.Errorf("claim order %s: the order vanished during the claim", oracle.ShortID(want.SessionID))
 		}
 	}
 	return o.resume(ctx, existing, now, lease)
@@ -129,11 +109,11 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 
 // advance moves an AWAITING_PAYMENT order to want's state; ok is false when
 // another caller changed it first.
-func (o *Orders) advance(ctx context.Context, existing, want oracle.Order, now time.Time) (Claim, bool, error) {
+func (o *Orders) advance(ctx context.Context, existing, want oracle.Order) (oracle.Claim, bool, error) {
 	want.CreatedAt = existing.CreatedAt
 	item, err := attributevalue.MarshalMap(want)
 	if err != nil {
-		return Claim{}, false, fmt.Errorf("encode order: %w", err)
+		return oracle.Claim{}, false, fmt.Errorf("encode order: %w", err)
 	}
 	_, err = o.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:           aws.String(o.table),
@@ -147,30 +127,34 @@ func (o *Orders) advance(ctx context.Context, existing, want oracle.Order, now t
 		},
 	})
 	if err == nil {
-		return Claim{Outcome: Claimed, Order: want}, true, nil
+		return oracle.Claim{Outcome: oracle.Claimed, Order: want, Lease: want.JobLease}, true, nil
 	}
 	if isConditionFailed(err) {
-		return Claim{}, false, nil
+		return oracle.Claim{}, false, nil
 	}
-	return Claim{}, false, fmt.Errorf("advance order %s: %w", oracle.ShortID(want.SessionID), err)
+	return oracle.Claim{}, false, fmt.Errorf("advance order %s: %w", oracle.ShortID(want.SessionID), err)
 }
 
 // resume takes the job lease of an order whose job was never enqueued.
-func (o *Orders) resume(ctx context.Context, existing oracle.Order, now time.Time, lease time.Duration) (Claim, error) {
+func (o *Orders) resume(ctx context.Context, existing oracle.Order, now time.Time, lease time.Duration) (oracle.Claim, error) {
 	if !existing.Status.OwesJob() || existing.JobEnqueuedAt != nil {
-		return Claim{Outcome: Done, Order: existing}, nil
+		return oracle.Claim{Outcome: oracle.Done, Order: existing}, nil
 	}
-	until := now.Add(lease).UnixMilli()
+	token, err := newToken()
+	if err != nil {
+		return oracle.Claim{}, err
+	}
 	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(o.table),
 		Key:                 key(existing.SessionID),
-		UpdateExpression:    aws.String("SET job_lease_until = :until, updated_at = :now"),
+		UpdateExpression:    aws.String("SET job_lease_until = :until, job_lease = :token, updated_at = :now"),
 		ConditionExpression: aws.String("#s = :status AND attribute_not_exists(job_enqueued_at) AND (attribute_not_exists(job_lease_until) OR job_lease_until < :nowms)"),
 		ExpressionAttributeNames: map[string]string{
 			"#s": "status",
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":until":  &types.AttributeValueMemberN{Value: fmt.Sprint(until)},
+			":until":  &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(lease).UnixMilli())},
+			":token":  &types.AttributeValueMemberS{Value: token},
 			":nowms":  &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
 			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 			":status": &types.AttributeValueMemberS{Value: string(existing.Status)},
@@ -181,32 +165,37 @@ func (o *Orders) resume(ctx context.Context, existing oracle.Order, now time.Tim
 	if err == nil {
 		ord, err := decode(out.Attributes)
 		if err != nil {
-			return Claim{}, err
+			return oracle.Claim{}, fmt.Errorf("resume order %s: %w", oracle.ShortID(existing.SessionID), err)
 		}
-		return Claim{Outcome: Resumed, Order: ord}, nil
+		return oracle.Claim{Outcome: oracle.Resumed, Order: ord, Lease: token}, nil
 	}
 	current, cerr := conditionFailedItem(err)
 	if cerr != nil {
-		return Claim{}, fmt.Errorf("take job lease %s: %w", oracle.ShortID(existing.SessionID), cerr)
+		return oracle.Claim{}, fmt.Errorf("take job lease %s: %w", oracle.ShortID(existing.SessionID), cerr)
 	}
 	if current.Status.OwesJob() && current.JobEnqueuedAt == nil && current.Status == existing.Status {
-		return Claim{Outcome: InFlight, Order: current}, nil
+		return oracle.Claim{Outcome: oracle.InFlight, Order: current}, nil
 	}
-	return Claim{Outcome: Done, Order: current}, nil
+	return oracle.Claim{Outcome: oracle.Done, Order: current}, nil
 }
 
-// JobEnqueued records that the order's job is on its queue and frees the lease.
-func (o *Orders) JobEnqueued(ctx context.Context, sessionID string) error {
+// JobEnqueued records that the order's job is on its queue and frees the
+// lease. It fails with ErrLeaseLost when lease is no longer the order's.
+func (o *Orders) JobEnqueued(ctx context.Context, sessionID, lease string) error {
 	now := o.now().UTC()
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(o.table),
 		Key:                 key(sessionID),
-		UpdateExpression:    aws.String("SET job_enqueued_at = :now, updated_at = :now REMOVE job_lease_until"),
-		ConditionExpression: aws.String("attribute_exists(session_id)"),
+		UpdateExpression:    aws.String("SET job_enqueued_at = :now, updated_at = :now REMOVE job_lease_until, job_lease"),
+		ConditionExpression: aws.String("job_lease = :lease"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+			":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+			":lease": &types.AttributeValueMemberS{Value: lease},
 		},
 	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("record job enqueued for %s: %w", oracle.ShortID(sessionID), ErrLeaseLost)
+	}
 	if err != nil {
 		return fmt.Errorf("record job enqueued for %s: %w", oracle.ShortID(sessionID), err)
 	}
@@ -214,18 +203,34 @@ func (o *Orders) JobEnqueued(ctx context.Context, sessionID string) error {
 }
 
 // ReleaseJobLease frees the job lease after a failed enqueue, so that the
-// next attempt (a Stripe retry, the landing path) need not wait for it.
-func (o *Orders) ReleaseJobLease(ctx context.Context, sessionID string) error {
+// next attempt (a Stripe retry, the landing path) need not wait for it. A
+// lease that is no longer the caller's is left alone.
+func (o *Orders) ReleaseJobLease(ctx context.Context, sessionID, lease string) error {
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(o.table),
 		Key:                 key(sessionID),
-		UpdateExpression:    aws.String("REMOVE job_lease_until"),
-		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(job_enqueued_at)"),
+		UpdateExpression:    aws.String("REMOVE job_lease_until, job_lease"),
+		ConditionExpression: aws.String("job_lease = :lease AND attribute_not_exists(job_enqueued_at)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":lease": &types.AttributeValueMemberS{Value: lease},
+		},
 	})
 	if err != nil && !isConditionFailed(err) {
 		return fmt.Errorf("release job lease for %s: %w", oracle.ShortID(sessionID), err)
 	}
 	return nil
+}
+
+// ErrLeaseLost means another attempt took over the order's job lease.
+var ErrLeaseLost = errors.New("the job lease was taken over by another attempt")
+
+// newToken returns a random lease token.
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("lease token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 func key(sessionID string) map[string]types.AttributeValue {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -36,29 +37,29 @@ func TestClaimOrderTransitions(t *testing.T) {
 		first    oracle.Status
 		enqueued bool // whether the first claimer recorded its job
 		then     oracle.Status
-		outcome  store.Outcome
+		outcome  oracle.ClaimOutcome
 		status   oracle.Status
 	}{
-		{"duplicate paid after enqueue", oracle.StatusPaid, true, oracle.StatusPaid, store.Done, oracle.StatusPaid},
-		{"duplicate paid while the first holds the lease", oracle.StatusPaid, false, oracle.StatusPaid, store.InFlight, oracle.StatusPaid},
-		{"awaiting then paid", oracle.StatusAwaitingPayment, false, oracle.StatusPaid, store.Claimed, oracle.StatusPaid},
-		{"awaiting then dropped", oracle.StatusAwaitingPayment, false, oracle.StatusDropped, store.Claimed, oracle.StatusDropped},
-		{"awaiting then payment failed", oracle.StatusAwaitingPayment, false, oracle.StatusPaymentFailed, store.Claimed, oracle.StatusPaymentFailed},
-		{"paid is never downgraded to awaiting", oracle.StatusPaid, true, oracle.StatusAwaitingPayment, store.Done, oracle.StatusPaid},
-		{"paid is not failed by a late failure event", oracle.StatusPaid, true, oracle.StatusPaymentFailed, store.Done, oracle.StatusPaid},
-		{"awaiting twice", oracle.StatusAwaitingPayment, false, oracle.StatusAwaitingPayment, store.Done, oracle.StatusAwaitingPayment},
-		{"dropped twice", oracle.StatusDropped, true, oracle.StatusDropped, store.Done, oracle.StatusDropped},
+		{"duplicate paid after enqueue", oracle.StatusPaid, true, oracle.StatusPaid, oracle.Done, oracle.StatusPaid},
+		{"duplicate paid while the first holds the lease", oracle.StatusPaid, false, oracle.StatusPaid, oracle.InFlight, oracle.StatusPaid},
+		{"awaiting then paid", oracle.StatusAwaitingPayment, false, oracle.StatusPaid, oracle.Claimed, oracle.StatusPaid},
+		{"awaiting then dropped", oracle.StatusAwaitingPayment, false, oracle.StatusDropped, oracle.Claimed, oracle.StatusDropped},
+		{"awaiting then payment failed", oracle.StatusAwaitingPayment, false, oracle.StatusPaymentFailed, oracle.Claimed, oracle.StatusPaymentFailed},
+		{"paid is never downgraded to awaiting", oracle.StatusPaid, true, oracle.StatusAwaitingPayment, oracle.Done, oracle.StatusPaid},
+		{"paid is not failed by a late failure event", oracle.StatusPaid, true, oracle.StatusPaymentFailed, oracle.Done, oracle.StatusPaid},
+		{"awaiting twice", oracle.StatusAwaitingPayment, false, oracle.StatusAwaitingPayment, oracle.Done, oracle.StatusAwaitingPayment},
+		{"dropped twice", oracle.StatusDropped, true, oracle.StatusDropped, oracle.Done, oracle.StatusDropped},
 	}
 	orders, _, _ := newOrders(t)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			id := "cs_test_transition" + string(rune('a'+i))
 			first, err := orders.ClaimOrder(ctx, order(id, c.first), lease)
-			if err != nil || first.Outcome != store.Claimed {
+			if err != nil || first.Outcome != oracle.Claimed {
 				t.Fatalf("first claim: %v %v", first.Outcome, err)
 			}
 			if c.enqueued {
-				if err := orders.JobEnqueued(ctx, id); err != nil {
+				if err := orders.JobEnqueued(ctx, id, first.Lease); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -82,7 +83,7 @@ func TestClaimOrderConcurrentDuplicatesHaveOneWinner(t *testing.T) {
 	orders, _, _ := newOrders(t)
 	const n = 10
 	var wg sync.WaitGroup
-	outcomes := make(chan store.Outcome, n)
+	outcomes := make(chan oracle.ClaimOutcome, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
@@ -97,11 +98,11 @@ func TestClaimOrderConcurrentDuplicatesHaveOneWinner(t *testing.T) {
 	}
 	wg.Wait()
 	close(outcomes)
-	count := map[store.Outcome]int{}
+	count := map[oracle.ClaimOutcome]int{}
 	for o := range outcomes {
 		count[o]++
 	}
-	if count[store.Claimed] != 1 || count[store.InFlight] != n-1 {
+	if count[oracle.Claimed] != 1 || count[oracle.InFlight] != n-1 {
 		t.Fatalf("outcomes %v: want exactly one claimed and the rest in flight", count)
 	}
 }
@@ -110,22 +111,23 @@ func TestExpiredJobLeaseIsResumed(t *testing.T) {
 	ctx := context.Background()
 	orders, _, clk := newOrders(t)
 	id := "cs_test_resume"
-	if c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); err != nil || !c.MustEnqueue() {
-		t.Fatalf("claim: %v %v", c, err)
+	first, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
+	if err != nil || !first.MustEnqueue() {
+		t.Fatalf("claim: %v %v", first, err)
 	}
 	// The claimer died before enqueueing. Within the lease, others wait.
-	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != store.InFlight {
+	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != oracle.InFlight {
 		t.Fatalf("within the lease: %v", c.Outcome)
 	}
 	clk.Add(lease + time.Second)
 	c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
-	if err != nil || c.Outcome != store.Resumed || !c.MustEnqueue() {
+	if err != nil || c.Outcome != oracle.Resumed || !c.MustEnqueue() {
 		t.Fatalf("after the lease: %v %v", c.Outcome, err)
 	}
-	if err := orders.JobEnqueued(ctx, id); err != nil {
+	if err := orders.JobEnqueued(ctx, id, c.Lease); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != store.Done {
+	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != oracle.Done {
 		t.Fatalf("after the enqueue: %v", c.Outcome)
 	}
 }
@@ -134,14 +136,44 @@ func TestReleasedLeaseIsResumedAtOnce(t *testing.T) {
 	ctx := context.Background()
 	orders, _, _ := newOrders(t)
 	id := "cs_test_release"
-	if _, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); err != nil {
+	c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := orders.ReleaseJobLease(ctx, id); err != nil {
+	if err := orders.ReleaseJobLease(ctx, id, c.Lease); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != store.Resumed {
+	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != oracle.Resumed {
 		t.Fatalf("after release: %v", c.Outcome)
+	}
+}
+
+func TestOnlyTheLeaseHolderRecordsOrReleases(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_owner"
+	a, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stalls past its lease; B takes over.
+	clk.Add(lease + time.Second)
+	b, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
+	if err != nil || b.Outcome != oracle.Resumed || b.Lease == a.Lease {
+		t.Fatalf("takeover: %v %v", b.Outcome, err)
+	}
+	// A wakes up: it may neither release B's lease nor record the job.
+	if err := orders.ReleaseJobLease(ctx, id, a.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); c.Outcome != oracle.InFlight {
+		t.Fatalf("a stale release freed the lease: %v", c.Outcome)
+	}
+	if err := orders.JobEnqueued(ctx, id, a.Lease); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale JobEnqueued: %v", err)
+	}
+	if err := orders.JobEnqueued(ctx, id, b.Lease); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -166,17 +198,5 @@ func TestLedgerMarkAndSeen(t *testing.T) {
 	}
 	if first, _ := ledger.Mark(ctx, "event#evt_1", time.Minute); !first {
 		t.Fatal("mark after expiry did not win")
-	}
-}
-
-func TestOrderNeverHoldsEmail(t *testing.T) {
-	// Only the keyed hash is a field of the order (architecture: "never the
-	// email itself"); a regression that adds one fails here.
-	item := order("cs_test_noemail", oracle.StatusPaid)
-	item.EmailHash = "hmac-sha256:00"
-	for _, f := range []string{"email", "customer_email"} {
-		if hasField(item, f) {
-			t.Fatalf("order has a %s field", f)
-		}
 	}
 }
