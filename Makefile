@@ -42,11 +42,12 @@ cfn-lint:
 # One moto server serves every test package; each test provisions its own
 # uniquely named copy of the template's resources.
 unit:
-	@set -euo pipefail; \
+	@set -euo pipefail; mkdir -p .build; \
 	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
 	moto_server -H 127.0.0.1 -p $$port >.build/moto-test.log 2>&1 & moto=$$!; \
 	trap 'kill $$moto 2>/dev/null' EXIT; \
-	for i in $$(seq 1 100); do curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null && break; sleep 0.1; done; \
+	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null && break; sleep 0.1; done; \
+	curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \
 	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 8m ./...
 
 ## fuzz: short fuzz runs of the query chunking and the webhook's parsing

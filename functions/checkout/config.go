@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,5 +37,24 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	if !strings.HasPrefix(s.StripeKey, "sk_live_") && !strings.HasPrefix(s.StripeKey, "sk_test_") && !strings.HasPrefix(s.StripeKey, "rk_") {
 		return settings{}, fmt.Errorf("invalid configuration: STRIPE_SECRET_KEY is not a Stripe secret key")
 	}
+	if err := validOrigins(s.AllowedOrigins); err != nil {
+		return settings{}, fmt.Errorf("invalid configuration: ALLOWED_ORIGINS: %w", err)
+	}
 	return s, nil
+}
+
+// validOrigins requires at least one origin, each exactly as a browser
+// sends it (scheme://host[:port], no path or trailing slash), since anything
+// else would never match and every browser checkout would get 403.
+func validOrigins(origins []string) error {
+	if len(origins) == 0 {
+		return fmt.Errorf("at least one origin is required")
+	}
+	for _, o := range origins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return fmt.Errorf("%q is not an origin such as https://42sisters.ai", o)
+		}
+	}
+	return nil
 }

@@ -119,12 +119,17 @@ func ReassembleQuery(meta map[string]string) (string, DropReason) {
 	qn, hasCount := meta[MetaChunks]
 	if !hasCount {
 		var b strings.Builder
-		for i := 0; ; i++ {
-			c, ok := meta[ChunkKey(i)]
+		n := 0
+		for ; ; n++ {
+			c, ok := meta[ChunkKey(n)]
 			if !ok {
 				break
 			}
 			b.WriteString(c)
+		}
+		// A chunk key beyond the first gap means a chunk went missing.
+		if chunkKeys(meta) != n {
+			return "", DropChunkMissing
 		}
 		if strings.TrimSpace(b.String()) == "" {
 			return "", DropQueryEmpty
@@ -150,6 +155,17 @@ func ReassembleQuery(meta map[string]string) (string, DropReason) {
 		return "", DropQueryEmpty
 	}
 	return b.String(), DropNone
+}
+
+// chunkKeys counts the metadata keys of the form q<digits>.
+func chunkKeys(meta map[string]string) int {
+	n := 0
+	for k := range meta {
+		if len(k) > 1 && k[0] == 'q' && strings.Trim(k[1:], "0123456789") == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // IdeaFieldKey is the Payment Link custom field that carries the query.

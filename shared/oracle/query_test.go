@@ -121,6 +121,7 @@ func TestResolve(t *testing.T) {
 		{"idea field first", meta("tier", "quick", "q0", "from metadata", "qn", "1"), "from the idea field", TierQuick, "from the idea field", DropNone},
 		{"blank idea falls back to chunks", meta("tier", "quick", "q0", "from metadata", "qn", "1"), "  ", TierQuick, "from metadata", DropNone},
 		{"legacy chunks without qn", meta("tier", "strategy", "q0", "ab", "q1", "cd"), "", TierStrategy, "abcd", DropNone},
+		{"legacy chunks with a gap", meta("tier", "strategy", "q0", "ab", "q2", "ef"), "", TierStrategy, "", DropChunkMissing},
 		{"tier missing", meta("q0", "x", "qn", "1"), "", "", "x", DropTierMissing},
 		{"tier blank", meta("tier", " ", "q0", "x", "qn", "1"), "", "", "x", DropTierMissing},
 		{"tier invalid", meta("tier", "premium", "q0", "x", "qn", "1"), "", "", "x", DropTierInvalid},
