@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/fulfil"
@@ -43,6 +48,16 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	}
 	if !e.eventRecorded("evt_paid1") {
 		t.Fatal("event id not recorded")
+	}
+	raw, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.f.Ref("OrdersTable")),
+		Key:       map[string]types.AttributeValue{"session_id": &types.AttributeValueMemberS{Value: s.ID}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump := fmt.Sprintf("%#v", raw.Item); strings.Contains(dump, "@") || strings.Contains(dump, "customer@") {
+		t.Fatalf("the order item holds an email address: %s", dump)
 	}
 	for _, secret := range []string{"customer@example.com", "newsletter"} {
 		if strings.Contains(e.logs.String(), secret) {
@@ -460,6 +475,31 @@ func TestEnqueueFailureIsRetriedByStripe(t *testing.T) {
 	}
 	if o, _ := e.order(s.ID); o.JobEnqueuedAt == nil {
 		t.Fatal("enqueue not recorded")
+	}
+}
+
+// unrecorded fails to record the enqueued job, as a store outage between
+// the send and the record would.
+type unrecorded struct{ fulfil.Orders }
+
+func (unrecorded) JobEnqueued(context.Context, string, string) error {
+	return errors.New("injected: the store is unavailable")
+}
+
+func TestJobSentButNotRecordedStillAnswers200(t *testing.T) {
+	// The job is on its queue: the event is done, and the failure to record
+	// it is logged (a later claim may send it again; consumers are idempotent).
+	e := newEnv(t, Secrets{Test: testSecret})
+	e.svc.Orders = unrecorded{e.svc.Orders}
+	s := paidSession("cs_test_unrecorded", oracle.TierQuick, "q")
+	if resp := e.send(e.event("evt_unrecorded", fulfil.EventCompleted, s)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("got %s", status(resp))
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+		t.Fatalf("%d jobs", len(jobs))
+	}
+	if !strings.Contains(e.logs.String(), "recording the enqueued job failed") {
+		t.Fatal("the failure was not logged")
 	}
 }
 
