@@ -74,7 +74,7 @@ type Order struct {
 	// lease sends the job, and only it may record or release it.
 	JobLeaseUntil int64  `dynamodbav:"job_lease_until,omitempty"`
 	JobLease      string `dynamodbav:"job_lease,omitempty"`
-	ExpiresAt     int64 `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
+	ExpiresAt     int64  `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
 }
 
 // OwesJob reports whether an order in this state is owed a queued job.
