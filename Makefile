@@ -40,11 +40,12 @@ cfn-lint:
 	cfn-lint template.yaml
 
 # One moto server serves every test package; each test provisions its own
-# uniquely named copy of the template's resources.
+# uniquely named copy of the template's resources. serve.py applies DynamoDB
+# and S3 requests one at a time, as atomically as AWS does.
 unit:
 	@set -euo pipefail; mkdir -p .build; \
 	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
-	moto_server -H 127.0.0.1 -p $$port >.build/moto-test.log 2>&1 & moto=$$!; \
+	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-test.log 2>&1 & moto=$$!; \
 	trap 'kill $$moto 2>/dev/null' EXIT; \
 	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null && break; sleep 0.1; done; \
 	curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -27,14 +29,20 @@ type Server struct {
 	cmd      *exec.Cmd
 }
 
-// Start runs moto_server on 127.0.0.1:port and waits until it answers. The
+// Script runs moto with DynamoDB and S3 requests serialised, so that
+// conditional writes are atomic as in AWS (see the script's comment).
+func Script() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "serve.py")
+}
+
+// Start runs moto server on 127.0.0.1:port and waits until it answers. The
 // process dies with its parent.
 func Start(ctx context.Context, port int) (*Server, error) {
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
+	if _, err := exec.LookPath("moto_server"); err != nil {
 		return nil, fmt.Errorf("moto_server not found on PATH (make tools installs it): %w", err)
 	}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd := exec.Command("python3", Script(), "127.0.0.1", strconv.Itoa(port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
