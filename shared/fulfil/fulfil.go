@@ -67,8 +67,7 @@ type Service struct {
 	// another attempt may take over; it is lengthened to outlast the
 	// caller's own deadline, so a live claimer is never overtaken.
 	Lease time.Duration
-	// Retention is how long an order is kept (its TTL); the generator
-	// restarts it from the verdict's time.
+	// Retention is how long an order is kept from its claim (its TTL).
 	Retention time.Duration
 }
 
