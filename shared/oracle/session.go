@@ -75,6 +75,19 @@ type Order struct {
 	JobLeaseUntil int64  `dynamodbav:"job_lease_until,omitempty"`
 	JobLease      string `dynamodbav:"job_lease,omitempty"`
 	ExpiresAt     int64  `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
+
+	// The verdict, once generated: canonical JSON (see Analysis.CanonicalJSON),
+	// stored once and never replaced; the page and the email both read it.
+	Verdict       string     `dynamodbav:"verdict,omitempty"`
+	VerdictHash   string     `dynamodbav:"verdict_hash,omitempty"`
+	PromptVersion string     `dynamodbav:"prompt_version,omitempty"`
+	Model         string     `dynamodbav:"model,omitempty"`
+	GeneratedAt   *time.Time `dynamodbav:"generated_at,omitempty"`
+	// Attempts counts generation attempts; GenLeaseUntil (epoch ms) and
+	// GenLease (a token) let one generator at a time work on the order.
+	Attempts      int    `dynamodbav:"attempts,omitempty"`
+	GenLeaseUntil int64  `dynamodbav:"gen_lease_until,omitempty"`
+	GenLease      string `dynamodbav:"gen_lease,omitempty"`
 }
 
 // OwesJob reports whether an order in this state is owed a queued job.

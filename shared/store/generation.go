@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// ErrNotOwed means the order owes no generation to this caller: it has a
+// verdict, another generator holds a live lease, or it is in a state that
+// is not generated (dropped, refunded, ...). Order says which.
+type ErrNotOwed struct{ Order oracle.Order }
+
+func (e *ErrNotOwed) Error() string {
+	return fmt.Sprintf("order %s owes no generation (status %s)", oracle.ShortID(e.Order.SessionID), e.Order.Status)
+}
+
+// StartGeneration leases a PAID order (or a GENERATING one whose lease has
+// passed or was given up) to the caller for lease and counts the attempt.
+// It returns the order and the lease token, or *ErrNotOwed.
+func (o *Orders) StartGeneration(ctx context.Context, sessionID string, lease time.Duration) (oracle.Order, string, error) {
+	now := o.now().UTC()
+	token, err := newToken()
+	if err != nil {
+		return oracle.Order{}, "", err
+	}
+	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(o.table),
+		Key:              key(sessionID),
+		UpdateExpression: aws.String("SET #s = :generating, gen_lease_until = :until, gen_lease = :token, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
+		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(verdict) AND " +
+			"(#s = :paid OR (#s = :generating AND (attribute_not_exists(gen_lease_until) OR gen_lease_until < :nowms)))"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":generating": &types.AttributeValueMemberS{Value: string(oracle.StatusGenerating)},
+			":paid":       &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
+			":until":      &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(lease).UnixMilli())},
+			":nowms":      &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
+			":token":      &types.AttributeValueMemberS{Value: token},
+			":zero":       &types.AttributeValueMemberN{Value: "0"},
+			":one":        &types.AttributeValueMemberN{Value: "1"},
+			":now":        &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		ord, err := decode(out.Attributes)
+		if err != nil {
+			return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
+		}
+		return ord, token, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if ccf.Item == nil {
+			return oracle.Order{}, "", &ErrNotOwed{Order: oracle.Order{SessionID: sessionID}}
+		}
+		current, derr := decode(ccf.Item)
+		if derr != nil {
+			return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), derr)
+		}
+		return oracle.Order{}, "", &ErrNotOwed{Order: current}
+	}
+	return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
+}
+
+// StoredVerdict is what the generator stores with a verdict.
+type StoredVerdict struct {
+	Canonical     string // Analysis.CanonicalJSON
+	Hash          string // keyed hash of Canonical
+	PromptVersion string
+	Model         string
+	// ExpiresAt restarts the order's retention from the verdict.
+	ExpiresAt time.Time
+}
+
+// StoreVerdict stores the order's one authoritative verdict and marks it
+// READY, only while the caller holds the generation lease and no verdict
+// is stored. It returns ErrLeaseLost when either no longer holds.
+func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v StoredVerdict) (oracle.Order, error) {
+	now := o.now().UTC()
+	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(o.table),
+		Key:       key(sessionID),
+		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, prompt_version = :pv, model = :m, generated_at = :now, " +
+			"#s = :ready, expires_at = :exp, updated_at = :now REMOVE gen_lease_until, gen_lease"),
+		ConditionExpression:      aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":v":     &types.AttributeValueMemberS{Value: v.Canonical},
+			":h":     &types.AttributeValueMemberS{Value: v.Hash},
+			":pv":    &types.AttributeValueMemberS{Value: v.PromptVersion},
+			":m":     &types.AttributeValueMemberS{Value: v.Model},
+			":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+			":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
+			":exp":   &types.AttributeValueMemberN{Value: fmt.Sprint(v.ExpiresAt.Unix())},
+			":lease": &types.AttributeValueMemberS{Value: lease},
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), ErrLeaseLost)
+	}
+	if err != nil {
+		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), err)
+	}
+	ord, err := decode(out.Attributes)
+	if err != nil {
+		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), err)
+	}
+	return ord, nil
+}
+
+// AbandonGeneration gives up the caller's generation lease after a failed
+// attempt, so the next attempt (the job's redelivery) may start at once.
+// The order stays GENERATING without a verdict: nothing partial is stored.
+func (o *Orders) AbandonGeneration(ctx context.Context, sessionID, lease string) error {
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(o.table),
+		Key:                 key(sessionID),
+		UpdateExpression:    aws.String("REMOVE gen_lease_until, gen_lease"),
+		ConditionExpression: aws.String("gen_lease = :lease"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":lease": &types.AttributeValueMemberS{Value: lease},
+		},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("abandon generation %s: %w", oracle.ShortID(sessionID), err)
+	}
+	return nil
+}

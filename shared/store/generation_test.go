@@ -1,0 +1,142 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
+)
+
+func paidOrder(t *testing.T, orders *store.Orders, id string) {
+	t.Helper()
+	c, err := orders.ClaimOrder(context.Background(), order(id, oracle.StatusPaid), lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := orders.JobEnqueued(context.Background(), id, c.Lease); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var verdict = store.StoredVerdict{Canonical: `{"summary":"s","verdict":"GREEN"}`, Hash: "hmac-sha256:00", PromptVersion: "v1", Model: "m"}
+
+func notOwed(err error) (oracle.Status, bool) {
+	var e *store.ErrNotOwed
+	if errors.As(err, &e) {
+		return e.Order.Status, true
+	}
+	return "", false
+}
+
+func TestGenerationLeaseStoresOneVerdict(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_gen"
+	paidOrder(t, orders, id)
+
+	o, token, err := orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil || o.Status != oracle.StatusGenerating || o.Attempts != 1 {
+		t.Fatalf("start: %+v %v", o, err)
+	}
+	// A duplicate job while the lease is live is not owed the work.
+	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err == nil {
+		t.Fatal("a second generator started while the lease was live")
+	} else if s, ok := notOwed(err); !ok || s != oracle.StatusGenerating {
+		t.Fatalf("duplicate: %v", err)
+	}
+	v := verdict
+	v.ExpiresAt = clk.Now().Add(90 * 24 * time.Hour)
+	stored, err := orders.StoreVerdict(ctx, id, token, v)
+	if err != nil || stored.Status != oracle.StatusReady || stored.Verdict != v.Canonical || stored.GenLease != "" || stored.GeneratedAt == nil {
+		t.Fatalf("store: %+v %v", stored, err)
+	}
+	if stored.ExpiresAt != v.ExpiresAt.Unix() {
+		t.Fatal("retention not restarted from the verdict")
+	}
+	// Nothing can replace it, not even the same holder.
+	if _, err := orders.StoreVerdict(ctx, id, token, verdict); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("second store: %v", err)
+	}
+	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err == nil {
+		t.Fatal("a READY order was generated again")
+	} else if s, _ := notOwed(err); s != oracle.StatusReady {
+		t.Fatalf("after READY: %v", err)
+	}
+}
+
+func TestGenerationTakeoverAfterCrashOrFailure(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_gencrash"
+	paidOrder(t, orders, id)
+	_, dead, err := orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The holder died; after its lease another takes over.
+	clk.Add(time.Minute + time.Second)
+	o, token, err := orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil || o.Attempts != 2 {
+		t.Fatalf("takeover: %+v %v", o, err)
+	}
+	// The dead holder wakes up: it can store nothing.
+	if _, err := orders.StoreVerdict(ctx, id, dead, verdict); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("stale store: %v", err)
+	}
+	// A failed attempt gives its lease up: the next starts at once.
+	if err := orders.AbandonGeneration(ctx, id, token); err != nil {
+		t.Fatal(err)
+	}
+	o, _, err = orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil || o.Attempts != 3 || o.Verdict != "" {
+		t.Fatalf("after abandon: %+v %v", o, err)
+	}
+}
+
+func TestGenerationIsOnlyForPaidOrders(t *testing.T) {
+	ctx := context.Background()
+	orders, _, _ := newOrders(t)
+	for _, s := range []oracle.Status{oracle.StatusAwaitingPayment, oracle.StatusDropped, oracle.StatusPaymentFailed} {
+		id := "cs_test_gennot" + string(s)[:4]
+		if _, err := orders.ClaimOrder(ctx, order(id, s), lease); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err == nil {
+			t.Fatalf("%s order was generated", s)
+		} else if got, ok := notOwed(err); !ok || got != s {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if _, _, err := orders.StartGeneration(ctx, "cs_test_unknown", time.Minute); err == nil {
+		t.Fatal("an unknown order was generated")
+	} else if _, ok := notOwed(err); !ok {
+		t.Fatalf("unknown: %v", err)
+	}
+}
+
+func TestConcurrentGeneratorsOneWins(t *testing.T) {
+	ctx := context.Background()
+	orders, _, _ := newOrders(t)
+	id := "cs_test_genrace"
+	paidOrder(t, orders, id)
+	var wg sync.WaitGroup
+	wins := make(chan string, 10)
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, token, err := orders.StartGeneration(ctx, id, time.Minute); err == nil {
+				wins <- token
+			}
+		}()
+	}
+	wg.Wait()
+	close(wins)
+	if len(wins) != 1 {
+		t.Fatalf("%d generators started, want 1", len(wins))
+	}
+}
