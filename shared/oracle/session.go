@@ -86,6 +86,7 @@ type Order struct {
 	// Attempts counts generation attempts; GenLeaseUntil (epoch ms) and
 	// GenLease (a token) let one generator at a time work on the order.
 	Attempts      int    `dynamodbav:"attempts,omitempty"`
+	Failure       string `dynamodbav:"failure,omitempty"` // why generation failed for good (a class, never model text)
 	GenLeaseUntil int64  `dynamodbav:"gen_lease_until,omitempty"`
 	GenLease      string `dynamodbav:"gen_lease,omitempty"`
 }

@@ -137,3 +137,33 @@ func (o *Orders) AbandonGeneration(ctx context.Context, sessionID, lease string)
 	}
 	return nil
 }
+
+// MarkFailed records that generation failed for good: the order becomes
+// FAILED, only if it is still being generated and has no verdict. It
+// reports whether this call made the change.
+func (o *Orders) MarkFailed(ctx context.Context, sessionID, reason string) (bool, error) {
+	now := o.now().UTC()
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(o.table),
+		Key:                 key(sessionID),
+		UpdateExpression:    aws.String("SET #s = :failed, failure = :reason, updated_at = :now REMOVE gen_lease_until, gen_lease"),
+		ConditionExpression: aws.String("attribute_not_exists(verdict) AND (#s = :generating OR #s = :paid)"),
+		ExpressionAttributeNames: map[string]string{
+			"#s": "status",
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":failed":     &types.AttributeValueMemberS{Value: string(oracle.StatusFailed)},
+			":generating": &types.AttributeValueMemberS{Value: string(oracle.StatusGenerating)},
+			":paid":       &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
+			":reason":     &types.AttributeValueMemberS{Value: reason},
+			":now":        &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		},
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mark %s failed: %w", oracle.ShortID(sessionID), err)
+	}
+	return true, nil
+}

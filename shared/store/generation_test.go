@@ -140,3 +140,32 @@ func TestConcurrentGeneratorsOneWins(t *testing.T) {
 		t.Fatalf("%d generators started, want 1", len(wins))
 	}
 }
+
+func TestMarkFailed(t *testing.T) {
+	ctx := context.Background()
+	orders, _, _ := newOrders(t)
+	id := "cs_test_genfail"
+	paidOrder(t, orders, id)
+	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := orders.MarkFailed(ctx, id, "model_unavailable"); err != nil || !changed {
+		t.Fatalf("mark failed: %v %v", changed, err)
+	}
+	o, _, _ := orders.Get(ctx, id)
+	if o.Status != oracle.StatusFailed || o.Failure != "model_unavailable" || o.GenLease != "" {
+		t.Fatalf("order %+v", o)
+	}
+	if changed, _ := orders.MarkFailed(ctx, id, "again"); changed {
+		t.Fatal("marked twice")
+	}
+	ready := "cs_test_genfailready"
+	paidOrder(t, orders, ready)
+	_, token, _ := orders.StartGeneration(ctx, ready, time.Minute)
+	if _, err := orders.StoreVerdict(ctx, ready, token, verdict); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := orders.MarkFailed(ctx, ready, "late"); changed {
+		t.Fatal("an order with a verdict was marked failed")
+	}
+}
