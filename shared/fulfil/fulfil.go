@@ -182,6 +182,10 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		Source:      t.Source,
 		ExpiresAt:   now.Add(f.Retention).Unix(),
 	}
+	o.SessionCreated = s.Created.UTC()
+	if s.Created.IsZero() {
+		o.SessionCreated = now.UTC()
+	}
 	switch {
 	case t.Event == EventAsyncFailed:
 		o.Status = oracle.StatusPaymentFailed
@@ -222,10 +226,6 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 		return nil
 	}
 	now := f.Now()
-	created := s.Created
-	if created.IsZero() {
-		created = stored.CreatedAt
-	}
 	r := audit.Record{
 		Timestamp:      now.UTC(),
 		SessionID:      s.ID,
@@ -235,7 +235,7 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 		LatencyMS:      max(now.Sub(t.ReceivedAt).Milliseconds(), 0),
 		Status:         audit.StatusOK,
 		Source:         audit.Source(t.Source),
-		SessionCreated: created.UTC(),
+		SessionCreated: want.SessionCreated,
 		Event:          t.Event,
 		EventID:        t.EventID,
 		Livemode:       s.Livemode,

@@ -63,9 +63,12 @@ type Order struct {
 	EmailHash   string     `dynamodbav:"email_hash,omitempty"`
 	Referral    string     `dynamodbav:"referral_code,omitempty"`
 	Source      Source     `dynamodbav:"source"`
-	CreatedAt   time.Time  `dynamodbav:"created_at"`
-	UpdatedAt   time.Time  `dynamodbav:"updated_at"`
-	PaidAt      *time.Time `dynamodbav:"paid_at,omitempty"`
+	// SessionCreated is when Stripe created the session: every audit record
+	// of the order is partitioned by its date.
+	SessionCreated time.Time  `dynamodbav:"session_created"`
+	CreatedAt      time.Time  `dynamodbav:"created_at"`
+	UpdatedAt      time.Time  `dynamodbav:"updated_at"`
+	PaidAt         *time.Time `dynamodbav:"paid_at,omitempty"`
 	// JobEnqueuedAt is set once the job the order is owed (generation for
 	// PAID, the notice mail for DROPPED) is on its queue.
 	JobEnqueuedAt *time.Time `dynamodbav:"job_enqueued_at,omitempty"`
