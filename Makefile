@@ -8,7 +8,7 @@ export PATH := $(TOOLS):$(PATH)
 
 STATICCHECK_VERSION := v0.8.2
 STRIPE_MOCK_VERSION := v0.203.0
-FUZZTIME ?= 15s
+FUZZTIME ?= 12s
 
 .PHONY: run test lint fmt-check vet staticcheck cfn-lint unit fuzz bench build deploy invoke tools clean
 
@@ -51,10 +51,11 @@ unit:
 	curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \
 	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 8m ./...
 
-## fuzz: short fuzz runs of the query chunking and the webhook's parsing
+## fuzz: short fuzz runs of the query chunking, the webhook's parsing and the model reply's parsing
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(FUZZTIME) ./shared/oracle
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./functions/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(FUZZTIME) ./shared/oracle
 
 ## bench: the benchmarks behind the performance budgets in ARCHITECTURE.md
 bench:
