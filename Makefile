@@ -63,8 +63,8 @@ bench:
 
 ## build: every function's bootstrap for Lambda (linux/arm64), as `sam build` makes them
 build:
-	@for dir in functions/*/; do \
-		name=$$(basename $$dir); \
+	@for main in functions/*/main.go; do \
+		dir=$$(dirname $$main); name=$$(basename $$dir); \
 		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='-s -w' -tags lambda.norpc -o .build/lambda/$$name/bootstrap ./$$dir || exit 1; \
 		echo "built .build/lambda/$$name/bootstrap"; \
 	done

@@ -1,0 +1,296 @@
+// Package letter renders the customer-facing emails: the verdict letter of
+// each tier and the silent-drop notice, as plain text in the specs' exact
+// format with an HTML alternative carrying the same content. The texts live
+// in templates/ next to this file.
+package letter
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"net/mail"
+	"net/url"
+	"strings"
+	"text/template"
+	"unicode/utf8"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Brand is who the letters come from. A zero field takes its default.
+type Brand struct {
+	Name    string // the company name in subjects and signatures; default "42 Sisters AI"
+	Sender  string // the From address; default "oracle@42sisters.ai"
+	Support string // the address printed in footers, where replies go; default "oracle@42sisters.ai"
+}
+
+// DefaultBrand is the brand of SPEC_ORACLE_VERDICT_PIPELINE "Outputs 3".
+func DefaultBrand() Brand { return Brand{}.withDefaults() }
+
+func (b Brand) withDefaults() Brand {
+	if b.Name == "" {
+		b.Name = "42 Sisters AI"
+	}
+	if b.Sender == "" {
+		b.Sender = "oracle@42sisters.ai"
+	}
+	if b.Support == "" {
+		b.Support = "oracle@42sisters.ai"
+	}
+	return b
+}
+
+// From is the From header value: the brand's name and its sender address,
+// e.g. `"42 Sisters AI" <oracle@42sisters.ai>`.
+func (b Brand) From() string {
+	b = b.withDefaults()
+	return (&mail.Address{Name: b.Name, Address: b.Sender}).String()
+}
+
+// Message is a rendered email: the subject, the plain text (the specs'
+// format) and its HTML alternative.
+type Message struct {
+	Subject string
+	Text    string
+	HTML    string
+}
+
+// The templates each letter starts from. Partials defined inside the files
+// are reached from these; TestEveryTemplateIsUsed keeps it that way.
+const (
+	verdictSubject = "verdict subject"
+	verdictText    = "verdict.txt"
+	verdictHTML    = "verdict.html"
+	noticeSubject  = "notice subject"
+	noticeText     = "notice.txt"
+	noticeHTML     = "notice.html"
+)
+
+//go:embed templates
+var files embed.FS
+
+// The templates are part of the binary, so a template that does not parse
+// is a build defect that every test catches, not a run-time condition.
+var (
+	texts = template.Must(template.New("").Funcs(template.FuncMap{
+		"marker": marker,
+		"inc":    func(i int) int { return i + 1 },
+	}).ParseFS(files, "templates/*.txt"))
+	pages = htmltemplate.Must(htmltemplate.New("").Funcs(htmltemplate.FuncMap{
+		"colour": colour,
+		"lines":  func(s string) []string { return strings.Split(s, "\n") },
+	}).ParseFS(files, "templates/*.html"))
+)
+
+// verdictStyle is how each verdict token is shown: the coloured marker of
+// the plain text and the dot colour of the HTML (the result page's colours,
+// SPEC_ORACLE_VERDICT_PIPELINE "Outputs 2").
+var verdictStyle = map[oracle.Verdict]struct{ marker, colour string }{
+	oracle.VerdictGreen: {"🟢", "#34d399"},
+	oracle.VerdictAmber: {"🟡", "#f5c842"},
+	oracle.VerdictRed:   {"🔴", "#ff4444"},
+	oracle.VerdictNull:  {"⚪", "#555"},
+}
+
+func marker(v oracle.Verdict) string { return verdictStyle[v].marker }
+func colour(v oracle.Verdict) string { return verdictStyle[v].colour }
+
+// verdictData is what the verdict templates see. Which blocks a letter has
+// is decided here from the tier, never from what the analysis happens to
+// contain (SPEC_ORACLE_VERDICT_PIPELINE invariant 2: the tier selects the
+// format).
+type verdictData struct {
+	Brand     Brand
+	Subject   string
+	TierName  string // "Quick Take"
+	Title     string // "ORACLE VERDICT — QUICK TAKE"
+	Underline string // ═ as wide as Title
+	Rule      string // ─ as wide as Title
+	Query     string
+	Verdict   oracle.Verdict
+	Summary   string
+	Breakdown []dimension // full and strategy
+	Strategy  *oracle.Strategy
+	URL       string
+}
+
+type dimension struct {
+	Name     string
+	Verdict  oracle.Verdict
+	Analysis string
+}
+
+// Verdict renders the verdict letter of tier for query and its analysis,
+// with a link to the result page at resultURL. It fails when the analysis
+// lacks what the tier's format shows (a summary; the five dimensions for
+// full and strategy; the next step, alternative and three tests for
+// strategy), when a verdict token is unknown, or when resultURL is not an
+// absolute http(s) URL. Parts beyond the tier (a breakdown on a quick take)
+// are not shown. Errors name the missing part and never quote the query or
+// the analysis; they are permanent, since rendering is deterministic.
+func Verdict(b Brand, tier oracle.Tier, query string, a oracle.Analysis, resultURL string) (Message, error) {
+	b = b.withDefaults()
+	if tier.Name() == "" {
+		return Message{}, fmt.Errorf("verdict letter: unknown tier %q", oracle.Clip(string(tier), 32))
+	}
+	d := verdictData{
+		Brand:    b,
+		TierName: tier.Name(),
+		Title:    "ORACLE VERDICT — " + strings.ToUpper(tier.Name()),
+		Query:    clean(query),
+		Verdict:  a.Verdict,
+		Summary:  clean(a.Summary),
+		URL:      resultURL,
+	}
+	width := utf8.RuneCountInString(d.Title)
+	d.Underline, d.Rule = strings.Repeat("═", width), strings.Repeat("─", width)
+	if err := d.check(tier, a); err != nil {
+		return Message{}, fmt.Errorf("%s letter: %w", tier, err)
+	}
+	subject, err := render(texts, verdictSubject, d)
+	if err != nil {
+		return Message{}, err
+	}
+	d.Subject = subject
+	return message(subject, verdictText, verdictHTML, d)
+}
+
+// check validates the analysis for the tier and fills in the tier's blocks.
+func (d *verdictData) check(tier oracle.Tier, a oracle.Analysis) error {
+	if blank(d.Query) {
+		return errors.New("the query is empty")
+	}
+	if _, ok := verdictStyle[a.Verdict]; !ok {
+		return fmt.Errorf("unknown verdict %q", oracle.Clip(string(a.Verdict), 16))
+	}
+	if blank(d.Summary) {
+		return errors.New("the summary is empty")
+	}
+	if err := checkURL(d.URL); err != nil {
+		return err
+	}
+	if tier == oracle.TierQuick {
+		return nil
+	}
+	for _, name := range oracle.Dimensions {
+		n, ok := a.Breakdown[name]
+		if !ok {
+			return fmt.Errorf("the breakdown has no %s", name)
+		}
+		// A dimension may carry any token the letter can show: judging
+		// whether NULL belongs there is the generator's schema check, and a
+		// customer is better served by the letter than by no letter.
+		if _, ok := verdictStyle[n.Verdict]; !ok {
+			return fmt.Errorf("unknown verdict %q for %s", oracle.Clip(string(n.Verdict), 16), name)
+		}
+		if blank(n.Analysis) {
+			return fmt.Errorf("the %s analysis is empty", name)
+		}
+		d.Breakdown = append(d.Breakdown, dimension{Name: name, Verdict: n.Verdict, Analysis: clean(n.Analysis)})
+	}
+	if tier == oracle.TierFull {
+		return nil
+	}
+	s := a.Strategy
+	switch {
+	case s == nil:
+		return errors.New("the strategy is missing")
+	case blank(s.NextStep):
+		return errors.New("the strategy's next step is empty")
+	case blank(s.Alternative):
+		return errors.New("the strategy's alternative is empty")
+	case len(s.Tests) != 3:
+		return fmt.Errorf("the strategy has %d tests, want 3", len(s.Tests))
+	}
+	st := &oracle.Strategy{NextStep: clean(s.NextStep), Alternative: clean(s.Alternative)}
+	for i, t := range s.Tests {
+		if blank(t) {
+			return fmt.Errorf("the strategy's test %d is empty", i+1)
+		}
+		st.Tests = append(st.Tests, clean(t))
+	}
+	d.Strategy = st
+	return nil
+}
+
+// checkURL accepts only an absolute http(s) link: the letter's promise is
+// that the result page is one click away.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("the result page URL is not an absolute http(s) URL")
+	}
+	if strings.ContainsAny(s, " \t\r\n") {
+		return errors.New("the result page URL contains white space")
+	}
+	return nil
+}
+
+// noticeData is what the silent-drop notice templates see.
+type noticeData struct {
+	Brand   Brand
+	Subject string
+	// Tiers is the list the customer chooses from, "Quick Take ($1), Full
+	// Breakdown ($5), or Strategy Session ($25)", built from the price table
+	// so the notice cannot drift from what checkout charges.
+	Tiers string
+}
+
+// SilentDropNotice renders the email of SPEC_ORACLE_SILENT_DROP "Output 1"
+// to a customer who paid but whose session lacked the tier or the query.
+func SilentDropNotice(b Brand) (Message, error) {
+	d := noticeData{Brand: b.withDefaults(), Tiers: tierChoices()}
+	subject, err := render(texts, noticeSubject, d)
+	if err != nil {
+		return Message{}, err
+	}
+	d.Subject = subject
+	return message(subject, noticeText, noticeHTML, d)
+}
+
+func tierChoices() string {
+	var parts []string
+	for _, t := range oracle.Tiers() {
+		parts = append(parts, fmt.Sprintf("%s (%s)", t.Name(), dollars(t.PriceCents())))
+	}
+	last := len(parts) - 1
+	return strings.Join(parts[:last], ", ") + ", or " + parts[last]
+}
+
+// dollars writes a price as the notice does: "$1", or "$1.50" with cents.
+func dollars(cents int64) string {
+	if cents%100 == 0 {
+		return fmt.Sprintf("$%d", cents/100)
+	}
+	return fmt.Sprintf("$%d.%02d", cents/100, cents%100)
+}
+
+func message(subject, text, html string, data any) (Message, error) {
+	t, err := render(texts, text, data)
+	if err != nil {
+		return Message{}, err
+	}
+	var h bytes.Buffer
+	if err := pages.ExecuteTemplate(&h, html, data); err != nil {
+		return Message{}, fmt.Errorf("render %s: %w", html, err)
+	}
+	return Message{Subject: subject, Text: t, HTML: h.String()}, nil
+}
+
+func render(t *template.Template, name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("render %s: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+// clean gives customer and model text one kind of line break, so the plain
+// text has a single convention and the HTML breaks lines where it does.
+func clean(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+func blank(s string) bool { return strings.TrimSpace(s) == "" }

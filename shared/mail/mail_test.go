@@ -1,0 +1,337 @@
+package mail_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
+
+	"42sisters.ai/oracle/functions/mailer/letter"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+type fixture struct {
+	ses      *mail.SES
+	client   *sesv2.Client
+	endpoint string
+	clock    *testkit.Clock
+}
+
+// newFixture is SES in moto with the brand's sender verified. moto keeps
+// one SES mailbox for the whole server, so each test finds its own
+// messages by id and sends to its own recipient.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	c := sesv2.NewFromConfig(f.AWS)
+	if err := mail.VerifySender(context.Background(), c, letter.DefaultBrand().From()); err != nil {
+		t.Fatal(err)
+	}
+	clock := testkit.NewClock(time.Date(2026, 11, 21, 14, 23, 7, 0, time.UTC))
+	return &fixture{ses: &mail.SES{Client: c, Now: clock.Now}, client: c, endpoint: aws.ToString(f.AWS.BaseEndpoint), clock: clock}
+}
+
+func recipient(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "customer+" + hex.EncodeToString(b) + "@example.com"
+}
+
+// received is the message moto accepted under id.
+func (fx *fixture) received(t *testing.T, id string) mail.Sent {
+	t.Helper()
+	all, err := mail.Mailbox{}.Sent(context.Background(), fx.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if s.ID == id {
+			wire(t, s.Raw)
+			return s
+		}
+	}
+	t.Fatalf("message %s is not in the mailbox (%d messages)", id, len(all))
+	return mail.Sent{}
+}
+
+// wire checks what SES demands of a raw message and moto does not: 7-bit
+// ASCII, CRLF line ends, lines of at most 998 characters.
+func wire(t *testing.T, raw string) {
+	t.Helper()
+	for i, line := range strings.Split(strings.TrimSuffix(raw, "\r\n"), "\r\n") {
+		if len(line) > 998 || strings.ContainsAny(line, "\r\n") {
+			t.Errorf("line %d is %d characters or has a bare line break", i+1, len(line))
+		}
+		for _, c := range []byte(line) {
+			if c >= 0x80 {
+				t.Errorf("line %d is not 7-bit ASCII", i+1)
+				break
+			}
+		}
+	}
+}
+
+func TestVerdictLetterArrivesIntact(t *testing.T) {
+	fx := newFixture(t)
+	brand := letter.DefaultBrand()
+	query := "Crème brûlée café in Montréal 🍮 — should I open it?\nSecond line with trailing spaces   \n" + strings.Repeat("Très long ", 150)
+	a := oracle.Analysis{
+		Verdict: oracle.VerdictNull,
+		Summary: "Not enough signal to judge — «café» economics depend on rent 🏙️, which you haven't given.",
+		Breakdown: map[string]oracle.DimensionNote{
+			"Stability": {Verdict: oracle.VerdictGreen, Analysis: "Dessert demand is steady année après année."}, "Turbulence": {Verdict: oracle.VerdictAmber, Analysis: "Tourist seasons swing ±40%."},
+			"Change Rate": {Verdict: oracle.VerdictRed, Analysis: "Rents rise faster than prices = trouble."}, "Completion": {Verdict: oracle.VerdictAmber, Analysis: "No supplier named."},
+			"Curvature": {Verdict: oracle.VerdictGreen, Analysis: "Catering could compound — 一石二鳥."},
+		},
+		Strategy: &oracle.Strategy{NextStep: "Price a 12-month lease.", Alternative: "Start as a pop-up.", Tests: []string{"Sell 100 at a market.", "Ask 3 cafés to stock you.", "Cost the oven."}},
+	}
+	m, err := letter.Verdict(brand, oracle.TierStrategy, query, a, "https://42sisters.ai/oracle/result?session_id=cs_test_abc123&from=mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := recipient(t)
+	id, err := fx.ses.Send(context.Background(), mail.Outgoing{From: brand.From(), To: to, ReplyTo: brand.Support, Subject: m.Subject, Text: m.Text, HTML: m.HTML})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fx.received(t, id)
+	if got.Subject != m.Subject || got.Text != m.Text || got.HTML != m.HTML {
+		t.Fatalf("the message changed on the way:\nsubject %q\ntext:\n%s\nhtml:\n%s", got.Subject, got.Text, got.HTML)
+	}
+	if got.From != "42 Sisters AI <oracle@42sisters.ai>" || len(got.To) != 1 || got.To[0] != to || got.ReplyTo != "oracle@42sisters.ai" {
+		t.Errorf("addresses: from %q to %q reply-to %q", got.From, got.To, got.ReplyTo)
+	}
+	if !got.At.Equal(fx.clock.Now()) {
+		t.Errorf("date %v, want %v", got.At, fx.clock.Now())
+	}
+}
+
+func TestNonASCIISubjectAndPlainTextOnly(t *testing.T) {
+	// The notice's subject has a dash outside ASCII; a long accented
+	// subject folds over several header lines; a message may be text only.
+	fx := newFixture(t)
+	n, err := letter.SilentDropNotice(letter.DefaultBrand())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("Votre verdict « très » attendu — ", 40) // folded: encoded, it is longer than a header line may be
+	for _, m := range []mail.Outgoing{
+		{Subject: n.Subject, Text: n.Text, HTML: n.HTML},
+		{Subject: long, Text: "Ligne unique sans fin " + strings.Repeat("é", 3000) + "\n= égal =\n"},
+	} {
+		m.From, m.To = letter.DefaultBrand().From(), recipient(t)
+		id, err := fx.ses.Send(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fx.received(t, id)
+		if got.Subject != m.Subject || got.Text != m.Text || got.HTML != m.HTML {
+			t.Errorf("changed on the way: subject %q, text %d bytes (want %d), html %d bytes (want %d)", got.Subject, len(got.Text), len(m.Text), len(got.HTML), len(m.HTML))
+		}
+		if got.ReplyTo != "" {
+			t.Errorf("reply-to %q without one being set", got.ReplyTo)
+		}
+	}
+}
+
+func TestMailboxReadsOtherEncodings(t *testing.T) {
+	// Mail that another sender built: a single base64 part, and HTML inside
+	// multipart/mixed inside multipart/alternative.
+	fx := newFixture(t)
+	to := recipient(t)
+	raws := map[string][2]string{ // raw message -> text, HTML
+		"From: oracle@42sisters.ai\r\nTo: " + to + "\r\nSubject: =?UTF-8?B?w6l0w6k=?=\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Transfer-Encoding: base64\r\n\r\nw6l0w6kg8J+MnQ==\r\n": {"été 🌝", ""},
+		"From: oracle@42sisters.ai\r\nTo: " + to + "\r\nSubject: nested\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=outer\r\n\r\n" +
+			"--outer\r\nContent-Type: multipart/alternative; boundary=inner\r\n\r\n" +
+			"--inner\r\nContent-Type: text/plain; charset=UTF-8\r\n\r\nplain\r\n" +
+			"--inner\r\nContent-Type: text/html; charset=UTF-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<p>caf=C3=A9</p>\r\n--inner--\r\n" +
+			"--outer--\r\n": {"plain", "<p>café</p>"},
+	}
+	for raw, want := range raws {
+		out, err := fx.client.SendEmail(context.Background(), &sesv2.SendEmailInput{
+			FromEmailAddress: aws.String("oracle@42sisters.ai"),
+			Destination:      &types.Destination{ToAddresses: []string{to}},
+			Content:          &types.EmailContent{Raw: &types.RawMessage{Data: []byte(raw)}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fx.received(t, aws.ToString(out.MessageId))
+		if got.Text != want[0] || got.HTML != want[1] {
+			t.Errorf("read text %q html %q, want %q %q", got.Text, got.HTML, want[0], want[1])
+		}
+		if len(got.To) != 1 || got.To[0] != to {
+			t.Errorf("recipients %q", got.To)
+		}
+	}
+}
+
+func TestUnverifiedSenderIsPermanent(t *testing.T) {
+	fx := newFixture(t)
+	to := recipient(t)
+	_, err := fx.ses.Send(context.Background(), mail.Outgoing{From: "oracle@unverified.example", To: to, Subject: "s", Text: "t"})
+	var e *mail.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want a *mail.Error, got %v", err)
+	}
+	if e.Kind != mail.Rejected || mail.Retryable(err) || e.Code != "MessageRejected" || e.Status != http.StatusBadRequest {
+		t.Errorf("classified %s (code %q, status %d), want a permanent rejection", e.Kind, e.Code, e.Status)
+	}
+	if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(to)) {
+		t.Errorf("the recipient is in the error: %v", err)
+	}
+}
+
+func TestVerifySenderIsIdempotent(t *testing.T) {
+	fx := newFixture(t)
+	for i := 0; i < 2; i++ {
+		if err := mail.VerifySender(context.Background(), fx.client, "Sender <sender@42sisters.ai>"); err != nil {
+			t.Fatalf("attempt %d: %v", i+1, err)
+		}
+	}
+	if err := mail.VerifySender(context.Background(), fx.client, "not an address"); err == nil {
+		t.Fatal("an invalid address was accepted")
+	}
+	id, err := fx.ses.Send(context.Background(), mail.Outgoing{From: "sender@42sisters.ai", To: recipient(t), Subject: "s", Text: "t"})
+	if err != nil || id == "" {
+		t.Fatalf("send from the verified sender: %q %v", id, err)
+	}
+}
+
+// fakeSES answers every request with one SES error whose message quotes the
+// recipient, as SES's sandbox does when a recipient is unverified.
+func fakeSES(t *testing.T, status int, code, message string) *mail.SES {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-Errortype", code)
+		w.Header().Set("X-Amzn-Requestid", "req-1234")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"message":` + quote(message) + `}`))
+	}))
+	t.Cleanup(srv.Close)
+	return client(srv.URL)
+}
+
+func client(endpoint string) *mail.SES {
+	// No SDK retries: each case is one request and one answer.
+	c := sesv2.NewFromConfig(awsenv.ForEndpoint(endpoint, provision.TestRegion), func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} })
+	return &mail.SES{Client: c}
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+const victim = "Jane.Doe+oracle@Example.com"
+
+func TestErrorClassification(t *testing.T) {
+	cases := []struct {
+		status int
+		code   string
+		kind   mail.Kind
+	}{
+		{429, "TooManyRequestsException", mail.Throttled},
+		{400, "LimitExceededException", mail.Throttled},
+		{400, "MessageRejected", mail.Rejected},
+		{400, "BadRequestException", mail.Rejected},
+		{404, "NotFoundException", mail.Rejected},
+		{400, "AccountSuspendedException", mail.Blocked},
+		{400, "SendingPausedException", mail.Blocked},
+		{400, "MailFromDomainNotVerifiedException", mail.Blocked},
+		{403, "AccessDeniedException", mail.Blocked},
+		{403, "ExpiredTokenException", mail.Temporary},
+		{500, "InternalFailure", mail.Temporary},
+		{503, "ServiceUnavailable", mail.Temporary},
+		{400, "SomeFutureException", mail.Rejected},
+		{429, "SomeFutureThrottle", mail.Throttled},
+	}
+	message := "Email address is not verified. The following identities failed the check in region US-EAST-1: " + victim
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			ses := fakeSES(t, c.status, c.code, message)
+			_, err := ses.Send(context.Background(), mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
+			var e *mail.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("want a *mail.Error, got %v", err)
+			}
+			if e.Kind != c.kind || e.Code != c.code || e.Status != c.status || e.RequestID != "req-1234" {
+				t.Errorf("got kind %s code %q status %d request %q, want %s", e.Kind, e.Code, e.Status, e.RequestID, c.kind)
+			}
+			if mail.Retryable(err) != (c.kind == mail.Temporary || c.kind == mail.Throttled) {
+				t.Errorf("Retryable = %v for %s", mail.Retryable(err), c.kind)
+			}
+			if s := strings.ToLower(err.Error()); strings.Contains(s, "jane.doe") || strings.Contains(s, "identities failed") {
+				t.Errorf("SES's message reached the error: %v", err)
+			}
+		})
+	}
+}
+
+func TestNoAnswerIsTemporary(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	endpoint := srv.URL
+	srv.Close() // nothing listens there any more
+	_, err := client(endpoint).Send(context.Background(), mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
+	if !mail.Retryable(err) || strings.Contains(strings.ToLower(err.Error()), "jane.doe") {
+		t.Fatalf("connection refused: %v", err)
+	}
+	// A context that has run out is a temporary failure that still says so.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = client(endpoint).Send(ctx, mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
+	var e *mail.Error
+	if !errors.As(err, &e) || e.Kind != mail.Temporary || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+func TestMalformedMessagesAreRefusedBeforeSending(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("a malformed message reached SES")
+	}))
+	defer srv.Close()
+	ses := client(srv.URL)
+	ok := mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"}
+	cases := map[string]func(*mail.Outgoing){
+		"recipient not an address":   func(m *mail.Outgoing) { m.To = "Jane.Doe at example.com" },
+		"two recipients":             func(m *mail.Outgoing) { m.To = victim + ", Jane.Doe2@example.com" },
+		"recipient header injection": func(m *mail.Outgoing) { m.To = victim + "\r\nBcc: Jane.Doe3@example.com" },
+		"non-ASCII domain":           func(m *mail.Outgoing) { m.To = "Jane.Doe@bücher.example" },
+		"sender not an address":      func(m *mail.Outgoing) { m.From = "oracle" },
+		"reply-to not an address":    func(m *mail.Outgoing) { m.ReplyTo = "Jane.Doe@" },
+		"subject header injection":   func(m *mail.Outgoing) { m.Subject = "hi\r\nBcc: Jane.Doe@example.com" },
+		"blank subject":              func(m *mail.Outgoing) { m.Subject = "  " },
+		"ASCII subject too long":     func(m *mail.Outgoing) { m.Subject = strings.Repeat("x", 1000) },
+		"no plain text":              func(m *mail.Outgoing) { m.Text, m.HTML = "", "<p>only html</p>" },
+		"invalid UTF-8":              func(m *mail.Outgoing) { m.Text = "caf\xe9" },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := ok
+			mutate(&m)
+			_, err := ses.Send(context.Background(), m)
+			var e *mail.Error
+			if !errors.As(err, &e) || e.Kind != mail.Rejected || mail.Retryable(err) {
+				t.Fatalf("want a permanent rejection, got %v", err)
+			}
+			if strings.Contains(strings.ToLower(err.Error()), "jane.doe") {
+				t.Errorf("an address is in the error: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,226 @@
+// Package mail sends the service's email through Amazon SES v2 and, for the
+// local stack and tests, reads back the messages moto server accepted.
+package mail
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/mail"
+	"net/textproto"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
+)
+
+// Outgoing is one message to one recipient. From, To and ReplyTo take an
+// address with or without a display name (`"42 Sisters AI"
+// <oracle@42sisters.ai>`); ReplyTo and HTML may be empty.
+type Outgoing struct {
+	From    string
+	To      string
+	ReplyTo string
+	Subject string
+	Text    string // the plain text, always sent
+	HTML    string // the HTML alternative, if any
+}
+
+// SES sends through Amazon SES v2.
+type SES struct {
+	Client *sesv2.Client
+	// Now stamps the Date header; time.Now when nil.
+	Now func() time.Time
+}
+
+// Send sends m and returns SES's message id.
+//
+// The message goes as Content.Raw, a MIME message built here: UTF-8
+// quoted-printable parts (multipart/alternative when there is HTML) and
+// RFC 2047 headers. Content.Simple could carry both parts too, but moto keeps
+// only one body of a Simple message, so the local mailbox and the tests
+// could never show the plain text that customers read; with Raw, the bytes
+// SES delivers are the bytes the tests read back. Line breaks travel as
+// CRLF, as MIME requires, and read back as "\n".
+//
+// Every error is an *Error classified for the retry schedule; none holds
+// an address.
+func (s *SES) Send(ctx context.Context, m Outgoing) (string, error) {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	raw, from, to, err := compose(m, now())
+	if err != nil {
+		return "", err
+	}
+	out, err := s.Client.SendEmail(ctx, &sesv2.SendEmailInput{
+		FromEmailAddress: aws.String(from),
+		Destination:      &types.Destination{ToAddresses: []string{to}},
+		Content:          &types.EmailContent{Raw: &types.RawMessage{Data: raw}},
+	})
+	if err != nil {
+		return "", classify(err)
+	}
+	return aws.ToString(out.MessageId), nil
+}
+
+// maxLine is RFC 5322's limit on a line, which SES enforces.
+const maxLine = 998
+
+// compose builds the MIME message and returns it with the bare sender and
+// recipient addresses for the envelope.
+func compose(m Outgoing, date time.Time) (raw []byte, from, to string, err error) {
+	if !utf8.ValidString(m.From + m.To + m.ReplyTo + m.Subject + m.Text + m.HTML) {
+		return nil, "", "", refused("the message is not valid UTF-8")
+	}
+	// net/mail's errors can quote the address, so they are not kept.
+	f, perr := mail.ParseAddress(m.From)
+	if perr != nil {
+		return nil, "", "", refused("the sender address is invalid")
+	}
+	t, perr := mail.ParseAddress(m.To)
+	if perr != nil {
+		return nil, "", "", refused("the recipient address is invalid")
+	}
+	switch {
+	case strings.TrimSpace(m.Subject) == "" || strings.ContainsAny(m.Subject, "\r\n"):
+		return nil, "", "", refused("the subject is empty or spans lines")
+	case m.Text == "":
+		return nil, "", "", refused("the plain text is empty")
+	}
+
+	var h headers
+	h.add("From", f.String())
+	h.add("To", t.String())
+	if m.ReplyTo != "" {
+		r, perr := mail.ParseAddress(m.ReplyTo)
+		if perr != nil {
+			return nil, "", "", refused("the reply-to address is invalid")
+		}
+		h.add("Reply-To", r.String())
+	}
+	h.add("Subject", encodeHeader(m.Subject))
+	h.add("Date", date.Format(time.RFC1123Z))
+	h.add("MIME-Version", "1.0")
+
+	var body bytes.Buffer
+	contentType, err := writeBody(&body, m.Text, m.HTML)
+	if err != nil {
+		return nil, "", "", refused("the message could not be encoded")
+	}
+	h.add("Content-Type", contentType)
+	if m.HTML == "" {
+		h.add("Content-Transfer-Encoding", "quoted-printable")
+	}
+	if h.err != nil {
+		return nil, "", "", h.err
+	}
+	return append(h.buf.Bytes(), append([]byte("\r\n"), body.Bytes()...)...), f.Address, t.Address, nil
+}
+
+// headers writes a header block, refusing what SES would refuse or
+// misread: anything but ASCII (net/mail writes a non-ASCII address as is,
+// and SES takes internationalised domains only in punycode), lines over
+// maxLine, and a line break that is not a fold (a header injection).
+type headers struct {
+	buf bytes.Buffer
+	err *Error
+}
+
+func (h *headers) add(name, value string) {
+	line := name + ": " + value
+	for i, l := range strings.Split(line, "\r\n") {
+		switch {
+		case len(l) > maxLine:
+			h.fail(name + " is too long")
+		case strings.ContainsAny(l, "\r\n") || (i > 0 && !strings.HasPrefix(l, " ")):
+			h.fail(name + " holds a line break")
+		}
+	}
+	for i := 0; i < len(line); i++ {
+		if line[i] >= utf8.RuneSelf {
+			h.fail(name + " holds characters that cannot be sent (an address must be ASCII)")
+		}
+	}
+	h.buf.WriteString(line + "\r\n")
+}
+
+func (h *headers) fail(reason string) {
+	if h.err == nil {
+		h.err = refused(reason)
+	}
+}
+
+// encodeHeader writes text as RFC 2047 encoded words when it is not plain
+// ASCII, folding between the words so that no line grows past the limit
+// (white space between encoded words is not part of the text).
+func encodeHeader(s string) string {
+	enc := mime.QEncoding.Encode("UTF-8", s)
+	if enc == s {
+		return s
+	}
+	return strings.ReplaceAll(enc, "?= =?", "?=\r\n =?")
+}
+
+// writeBody writes the body, the plain text alone or with its HTML
+// alternative, and returns its Content-Type. Both parts are UTF-8 in
+// quoted-printable, which keeps lines under SES's limit and mostly-ASCII
+// text readable in the raw message.
+func writeBody(w io.Writer, text, html string) (string, error) {
+	if html == "" {
+		return "text/plain; charset=UTF-8", writeQP(w, text)
+	}
+	mw := multipart.NewWriter(w)
+	for _, p := range []struct{ typ, content string }{{"text/plain", text}, {"text/html", html}} {
+		pw, err := mw.CreatePart(textproto.MIMEHeader{
+			"Content-Type":              {p.typ + "; charset=UTF-8"},
+			"Content-Transfer-Encoding": {"quoted-printable"},
+		})
+		if err != nil {
+			return "", err
+		}
+		if err := writeQP(pw, p.content); err != nil {
+			return "", err
+		}
+	}
+	if err := mw.Close(); err != nil {
+		return "", err
+	}
+	return mime.FormatMediaType("multipart/alternative", map[string]string{"boundary": mw.Boundary()}), nil
+}
+
+func writeQP(w io.Writer, s string) error {
+	qp := quotedprintable.NewWriter(w)
+	if _, err := qp.Write([]byte(s)); err != nil {
+		return err
+	}
+	return qp.Close()
+}
+
+// VerifySender makes address (bare or with a display name) a verified SES
+// identity. moto, like SES, refuses mail from an unverified sender and
+// verifies an identity as soon as it is created; this is for the local stack
+// and tests. On AWS, creating an identity only starts verification (SES
+// mails a link), and production sends from the domain identity set up once.
+// An identity that exists already is not an error.
+func VerifySender(ctx context.Context, c *sesv2.Client, address string) error {
+	a, err := mail.ParseAddress(address)
+	if err != nil {
+		return errors.New("verify sender identity: the address is invalid")
+	}
+	_, err = c.CreateEmailIdentity(ctx, &sesv2.CreateEmailIdentityInput{EmailIdentity: aws.String(a.Address)})
+	var exists *types.AlreadyExistsException
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("verify sender identity %s: %w", a.Address, err)
+	}
+	return nil
+}
