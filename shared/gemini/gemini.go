@@ -1,0 +1,181 @@
+// Package gemini is the Oracle's client for the Gemini API: a thin adapter
+// over google.golang.org/genai that makes one deterministic, JSON-mode
+// generateContent call per Generate and classifies its failures.
+//
+// It neither retries nor parses the answer: the caller validates the text
+// against the tier's schema and decides what to do about each error Kind.
+package gemini
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// Defaults of Options.
+const (
+	// DefaultModel is the model the Oracle's prompts are written for.
+	DefaultModel = "gemini-2.5-flash"
+	// DefaultTimeout bounds each call (SPEC_ORACLE_GEMINI_TIMEOUT, invariant 1).
+	DefaultTimeout = 45 * time.Second
+)
+
+// Options configure a Client.
+type Options struct {
+	// APIKey is the Gemini API key. It is required: the client never falls
+	// back to GEMINI_API_KEY or GOOGLE_API_KEY from the environment.
+	APIKey string
+	// Model is the model to call; empty means DefaultModel.
+	Model string
+	// BaseURL points the client at the fake Gemini (tests, the local
+	// stack); empty means Google.
+	BaseURL string
+	// Timeout bounds each call, on top of the caller's own deadline; zero
+	// means DefaultTimeout.
+	Timeout time.Duration
+	// HTTPClient sends the requests; nil means a default http.Client.
+	HTTPClient *http.Client
+}
+
+// Client calls the Gemini API with one key and model. It is safe for
+// concurrent use.
+type Client struct {
+	models  *genai.Models
+	model   string
+	timeout time.Duration
+}
+
+// New returns a Client for o. It fails when the API key is empty, the
+// timeout negative or the base URL not an absolute http(s) URL. It makes no
+// network call.
+func New(ctx context.Context, o Options) (*Client, error) {
+	if o.APIKey == "" {
+		return nil, errors.New("gemini: new client: the API key is empty")
+	}
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("gemini: new client: the timeout must not be negative, got %s", o.Timeout)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Model == "" {
+		o.Model = DefaultModel
+	}
+	cfg := &genai.ClientConfig{APIKey: o.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: o.HTTPClient}
+	if o.BaseURL != "" {
+		u, err := url.Parse(o.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New("gemini: new client: the base URL must be an absolute http or https URL")
+		}
+		cfg.HTTPOptions.BaseURL = o.BaseURL
+	}
+	c, err := genai.NewClient(ctx, cfg)
+	if err != nil {
+		// genai's messages can print the whole configuration, key included.
+		return nil, fmt.Errorf("gemini: new client: %w", redacted{err: err, secret: o.APIKey})
+	}
+	return &Client{models: c.Models, model: o.Model, timeout: o.Timeout}, nil
+}
+
+// Request is one generation: the system instruction, the user's text, the
+// response schema of the tier and the sampling seed.
+type Request struct {
+	System string
+	User   string
+	Schema *genai.Schema
+	Seed   int32
+}
+
+// Reply is the model's answer. Text is the model's output as it came, to be
+// validated by the caller; FinishReason is STOP, or MAX_TOKENS when the
+// text was cut off, or empty or FINISH_REASON_UNSPECIFIED when Google did
+// not say.
+type Reply struct {
+	Text         string
+	Model        string // the model version that answered
+	FinishReason string
+}
+
+// Generate makes one generateContent call, bounded by the client's timeout,
+// with the determinism settings of SPEC_ORACLE_REGEN_CONSISTENCY: JSON output
+// in r.Schema, temperature 0, topP 1, topK 1, one candidate and r.Seed, so
+// the same prompt gets the same answer as far as Gemini allows. It never
+// retries. Every error is an *Error; its message holds neither the prompt
+// nor the API key.
+func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
+	if strings.TrimSpace(r.User) == "" {
+		return Reply{}, &Error{Kind: BadRequest, detail: "the user text is empty"}
+	}
+	config := &genai.GenerateContentConfig{
+		ResponseMIMEType: "application/json",
+		ResponseSchema:   r.Schema,
+		Temperature:      genai.Ptr[float32](0),
+		TopP:             genai.Ptr[float32](1),
+		TopK:             genai.Ptr[float32](1),
+		CandidateCount:   1,
+		Seed:             genai.Ptr(r.Seed),
+		// One call is one request: no follow-up requests for long answers.
+		AutomaticContinuation: genai.Ptr(false),
+	}
+	if r.System != "" {
+		config.SystemInstruction = genai.NewContentFromText(r.System, genai.RoleUser)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.models.GenerateContent(callCtx, c.model, genai.Text(r.User), config)
+	if err != nil {
+		return Reply{}, c.classify(ctx, callCtx, err)
+	}
+	return c.reply(resp)
+}
+
+// reply takes the first candidate's text. No candidate, no text, or a stop
+// for any reason but STOP or MAX_TOKENS (a block, a recitation, ...) is a
+// ContentFailure.
+func (c *Client) reply(resp *genai.GenerateContentResponse) (Reply, error) {
+	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+		detail := "the answer has no candidate"
+		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			detail = fmt.Sprintf("the prompt was blocked (%s)", pf.BlockReason)
+		}
+		return Reply{}, &Error{Kind: ContentFailure, detail: detail}
+	}
+	cand := resp.Candidates[0]
+	switch cand.FinishReason {
+	case "", genai.FinishReasonUnspecified, genai.FinishReasonStop, genai.FinishReasonMaxTokens:
+	default:
+		return Reply{}, &Error{Kind: ContentFailure, detail: fmt.Sprintf("the candidate stopped with %s", cand.FinishReason)}
+	}
+	var text strings.Builder
+	if cand.Content != nil {
+		for _, p := range cand.Content.Parts {
+			if p != nil && !p.Thought {
+				text.WriteString(p.Text)
+			}
+		}
+	}
+	if strings.TrimSpace(text.String()) == "" {
+		return Reply{}, &Error{Kind: ContentFailure, detail: fmt.Sprintf("the candidate has no text (finish reason %q)", cand.FinishReason)}
+	}
+	model := resp.ModelVersion
+	if model == "" {
+		model = c.model
+	}
+	return Reply{Text: text.String(), Model: model, FinishReason: string(cand.FinishReason)}, nil
+}
+
+// redacted hides a secret in the message of the error it wraps.
+type redacted struct {
+	err    error
+	secret string
+}
+
+func (r redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.secret, "[redacted]") }
+
+func (r redacted) Unwrap() error { return r.err }
