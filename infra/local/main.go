@@ -45,6 +45,8 @@ Environment:
   STRIPE_SECRET_KEY      a real Stripe test key (sk_test_...); unset means the fake Stripe
   STRIPE_WEBHOOK_SECRET  the whsec_ of 'stripe listen' (default: the local secret)
   ORACLE_HASH_PEPPER     audit hash pepper (default: a fixed local value)
+  GEMINI_PORT            fake Gemini port (default 3002)
+  GEMINI_API_KEY         a real Gemini API key; unset means the fake Gemini
   ORACLE_FORCE_BASE64    1: the front door base64-encodes every request body
 `
 
@@ -192,9 +194,10 @@ func optionsFromEnv() (stack.Options, error) {
 		StripeSecretKey:     os.Getenv("STRIPE_SECRET_KEY"),
 		StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		HashPepper:          os.Getenv("ORACLE_HASH_PEPPER"),
+		GeminiAPIKey:        os.Getenv("GEMINI_API_KEY"),
 		ForceBase64:         os.Getenv("ORACLE_FORCE_BASE64") == "1",
 	}
-	for name, p := range map[string]*int{"PORT": &o.Port, "STRIPE_PORT": &o.StripePort, "MOTO_PORT": &o.MotoPort} {
+	for name, p := range map[string]*int{"PORT": &o.Port, "STRIPE_PORT": &o.StripePort, "MOTO_PORT": &o.MotoPort, "GEMINI_PORT": &o.GeminiPort} {
 		v := os.Getenv(name)
 		if v == "" {
 			continue

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
 	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
 	"42sisters.ai/oracle/infra/sam"
 )
@@ -15,7 +16,8 @@ import (
 // moto is found or started (and stopped again if started here), the
 // template provisioned, the function built and run once with payload. A
 // fake Stripe on a free port stands in for Stripe unless a real test key is
-// set; it delivers no webhooks. A function failure is a *runtimeapi.Error.
+// set, and a fake Gemini unless a real key is; the fake Stripe delivers no
+// webhooks. A function failure is a *runtimeapi.Error.
 func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([]byte, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
@@ -51,6 +53,16 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		env["STRIPE_API_BASE"] = "http://" + ln.Addr().String()
+	}
+	if o.fakeGemini() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("listen for the fake Gemini: %w", err)
+		}
+		srv := &http.Server{Handler: fakegemini.New(fakegemini.Options{}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		env["GEMINI_API_BASE"] = "http://" + ln.Addr().String()
 	}
 	f, err := function(&o, b, *fn, bins[fn.LogicalID], env)
 	if err != nil {

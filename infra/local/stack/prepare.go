@@ -30,6 +30,8 @@ const (
 	FakeStripeKey = "sk_test_local_fake"
 	// LocalHashPepper is the audit hash pepper when ORACLE_HASH_PEPPER is not set.
 	LocalHashPepper = "local-oracle-pepper-not-secret"
+	// FakeGeminiKey is the API key the functions get with the fake Gemini.
+	FakeGeminiKey = "local-fake-gemini-key"
 )
 
 // Options configure the local stack; the zero value of each field means its
@@ -54,6 +56,11 @@ type Options struct {
 	StripeSecretKey string
 	// StripeWebhookSecret is STRIPE_WEBHOOK_SECRET; default LocalWebhookSecret.
 	StripeWebhookSecret string
+	// GeminiPort is the fake Gemini's port; default 3002.
+	GeminiPort int
+	// GeminiAPIKey is a real Gemini key from GEMINI_API_KEY; empty means the
+	// fake Gemini.
+	GeminiAPIKey string
 	// HashPepper is ORACLE_HASH_PEPPER; default LocalHashPepper.
 	HashPepper string
 	// Instances is the number of processes per function; default 2.
@@ -83,6 +90,9 @@ func (o *Options) defaults() error {
 	if o.MotoPort == 0 {
 		o.MotoPort = 5000
 	}
+	if o.GeminiPort == 0 {
+		o.GeminiPort = 3002
+	}
 	if o.Prefix == "" {
 		o.Prefix = "oracle-local-"
 	}
@@ -107,6 +117,9 @@ func (o *Options) defaults() error {
 
 // fakeStripe reports whether the fake Stripe stands in for the real one.
 func (o *Options) fakeStripe() bool { return o.StripeSecretKey == "" }
+
+// fakeGemini reports whether the fake Gemini stands in for the real one.
+func (o *Options) fakeGemini() bool { return o.GeminiAPIKey == "" }
 
 // baseURL is where a browser reaches the front door.
 func (o *Options) baseURL() string { return fmt.Sprintf("http://localhost:%d", o.Port) }
@@ -155,6 +168,10 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 	if o.fakeStripe() {
 		stripeKey = FakeStripeKey
 	}
+	geminiKey := o.GeminiAPIKey
+	if o.fakeGemini() {
+		geminiKey = FakeGeminiKey
+	}
 	b.resources, err = provision.Provision(ctx, provision.Options{
 		Template: tmpl,
 		AWS:      b.aws,
@@ -166,6 +183,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 			// No live-mode events locally.
 			"StripeWebhookSecretArn": "",
 			"HashPepperArn":          o.HashPepper,
+			"GeminiApiKeyArn":        geminiKey,
 		},
 	})
 	if err != nil {

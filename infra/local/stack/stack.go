@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
 	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
 	"42sisters.ai/oracle/infra/local/gateway"
 	"42sisters.ai/oracle/infra/local/poller"
@@ -34,6 +35,9 @@ type Stack struct {
 	// StripeURL is the fake Stripe, e.g. http://localhost:3001; empty when
 	// a real Stripe test key is used.
 	StripeURL string
+	// GeminiURL is the fake Gemini, e.g. http://localhost:3002; empty when a
+	// real Gemini key is used.
+	GeminiURL string
 	// Resources are the provisioned tables, queues, bucket and topic.
 	Resources *provision.Stack
 	// AWS reaches the moto server the functions use.
@@ -58,10 +62,19 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var stripeLn net.Listener
+	var stripeLn, geminiLn net.Listener
 	if o.fakeStripe() {
 		if stripeLn, err = listen(o.StripePort); err != nil {
 			api.Close()
+			return nil, err
+		}
+	}
+	if o.fakeGemini() {
+		if geminiLn, err = listen(o.GeminiPort); err != nil {
+			api.Close()
+			if stripeLn != nil {
+				stripeLn.Close()
+			}
 			return nil, err
 		}
 	}
@@ -72,6 +85,9 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			api.Close()
 			if stripeLn != nil {
 				stripeLn.Close()
+			}
+			if geminiLn != nil {
+				geminiLn.Close()
 			}
 			s.Close()
 			s = nil
@@ -100,6 +116,13 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		s.serve(stripeLn, fake)
 	} else {
 		fmt.Fprintf(o.Log, "using the real Stripe test mode: run `stripe listen --forward-to localhost:%d/api/webhook` and set STRIPE_WEBHOOK_SECRET to the whsec_ it prints\n", o.Port)
+	}
+	if o.fakeGemini() {
+		env["GEMINI_API_BASE"] = "http://" + geminiLn.Addr().String()
+		s.GeminiURL = fmt.Sprintf("http://localhost:%d", o.GeminiPort)
+		s.serve(geminiLn, fakegemini.New(fakegemini.Options{Logger: slog.New(slog.NewTextHandler(prefixed(o.Log, "[gemini] "), nil))}))
+	} else {
+		fmt.Fprintln(o.Log, "using the real Gemini API with GEMINI_API_KEY")
 	}
 	var routes []gateway.Route
 	sqsClient := sqs.NewFromConfig(s.AWS)

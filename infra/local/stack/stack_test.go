@@ -29,6 +29,7 @@ import (
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/tools"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // options are stack options for a test: free ports, the test's moto, a
@@ -36,7 +37,7 @@ import (
 func options(t *testing.T) stack.Options {
 	t.Helper()
 	tools.Find(t, "moto_server")
-	var ports [2]int
+	var ports [3]int
 	for i := range ports {
 		p, err := motoserver.FreePort()
 		if err != nil {
@@ -57,6 +58,7 @@ func options(t *testing.T) stack.Options {
 		BuildDir:     t.TempDir(),
 		Port:         ports[0],
 		StripePort:   ports[1],
+		GeminiPort:   ports[2],
 		MotoEndpoint: motoserver.ForTest(t),
 		Prefix:       "e2e" + hex.EncodeToString(b) + "-",
 		Log:          logs,
@@ -126,39 +128,66 @@ func checkoutToPaidOrder(t *testing.T, o stack.Options) {
 	}
 
 	// The webhook, delivered before the redirect, made a paid order with
-	// one generation job.
-	item, err := dynamodb.NewFromConfig(s.AWS).GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.Resources.Ref("OrdersTable")),
-		Key:            map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: sessionID}},
-		ConsistentRead: aws.Bool(true),
+	// one generation job; the generator consumed it and stored the verdict.
+	db := dynamodb.NewFromConfig(s.AWS)
+	var item map[string]ddbtypes.AttributeValue
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.Resources.Ref("OrdersTable")),
+			Key:            map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: sessionID}},
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		item = got.Item
+		if st, ok := item["status"].(*ddbtypes.AttributeValueMemberS); ok && st.Value == "READY" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the order did not become READY: %v", item)
+		}
+		<-tick.C
+	}
+	v, ok := item["verdict"].(*ddbtypes.AttributeValueMemberS)
+	if !ok {
+		t.Fatalf("no verdict stored: %v", item)
+	}
+	if _, err := oracle.ParseAnalysis(oracle.TierQuick, []byte(v.Value)); err != nil {
+		t.Errorf("stored verdict is not a valid quick take: %v", err)
+	}
+	if a, ok := item["attempts"].(*ddbtypes.AttributeValueMemberN); !ok || a.Value != "1" {
+		t.Errorf("attempts = %v, want exactly one generation", item["attempts"])
+	}
+
+	q := sqs.NewFromConfig(s.AWS)
+	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(s.Resources.Ref("GenerateQueue")),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, ok := item.Item["status"].(*ddbtypes.AttributeValueMemberS); !ok || st.Value != "PAID" {
-		t.Errorf("order status = %#v, want PAID (item %v)", item.Item["status"], item.Item)
+	if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != "0" {
+		t.Errorf("generate queue still holds %s messages", n)
 	}
-	q := sqs.NewFromConfig(s.AWS)
-	queueURL := aws.String(s.Resources.Ref("GenerateQueue"))
-	attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: queueURL, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != "1" {
-		t.Errorf("generate queue holds %s messages, want 1", n)
-	}
-	msgs, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queueURL, MaxNumberOfMessages: 10})
+	// The verdict's email is queued for the mailer.
+	msgs, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.Resources.Ref("MailQueue")), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(msgs.Messages) != 1 {
-		t.Fatalf("received %d generation jobs, want 1", len(msgs.Messages))
+		t.Fatalf("received %d mail jobs, want 1", len(msgs.Messages))
 	}
 	var job struct {
 		SessionID string `json:"session_id"`
+		Kind      string `json:"kind"`
 	}
-	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &job); err != nil || job.SessionID != sessionID {
-		t.Errorf("job %s (%v), want session_id %s", aws.ToString(msgs.Messages[0].Body), err, sessionID)
+	if err := json.Unmarshal([]byte(aws.ToString(msgs.Messages[0].Body)), &job); err != nil || job.SessionID != sessionID || job.Kind != "verdict" {
+		t.Errorf("job %s (%v), want a verdict mail for %s", aws.ToString(msgs.Messages[0].Body), err, sessionID)
 	}
 }
 

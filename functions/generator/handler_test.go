@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// env is a generator wired to a fresh copy of the template's resources in
+// moto and to the fake Gemini over HTTP.
+type env struct {
+	t      *testing.T
+	f      *provision.Fixture
+	h      *Handler
+	model  *fakegemini.Server
+	orders *store.Orders
+	sqs    *sqs.Client
+	s3     *s3.Client
+	tap    string
+	logs   *testkit.Buffer
+	clock  *testkit.Clock
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
+	e.model = fakegemini.New(fakegemini.Options{})
+	srv := httptest.NewServer(e.model)
+	t.Cleanup(srv.Close)
+	client, err := gemini.New(ctx, gemini.Options{APIKey: "test-key", Model: "gemini-2.5-flash", BaseURL: srv.URL, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(f.Attr("AlertsTopic.TopicName") + "-tap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.tap = aws.ToString(q.QueueUrl)
+	if _, err := sns.NewFromConfig(f.AWS).Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: aws.String(f.Ref("AlertsTopic")), Protocol: aws.String("sqs"),
+		Endpoint:   aws.String(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", provision.TestRegion, provision.Account, f.Attr("AlertsTopic.TopicName")+"-tap")),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db := dynamodb.NewFromConfig(f.AWS)
+	hasher, err := audit.NewHasher("generator-test-pepper-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := obs.NewLogger(e.logs, "DEBUG")
+	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
+	e.h = &Handler{
+		Orders: e.orders,
+		Model:  client,
+		Mail:   queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
+		Audit:  audit.NewWriter(e.s3, f.Ref("AuditBucket")),
+		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now), Log: log, Now: e.clock.Now},
+		Hasher: hasher, Log: log, Now: e.clock.Now,
+		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, Reserve: time.Second, MaxReceives: 3,
+	}
+	return e
+}
+
+// paid records a paid order whose generation job is on its way.
+func (e *env) paid(id string, tier oracle.Tier, query string) {
+	e.t.Helper()
+	ctx := context.Background()
+	c, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: tier, Query: query,
+		AmountTotal: tier.PriceCents(), Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC(),
+		EmailHash: "hmac-sha256:0123456789abcdef0123456789abcdef"}, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.orders.JobEnqueued(ctx, id, c.Lease); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func record(id, body string, receive int) events.SQSMessage {
+	return events.SQSMessage{MessageId: id, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(receive)}}
+}
+
+func job(session string) string {
+	return fmt.Sprintf(`{"session_id":%q,"reason":"paid","attempt":0}`, session)
+}
+
+// run delivers records and returns the ids of the failed ones.
+func (e *env) run(recs ...events.SQSMessage) []string {
+	e.t.Helper()
+	resp, err := e.h.Handle(context.Background(), events.SQSEvent{Records: recs})
+	if err != nil {
+		e.t.Fatalf("handler error: %v", err)
+	}
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	return failed
+}
+
+func (e *env) control(sc fakegemini.Scenario) {
+	e.t.Helper()
+	if _, err := e.model.SetScenario(sc); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) order(id string) oracle.Order {
+	e.t.Helper()
+	o, ok, err := e.orders.Get(context.Background(), id)
+	if err != nil || !ok {
+		e.t.Fatalf("order %s: %v %v", id, ok, err)
+	}
+	return o
+}
+
+func (e *env) mailJobs() []queue.Job {
+	e.t.Helper()
+	var out []queue.Job
+	for {
+		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.f.Ref("MailQueue")), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			j, err := queue.Parse(aws.ToString(m.Body))
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			out = append(out, j)
+		}
+	}
+}
+
+func (e *env) auditRecords() []audit.Record {
+	e.t.Helper()
+	ctx := context.Background()
+	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []audit.Record
+	for _, o := range l.Contents {
+		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(g.Body)
+		g.Body.Close()
+		var r audit.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (e *env) alerts() []string {
+	e.t.Helper()
+	var out []string
+	for {
+		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.tap), MaxNumberOfMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out = append(out, aws.ToString(m.Body))
+		}
+	}
+}
+
+func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
+	e := newEnv(t)
+	n := 0
+	for _, tier := range oracle.Tiers() {
+		for _, v := range []oracle.Verdict{oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull} {
+			n++
+			id := fmt.Sprintf("cs_test_gen%s%s", tier, v)
+			e.paid(id, tier, "Should I open a bakery on my street?")
+			e.control(fakegemini.Scenario{Verdict: v})
+			if failed := e.run(record("m"+id, job(id), 1)); len(failed) != 0 {
+				t.Fatalf("%s/%s failed", tier, v)
+			}
+			o := e.order(id)
+			if o.Status != oracle.StatusReady || o.VerdictHash == "" || o.PromptVersion == "" || o.Model == "" {
+				t.Fatalf("%s/%s: order %+v", tier, v, o)
+			}
+			a, err := oracle.ParseAnalysis(tier, []byte(o.Verdict))
+			if err != nil || a.Verdict != v {
+				t.Fatalf("%s/%s: stored verdict %v %v", tier, v, a.Verdict, err)
+			}
+		}
+	}
+	if jobs := e.mailJobs(); len(jobs) != n {
+		t.Fatalf("%d mail jobs, want %d", len(jobs), n)
+	}
+	recs := e.auditRecords()
+	if len(recs) != n {
+		t.Fatalf("%d audit records, want %d", len(recs), n)
+	}
+	for _, r := range recs {
+		if r.Status != audit.StatusOK || r.Source != audit.SourceGenerator || !strings.HasPrefix(r.VerdictHash, audit.HashPrefix) {
+			t.Fatalf("audit %+v", r)
+		}
+	}
+	// VC-5: NULL is no error: no alert was raised.
+	if a := e.alerts(); len(a) != 0 {
+		t.Fatalf("alerts %q", a)
+	}
+}
+
+func TestBadModelOutputNeverBecomesAPartialVerdict(t *testing.T) {
+	cases := []struct {
+		name string
+		sc   fakegemini.Scenario
+	}{
+		{"malformed", fakegemini.Scenario{Malformed: true}},
+		{"markdown fence", fakegemini.Scenario{Fenced: true}},
+		{"server error", fakegemini.Scenario{Status: 500}},
+		{"rate limited", fakegemini.Scenario{Status: 429}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := fmt.Sprintf("cs_test_bad%d", i)
+			e.paid(id, oracle.TierFull, "Launch a newsletter")
+			e.control(c.sc)
+			if failed := e.run(record("m1", job(id), 1)); len(failed) != 1 {
+				t.Fatal("a bad reply did not fail the item")
+			}
+			o := e.order(id)
+			if o.Verdict != "" || o.Status != oracle.StatusGenerating || o.GenLease != "" {
+				t.Fatalf("order after a bad reply: %+v", o)
+			}
+			if jobs := e.mailJobs(); len(jobs) != 0 {
+				t.Fatal("a mail job was queued without a verdict")
+			}
+			recs := e.auditRecords()
+			if len(recs) != 1 || recs[0].Status != audit.StatusError || recs[0].ErrorDetail == nil {
+				t.Fatalf("audit %+v", recs)
+			}
+			// The redelivery (the fake answers normally again) succeeds.
+			if failed := e.run(record("m1", job(id), 2)); len(failed) != 0 {
+				t.Fatal("the retry failed")
+			}
+			if o := e.order(id); o.Status != oracle.StatusReady || o.Attempts != 2 {
+				t.Fatalf("after the retry: %+v", o)
+			}
+		})
+	}
+}
+
+func TestLastFailureMarksFailedAndAlerts(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_genlast"
+	e.paid(id, oracle.TierQuick, "q")
+	e.control(fakegemini.Scenario{Status: 503, Calls: 3})
+	for receive := 1; receive <= 3; receive++ {
+		if failed := e.run(record("m1", job(id), receive)); len(failed) != 1 {
+			t.Fatalf("receive %d did not fail", receive)
+		}
+	}
+	if o := e.order(id); o.Status != oracle.StatusFailed || o.Failure == "" {
+		t.Fatalf("order %+v", o)
+	}
+	alerts := e.alerts()
+	if len(alerts) != 1 || !strings.Contains(alerts[0], "GENERATION_FAILED") {
+		t.Fatalf("alerts %q", alerts)
+	}
+}
+
+func TestDuplicateJobsGiveOneVerdict(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_gendup"
+	e.paid(id, oracle.TierStrategy, "Acquire a failing restaurant")
+	var wg sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{record(fmt.Sprint("m", i), job(id), 1)}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	// And a late redelivery.
+	e.run(record("late", job(id), 2))
+	o := e.order(id)
+	if o.Status != oracle.StatusReady || o.Attempts != 1 {
+		t.Fatalf("order %+v: want one generation", o)
+	}
+	if calls := len(e.model.Calls()); calls != 1 {
+		t.Fatalf("%d model calls, want 1", calls)
+	}
+	if recs := e.auditRecords(); len(recs) != 1 {
+		t.Fatalf("%d audit records, want 1", len(recs))
+	}
+	// The mailer dedupes by its delivery record; at least one job is queued.
+	if jobs := e.mailJobs(); len(jobs) == 0 {
+		t.Fatal("no mail job")
+	}
+}
+
+func TestGarbageFailsAndAlerts(t *testing.T) {
+	e := newEnv(t)
+	bodies := []string{"not json", `{"session_id":"cs_test_x","kind":"verdict","attempt":0}`, `{"session_id":"nope","reason":"paid","attempt":0}`}
+	for i, b := range bodies {
+		if failed := e.run(record(fmt.Sprint("g", i), b, 1)); len(failed) != 1 {
+			t.Fatalf("%q did not fail", b)
+		}
+	}
+	if a := e.alerts(); len(a) != len(bodies) {
+		t.Fatalf("%d alerts, want %d", len(a), len(bodies))
+	}
+}
+
+func TestNotOwedJobsAreAcknowledged(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_gennot"
+	if _, err := e.orders.ClaimOrder(context.Background(), oracle.Order{SessionID: id, Status: oracle.StatusDropped, Currency: "cad", Source: oracle.SourceWebhook}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if failed := e.run(record("m", job(id), 1)); len(failed) != 0 {
+		t.Fatal("a job for a dropped order was failed")
+	}
+	if failed := e.run(record("m2", job("cs_test_unknownorder"), 1)); len(failed) != 0 {
+		t.Fatal("a job for an unknown order was failed")
+	}
+	if len(e.model.Calls()) != 0 {
+		t.Fatal("the model was called for an order that owes no verdict")
+	}
+}
+
+// The sample in events/generator stays valid: a job for a session this
+// stack has no order for is acknowledged, not failed.
+func TestSampleEvent(t *testing.T) {
+	e := newEnv(t)
+	b, err := os.ReadFile("../../events/generator/generate-job.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
+		t.Fatalf("sample: %v", err)
+	}
+	if _, err := queue.Parse(ev.Records[0].Body); err != nil {
+		t.Fatalf("sample job: %v", err)
+	}
+	if failed := e.run(ev.Records...); len(failed) != 0 {
+		t.Fatal("the sample failed")
+	}
+}
