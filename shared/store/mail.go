@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// ErrAlreadySent means the mail of that kind was sent for the session.
+var ErrAlreadySent = errors.New("this mail was already sent")
+
+// ErrMailInFlight means another attempt is sending that mail right now.
+var ErrMailInFlight = errors.New("this mail is being sent by another attempt")
+
+// mailAttrs are the order's delivery attributes for one mail kind.
+func mailAttrs(kind string) (sent, leaseUntil, lease, messageID string) {
+	p := "mail_" + kind + "_"
+	return p + "sent_at", p + "lease_until", p + "lease", p + "message_id"
+}
+
+// ClaimMail takes the right to send the mail of kind for the session: at
+// most one send per session and kind. It returns a token, or
+// ErrAlreadySent, or ErrMailInFlight while another attempt's lease lives.
+func (o *Orders) ClaimMail(ctx context.Context, sessionID, kind string, lease time.Duration) (string, error) {
+	sent, until, tok, _ := mailAttrs(kind)
+	now := o.now().UTC()
+	token, err := newToken()
+	if err != nil {
+		return "", err
+	}
+	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(o.table),
+		Key:              key(sessionID),
+		UpdateExpression: aws.String("SET #until = :until, #tok = :token"),
+		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(#sent) AND " +
+			"(attribute_not_exists(#until) OR #until < :nowms)"),
+		ExpressionAttributeNames: map[string]string{"#sent": sent, "#until": until, "#tok": tok},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":until": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(lease).UnixMilli())},
+			":nowms": &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
+			":token": &types.AttributeValueMemberS{Value: token},
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return token, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if _, done := ccf.Item[sent]; done {
+			return "", ErrAlreadySent
+		}
+		if ccf.Item == nil {
+			return "", fmt.Errorf("claim %s mail for %s: no such order", kind, oracle.ShortID(sessionID))
+		}
+		return "", ErrMailInFlight
+	}
+	return "", fmt.Errorf("claim %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
+}
+
+// MailSent records the send, by the holder of the claim only.
+func (o *Orders) MailSent(ctx context.Context, sessionID, kind, token, messageID string) error {
+	sent, until, tok, msg := mailAttrs(kind)
+	now := o.now().UTC()
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(o.table),
+		Key:                      key(sessionID),
+		UpdateExpression:         aws.String("SET #sent = :now, #msg = :msg, updated_at = :now REMOVE #until, #tok"),
+		ConditionExpression:      aws.String("#tok = :token"),
+		ExpressionAttributeNames: map[string]string{"#sent": sent, "#until": until, "#tok": tok, "#msg": msg},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+			":msg":   &types.AttributeValueMemberS{Value: messageID},
+			":token": &types.AttributeValueMemberS{Value: token},
+		},
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("record %s mail for %s: %w", kind, oracle.ShortID(sessionID), ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("record %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
+	}
+	return nil
+}
+
+// ReleaseMail gives up a claim after a failed send, so the retry may send.
+func (o *Orders) ReleaseMail(ctx context.Context, sessionID, kind, token string) error {
+	_, until, tok, _ := mailAttrs(kind)
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(o.table),
+		Key:                      key(sessionID),
+		UpdateExpression:         aws.String("REMOVE #until, #tok"),
+		ConditionExpression:      aws.String("#tok = :token"),
+		ExpressionAttributeNames: map[string]string{"#until": until, "#tok": tok},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":token": &types.AttributeValueMemberS{Value: token},
+		},
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("release %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
+	}
+	return nil
+}
