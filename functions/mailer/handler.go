@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime/debug"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"42sisters.ai/oracle/functions/mailer/letter"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// Orders is the order store (shared/store).
+type Orders interface {
+	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
+	ClaimMail(ctx context.Context, sessionID, kind string, lease time.Duration) (string, error)
+	MailSent(ctx context.Context, sessionID, kind, token, messageID string) error
+	ReleaseMail(ctx context.Context, sessionID, kind, token string) error
+}
+
+// Sessions retrieves Checkout Sessions, for the recipient at send time.
+type Sessions interface {
+	RetrieveSession(ctx context.Context, id string) (oracle.Session, error)
+}
+
+// Transport sends a message (shared/mail).
+type Transport interface {
+	Send(ctx context.Context, m mail.Outgoing) (string, error)
+}
+
+// Auditor appends audit records.
+type Auditor interface {
+	Write(ctx context.Context, r audit.Record, id string) (bool, error)
+}
+
+// Alerter raises operator alerts.
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
+}
+
+// Handler consumes the mail queue.
+type Handler struct {
+	Orders Orders
+	// Live and Test retrieve sessions of each mode; Test may be nil when
+	// test-mode orders are not expected.
+	Live, Test Sessions
+	Transport  Transport
+	Audit      Auditor
+	Alerts     Alerter
+	Hasher     *audit.Hasher
+	Brand      letter.Brand
+	BaseURL    string // the site, for the result page link
+	Log        *slog.Logger
+	Now        func() time.Time
+	// Lease bounds one send attempt before another may take over.
+	Lease time.Duration
+}
+
+// Handle processes a batch and reports the records that failed.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, rec := range ev.Records {
+		if err := h.safely(ctx, rec); err != nil {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+func (h *Handler) safely(ctx context.Context, rec events.SQSMessage) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.Log.Error("panic while mailing", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "message_id", rec.MessageId)
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return h.process(ctx, rec)
+}
+
+func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
+	job, err := queue.Parse(rec.Body)
+	if err == nil && job.Kind == "" {
+		err = errors.New("a generation job on the mail queue")
+	}
+	if err != nil {
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "GARBAGE_JOB", Session: rec.MessageId,
+			Detail: "unreadable message on the mail queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
+		return fmt.Errorf("message %s: %w", rec.MessageId, err)
+	}
+	started := h.Now()
+	log := h.Log.With(obs.Session(job.SessionID), "kind", job.Kind)
+	order, found, err := h.Orders.Get(ctx, job.SessionID)
+	if err != nil {
+		return err
+	}
+	if !found {
+		log.Warn("mail job for an unknown order acknowledged")
+		return nil
+	}
+	// The email is built from the stored record, never from the message.
+	msg, err := h.compose(job.Kind, order)
+	if errors.Is(err, errNotReady) {
+		log.Warn("mail job for an order with nothing to send acknowledged", "status", string(order.Status))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	token, err := h.Orders.ClaimMail(ctx, order.SessionID, job.Kind, h.Lease)
+	switch {
+	case errors.Is(err, store.ErrAlreadySent):
+		log.Info("mail already sent; duplicate job acknowledged")
+		return nil
+	case errors.Is(err, store.ErrMailInFlight):
+		return err // redelivered later; by then the other attempt has finished or died
+	case err != nil:
+		return err
+	}
+	to, err := h.recipient(ctx, order)
+	if err != nil {
+		_ = h.Orders.ReleaseMail(ctx, order.SessionID, job.Kind, token)
+		return err
+	}
+	if to == "" {
+		// The page still serves the verdict; the operator already has the
+		// drop alert for a dropped order.
+		log.Warn("no email address on the session; nothing sent")
+		h.audit(ctx, order, job.Kind, audit.StatusEmailFailed, audit.Detail("no customer email on the session"), started, "")
+		if err := h.Orders.MailSent(ctx, order.SessionID, job.Kind, token, "none: no address"); err != nil {
+			log.Error("recording the unsent mail failed", "error", err.Error())
+		}
+		return nil
+	}
+	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML})
+	if err != nil {
+		if mail.Retryable(err) {
+			_ = h.Orders.ReleaseMail(ctx, order.SessionID, job.Kind, token)
+			log.Warn("send failed; it will be retried", "error", err.Error())
+			return err
+		}
+		// A refusal will not change on a retry: the delivery is closed as
+		// refused and the operator decides.
+		if rerr := h.Orders.MailSent(ctx, order.SessionID, job.Kind, token, "refused"); rerr != nil {
+			log.Error("recording the refusal failed", "error", rerr.Error())
+		}
+		h.audit(ctx, order, job.Kind, audit.StatusEmailFailed, audit.Detail("send refused: "+err.Error()), started, h.Hasher.Email(to))
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "EMAIL_FAILED", Session: order.SessionID, Detail: "the " + job.Kind + " email was refused and will not be retried: " + err.Error()})
+		return nil
+	}
+	if err := h.Orders.MailSent(ctx, order.SessionID, job.Kind, token, id); err != nil {
+		log.Error("recording the send failed", "error", err.Error())
+	}
+	h.audit(ctx, order, job.Kind, audit.StatusEmailSent, nil, started, h.Hasher.Email(to))
+	log.Info("mail sent")
+	return nil
+}
+
+var errNotReady = errors.New("nothing to send for this order yet")
+
+// compose renders the mail of kind from the stored order.
+func (h *Handler) compose(kind string, o oracle.Order) (letter.Message, error) {
+	switch kind {
+	case queue.MailVerdict:
+		if o.Status != oracle.StatusReady || o.Verdict == "" {
+			return letter.Message{}, errNotReady
+		}
+		a, err := oracle.ParseAnalysis(o.Tier, []byte(o.Verdict))
+		if err != nil {
+			return letter.Message{}, fmt.Errorf("stored verdict of %s: %w", oracle.ShortID(o.SessionID), err)
+		}
+		link := h.BaseURL + "/oracle/result?session_id=" + url.QueryEscape(o.SessionID)
+		return letter.Verdict(h.Brand, o.Tier, o.Query, a, link)
+	case queue.MailSilentDrop:
+		if o.Status != oracle.StatusDropped {
+			return letter.Message{}, errNotReady
+		}
+		return letter.SilentDropNotice(h.Brand)
+	}
+	return letter.Message{}, fmt.Errorf("unknown mail kind %q", kind)
+}
+
+// recipient reads the address from Stripe at send time:
+// customer_details.email, then customer_email.
+func (h *Handler) recipient(ctx context.Context, o oracle.Order) (string, error) {
+	src := h.Live
+	if !o.Livemode {
+		src = h.Test
+	}
+	if src == nil {
+		return "", fmt.Errorf("no Stripe key for %s sessions", map[bool]string{true: "live", false: "test"}[o.Livemode])
+	}
+	s, err := src.RetrieveSession(ctx, o.SessionID)
+	if err != nil {
+		return "", fmt.Errorf("recipient: %w", err)
+	}
+	return s.Email, nil
+}
+
+func (h *Handler) audit(ctx context.Context, o oracle.Order, kind string, status audit.Status, detail *string, started time.Time, emailHash string) {
+	now := h.Now()
+	if emailHash == "" {
+		emailHash = o.EmailHash
+	}
+	r := audit.Record{
+		Timestamp:      now.UTC(),
+		SessionID:      o.SessionID,
+		Tier:           string(o.Tier),
+		QueryHash:      h.Hasher.Hash(o.Query),
+		VerdictHash:    o.VerdictHash,
+		Email:          emailHash,
+		LatencyMS:      max(now.Sub(started).Milliseconds(), 0),
+		Status:         status,
+		Source:         audit.SourceEmailService,
+		ErrorDetail:    detail,
+		SessionCreated: o.SessionCreated,
+		Event:          "mail_" + kind,
+		Livemode:       o.Livemode,
+		AmountTotal:    o.AmountTotal,
+		Currency:       o.Currency,
+		OrderStatus:    string(o.Status),
+	}
+	if _, err := h.Audit.Write(ctx, r, o.SessionID+".mail-"+kind); err != nil {
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "mail audit record not written"})
+		h.Log.Error("audit write failed", obs.Session(o.SessionID), "error", err.Error())
+	}
+}

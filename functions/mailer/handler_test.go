@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/functions/mailer/letter"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+type env struct {
+	t      *testing.T
+	f      *provision.Fixture
+	h      *Handler
+	orders *store.Orders
+	stripe string // the fake Stripe's URL
+	s3     *s3.Client
+	sqs    *sqs.Client
+	tap    string
+	logs   *testkit.Buffer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), logs: &testkit.Buffer{}}
+	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
+	t.Cleanup(srv.Close)
+	e.stripe = srv.URL
+	ses := sesv2.NewFromConfig(f.AWS)
+	if err := mail.VerifySender(ctx, ses, letter.DefaultBrand().Sender); err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(f.Attr("AlertsTopic.TopicName") + "-tap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.tap = aws.ToString(q.QueueUrl)
+	if _, err := sns.NewFromConfig(f.AWS).Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: aws.String(f.Ref("AlertsTopic")), Protocol: aws.String("sqs"),
+		Endpoint:   aws.String(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", provision.TestRegion, provision.Account, f.Attr("AlertsTopic.TopicName")+"-tap")),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db := dynamodb.NewFromConfig(f.AWS)
+	hasher, _ := audit.NewHasher("mailer-test-pepper-0123456789")
+	log := obs.NewLogger(e.logs, "DEBUG")
+	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)
+	e.h = &Handler{
+		Orders:    e.orders,
+		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
+		Transport: &mail.SES{Client: ses, Now: time.Now},
+		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
+		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
+		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
+		Log: log, Now: time.Now, Lease: time.Minute,
+	}
+	return e
+}
+
+// paidSession creates and pays a Checkout Session at the fake Stripe and
+// returns its id; email "" pays without an address.
+func (e *env) paidSession(tier oracle.Tier, email string) string {
+	e.t.Helper()
+	s, err := stripex.New("sk_test_mailer", stripex.Options{BaseURL: e.stripe}).CreateCheckoutSession(context.Background(), stripex.CheckoutRequest{
+		Tier: tier, Query: "q", SuccessURL: "http://localhost:3000/oracle/result?session_id={CHECKOUT_SESSION_ID}", CancelURL: "http://localhost:3000/",
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
+		PostForm(e.stripe+"/pay/"+s.ID, url.Values{"email": {email}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		e.t.Fatalf("pay: %d", resp.StatusCode)
+	}
+	return s.ID
+}
+
+
+func analysis(tier oracle.Tier, v oracle.Verdict) oracle.Analysis {
+	a := oracle.Analysis{Verdict: v, Summary: "The instinct is sound but the timing is missing."}
+	if tier != oracle.TierQuick {
+		a.Breakdown = map[string]oracle.DimensionNote{}
+		for _, d := range oracle.Dimensions {
+			a.Breakdown[d] = oracle.DimensionNote{Verdict: oracle.VerdictAmber, Analysis: d + " needs work."}
+		}
+	}
+	if tier == oracle.TierStrategy {
+		a.Strategy = &oracle.Strategy{NextStep: "Model the unit economics.", Alternative: "License the brand.", Tests: []string{"One.", "Two.", "Three."}}
+	}
+	return a
+}
+
+// ready stores a READY order with a verdict for the session.
+func (e *env) ready(id string, tier oracle.Tier, v oracle.Verdict) {
+	e.t.Helper()
+	ctx := context.Background()
+	c, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: tier, Query: "Should I open a <b>bakery</b>?",
+		AmountTotal: tier.PriceCents(), Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_ = e.orders.JobEnqueued(ctx, id, c.Lease)
+	_, tok, err := e.orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	canon, err := analysis(tier, v).CanonicalJSON()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.orders.StoreVerdict(ctx, id, tok, store.StoredVerdict{Canonical: string(canon), Hash: e.h.Hasher.Hash(string(canon)), ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func record(session, kind string) events.SQSMessage {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return events.SQSMessage{MessageId: hex.EncodeToString(b), Body: fmt.Sprintf(`{"session_id":%q,"kind":%q,"attempt":0}`, session, kind)}
+}
+
+func (e *env) run(recs ...events.SQSMessage) int {
+	e.t.Helper()
+	resp, err := e.h.Handle(context.Background(), events.SQSEvent{Records: recs})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(resp.BatchItemFailures)
+}
+
+// inbox returns the messages moto accepted for addr.
+func (e *env) inbox(addr string) []mail.Sent {
+	e.t.Helper()
+	all, err := mail.Mailbox{}.Sent(context.Background(), motoserver.ForTest(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []mail.Sent
+	for _, m := range all {
+		for _, to := range m.To {
+			if to == addr {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func (e *env) auditRecords() []audit.Record {
+	e.t.Helper()
+	ctx := context.Background()
+	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []audit.Record
+	for _, o := range l.Contents {
+		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(g.Body)
+		g.Body.Close()
+		if strings.Contains(string(b), "@") {
+			e.t.Fatalf("an audit record holds an address: %s", b)
+		}
+		var r audit.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (e *env) alerts() []string {
+	e.t.Helper()
+	var out []string
+	for {
+		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.tap), MaxNumberOfMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out = append(out, aws.ToString(m.Body))
+		}
+	}
+}
+
+func uniqueAddress(t *testing.T) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "customer-" + hex.EncodeToString(b) + "@example.com"
+}
+
+func TestVerdictMailIsSentOnceWithTheStoredVerdict(t *testing.T) {
+	for _, tier := range oracle.Tiers() {
+		t.Run(string(tier), func(t *testing.T) {
+			e := newEnv(t)
+			addr := uniqueAddress(t)
+			id := e.paidSession(tier, addr)
+			e.ready(id, tier, oracle.VerdictNull)
+			// Ten at once, then a late redelivery: one email.
+			var wg sync.WaitGroup
+			for i := 0; i < 10; i++ {
+				wg.Add(1)
+				go func() { defer wg.Done(); e.run(record(id, "verdict")) }()
+			}
+			wg.Wait()
+			if n := e.run(record(id, "verdict")); n != 0 {
+				t.Fatal("the late redelivery failed")
+			}
+			got := e.inbox(addr)
+			if len(got) != 1 {
+				t.Fatalf("%d emails, want 1", len(got))
+			}
+			m := got[0]
+			want, _ := letter.Verdict(letter.DefaultBrand(), tier, "Should I open a <b>bakery</b>?", analysis(tier, oracle.VerdictNull),
+				"http://localhost:3000/oracle/result?session_id="+id)
+			if m.Subject != "Your 42 Sisters AI Verdict" || m.Text != want.Text {
+				t.Fatalf("the email is not the stored verdict's letter:\n%s", m.Text)
+			}
+			if strings.Contains(m.HTML, "<b>bakery</b>") {
+				t.Fatal("the query's HTML was not escaped")
+			}
+			recs := e.auditRecords()
+			if len(recs) != 1 || recs[0].Status != audit.StatusEmailSent || recs[0].Source != audit.SourceEmailService {
+				t.Fatalf("audit %+v", recs)
+			}
+		})
+	}
+}
+
+// noEmail is a session source whose sessions carry no address.
+type noEmail struct{}
+
+func (noEmail) RetrieveSession(_ context.Context, id string) (oracle.Session, error) {
+	return oracle.Session{ID: id, PaymentStatus: "paid"}, nil
+}
+
+func TestNoAddressMeansNoSendAndAnAuditRecord(t *testing.T) {
+	e := newEnv(t)
+	e.h.Test = noEmail{}
+	id := "cs_test_noaddressxxxxxxxx"
+	e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
+	if n := e.run(record(id, "verdict")); n != 0 {
+		t.Fatal("the job failed")
+	}
+	recs := e.auditRecords()
+	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed || recs[0].ErrorDetail == nil {
+		t.Fatalf("audit %+v", recs)
+	}
+	if !strings.Contains(e.logs.String(), "no email address on the session") {
+		t.Fatal("no warning logged")
+	}
+	// A duplicate job does not try again.
+	e.run(record(id, "verdict"))
+	if recs := e.auditRecords(); len(recs) != 1 {
+		t.Fatalf("%d audit records after a duplicate", len(recs))
+	}
+}
+
+func TestSilentDropNoticeIsSentOnce(t *testing.T) {
+	e := newEnv(t)
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierQuick, addr)
+	if _, err := e.orders.ClaimOrder(context.Background(), oracle.Order{SessionID: id, Status: oracle.StatusDropped, DropReason: oracle.DropTierMissing,
+		Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	e.run(record(id, "silent_drop"))
+	e.run(record(id, "silent_drop"))
+	got := e.inbox(addr)
+	want, _ := letter.SilentDropNotice(letter.DefaultBrand())
+	if len(got) != 1 || got[0].Subject != want.Subject || got[0].Text != want.Text {
+		t.Fatalf("notices %+v", got)
+	}
+}
+
+func TestNothingIsSentBeforeTheVerdictIsStored(t *testing.T) {
+	e := newEnv(t)
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierQuick, addr)
+	if _, err := e.orders.ClaimOrder(context.Background(), oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: "q",
+		Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.run(record(id, "verdict")); n != 0 {
+		t.Fatal("the job failed")
+	}
+	if got := e.inbox(addr); len(got) != 0 {
+		t.Fatal("an email was sent without a stored verdict")
+	}
+}
+
+func TestRefusedSendAlertsOnceAndIsNotRetried(t *testing.T) {
+	e := newEnv(t)
+	e.h.Brand.Sender = "unverified@example.org"
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierFull, addr)
+	e.ready(id, oracle.TierFull, oracle.VerdictRed)
+	if n := e.run(record(id, "verdict")); n != 0 {
+		t.Fatal("a permanent refusal was retried")
+	}
+	e.run(record(id, "verdict"))
+	if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "EMAIL_FAILED") || strings.Contains(a[0], addr) {
+		t.Fatalf("alerts %q", a)
+	}
+	recs := e.auditRecords()
+	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed {
+		t.Fatalf("audit %+v", recs)
+	}
+}
+
+func TestGarbageFailsAndAlerts(t *testing.T) {
+	e := newEnv(t)
+	for i, body := range []string{"{", `{"session_id":"cs_test_x","reason":"paid","attempt":0}`} {
+		if n := e.run(events.SQSMessage{MessageId: fmt.Sprint("garbage-", i), Body: body}); n != 1 {
+			t.Fatalf("%q did not fail", body)
+		}
+	}
+	if a := e.alerts(); len(a) != 2 {
+		t.Fatalf("%d alerts", len(a))
+	}
+}

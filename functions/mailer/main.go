@@ -1,0 +1,65 @@
+// Command mailer is the Lambda function on the mail queue: it renders the
+// stored verdict (or a notice) for the session, reads the recipient from
+// Stripe at send time and sends it through SES, at most once per session
+// and mail kind.
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+func main() {
+	ctx := context.Background()
+	log := obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL"))
+	aws, err := awsenv.Load(ctx)
+	if err != nil {
+		log.Error("cold start failed", "error", err.Error())
+		os.Exit(1)
+	}
+	cfg, err := loadConfig(ctx, aws)
+	if err != nil {
+		log.Error("cold start failed", "error", err.Error())
+		os.Exit(1)
+	}
+	db := dynamodb.NewFromConfig(aws)
+	h := &Handler{
+		Orders:    store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Transport: &mail.SES{Client: sesv2.NewFromConfig(aws), Now: time.Now},
+		Audit:     audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
+		Alerts: &alert.Alerter{
+			SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic,
+			Dedupe:  store.NewLedger(db, cfg.LedgerTable, time.Now),
+			Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
+		},
+		Hasher:  cfg.Hasher,
+		Brand:   cfg.Brand,
+		BaseURL: cfg.BaseURL,
+		Log:     log,
+		Now:     time.Now,
+		Lease:   time.Minute,
+	}
+	for _, k := range cfg.StripeKeys {
+		s := stripex.New(k.Key, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
+		if k.Live {
+			h.Live = s
+		} else {
+			h.Test = s
+		}
+	}
+	lambda.Start(h.Handle)
+}
