@@ -23,11 +23,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"42sisters.ai/oracle/functions/mailer/letter"
 	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
-	"42sisters.ai/oracle/functions/mailer/letter"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -112,7 +112,6 @@ func (e *env) paidSession(tier oracle.Tier, email string) string {
 	}
 	return s.ID
 }
-
 
 func analysis(tier oracle.Tier, v oracle.Verdict) oracle.Analysis {
 	a := oracle.Analysis{Verdict: v, Summary: "The instinct is sound but the timing is missing."}
