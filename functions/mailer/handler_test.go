@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -361,5 +363,28 @@ func TestGarbageFailsAndAlerts(t *testing.T) {
 	}
 	if a := e.alerts(); len(a) != 2 {
 		t.Fatalf("%d alerts", len(a))
+	}
+}
+
+// The samples in events/mailer stay valid: jobs for sessions this stack
+// has no order for are acknowledged, not failed.
+func TestSampleEvents(t *testing.T) {
+	e := newEnv(t)
+	files, err := filepath.Glob("../../events/mailer/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("samples %v %v", files, err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev events.SQSEvent
+		if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if n := e.run(ev.Records...); n != 0 {
+			t.Fatalf("%s failed", file)
+		}
 	}
 }

@@ -45,6 +45,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"CheckoutFunction":  "events/checkout/preflight.json",
 		"WebhookFunction":   "events/webhook/unsigned.json",
 		"GeneratorFunction": "", // an empty batch
+		"MailerFunction":    "",
 	}
 	for _, fn := range fns {
 		b.Run(fn.LogicalID, func(b *testing.B) {

@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/mail"
 )
 
 // Secrets of the local stack, fixed so that every run and every tool agrees.
@@ -184,13 +186,37 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 			"StripeWebhookSecretArn": "",
 			"HashPepperArn":          o.HashPepper,
 			"GeminiApiKeyArn":        geminiKey,
+			// The main key is a test key locally: it reads test sessions.
+			"StripeTestSecretKeyArn": "",
 		},
 	})
 	if err != nil {
 		b.close()
 		return nil, fmt.Errorf("provision %s: %w", b.endpoint, err)
 	}
+	if err := verifySenders(ctx, b); err != nil {
+		b.close()
+		return nil, err
+	}
 	return b, nil
+}
+
+// verifySenders verifies, in moto's SES, every address a function sends
+// from (MAIL_FROM), as an operator verifies the identity in SES once.
+func verifySenders(ctx context.Context, b *backend) error {
+	ses := sesv2.NewFromConfig(b.aws)
+	for _, fn := range b.template.Functions() {
+		env, err := b.resources.Env(fn)
+		if err != nil {
+			return err
+		}
+		if from := env["MAIL_FROM"]; from != "" {
+			if err := mail.VerifySender(ctx, ses, from); err != nil {
+				return fmt.Errorf("verify the sender of %s: %w", fn.LogicalID, err)
+			}
+		}
+	}
+	return nil
 }
 
 // build compiles the functions' bootstraps in parallel, for this machine,
