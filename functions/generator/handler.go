@@ -234,7 +234,11 @@ func failureClass(err error) string {
 // afterStore audits the stored verdict and enqueues its email. A failed
 // audit write alerts but does not withhold the customer's email.
 func (h *Handler) afterStore(ctx context.Context, log *slog.Logger, o oracle.Order, started time.Time) error {
-	h.audit(ctx, o, audit.StatusOK, nil, o.SessionID+".generated", started)
+	status, id := audit.StatusOK, o.SessionID+".generated"
+	if o.Regen && o.GeneratedAt != nil {
+		status, id = audit.StatusRegenerated, fmt.Sprintf("%s.regenerated-%d", o.SessionID, o.GeneratedAt.Unix())
+	}
+	h.audit(ctx, o, status, nil, id, started)
 	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailVerdict}); err != nil {
 		return fmt.Errorf("enqueue verdict mail: %w", err)
 	}
@@ -262,8 +266,11 @@ func (h *Handler) audit(ctx context.Context, o oracle.Order, status audit.Status
 		Currency:       o.Currency,
 		OrderStatus:    string(o.Status),
 	}
-	if status != audit.StatusOK {
+	switch status {
+	case audit.StatusError:
 		r.Event = "generation_failed"
+	case audit.StatusRegenerated:
+		r.Event = "verdict_regenerated"
 	}
 	if _, err := h.Audit.Write(ctx, r, id); err != nil {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "generation audit record not written"})

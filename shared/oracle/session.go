@@ -88,10 +88,15 @@ type Order struct {
 	GeneratedAt   *time.Time `dynamodbav:"generated_at,omitempty"`
 	// Attempts counts generation attempts; GenLeaseUntil (epoch ms) and
 	// GenLease (a token) let one generator at a time work on the order.
-	Attempts      int    `dynamodbav:"attempts,omitempty"`
-	Failure       string `dynamodbav:"failure,omitempty"` // why generation failed for good (a class, never model text)
-	GenLeaseUntil int64  `dynamodbav:"gen_lease_until,omitempty"`
-	GenLease      string `dynamodbav:"gen_lease,omitempty"`
+	Attempts int    `dynamodbav:"attempts,omitempty"`
+	Failure  string `dynamodbav:"failure,omitempty"` // why generation failed for good (a class, never model text)
+	// Regen marks a verdict generated again after the first one expired;
+	// OriginalVerdictHash is the first one's, for the divergence check.
+	Regen               bool   `dynamodbav:"regen,omitempty"`
+	RegenReason         string `dynamodbav:"regen_reason,omitempty"`
+	OriginalVerdictHash string `dynamodbav:"original_verdict_hash,omitempty"`
+	GenLeaseUntil       int64  `dynamodbav:"gen_lease_until,omitempty"`
+	GenLease            string `dynamodbav:"gen_lease,omitempty"`
 }
 
 // OwesJob reports whether an order in this state is owed a queued job.

@@ -167,3 +167,34 @@ func (o *Orders) MarkFailed(ctx context.Context, sessionID, reason string) (bool
 	}
 	return true, nil
 }
+
+// ResetForRegeneration turns a READY order whose verdict has expired back
+// into a PAID order owed a new generation, keeping the original verdict's
+// hash for the divergence check. It reports whether this call reset it.
+func (o *Orders) ResetForRegeneration(ctx context.Context, sessionID string, hold time.Duration) (bool, error) {
+	now := o.now().UTC()
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(o.table),
+		Key:       key(sessionID),
+		UpdateExpression: aws.String("SET #s = :paid, regen = :true, regen_reason = :reason, original_verdict_hash = verdict_hash, " +
+			"expires_at = :hold, updated_at = :now REMOVE verdict, verdict_hash, generated_at"),
+		ConditionExpression:      aws.String("#s = :ready AND attribute_exists(verdict) AND expires_at <= :nows"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":paid":   &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
+			":ready":  &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
+			":true":   &types.AttributeValueMemberBOOL{Value: true},
+			":reason": &types.AttributeValueMemberS{Value: "expired"},
+			":hold":   &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(hold).Unix())},
+			":nows":   &types.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
+			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		},
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reset %s for regeneration: %w", oracle.ShortID(sessionID), err)
+	}
+	return true, nil
+}

@@ -169,3 +169,36 @@ func TestMarkFailed(t *testing.T) {
 		t.Fatal("an order with a verdict was marked failed")
 	}
 }
+
+func TestResetForRegenerationOnlyOnceExpired(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_regen"
+	paidOrder(t, orders, id)
+	_, token, err := orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := verdict
+	v.ExpiresAt = clk.Now().Add(time.Hour)
+	if _, err := orders.StoreVerdict(ctx, id, token, v); err != nil {
+		t.Fatal(err)
+	}
+	if reset, _ := orders.ResetForRegeneration(ctx, id, time.Hour); reset {
+		t.Fatal("a live verdict was reset")
+	}
+	clk.Add(2 * time.Hour)
+	if reset, err := orders.ResetForRegeneration(ctx, id, time.Hour); err != nil || !reset {
+		t.Fatalf("expired verdict not reset: %v %v", reset, err)
+	}
+	o, _, _ := orders.Get(ctx, id)
+	if o.Status != oracle.StatusPaid || o.Verdict != "" || !o.Regen || o.OriginalVerdictHash != verdict.Hash || o.ExpiresAt <= clk.Now().Unix() {
+		t.Fatalf("after reset: %+v", o)
+	}
+	if reset, _ := orders.ResetForRegeneration(ctx, id, time.Hour); reset {
+		t.Fatal("reset twice")
+	}
+	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err != nil {
+		t.Fatalf("the reset order cannot be generated: %v", err)
+	}
+}
