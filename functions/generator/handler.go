@@ -25,6 +25,7 @@ import (
 type Orders interface {
 	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
 	StartGeneration(ctx context.Context, sessionID string, lease time.Duration) (oracle.Order, string, error)
+	ResetForRegeneration(ctx context.Context, sessionID string, hold time.Duration) (bool, error)
 	StoreVerdict(ctx context.Context, sessionID, lease string, v store.StoredVerdict) (oracle.Order, error)
 	AbandonGeneration(ctx context.Context, sessionID, lease string) error
 	MarkFailed(ctx context.Context, sessionID, reason string) (bool, error)
@@ -111,6 +112,12 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	log := h.Log.With(obs.Session(job.SessionID), "reason", job.Reason, "receive", receives)
 	started := h.Now()
+	if job.Reason == queue.ReasonRegenerate {
+		// Only an expired verdict is reset; a live one is left alone.
+		if _, err := h.Orders.ResetForRegeneration(ctx, job.SessionID, h.lease(ctx)+time.Hour); err != nil {
+			return err
+		}
+	}
 
 	order, lease, err := h.Orders.StartGeneration(ctx, job.SessionID, h.lease(ctx))
 	var notOwed *store.ErrNotOwed

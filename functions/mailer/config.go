@@ -3,19 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"42sisters.ai/oracle/functions/mailer/letter"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/stripex"
 )
-
-type stripeKey struct {
-	Key  string
-	Live bool
-}
 
 type settings struct {
 	OrdersTable   string
@@ -23,8 +18,9 @@ type settings struct {
 	AuditBucket   string
 	AlertsTopic   string
 	BaseURL       string
-	StripeKeys    []stripeKey // one per mode configured
-	StripeAPIBase string      // empty in production: the real Stripe API
+	StripeLive    string // the key for live sessions, if any
+	StripeTest    string // the key for test sessions, if any
+	StripeAPIBase string // empty in production: the real Stripe API
 	Brand         letter.Brand
 	Hasher        *audit.Hasher
 }
@@ -51,19 +47,11 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	// Sessions are read with the key of their mode: the main key serves its
-	// own mode, the optional test key test-mode (smoke) orders.
-	switch {
-	case strings.HasPrefix(key, "sk_live_") || strings.HasPrefix(key, "rk_live_"):
-		s.StripeKeys = append(s.StripeKeys, stripeKey{Key: key, Live: true})
-		if testKey != "" {
-			s.StripeKeys = append(s.StripeKeys, stripeKey{Key: testKey})
-		}
-	case strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "rk_test_"):
-		s.StripeKeys = append(s.StripeKeys, stripeKey{Key: key})
-	default:
-		return settings{}, fmt.Errorf("invalid configuration: STRIPE_SECRET_KEY is not a Stripe secret key")
+	live, test, err := stripex.ModeKeys(key, testKey)
+	if err != nil {
+		return settings{}, fmt.Errorf("invalid configuration: %w", err)
 	}
+	s.StripeLive, s.StripeTest = live, test
 	h, err := audit.NewHasher(pepper)
 	if err != nil {
 		return settings{}, fmt.Errorf("invalid configuration: HASH_PEPPER: %w", err)

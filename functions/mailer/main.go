@@ -53,13 +53,11 @@ func main() {
 		Now:     time.Now,
 		Lease:   time.Minute,
 	}
-	for _, k := range cfg.StripeKeys {
-		s := stripex.New(k.Key, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
-		if k.Live {
-			h.Live = s
-		} else {
-			h.Test = s
-		}
+	if cfg.StripeLive != "" {
+		h.Live = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
+	}
+	if cfg.StripeTest != "" {
+		h.Test = stripex.New(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
 	}
 	lambda.Start(h.Handle)
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v76"
@@ -193,3 +194,17 @@ func (quiet) Debugf(string, ...any) {}
 func (quiet) Infof(string, ...any)  {}
 func (quiet) Warnf(string, ...any)  {}
 func (quiet) Errorf(string, ...any) {}
+
+// ModeKeys sorts the configured secret keys by the mode they serve: the
+// main key serves its own mode, and the optional test key serves test-mode
+// (smoke) sessions when the main key is live. A session is always read
+// with the key of its own mode.
+func ModeKeys(main, test string) (liveKey, testKey string, err error) {
+	switch {
+	case strings.HasPrefix(main, "sk_live_") || strings.HasPrefix(main, "rk_live_"):
+		return main, test, nil
+	case strings.HasPrefix(main, "sk_test_") || strings.HasPrefix(main, "rk_test_"):
+		return "", main, nil
+	}
+	return "", "", errors.New("STRIPE_SECRET_KEY is not a Stripe secret key")
+}

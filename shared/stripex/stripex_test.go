@@ -83,3 +83,21 @@ func TestClassifyKeepsStripeMessagesOut(t *testing.T) {
 		}
 	}
 }
+
+func TestModeKeys(t *testing.T) {
+	cases := []struct{ main, test, live, forTest string }{
+		{"sk_live_a", "", "sk_live_a", ""},
+		{"sk_live_a", "sk_test_b", "sk_live_a", "sk_test_b"},
+		{"sk_test_a", "sk_test_b", "", "sk_test_a"},
+		{"rk_live_a", "", "rk_live_a", ""},
+	}
+	for _, c := range cases {
+		live, test, err := ModeKeys(c.main, c.test)
+		if err != nil || live != c.live || test != c.forTest {
+			t.Errorf("ModeKeys(%q, %q) = %q, %q, %v", c.main, c.test, live, test, err)
+		}
+	}
+	if _, _, err := ModeKeys("pk_live_publishable", ""); err == nil {
+		t.Error("a publishable key was accepted")
+	}
+}
