@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+type settings struct {
+	OrdersTable   string
+	LedgerTable   string
+	GenerateQueue string
+	MailQueue     string
+	AuditBucket   string
+	AlertsTopic   string
+	Support       string
+	StripeLive    string // the key for live sessions, if any
+	StripeTest    string // the key for test sessions, if any
+	StripeAPIBase string // empty in production: the real Stripe API
+	Retention     time.Duration
+	Hasher        *audit.Hasher
+}
+
+// loadConfig reads and validates every setting once, at cold start.
+func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
+	env := config.FromEnviron(config.NewAWSSecrets(cfg))
+	s := settings{
+		OrdersTable:   env.String("ORDERS_TABLE"),
+		LedgerTable:   env.String("LEDGER_TABLE"),
+		GenerateQueue: env.String("GENERATE_QUEUE_URL"),
+		MailQueue:     env.String("MAIL_QUEUE_URL"),
+		AuditBucket:   env.String("AUDIT_BUCKET"),
+		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
+		Support:       env.Optional("MAIL_SUPPORT", "oracle@42sisters.ai"),
+		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
+		Retention:     time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+	}
+	key := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
+	testKey := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
+	pepper := env.Secret(ctx, "HASH_PEPPER", true)
+	if err := env.Err(); err != nil {
+		return settings{}, err
+	}
+	live, test, err := stripex.ModeKeys(key, testKey)
+	if err != nil {
+		return settings{}, fmt.Errorf("invalid configuration: %w", err)
+	}
+	s.StripeLive, s.StripeTest = live, test
+	h, err := audit.NewHasher(pepper)
+	if err != nil {
+		return settings{}, fmt.Errorf("invalid configuration: HASH_PEPPER: %w", err)
+	}
+	s.Hasher = h
+	return s, nil
+}

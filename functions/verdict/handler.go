@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+)
+
+// Orders is the order store (shared/store).
+type Orders interface {
+	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
+}
+
+// Sessions retrieves Checkout Sessions from Stripe.
+type Sessions interface {
+	RetrieveSession(ctx context.Context, id string) (oracle.Session, error)
+}
+
+// Fulfiller is the idempotent claim the webhook also makes (shared/fulfil).
+type Fulfiller interface {
+	Fulfil(ctx context.Context, s oracle.Session, t fulfil.Trigger) (fulfil.Result, error)
+}
+
+// Limiter is a "first caller in this window" guard (store.Ledger).
+type Limiter interface {
+	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
+}
+
+// Sender sends a job to the generate queue.
+type Sender interface {
+	Send(ctx context.Context, j queue.Job) error
+}
+
+// Auditor appends audit records.
+type Auditor interface {
+	Write(ctx context.Context, r audit.Record, id string) (bool, error)
+}
+
+// Alerter raises operator alerts.
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
+}
+
+// Handler serves GET /api/verdict. It never calls the model: a verdict that
+// is not there yet is generated behind the queue and the page polls.
+type Handler struct {
+	Orders Orders
+	// Live and Test read sessions of each mode; a session id says its mode.
+	Live, Test Sessions
+	Fulfil     Fulfiller
+	Regen      Limiter
+	Generate   Sender
+	Audit      Auditor
+	Alerts     Alerter
+	Hasher     *audit.Hasher
+	Log        *slog.Logger
+	Now        func() time.Time
+	Support    string        // the address the refund text names
+	Retention  time.Duration // stated to the customer with the verdict
+}
+
+// RegenWindow is the least time between two regenerations of one session.
+const RegenWindow = 5 * time.Minute
+
+// answer is the JSON the result page reads.
+type answer struct {
+	Status        string          `json:"status"` // ready, pending, dropped, under_review, refunded
+	Tier          oracle.Tier     `json:"tier,omitempty"`
+	TierName      string          `json:"tier_name,omitempty"`
+	Query         string          `json:"query,omitempty"`
+	Verdict       json.RawMessage `json:"verdict,omitempty"`
+	CachedAt      *time.Time      `json:"cached_at,omitempty"`
+	RetentionDays int             `json:"retention_days,omitempty"`
+	Message       string          `json:"message,omitempty"`
+}
+
+var pending = answer{Status: "pending", Message: "Your verdict is being prepared."}
+
+// Handle answers the result page's poll for one session.
+func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	arrived := h.Now()
+	id := req.QueryStringParameters["session_id"]
+	if !oracle.ValidSessionID(id) {
+		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeInvalid, "session_id is missing or malformed")), nil
+	}
+	log := h.Log.With(obs.Session(id))
+	o, found, err := h.Orders.Get(ctx, id)
+	if err != nil {
+		return httpapi.Error(ctx, log, err), nil
+	}
+	if !found || o.Status == oracle.StatusAwaitingPayment {
+		return h.landing(ctx, log, id, arrived), nil
+	}
+	switch o.Status {
+	case oracle.StatusReady:
+		if o.ExpiresAt > 0 && o.ExpiresAt <= arrived.Unix() {
+			return h.regenerate(ctx, log, o), nil
+		}
+		return h.serve(ctx, log, o, req.RequestContext.RequestID, arrived), nil
+	case oracle.StatusPaid, oracle.StatusGenerating:
+		return httpapi.JSON(http.StatusAccepted, pending), nil
+	case oracle.StatusFailed:
+		return httpapi.JSON(http.StatusInternalServerError, map[string]string{
+			"status": "failed",
+			"error":  "Analysis failed. Please contact " + h.Support + " for a refund.",
+		}), nil
+	case oracle.StatusDropped:
+		return httpapi.JSON(http.StatusOK, answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
+			"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."}), nil
+	case oracle.StatusHeld, oracle.StatusQuarantined:
+		return httpapi.JSON(http.StatusAccepted, answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."}), nil
+	case oracle.StatusRefunded:
+		return httpapi.JSON(http.StatusOK, answer{Status: "refunded", Message: "This order was refunded."}), nil
+	case oracle.StatusPaymentFailed:
+		return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodePaymentRequired, "the payment for this session did not go through")), nil
+	}
+	return httpapi.Error(ctx, log, fmt.Errorf("order in unknown state %q", o.Status)), nil
+}
+
+// landing handles a customer who reached the page before the webhook: the
+// session is read from Stripe and, when paid, claimed exactly as the
+// webhook claims it.
+func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arrived time.Time) httpapi.Response {
+	src := h.Live
+	if strings.HasPrefix(id, "cs_test_") {
+		src = h.Test
+	}
+	if src == nil {
+		return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodeNotFound, "unknown checkout session"))
+	}
+	s, err := src.RetrieveSession(ctx, id)
+	if err != nil {
+		return httpapi.Error(ctx, log, err)
+	}
+	if !s.Paid() {
+		return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodePaymentRequired, "the payment for this session is not complete"))
+	}
+	res, err := h.Fulfil.Fulfil(ctx, s, fulfil.Trigger{Source: oracle.SourceResultPage, Event: "landing", ReceivedAt: arrived})
+	if oracle.ErrorCode(err) == oracle.CodeConflict {
+		return httpapi.JSON(http.StatusAccepted, pending) // the webhook is claiming it right now
+	}
+	if err != nil {
+		return httpapi.Error(ctx, log, err)
+	}
+	log.Info("landing claim", "outcome", res.Outcome.String(), "status", string(res.Status))
+	if res.Status == oracle.StatusDropped {
+		return httpapi.JSON(http.StatusOK, answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
+			"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."})
+	}
+	return httpapi.JSON(http.StatusAccepted, pending)
+}
+
+// serve answers the stored verdict and records that it was served.
+func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, requestID string, arrived time.Time) httpapi.Response {
+	status := audit.StatusCached
+	if o.Regen {
+		status = audit.StatusRegenerated
+	}
+	now := h.Now()
+	r := audit.Record{
+		Timestamp: now.UTC(), SessionID: o.SessionID, Tier: string(o.Tier), QueryHash: h.Hasher.Hash(o.Query),
+		VerdictHash: o.VerdictHash, Email: o.EmailHash, LatencyMS: max(now.Sub(arrived).Milliseconds(), 0),
+		Status: status, Source: audit.SourceCacheHit, SessionCreated: o.SessionCreated, Event: "verdict_served",
+		Livemode: o.Livemode, AmountTotal: o.AmountTotal, Currency: o.Currency, OrderStatus: string(o.Status),
+	}
+	if requestID == "" {
+		requestID = fmt.Sprint(now.UnixNano())
+	}
+	if _, err := h.Audit.Write(ctx, r, o.SessionID+".served-"+safeID(requestID)); err != nil {
+		// A failed audit write alerts; the customer still gets the verdict.
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "served-verdict audit record not written"})
+		log.Error("audit write failed", "error", err.Error())
+	}
+	return httpapi.JSON(http.StatusOK, answer{
+		Status: "ready", Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query, Verdict: json.RawMessage(o.Verdict),
+		CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
+	})
+}
+
+// regenerate asks the generator for a new verdict in place of an expired
+// one, at most once per session per RegenWindow, and answers pending. The
+// generator itself resets the order, so a lost job leaves it as it was.
+func (h *Handler) regenerate(ctx context.Context, log *slog.Logger, o oracle.Order) httpapi.Response {
+	first, err := h.Regen.Mark(ctx, "regen#"+o.SessionID, RegenWindow)
+	if err != nil {
+		return httpapi.Error(ctx, log, err)
+	}
+	if first {
+		if err := h.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonRegenerate}); err != nil {
+			return httpapi.Error(ctx, log, err)
+		}
+		log.Info("expired verdict: regeneration queued")
+	}
+	return httpapi.JSON(http.StatusAccepted, pending)
+}
+
+// safeID keeps an id to the characters an audit key allows.
+func safeID(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	return string(b)
+}

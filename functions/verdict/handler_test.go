@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+type env struct {
+	t      *testing.T
+	f      *provision.Fixture
+	h      *Handler
+	svc    *fulfil.Service
+	orders *store.Orders
+	stripe string
+	sqs    *sqs.Client
+	s3     *s3.Client
+	clock  *testkit.Clock
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
+	t.Cleanup(srv.Close)
+	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), clock: testkit.NewClock(time.Now())}
+	db := dynamodb.NewFromConfig(f.AWS)
+	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
+	log := obs.NewLogger(&testkit.Buffer{}, "DEBUG")
+	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
+	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
+	metrics := obs.NewMetrics(io.Discard, "Oracle", e.clock.Now)
+	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
+	auditor := audit.NewWriter(e.s3, f.Ref("AuditBucket"))
+	generate := queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now)
+	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
+		Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: 30 * time.Second, Retention: 90 * 24 * time.Hour}
+	e.h = &Handler{Orders: e.orders, Test: stripex.New("sk_test_verdict", stripex.Options{BaseURL: srv.URL}), Fulfil: e.svc,
+		Regen: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Hasher: hasher, Log: log, Now: e.clock.Now,
+		Support: "oracle@42sisters.ai", Retention: 90 * 24 * time.Hour}
+	return e
+}
+
+// session creates a Checkout Session at the fake Stripe, paid or not.
+func (e *env) session(tier oracle.Tier, query string, paid bool) string {
+	e.t.Helper()
+	s, err := stripex.New("sk_test_verdict", stripex.Options{BaseURL: e.stripe}).CreateCheckoutSession(context.Background(), stripex.CheckoutRequest{
+		Tier: tier, Query: query, SuccessURL: "http://localhost:3000/oracle/result?session_id={CHECKOUT_SESSION_ID}", CancelURL: "http://localhost:3000/",
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if paid {
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.PostForm(e.stripe+"/pay/"+s.ID, url.Values{"email": {"customer@example.com"}})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	return s.ID
+}
+
+func (e *env) get(id string) (int, map[string]any) {
+	e.t.Helper()
+	req := events.APIGatewayV2HTTPRequest{QueryStringParameters: map[string]string{"session_id": id}}
+	req.RequestContext.RequestID = "req-" + time.Now().Format("150405.000000000")
+	resp, err := e.h.Handle(context.Background(), req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		e.t.Fatalf("body %q: %v", resp.Body, err)
+	}
+	return resp.StatusCode, body
+}
+
+func (e *env) jobs(queueID string) []queue.Job {
+	e.t.Helper()
+	var out []queue.Job
+	for {
+		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.f.Ref(queueID)), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			j, err := queue.Parse(aws.ToString(m.Body))
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			out = append(out, j)
+		}
+	}
+}
+
+func (e *env) auditRecords() []audit.Record {
+	e.t.Helper()
+	ctx := context.Background()
+	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []audit.Record
+	for _, o := range l.Contents {
+		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var r audit.Record
+		if err := json.NewDecoder(g.Body).Decode(&r); err != nil {
+			e.t.Fatal(err)
+		}
+		g.Body.Close()
+		out = append(out, r)
+	}
+	return out
+}
+
+// ready makes the session's order READY with a verdict expiring at exp.
+func (e *env) ready(id string, tier oracle.Tier, exp time.Time) {
+	e.t.Helper()
+	ctx := context.Background()
+	if code, _ := e.get(id); code != http.StatusAccepted {
+		e.t.Fatalf("claim: %d", code)
+	}
+	_, tok, err := e.orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.orders.StoreVerdict(ctx, id, tok, store.StoredVerdict{Canonical: `{"summary":"Go.","verdict":"GREEN"}`, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef", ExpiresAt: exp}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.jobs("GenerateQueue") // drain the claim's job
+}
+
+func TestBadAndUnknownSessions(t *testing.T) {
+	e := newEnv(t)
+	unpaid := e.session(oracle.TierQuick, "q", false)
+	cases := []struct {
+		name string
+		id   string
+		want int
+	}{
+		{"missing", "", http.StatusBadRequest},
+		{"malformed", "pi_123", http.StatusBadRequest},
+		{"injection", "cs_test_x' OR 1=1", http.StatusBadRequest},
+		{"unknown at Stripe", "cs_test_doesnotexist", http.StatusNotFound},
+		{"unpaid", unpaid, http.StatusPaymentRequired},
+	}
+	for _, c := range cases {
+		if code, body := e.get(c.id); code != c.want {
+			t.Errorf("%s: %d %v, want %d", c.name, code, body, c.want)
+		}
+	}
+	if _, found, _ := e.orders.Get(context.Background(), unpaid); found {
+		t.Fatal("an unpaid session left an order behind")
+	}
+}
+
+func TestLandingFirstThenTheLateWebhook(t *testing.T) {
+	e := newEnv(t)
+	id := e.session(oracle.TierFull, "Launch a newsletter", true)
+	for i := 0; i < 3; i++ {
+		if code, body := e.get(id); code != http.StatusAccepted || body["status"] != "pending" {
+			t.Fatalf("poll %d: %d %v", i, code, body)
+		}
+	}
+	// The webhook arrives late: the same claim, nothing new.
+	s, err := stripex.New("sk_test_verdict", stripex.Options{BaseURL: e.stripe}).RetrieveSession(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Fulfil(context.Background(), s, fulfil.Trigger{Source: oracle.SourceWebhook, Event: fulfil.EventCompleted, EventID: "evt_late", ReceivedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+		t.Fatalf("%d generation jobs, want 1", len(jobs))
+	}
+	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusPaid || o.Source != oracle.SourceResultPage {
+		t.Fatalf("order %+v", o)
+	}
+}
+
+func TestStoredVerdictIsServedAndAudited(t *testing.T) {
+	e := newEnv(t)
+	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
+	e.ready(id, oracle.TierQuick, time.Now().Add(time.Hour))
+	for i := 0; i < 2; i++ {
+		code, body := e.get(id)
+		if code != http.StatusOK || body["status"] != "ready" || body["tier"] != "quick" || body["query"] != "Should I open a bakery?" || body["cached_at"] == nil {
+			t.Fatalf("load %d: %d %v", i, code, body)
+		}
+		if v, _ := body["verdict"].(map[string]any); v["verdict"] != "GREEN" {
+			t.Fatalf("verdict %v", body["verdict"])
+		}
+		if body["retention_days"] != float64(90) {
+			t.Fatalf("retention %v", body["retention_days"])
+		}
+	}
+	cached := 0
+	for _, r := range e.auditRecords() {
+		if r.Status == audit.StatusCached && r.Source == audit.SourceCacheHit {
+			cached++
+		}
+	}
+	if cached != 2 {
+		t.Fatalf("%d CACHED records, want one per load", cached)
+	}
+}
+
+func TestStates(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	failed := e.session(oracle.TierQuick, "q", true)
+	e.get(failed)
+	e.jobs("GenerateQueue")
+	if _, _, err := e.orders.StartGeneration(ctx, failed, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.orders.MarkFailed(ctx, failed, "model_server_error"); err != nil {
+		t.Fatal(err)
+	}
+	code, body := e.get(failed)
+	if code != http.StatusInternalServerError || body["error"] != "Analysis failed. Please contact oracle@42sisters.ai for a refund." {
+		t.Fatalf("failed: %d %v", code, body)
+	}
+	dropped := "cs_test_droppedstatexxxxx"
+	if _, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: dropped, Status: oracle.StatusDropped, Currency: "cad", Source: oracle.SourceWebhook}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e.get(dropped); code != http.StatusOK || body["status"] != "dropped" || !strings.Contains(body["message"].(string), "reply") {
+		t.Fatalf("dropped: %d %v", code, body)
+	}
+}
+
+func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
+	e := newEnv(t)
+	id := e.session(oracle.TierQuick, "q", true)
+	e.ready(id, oracle.TierQuick, time.Now().Add(time.Hour))
+	e.clock.Add(2 * time.Hour)
+	for i := 0; i < 3; i++ {
+		if code, body := e.get(id); code != http.StatusAccepted || body["status"] != "pending" {
+			t.Fatalf("poll %d: %d %v", i, code, body)
+		}
+	}
+	jobs := e.jobs("GenerateQueue")
+	if len(jobs) != 1 || jobs[0].Reason != queue.ReasonRegenerate {
+		t.Fatalf("jobs %+v, want one regeneration", jobs)
+	}
+	e.clock.Add(RegenWindow + time.Second)
+	e.get(id)
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+		t.Fatalf("after the window: %d jobs, want 1 more", len(jobs))
+	}
+}
+
