@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -284,3 +285,20 @@ func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 	}
 }
 
+// The sample in events/verdict stays valid: it asks about a session the
+// fake Stripe does not know, which is answered 404.
+func TestSampleEvent(t *testing.T) {
+	e := newEnv(t)
+	b, err := os.ReadFile("../../events/verdict/poll.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.h.Handle(context.Background(), req)
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("sample: %d %v", resp.StatusCode, err)
+	}
+}

@@ -46,6 +46,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"WebhookFunction":   "events/webhook/unsigned.json",
 		"GeneratorFunction": "", // an empty batch
 		"MailerFunction":    "",
+		"VerdictFunction":   "", // no session_id: answered 400 at once
 	}
 	for _, fn := range fns {
 		b.Run(fn.LogicalID, func(b *testing.B) {
@@ -54,6 +55,9 @@ func BenchmarkColdStart(b *testing.B) {
 				b.Fatalf("no cold-start event for %s", fn.LogicalID)
 			}
 			payload := []byte(`{"Records":[]}`)
+			if fn.LogicalID == "VerdictFunction" {
+				payload = []byte(`{"rawPath":"/api/verdict","requestContext":{"http":{"method":"GET"}}}`)
+			}
 			if file != "" {
 				if payload, err = os.ReadFile(filepath.Join(o.Root, file)); err != nil {
 					b.Fatal(err)

@@ -190,6 +190,17 @@ func checkoutToPaidOrder(t *testing.T, o stack.Options) {
 	if m := mine[0]; len(m.To) != 1 || m.To[0] != "customer@example.com" || m.Subject != "Your 42 Sisters AI Verdict" || !strings.Contains(m.Text, "Should I open a bakery?") {
 		t.Errorf("email to %v %q:\n%s", m.To, m.Subject, m.Text)
 	}
+	// The result page's API serves the same stored verdict.
+	req, _ = http.NewRequest("GET", s.APIURL+"/api/verdict?session_id="+sessionID, nil)
+	status, body, _ = send(t, client, req)
+	var served struct {
+		Status  string          `json:"status"`
+		Verdict json.RawMessage `json:"verdict"`
+	}
+	if err := json.Unmarshal(body, &served); status != http.StatusOK || err != nil || served.Status != "ready" || string(served.Verdict) != v.Value {
+		t.Errorf("verdict API: %d %s, want the stored verdict %s", status, body, v.Value)
+	}
+
 	q := sqs.NewFromConfig(s.AWS)
 	for _, queue := range []string{"GenerateQueue", "MailQueue"} {
 		attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
