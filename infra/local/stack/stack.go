@@ -162,7 +162,10 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		return s, err
 	}
 	s.wg.Go(func() { s.alerts.run(runCtx) })
-	s.serve(api, front)
+	mux := http.NewServeMux()
+	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint})
+	mux.Handle("/", front)
+	s.serve(api, mux)
 	return s, nil
 }
 

@@ -190,6 +190,13 @@ func checkoutToPaidOrder(t *testing.T, o stack.Options) {
 	if m := mine[0]; len(m.To) != 1 || m.To[0] != "customer@example.com" || m.Subject != "Your 42 Sisters AI Verdict" || !strings.Contains(m.Text, "Should I open a bakery?") {
 		t.Errorf("email to %v %q:\n%s", m.To, m.Subject, m.Text)
 	}
+	// The local mailbox shows it too.
+	req, _ = http.NewRequest("GET", s.APIURL+"/_local/mail?format=json", nil)
+	status, body, _ = send(t, client, req)
+	if status != http.StatusOK || !strings.Contains(string(body), sessionID) || strings.Count(string(body), "Your 42 Sisters AI Verdict") < 1 {
+		t.Errorf("local mailbox: %d %.300s", status, body)
+	}
+
 	// The result page's API serves the same stored verdict.
 	req, _ = http.NewRequest("GET", s.APIURL+"/api/verdict?session_id="+sessionID, nil)
 	status, body, _ = send(t, client, req)
