@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sqsbatch"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -74,27 +74,10 @@ type Handler struct {
 }
 
 // Handle processes a batch and reports the records that failed, so that
-// SQS redelivers only those (and, after MaxReceives, moves them to the
-// dead-letter queue).
+// SQS redelivers only those (and, after the queue's maxReceiveCount, moves
+// them to the dead-letter queue).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, rec := range ev.Records {
-		if err := h.safely(ctx, rec); err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-		}
-	}
-	return resp, nil
-}
-
-// safely processes one record; a panic fails that record only.
-func (h *Handler) safely(ctx context.Context, rec events.SQSMessage) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			h.Log.Error("panic while generating", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "message_id", rec.MessageId)
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return h.process(ctx, rec)
+	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
 }
 
 func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -42,7 +40,7 @@ type env struct {
 	orders *store.Orders
 	sqs    *sqs.Client
 	s3     *s3.Client
-	tap    string
+	alerts func() []string
 	logs   *testkit.Buffer
 	clock  *testkit.Clock
 }
@@ -59,18 +57,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(f.Attr("AlertsTopic.TopicName") + "-tap")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.tap = aws.ToString(q.QueueUrl)
-	if _, err := sns.NewFromConfig(f.AWS).Subscribe(ctx, &sns.SubscribeInput{
-		TopicArn: aws.String(f.Ref("AlertsTopic")), Protocol: aws.String("sqs"),
-		Endpoint:   aws.String(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", provision.TestRegion, provision.Account, f.Attr("AlertsTopic.TopicName")+"-tap")),
-		Attributes: map[string]string{"RawMessageDelivery": "true"},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	db := dynamodb.NewFromConfig(f.AWS)
 	hasher, err := audit.NewHasher("generator-test-pepper-0123456789")
 	if err != nil {
@@ -147,63 +134,14 @@ func (e *env) order(id string) oracle.Order {
 func (e *env) mailJobs() []queue.Job {
 	e.t.Helper()
 	var out []queue.Job
-	for {
-		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.f.Ref("MailQueue")), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+	for _, b := range testkit.Drain(e.t, e.sqs, e.f.Ref("MailQueue")) {
+		j, err := queue.Parse(b)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			j, err := queue.Parse(aws.ToString(m.Body))
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			out = append(out, j)
-		}
-	}
-}
-
-func (e *env) auditRecords() []audit.Record {
-	e.t.Helper()
-	ctx := context.Background()
-	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []audit.Record
-	for _, o := range l.Contents {
-		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		b, _ := io.ReadAll(g.Body)
-		g.Body.Close()
-		var r audit.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, r)
+		out = append(out, j)
 	}
 	return out
-}
-
-func (e *env) alerts() []string {
-	e.t.Helper()
-	var out []string
-	for {
-		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.tap), MaxNumberOfMessages: 10})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			out = append(out, aws.ToString(m.Body))
-		}
-	}
 }
 
 func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
@@ -231,7 +169,7 @@ func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
 	if jobs := e.mailJobs(); len(jobs) != n {
 		t.Fatalf("%d mail jobs, want %d", len(jobs), n)
 	}
-	recs := e.auditRecords()
+	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 	if len(recs) != n {
 		t.Fatalf("%d audit records, want %d", len(recs), n)
 	}
@@ -272,7 +210,7 @@ func TestBadModelOutputNeverBecomesAPartialVerdict(t *testing.T) {
 			if jobs := e.mailJobs(); len(jobs) != 0 {
 				t.Fatal("a mail job was queued without a verdict")
 			}
-			recs := e.auditRecords()
+			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 			if len(recs) != 1 || recs[0].Status != audit.StatusError || recs[0].ErrorDetail == nil {
 				t.Fatalf("audit %+v", recs)
 			}
@@ -330,7 +268,7 @@ func TestDuplicateJobsGiveOneVerdict(t *testing.T) {
 	if calls := len(e.model.Calls()); calls != 1 {
 		t.Fatalf("%d model calls, want 1", calls)
 	}
-	if recs := e.auditRecords(); len(recs) != 1 {
+	if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 1 {
 		t.Fatalf("%d audit records, want 1", len(recs))
 	}
 	// The mailer dedupes by its delivery record; at least one job is queued.

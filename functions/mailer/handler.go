@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"runtime/debug"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sqsbatch"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -67,25 +67,11 @@ type Handler struct {
 	Lease time.Duration
 }
 
-// Handle processes a batch and reports the records that failed.
+// Handle processes a batch and reports the records that failed, so that
+// SQS redelivers only those (and, after the queue's maxReceiveCount, moves
+// them to the dead-letter queue).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, rec := range ev.Records {
-		if err := h.safely(ctx, rec); err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-		}
-	}
-	return resp, nil
-}
-
-func (h *Handler) safely(ctx context.Context, rec events.SQSMessage) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			h.Log.Error("panic while mailing", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "message_id", rec.MessageId)
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return h.process(ctx, rec)
+	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
 }
 
 func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {

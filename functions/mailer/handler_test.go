@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
@@ -48,7 +46,7 @@ type env struct {
 	stripe string // the fake Stripe's URL
 	s3     *s3.Client
 	sqs    *sqs.Client
-	tap    string
+	alerts func() []string
 	logs   *testkit.Buffer
 }
 
@@ -64,18 +62,7 @@ func newEnv(t *testing.T) *env {
 	if err := mail.VerifySender(ctx, ses, letter.DefaultBrand().Sender); err != nil {
 		t.Fatal(err)
 	}
-	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(f.Attr("AlertsTopic.TopicName") + "-tap")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.tap = aws.ToString(q.QueueUrl)
-	if _, err := sns.NewFromConfig(f.AWS).Subscribe(ctx, &sns.SubscribeInput{
-		TopicArn: aws.String(f.Ref("AlertsTopic")), Protocol: aws.String("sqs"),
-		Endpoint:   aws.String(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", provision.TestRegion, provision.Account, f.Attr("AlertsTopic.TopicName")+"-tap")),
-		Attributes: map[string]string{"RawMessageDelivery": "true"},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	db := dynamodb.NewFromConfig(f.AWS)
 	hasher, _ := audit.NewHasher("mailer-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
@@ -185,50 +172,6 @@ func (e *env) inbox(addr string) []mail.Sent {
 	return out
 }
 
-func (e *env) auditRecords() []audit.Record {
-	e.t.Helper()
-	ctx := context.Background()
-	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []audit.Record
-	for _, o := range l.Contents {
-		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		b, _ := io.ReadAll(g.Body)
-		g.Body.Close()
-		if strings.Contains(string(b), "@") {
-			e.t.Fatalf("an audit record holds an address: %s", b)
-		}
-		var r audit.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func (e *env) alerts() []string {
-	e.t.Helper()
-	var out []string
-	for {
-		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.tap), MaxNumberOfMessages: 10})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			out = append(out, aws.ToString(m.Body))
-		}
-	}
-}
-
 func uniqueAddress(t *testing.T) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -265,7 +208,7 @@ func TestVerdictMailIsSentOnceWithTheStoredVerdict(t *testing.T) {
 			if strings.Contains(m.HTML, "<b>bakery</b>") {
 				t.Fatal("the query's HTML was not escaped")
 			}
-			recs := e.auditRecords()
+			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 			if len(recs) != 1 || recs[0].Status != audit.StatusEmailSent || recs[0].Source != audit.SourceEmailService {
 				t.Fatalf("audit %+v", recs)
 			}
@@ -288,7 +231,7 @@ func TestNoAddressMeansNoSendAndAnAuditRecord(t *testing.T) {
 	if n := e.run(record(id, "verdict")); n != 0 {
 		t.Fatal("the job failed")
 	}
-	recs := e.auditRecords()
+	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed || recs[0].ErrorDetail == nil {
 		t.Fatalf("audit %+v", recs)
 	}
@@ -297,7 +240,7 @@ func TestNoAddressMeansNoSendAndAnAuditRecord(t *testing.T) {
 	}
 	// A duplicate job does not try again.
 	e.run(record(id, "verdict"))
-	if recs := e.auditRecords(); len(recs) != 1 {
+	if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 1 {
 		t.Fatalf("%d audit records after a duplicate", len(recs))
 	}
 }
@@ -348,7 +291,7 @@ func TestRefusedSendAlertsOnceAndIsNotRetried(t *testing.T) {
 	if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "EMAIL_FAILED") || strings.Contains(a[0], addr) {
 		t.Fatalf("alerts %q", a)
 	}
-	recs := e.auditRecords()
+	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed {
 		t.Fatalf("audit %+v", recs)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -106,43 +105,12 @@ func (e *env) get(id string) (int, map[string]any) {
 func (e *env) jobs(queueID string) []queue.Job {
 	e.t.Helper()
 	var out []queue.Job
-	for {
-		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.f.Ref(queueID)), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+	for _, b := range testkit.Drain(e.t, e.sqs, e.f.Ref(queueID)) {
+		j, err := queue.Parse(b)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			j, err := queue.Parse(aws.ToString(m.Body))
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			out = append(out, j)
-		}
-	}
-}
-
-func (e *env) auditRecords() []audit.Record {
-	e.t.Helper()
-	ctx := context.Background()
-	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []audit.Record
-	for _, o := range l.Contents {
-		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		var r audit.Record
-		if err := json.NewDecoder(g.Body).Decode(&r); err != nil {
-			e.t.Fatal(err)
-		}
-		g.Body.Close()
-		out = append(out, r)
+		out = append(out, j)
 	}
 	return out
 }
@@ -229,7 +197,7 @@ func TestStoredVerdictIsServedAndAudited(t *testing.T) {
 		}
 	}
 	cached := 0
-	for _, r := range e.auditRecords() {
+	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
 		if r.Status == audit.StatusCached && r.Source == audit.SourceCacheHit {
 			cached++
 		}

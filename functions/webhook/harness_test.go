@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -44,43 +43,29 @@ const (
 // env is a webhook handler wired to a fresh copy of the template's resources
 // in moto, with everything it wrote observable.
 type env struct {
-	t       testing.TB
-	f       *provision.Fixture
-	h       *Handler
-	svc     *fulfil.Service
-	db      *dynamodb.Client
-	sqs     *sqs.Client
-	s3      *s3.Client
-	alerts  string // URL of a queue subscribed to the alerts topic
-	logs    *testkit.Buffer
-	clock   *testkit.Clock // every component's clock; signatures use real time
-	created int64
+	t   testing.TB
+	f   *provision.Fixture
+	h   *Handler
+	svc *fulfil.Service
+	db  *dynamodb.Client
+	sqs *sqs.Client
+	s3  *s3.Client
+	// alertTexts drains the alerts published so far.
+	alertTexts func() []string
+	logs       *testkit.Buffer
+	clock      *testkit.Clock // every component's clock; signatures use real time
+	created    int64
 }
 
 func newEnv(t testing.TB, secrets Secrets) *env {
 	t.Helper()
-	ctx := context.Background()
 	f := provision.ForTest(t, nil)
 	e := &env{t: t, f: f, db: dynamodb.NewFromConfig(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
 	e.clock = testkit.NewClock(time.Now())
 	e.created = time.Now().Add(-time.Minute).Unix()
 
 	// Alerts are read back through a queue subscribed to the topic.
-	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(f.Attr("AlertsTopic.TopicName") + "-tap")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.alerts = aws.ToString(q.QueueUrl)
-	_, err = sns.NewFromConfig(f.AWS).Subscribe(ctx, &sns.SubscribeInput{
-		TopicArn:   aws.String(f.Ref("AlertsTopic")),
-		Protocol:   aws.String("sqs"),
-		Endpoint:   aws.String(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", provision.TestRegion, provision.Account, f.Attr("AlertsTopic.TopicName")+"-tap")),
-		Attributes: map[string]string{"RawMessageDelivery": "true"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	e.alertTexts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	var sink io.Writer = e.logs
 	if _, verbose := t.(*testing.T); verbose {
 		sink = io.MultiWriter(e.logs, testWriter{t})
@@ -226,70 +211,20 @@ func (e *env) eventRecorded(id string) bool {
 func (e *env) jobs(logicalID string) []queue.Job {
 	e.t.Helper()
 	var out []queue.Job
-	for {
-		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(e.f.Ref(logicalID)), MaxNumberOfMessages: 10, VisibilityTimeout: 60,
-		})
+	for _, b := range testkit.Drain(e.t, e.sqs, e.f.Ref(logicalID)) {
+		j, err := queue.Parse(b)
 		if err != nil {
-			e.t.Fatal(err)
+			e.t.Fatalf("garbage on %s: %v", logicalID, err)
 		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			j, err := queue.Parse(aws.ToString(m.Body))
-			if err != nil {
-				e.t.Fatalf("garbage on %s: %v", logicalID, err)
-			}
-			out = append(out, j)
-		}
+		out = append(out, j)
 	}
+	return out
 }
 
 // auditRecords returns every audit record written.
 func (e *env) auditRecords() []audit.Record {
 	e.t.Helper()
-	ctx := context.Background()
-	l, err := e.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.f.Ref("AuditBucket"))})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []audit.Record
-	for _, o := range l.Contents {
-		g, err := e.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("AuditBucket")), Key: o.Key})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		b, _ := io.ReadAll(g.Body)
-		g.Body.Close()
-		var r audit.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			e.t.Fatalf("audit object %s: %v", aws.ToString(o.Key), err)
-		}
-		if strings.Contains(string(b), "@") {
-			e.t.Fatalf("audit record holds an email address: %s", b)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// alertTexts drains the alerts published so far.
-func (e *env) alertTexts() []string {
-	e.t.Helper()
-	var out []string
-	for {
-		r, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.alerts), MaxNumberOfMessages: 10})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			out = append(out, aws.ToString(m.Body))
-		}
-	}
+	return testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 }
 
 func status(r httpapi.Response) string { return strconv.Itoa(r.StatusCode) + " " + r.Body }

@@ -1,0 +1,90 @@
+package testkit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/shared/audit"
+)
+
+// Drain receives every message waiting on the queue at url (hiding each
+// for a minute) and returns their bodies.
+func Drain(tb testing.TB, c *sqs.Client, url string) []string {
+	tb.Helper()
+	var out []string
+	for {
+		r, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		if err != nil {
+			tb.Fatalf("drain %s: %v", url, err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out = append(out, aws.ToString(m.Body))
+		}
+	}
+}
+
+// AuditRecords reads every record in the audit bucket. A record holding an
+// email address fails the test: none may (SPEC_ORACLE_AUDIT_TRAIL VC-4).
+func AuditRecords(tb testing.TB, c *s3.Client, bucket string) []audit.Record {
+	tb.Helper()
+	ctx := context.Background()
+	l, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	if err != nil {
+		tb.Fatalf("list audit records: %v", err)
+	}
+	var out []audit.Record
+	for _, o := range l.Contents {
+		g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+		if err != nil {
+			tb.Fatalf("read audit record: %v", err)
+		}
+		b, err := io.ReadAll(g.Body)
+		g.Body.Close()
+		if err != nil {
+			tb.Fatalf("read audit record: %v", err)
+		}
+		if strings.Contains(string(b), "@") {
+			tb.Fatalf("audit record %s holds an email address: %s", aws.ToString(o.Key), b)
+		}
+		var r audit.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			tb.Fatalf("audit record %s: %v", aws.ToString(o.Key), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// AlertTap subscribes a new queue to the alerts topic and returns a function
+// that drains the alerts published since.
+func AlertTap(tb testing.TB, cfg aws.Config, topicARN, region, account string) func() []string {
+	tb.Helper()
+	ctx := context.Background()
+	c := sqs.NewFromConfig(cfg)
+	name := topicARN[strings.LastIndex(topicARN, ":")+1:] + "-tap"
+	q, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		tb.Fatalf("alert tap: %v", err)
+	}
+	if _, err := sns.NewFromConfig(cfg).Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
+		Endpoint:   aws.String(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", region, account, name)),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	}); err != nil {
+		tb.Fatalf("alert tap: %v", err)
+	}
+	url := aws.ToString(q.QueueUrl)
+	return func() []string { return Drain(tb, c, url) }
+}
