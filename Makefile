@@ -81,6 +81,7 @@ tools:
 	@command -v moto_server >/dev/null || python3 -m pip install --quiet 'moto[server]' || { echo "moto_server is missing and could not be installed"; exit 1; }
 	@command -v cfn-lint >/dev/null || python3 -m pip install --quiet cfn-lint || { echo "cfn-lint is missing and could not be installed"; exit 1; }
 	@command -v curl >/dev/null || { apt-get update -qq && apt-get install -y -qq curl; }
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 
 clean:
 	rm -rf .build .aws-sam

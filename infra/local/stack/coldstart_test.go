@@ -47,6 +47,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"GeneratorFunction": "", // an empty batch
 		"MailerFunction":    "",
 		"VerdictFunction":   "", // no session_id: answered 400 at once
+		"PagesFunction":     "",
 	}
 	for _, fn := range fns {
 		b.Run(fn.LogicalID, func(b *testing.B) {
@@ -55,8 +56,11 @@ func BenchmarkColdStart(b *testing.B) {
 				b.Fatalf("no cold-start event for %s", fn.LogicalID)
 			}
 			payload := []byte(`{"Records":[]}`)
-			if fn.LogicalID == "VerdictFunction" {
+			switch fn.LogicalID {
+			case "VerdictFunction":
 				payload = []byte(`{"rawPath":"/api/verdict","requestContext":{"http":{"method":"GET"}}}`)
+			case "PagesFunction":
+				payload = []byte(`{"rawPath":"/","requestContext":{"http":{"method":"GET"}}}`)
 			}
 			if file != "" {
 				if payload, err = os.ReadFile(filepath.Join(o.Root, file)); err != nil {

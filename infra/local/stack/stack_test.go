@@ -190,6 +190,13 @@ func checkoutToPaidOrder(t *testing.T, o stack.Options) {
 	if m := mine[0]; len(m.To) != 1 || m.To[0] != "customer@example.com" || m.Subject != "Your 42 Sisters AI Verdict" || !strings.Contains(m.Text, "Should I open a bakery?") {
 		t.Errorf("email to %v %q:\n%s", m.To, m.Subject, m.Text)
 	}
+	// VC-4: the email's link answers: the result page is served.
+	req, _ = http.NewRequest("GET", link, nil)
+	status, _, hdr = send(t, client, req)
+	if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") {
+		t.Errorf("result page link: %d %s", status, hdr.Get("Content-Type"))
+	}
+
 	// The local mailbox shows it too.
 	req, _ = http.NewRequest("GET", s.APIURL+"/_local/mail?format=json", nil)
 	status, body, _ = send(t, client, req)

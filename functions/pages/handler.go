@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Handler serves GET / (the order form) and GET /oracle/result (the result
+// page). Any other path is a 404 page and any other method a 405 page;
+// every response carries the same security headers.
+type Handler struct {
+	Site    string // the company name in titles and the header
+	Support string // the address customers are told to write to
+	Polling Polling
+	Log     *slog.Logger
+}
+
+// Polling is how the result page asks the verdict API: it waits First, then
+// twice as long each time up to Cap, and stops with a message after GiveUp.
+type Polling struct {
+	First, Cap, GiveUp time.Duration
+}
+
+// DefaultPolling asks after 1 s, 2 s, 4 s, 8 s and then every 10 s, for
+// about ten minutes: most verdicts are ready within a minute, and beyond ten
+// the customer is better served by the email than by a spinning page.
+var DefaultPolling = Polling{First: time.Second, Cap: 10 * time.Second, GiveUp: 10 * time.Minute}
+
+// The defaults of the two settings (see loadConfig).
+const (
+	defaultSite    = "42 Sisters AI"
+	defaultSupport = "oracle@42sisters.ai"
+)
+
+//go:embed templates
+var files embed.FS
+
+// The templates and assets are part of the binary, so one that does not
+// parse is a build defect that every test catches, not a run-time condition.
+var (
+	pages    = template.Must(template.New("").ParseFS(files, "templates/*.html"))
+	style    = mustAsset("templates/style.css")
+	orderJS  = mustAsset("templates/order.js")
+	resultJS = mustAsset("templates/result.js")
+)
+
+// asset is a stylesheet or script inlined into pages, with the CSP source
+// expression ('sha256-…') that allows exactly that text.
+type asset struct {
+	text   string
+	source string
+}
+
+func mustAsset(name string) asset {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return asset{text: string(b), source: "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"}
+}
+
+// csp is the Content-Security-Policy of a page running script (nil for a
+// page without one). Trusted Types with no policy make any HTML-parsing
+// sink (innerHTML and the like) throw, so the pages' rule of inserting text
+// only is enforced by the browser too.
+func csp(script *asset) string {
+	directives := []string{"default-src 'none'"}
+	if script != nil {
+		directives = append(directives, "script-src "+script.source)
+	}
+	directives = append(directives,
+		"style-src "+style.source,
+		"connect-src 'self'",
+		"img-src 'self' data:",
+		"form-action 'self'",
+		"base-uri 'none'",
+		"frame-ancestors 'none'",
+		"require-trusted-types-for 'script'",
+		"trusted-types 'none'",
+	)
+	return strings.Join(directives, "; ")
+}
+
+// page is one rendered page: what Handle answers and renderAll lists.
+type page struct {
+	Name   string // the template and the case, e.g. "result.html (malformed link)"
+	Status int
+	CSP    string
+	Body   string
+}
+
+// frame is what the shared layout needs of every page.
+type frame struct {
+	Title   string
+	Site    string
+	Support string
+	Style   template.CSS
+	Script  template.JS
+}
+
+type tierView struct {
+	Key   oracle.Tier
+	Name  string
+	Price string
+	About string
+}
+
+type orderView struct {
+	frame
+	Tiers     []tierView
+	Meanings  []meaning
+	MaxUnits  int
+	Left      string // the counter's first text
+	Cancelled bool
+}
+
+type resultView struct {
+	frame
+	State      string // "pending" for a well-formed session id, else "unknown"
+	Dimensions []string
+	Meanings   []meaning
+	Poll       struct{ First, Cap, GiveUp int64 } // milliseconds
+}
+
+type errorView struct {
+	frame
+	Heading string
+	Message string
+}
+
+// meaning is a verdict token and what it tells the customer; the words are
+// those the model is given (shared/prompt), so the page and the verdict
+// agree.
+type meaning struct {
+	Verdict oracle.Verdict
+	Class   string // its dot's CSS class suffix
+	Text    string
+}
+
+var meanings = []meaning{
+	{oracle.VerdictGreen, "green", "Proceed: the idea is sound as described."},
+	{oracle.VerdictAmber, "amber", "Proceed with caution: it can work, but something important must be fixed or checked first."},
+	{oracle.VerdictRed, "red", "Do not proceed: as described, it is likely to fail or to cost more than it returns."},
+	{oracle.VerdictNull, "null", "Not enough to judge: the submission is too vague, too short or not something that can be judged."},
+}
+
+// tierAbout says what each tier adds; the prices and names come from the
+// oracle package's table.
+var tierAbout = map[oracle.Tier]string{
+	oracle.TierQuick:    "A verdict with a one-sentence summary.",
+	oracle.TierFull:     "The verdict and summary, plus a breakdown across five dimensions: " + list(oracle.Dimensions) + ".",
+	oracle.TierStrategy: "Everything in the Full Breakdown, plus your highest-leverage next step, a different path to consider and three tests to run.",
+}
+
+// Handle answers one request; it never fails: a page that cannot be rendered
+// is logged and answered with a plain 500 page.
+func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	p, err := h.page(req)
+	if err != nil {
+		h.Log.ErrorContext(ctx, "page not rendered", "path", oracle.Clip(req.RawPath, 64), "error", err.Error())
+		p = page{Status: http.StatusInternalServerError, CSP: csp(nil), Body: internalError}
+	}
+	resp := httpapi.Response{
+		StatusCode: p.Status,
+		Headers: map[string]string{
+			"Content-Type":            "text/html; charset=utf-8",
+			"Content-Security-Policy": p.CSP,
+			"X-Content-Type-Options":  "nosniff",
+			"Referrer-Policy":         "no-referrer",
+			"Cache-Control":           "no-store",
+		},
+		Body: p.Body,
+	}
+	if p.Status == http.StatusMethodNotAllowed {
+		resp.Headers["Allow"] = http.MethodGet
+	}
+	return resp, nil
+}
+
+// internalError is the answer when a template fails, which only a defect
+// can cause: it needs no template itself.
+const internalError = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Error</title></head>` +
+	`<body><h1>Something went wrong</h1><p>Please try again in a moment.</p></body></html>`
+
+// page routes a request to the page that answers it.
+func (h *Handler) page(req httpapi.Request) (page, error) {
+	var serve func(httpapi.Request) (page, error)
+	switch req.RawPath {
+	case "/":
+		serve = h.order
+	case "/oracle/result":
+		serve = h.result
+	default:
+		return h.problem(http.StatusNotFound, "Page not found", "There is no page at this address.")
+	}
+	if req.RequestContext.HTTP.Method != http.MethodGet {
+		return h.problem(http.StatusMethodNotAllowed, "This request is not supported", "This address shows a page; it does not accept anything sent to it.")
+	}
+	return serve(req)
+}
+
+// newFrame is the layout's data for a page titled title running script.
+func (h *Handler) newFrame(title string, script *asset) frame {
+	f := frame{Title: title, Site: h.Site, Support: h.Support, Style: template.CSS(style.text)}
+	if script != nil {
+		f.Script = template.JS(script.text)
+	}
+	return f
+}
+
+func (h *Handler) order(req httpapi.Request) (page, error) {
+	v := orderView{
+		frame:     h.newFrame("Ask the Oracle", &orderJS),
+		Meanings:  meanings,
+		MaxUnits:  oracle.MaxQueryUnits,
+		Left:      thousands(oracle.MaxQueryUnits) + " characters left",
+		Cancelled: req.QueryStringParameters["cancelled"] == "1",
+	}
+	for _, t := range oracle.Tiers() {
+		v.Tiers = append(v.Tiers, tierView{Key: t, Name: t.Name(), Price: price(t.PriceCents()), About: tierAbout[t]})
+	}
+	return render("order.html", http.StatusOK, &orderJS, v)
+}
+
+// result renders the result page. A missing or malformed session id still
+// gets the page, in its "unknown link" state and with status 400, so the
+// customer reads an explanation rather than an error.
+func (h *Handler) result(req httpapi.Request) (page, error) {
+	v := resultView{
+		frame:      h.newFrame("Your verdict", &resultJS),
+		State:      "pending",
+		Dimensions: oracle.Dimensions,
+		Meanings:   meanings,
+	}
+	p := h.Polling
+	if p.First <= 0 || p.Cap < p.First || p.GiveUp <= 0 {
+		p = DefaultPolling // a page that polled without waiting would flood the verdict API
+	}
+	v.Poll.First, v.Poll.Cap, v.Poll.GiveUp = p.First.Milliseconds(), p.Cap.Milliseconds(), p.GiveUp.Milliseconds()
+	status := http.StatusOK
+	if !oracle.ValidSessionID(req.QueryStringParameters["session_id"]) {
+		v.State, status = "unknown", http.StatusBadRequest
+	}
+	return render("result.html", status, &resultJS, v)
+}
+
+func (h *Handler) problem(status int, heading, message string) (page, error) {
+	return render("error.html", status, nil, errorView{frame: h.newFrame(heading, nil), Heading: heading, Message: message})
+}
+
+func render(name string, status int, script *asset, data any) (page, error) {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		return page{}, fmt.Errorf("render %s: %w", name, err)
+	}
+	return page{Name: name, Status: status, CSP: csp(script), Body: b.String()}, nil
+}
+
+// renderAll renders every page in every form a customer can receive it, for
+// tests that must see all customer-facing text (such as the content
+// filter's). The result page's states are all in its one rendering, hidden
+// until its script shows them.
+func renderAll() ([]page, error) {
+	h := &Handler{Site: defaultSite, Support: defaultSupport, Polling: DefaultPolling}
+	cases := []struct {
+		name string
+		req  httpapi.Request
+	}{
+		{"order form", request(http.MethodGet, "/", nil)},
+		{"order form after a cancelled payment", request(http.MethodGet, "/", map[string]string{"cancelled": "1"})},
+		{"result page", request(http.MethodGet, "/oracle/result", map[string]string{"session_id": "cs_test_a1B2c3D4e5F6g7H8"})},
+		{"result page, malformed link", request(http.MethodGet, "/oracle/result", map[string]string{"session_id": "not-a-session"})},
+		{"unknown path", request(http.MethodGet, "/nowhere", nil)},
+		{"wrong method", request(http.MethodPost, "/", nil)},
+	}
+	var out []page
+	for _, c := range cases {
+		p, err := h.page(c.req)
+		if err != nil {
+			return nil, err
+		}
+		p.Name += " (" + c.name + ")"
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// request is an API Gateway request for method, path and query parameters.
+func request(method, path string, query map[string]string) httpapi.Request {
+	var r httpapi.Request
+	r.RawPath = path
+	r.QueryStringParameters = query
+	r.RequestContext.HTTP.Method = method
+	r.RequestContext.HTTP.Path = path
+	return r
+}
+
+// price writes cents as the form shows prices, e.g. "C$1.00".
+func price(cents int64) string { return fmt.Sprintf("C$%d.%02d", cents/100, cents%100) }
+
+// thousands writes n with thousands separators, as the page's script does
+// (Intl.NumberFormat("en-CA")), so the counter does not change on load.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// list joins names as a sentence does: "a, b and c".
+func list(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
