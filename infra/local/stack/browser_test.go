@@ -1,0 +1,150 @@
+package stack_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/tools"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// TestBrowserEndToEnd is the customer's whole path on the local stack, in
+// headless Chromium, for every tier and every verdict: the order form, the
+// fake Stripe's pay page, the result page showing the verdict, and exactly
+// one email with the same verdict in the mailbox.
+func TestBrowserEndToEnd(t *testing.T) {
+	exe := tools.Find(t, "chromium")
+	o := options(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	artifacts := filepath.Join(filepath.Dir(provision.TemplatePath()), "test-artifacts", "e2e")
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+
+	for _, tier := range oracle.Tiers() {
+		for _, v := range []oracle.Verdict{oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull} {
+			t.Run(fmt.Sprintf("%s/%s", tier, v), func(t *testing.T) {
+				steer(t, s.GeminiURL, v)
+				addr := fmt.Sprintf("%s-%s-%d@example.com", tier, strings.ToLower(string(v)), time.Now().UnixNano())
+				query := fmt.Sprintf("Should I open a %s bakery? (%s)", strings.ToLower(string(v)), tier)
+				tab, cancelTab := chromedp.NewContext(browser)
+				defer cancelTab()
+				tab, cancelTimeout := context.WithTimeout(tab, 60*time.Second)
+				defer cancelTimeout()
+				err := chromedp.Do(tab,
+					chromedp.Navigate(s.APIURL+"/"),
+					chromedp.WaitVisible(chromedp.ID("order")),
+					chromedp.Click(chromedp.CSS(`label[for="tier-`+string(tier)+`"]`)),
+					chromedp.SendKeys(chromedp.ID("query"), query),
+					chromedp.Click(chromedp.ID("submit")),
+					// The fake Stripe's hosted pay page.
+					chromedp.WaitVisible(chromedp.ID("email")),
+					chromedp.SendKeys(chromedp.ID("email"), addr),
+					chromedp.Submit(chromedp.ID("email")),
+					// Back on the result page, which turns into the verdict.
+					chromedp.WaitVisible(chromedp.ID("verdict")),
+				)
+				if err != nil {
+					t.Fatalf("browser: %v", err)
+				}
+				word, err := chromedp.Run(tab, chromedp.TextContent(chromedp.ID("verdict")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100)); err == nil {
+					_ = os.WriteFile(filepath.Join(artifacts, fmt.Sprintf("%s-%s.png", tier, strings.ToLower(string(v)))), shot, 0o644)
+				}
+				if !strings.Contains(word, string(v)) {
+					t.Fatalf("the page shows %q, want %s", word, v)
+				}
+				mails := mailbox(t, s.APIURL, addr)
+				if len(mails) != 1 {
+					t.Fatalf("%d emails to the customer, want 1", len(mails))
+				}
+				if !strings.Contains(mails[0].Text, "VERDICT: ") || !strings.Contains(mails[0].Text, " "+string(v)+"\n") || !strings.Contains(mails[0].Text, query) {
+					t.Fatalf("the email does not carry the %s verdict:\n%s", v, mails[0].Text)
+				}
+			})
+		}
+	}
+}
+
+// steer makes the fake Gemini's next answer the given verdict.
+func steer(t *testing.T, gemini string, v oracle.Verdict) {
+	t.Helper()
+	resp, err := http.Post(gemini+"/_control", "application/json", bytes.NewReader([]byte(fmt.Sprintf(`{"verdict":%q}`, v))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("steer the fake Gemini: %d", resp.StatusCode)
+	}
+}
+
+type localMail struct {
+	To   []string `json:"to"`
+	Text string   `json:"text"`
+}
+
+// mailbox waits for the customer's email in the local mailbox and returns
+// the messages sent to addr.
+func mailbox(t *testing.T, api, addr string) []localMail {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := http.Get(api + "/_local/mail?format=json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []localMail
+		err = json.NewDecoder(resp.Body).Decode(&all)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []localMail
+		for _, m := range all {
+			for _, to := range m.To {
+				if to == addr {
+					mine = append(mine, m)
+				}
+			}
+		}
+		if len(mine) > 0 || time.Now().After(deadline) {
+			return mine
+		}
+		<-tick.C
+	}
+}
