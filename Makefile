@@ -8,7 +8,7 @@ export PATH := $(TOOLS):$(PATH)
 
 STATICCHECK_VERSION := v0.8.2
 STRIPE_MOCK_VERSION := v0.203.0
-FUZZTIME ?= 12s
+FUZZTIME ?= 10s
 
 .PHONY: run test lint fmt-check vet staticcheck cfn-lint unit fuzz bench build deploy invoke tools clean
 
@@ -42,14 +42,18 @@ cfn-lint:
 # One moto server serves every test package; each test provisions its own
 # uniquely named copy of the template's resources. serve.py applies DynamoDB
 # and S3 requests one at a time, as atomically as AWS does.
+# The end-to-end tests build every function's bootstrap as the local stack
+# does; building them first, alone, keeps those builds from competing with
+# the compilation of every test binary on a cold machine.
 unit:
+	CGO_ENABLED=0 $(GO) build -trimpath -o .build/warm/ ./functions/...
 	@set -euo pipefail; mkdir -p .build; \
 	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
 	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-test.log 2>&1 & moto=$$!; \
 	trap 'kill $$moto 2>/dev/null' EXIT; \
 	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null && break; sleep 0.1; done; \
 	curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \
-	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 8m ./...
+	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 9m ./...
 
 ## fuzz: short fuzz runs of the query chunking, the webhook's parsing and the model reply's parsing
 fuzz:

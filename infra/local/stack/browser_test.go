@@ -27,7 +27,7 @@ import (
 func TestBrowserEndToEnd(t *testing.T) {
 	exe := tools.Find(t, "chromium")
 	o := options(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
 	if err != nil {

@@ -77,7 +77,7 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 }
 
 func checkoutToPaidOrder(t *testing.T, o stack.Options) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
 	if err != nil {
@@ -233,7 +233,7 @@ func checkoutToPaidOrder(t *testing.T, o stack.Options) {
 
 func TestAlertsAreTapped(t *testing.T) {
 	o := options(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
 	if err != nil {
@@ -274,7 +274,7 @@ func send(t *testing.T, c *http.Client, req *http.Request) (int, []byte, http.He
 
 func TestInvokeOneFunction(t *testing.T) {
 	o := options(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	event, err := json.Marshal(events.APIGatewayV2HTTPRequest{
 		Version:  "2.0",
