@@ -12,11 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/chromedp/chromedp"
 
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/infra/tools"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -50,12 +54,15 @@ func TestBrowserEndToEnd(t *testing.T) {
 		t.Fatalf("start chromium: %v", err)
 	}
 
+	var addrs, queries []string
+	t.Cleanup(func() { privacySweep(t, s, o, addrs, queries) })
 	for _, tier := range oracle.Tiers() {
 		for _, v := range []oracle.Verdict{oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull} {
 			t.Run(fmt.Sprintf("%s/%s", tier, v), func(t *testing.T) {
 				steer(t, s.GeminiURL, v)
 				addr := fmt.Sprintf("%s-%s-%d@example.com", tier, strings.ToLower(string(v)), time.Now().UnixNano())
 				query := fmt.Sprintf("Should I open a %s bakery? (%s)", strings.ToLower(string(v)), tier)
+				addrs, queries = append(addrs, addr), append(queries, query)
 				tab, cancelTab := chromedp.NewContext(browser)
 				defer cancelTab()
 				tab, cancelTimeout := context.WithTimeout(tab, 60*time.Second)
@@ -146,5 +153,33 @@ func mailbox(t *testing.T, api, addr string) []localMail {
 			return mine
 		}
 		<-tick.C
+	}
+}
+
+// privacySweep checks, after the whole suite, that no email address is in
+// any order item or audit record, and that no address or query reached a
+// log line of any function (PRODUCT_TIERS VC-6, AUDIT_TRAIL VC-4).
+func privacySweep(t *testing.T, s *stack.Stack, o stack.Options, addrs, queries []string) {
+	t.Helper()
+	ctx := context.Background()
+	items, err := dynamodb.NewFromConfig(s.AWS).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.Resources.Ref("OrdersTable"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range items.Items {
+		if dump := fmt.Sprintf("%#v", item); strings.Contains(dump, "@") {
+			t.Errorf("an order item holds an email address: %s", dump)
+		}
+	}
+	testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) // fails on any address
+	logs := o.Log.(*testkit.Buffer).String()
+	for _, secret := range append(append([]string{}, addrs...), queries...) {
+		// The fake Stripe and the local mailbox are Stripe's and the
+		// customer's side; the functions' own lines must never carry these.
+		for _, line := range strings.Split(logs, "\n") {
+			if strings.Contains(line, secret) && !strings.HasPrefix(line, "[stripe]") && !strings.HasPrefix(line, "[gemini]") {
+				t.Errorf("a log line carries customer data: %.200s", line)
+			}
+		}
 	}
 }
