@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 type settings struct {
@@ -34,8 +34,8 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	if !strings.HasPrefix(s.StripeKey, "sk_live_") && !strings.HasPrefix(s.StripeKey, "sk_test_") && !strings.HasPrefix(s.StripeKey, "rk_") {
-		return settings{}, fmt.Errorf("invalid configuration: STRIPE_SECRET_KEY is not a Stripe secret key")
+	if _, _, err := stripex.ModeKeys(s.StripeKey, ""); err != nil {
+		return settings{}, fmt.Errorf("invalid configuration: %w", err)
 	}
 	if err := validOrigins(s.AllowedOrigins); err != nil {
 		return settings{}, fmt.Errorf("invalid configuration: ALLOWED_ORIGINS: %w", err)

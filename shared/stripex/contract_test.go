@@ -32,12 +32,14 @@ func stripeMock(t *testing.T) string {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(url + "/v1/charges"); err == nil {
 			resp.Body.Close()
 			return url
 		}
-		time.Sleep(50 * time.Millisecond)
+		<-tick.C
 	}
 	t.Fatal("stripe-mock did not start")
 	return ""
