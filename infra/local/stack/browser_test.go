@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,7 @@ import (
 func TestBrowserEndToEnd(t *testing.T) {
 	exe := tools.Find(t, "chromium")
 	o := options(t)
+	watch := watchDispatch(&o)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
@@ -54,8 +56,9 @@ func TestBrowserEndToEnd(t *testing.T) {
 		t.Fatalf("start chromium: %v", err)
 	}
 
-	var addrs, queries []string
+	var addrs, queries, sessions []string
 	t.Cleanup(func() { privacySweep(t, s, o, addrs, queries) })
+	defer func() { watch.verify(t, s, sessions) }()
 	for _, tier := range oracle.Tiers() {
 		for _, v := range []oracle.Verdict{oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull} {
 			t.Run(fmt.Sprintf("%s/%s", tier, v), func(t *testing.T) {
@@ -87,6 +90,15 @@ func TestBrowserEndToEnd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				location, err := chromedp.Run(tab, chromedp.Location())
+				if err != nil {
+					t.Fatal(err)
+				}
+				page, err := url.Parse(location)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sessions = append(sessions, page.Query().Get("session_id"))
 				if shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100)); err == nil {
 					_ = os.WriteFile(filepath.Join(artifacts, fmt.Sprintf("%s-%s.png", tier, strings.ToLower(string(v)))), shot, 0o644)
 				}

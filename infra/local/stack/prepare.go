@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
@@ -71,6 +72,10 @@ type Options struct {
 	ForceBase64 bool
 	// Log receives the stack's and the functions' logs; default os.Stderr.
 	Log io.Writer
+	// BeforeDelivery, when set, sees every SQS batch just before the
+	// consuming function is invoked with it, so tests can check what holds
+	// at that moment (the verdict is served before its email is sent).
+	BeforeDelivery func(queue string, batch events.SQSEvent)
 }
 
 // Region is the AWS region of the local stack.

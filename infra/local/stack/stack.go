@@ -7,6 +7,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -144,7 +146,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 				Region:                  Region,
 				BatchSize:               q.BatchSize,
 				ReportBatchItemFailures: q.ReportBatchItemFailures,
-				Function:                f,
+				Function:                observed(f, q.QueueLogicalID, o.BeforeDelivery),
 				Name:                    q.QueueLogicalID + " -> " + fn.LogicalID,
 				Log:                     pollLog,
 			}
@@ -201,6 +203,27 @@ func (s *Stack) serve(ln net.Listener, h http.Handler) {
 }
 
 // listen claims a loopback port; the stack is for this machine only.
+// observed shows each batch to see before the function gets it.
+func observed(f poller.Invoker, queue string, see func(string, events.SQSEvent)) poller.Invoker {
+	if see == nil {
+		return f
+	}
+	return invokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+		var batch events.SQSEvent
+		if err := json.Unmarshal(payload, &batch); err != nil {
+			return nil, fmt.Errorf("observe %s batch: %w", queue, err)
+		}
+		see(queue, batch)
+		return f.Invoke(ctx, payload)
+	})
+}
+
+type invokerFunc func(context.Context, []byte) ([]byte, error)
+
+func (f invokerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
+
 func listen(port int) (net.Listener, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 	"42sisters.ai/oracle/infra/tools"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
 )
 
 // options are stack options for a test: free ports, the test's moto, a
@@ -77,6 +78,7 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 }
 
 func checkoutToPaidOrder(t *testing.T, o stack.Options) {
+	watch := watchDispatch(&o)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
@@ -215,20 +217,110 @@ func checkoutToPaidOrder(t *testing.T, o stack.Options) {
 		t.Errorf("verdict API: %d %s, want the stored verdict %s", status, body, v.Value)
 	}
 
+	watch.verify(t, s, []string{sessionID})
+
+	// SQS delivers at least once: the same generate and mail jobs arriving
+	// again, several in one batch, change nothing.
 	q := sqs.NewFromConfig(s.AWS)
-	for _, queue := range []string{"GenerateQueue", "MailQueue"} {
-		attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-			QueueUrl: aws.String(s.Resources.Ref(queue)),
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible},
-		})
-		if err != nil {
+	drained(ctx, t, q, s)
+	for queueID, job := range map[string]queue.Job{
+		"GenerateQueue": {SessionID: sessionID, Reason: queue.ReasonPaid, Attempt: 1},
+		"MailQueue":     {SessionID: sessionID, Kind: queue.MailVerdict, Attempt: 1},
+	} {
+		body, _ := json.Marshal(job)
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for i := range 3 {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(string(body))})
+		}
+		if _, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.Resources.Ref(queueID)), Entries: entries}); err != nil {
 			t.Fatal(err)
 		}
-		if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != "0" {
-			t.Errorf("%s still holds %s messages", queue, n)
+	}
+	drained(ctx, t, q, s)
+	all, err := mail.Mailbox{}.Sent(ctx, o.MotoEndpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countContaining(all, link); n != 1 {
+		t.Errorf("after duplicate jobs: %d emails for the session, want 1", n)
+	}
+	again, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.Resources.Ref("OrdersTable")),
+		Key:            map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: sessionID}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := again.Item["verdict"].(*ddbtypes.AttributeValueMemberS); !ok || got.Value != v.Value {
+		t.Errorf("after duplicate jobs the verdict changed: %v", again.Item["verdict"])
+	}
+	if a, ok := again.Item["attempts"].(*ddbtypes.AttributeValueMemberN); !ok || a.Value != "1" {
+		t.Errorf("after duplicate jobs attempts = %v, want 1", again.Item["attempts"])
+	}
+	if calls := geminiCalls(t, s.GeminiURL); calls != 1 {
+		t.Errorf("the model was called %d times, want 1", calls)
+	}
+}
+
+// drained waits until the generate and mail queues hold no message, visible
+// or in flight, and their dead-letter queues none either.
+func drained(ctx context.Context, t *testing.T, q *sqs.Client, s *stack.Stack) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		busy := ""
+		for _, queueID := range []string{"GenerateQueue", "MailQueue", "GenerateDeadLetterQueue", "MailDeadLetterQueue"} {
+			attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(s.Resources.Ref(queueID)),
+				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+					sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(queueID, "DeadLetterQueue") && attrs.Attributes["ApproximateNumberOfMessages"] != "0" {
+				t.Fatalf("%s holds %s messages", queueID, attrs.Attributes["ApproximateNumberOfMessages"])
+			}
+			if attrs.Attributes["ApproximateNumberOfMessages"] != "0" || attrs.Attributes["ApproximateNumberOfMessagesNotVisible"] != "0" {
+				busy = queueID
+			}
+		}
+		if busy == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not drain", busy)
+		}
+		<-tick.C
+	}
+}
+
+func countContaining(all []mail.Sent, s string) int {
+	n := 0
+	for _, m := range all {
+		if strings.Contains(m.Text, s) {
+			n++
 		}
 	}
+	return n
+}
+
+// geminiCalls counts the generateContent requests the fake Gemini received.
+func geminiCalls(t *testing.T, gemini string) int {
+	t.Helper()
+	resp, err := http.Get(gemini + "/_calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var calls []json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&calls); err != nil {
+		t.Fatal(err)
+	}
+	return len(calls)
 }
 
 func TestAlertsAreTapped(t *testing.T) {
