@@ -326,3 +326,42 @@ func TestSampleEvent(t *testing.T) {
 		t.Fatal("the sample failed")
 	}
 }
+
+// VC-5: a failed audit write alerts and the customer still gets the
+// verdict. The audit bucket does not exist, so moto refuses the write as S3
+// would; the verdict is stored and mailed all the same.
+func TestFailedAuditWriteAlertsAndTheVerdictIsStillMailed(t *testing.T) {
+	e := newEnv(t)
+	// A bucket name no test creates: the fixture's own, suffixed.
+	e.h.Audit = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
+	id := "cs_test_genauditfail"
+	query := "Should I sell my grandmother's recipe book?"
+	e.paid(id, oracle.TierQuick, query)
+
+	if failed := e.run(record("m1", job(id), 1)); len(failed) != 0 {
+		t.Fatalf("failed items %q: an audit failure must not hold back the verdict", failed)
+	}
+	if o := e.order(id); o.Status != oracle.StatusReady || o.Verdict == "" {
+		t.Fatalf("order %+v, want READY with the verdict", o)
+	}
+	jobs := e.mailJobs()
+	if len(jobs) != 1 || jobs[0].SessionID != id || jobs[0].Kind != queue.MailVerdict {
+		t.Fatalf("mail jobs %+v, want one verdict mail for %s", jobs, id)
+	}
+	alerts := e.alerts()
+	if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] ERROR |") || !strings.Contains(alerts[0], "| AUDIT_WRITE_FAILED |") {
+		t.Fatalf("alerts %q, want one ERROR AUDIT_WRITE_FAILED", alerts)
+	}
+	// Neither the alert nor the log may quote the customer's query.
+	logs := e.logs.String()
+	if !strings.Contains(logs, "audit write failed") {
+		t.Fatal("the failed audit write was not logged")
+	}
+	if strings.Contains(alerts[0], query) || strings.Contains(logs, query) {
+		t.Fatal("the query leaked into the alert or the log")
+	}
+	// Nothing reached the real bucket: the failure injected is the one seen.
+	if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 0 {
+		t.Fatalf("%d audit records in the real bucket, want 0", len(recs))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -294,6 +295,54 @@ func TestRefusedSendAlertsOnceAndIsNotRetried(t *testing.T) {
 	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed {
 		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// VC-5: a failed audit write alerts and the customer still gets the
+// verdict. The audit bucket does not exist, so moto refuses the write as S3
+// would; the email goes out once and its delivery is recorded all the same.
+func TestFailedAuditWriteAlertsAndTheVerdictIsStillSentOnce(t *testing.T) {
+	e := newEnv(t)
+	// A bucket name no test creates: the fixture's own, suffixed.
+	e.h.Audit = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierQuick, addr)
+	e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
+
+	if n := e.run(record(id, "verdict")); n != 0 {
+		t.Fatal("the job failed: an audit failure must not hold back the email")
+	}
+	// A redelivery finds the delivery record and sends nothing more.
+	if n := e.run(record(id, "verdict")); n != 0 {
+		t.Fatal("the redelivery failed")
+	}
+	got := e.inbox(addr)
+	if len(got) != 1 {
+		t.Fatalf("%d emails, want the verdict once", len(got))
+	}
+	if got[0].Subject != "Your 42 Sisters AI Verdict" {
+		t.Fatalf("subject %q, want the verdict's", got[0].Subject)
+	}
+	if _, err := e.orders.ClaimMail(context.Background(), id, "verdict", time.Minute); !errors.Is(err, store.ErrAlreadySent) {
+		t.Fatalf("ClaimMail after the send: %v, want ErrAlreadySent (the delivery was not recorded)", err)
+	}
+	alerts := e.alerts()
+	if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] ERROR |") || !strings.Contains(alerts[0], "| AUDIT_WRITE_FAILED |") {
+		t.Fatalf("alerts %q, want one ERROR AUDIT_WRITE_FAILED", alerts)
+	}
+	// Neither the alert nor the log may quote the customer's address or query.
+	logs := e.logs.String()
+	if !strings.Contains(logs, "audit write failed") {
+		t.Fatal("the failed audit write was not logged")
+	}
+	for _, secret := range []string{addr, "bakery"} {
+		if strings.Contains(alerts[0], secret) || strings.Contains(logs, secret) {
+			t.Fatalf("%q leaked into the alert or the log", secret)
+		}
+	}
+	// The failure seen is the one injected: nothing reached the real bucket.
+	if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 0 {
+		t.Fatalf("%d audit records in the real bucket, want 0", len(recs))
 	}
 }
 

@@ -41,6 +41,7 @@ type env struct {
 	stripe string
 	sqs    *sqs.Client
 	s3     *s3.Client
+	logs   *testkit.Buffer
 	clock  *testkit.Clock
 }
 
@@ -49,10 +50,10 @@ func newEnv(t *testing.T) *env {
 	f := provision.ForTest(t, nil)
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
-	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), clock: testkit.NewClock(time.Now())}
+	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
 	db := dynamodb.NewFromConfig(f.AWS)
 	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
-	log := obs.NewLogger(&testkit.Buffer{}, "DEBUG")
+	log := obs.NewLogger(e.logs, "DEBUG")
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
 	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
 	metrics := obs.NewMetrics(io.Discard, "Oracle", e.clock.Now)
@@ -204,6 +205,48 @@ func TestStoredVerdictIsServedAndAudited(t *testing.T) {
 	}
 	if cached != 2 {
 		t.Fatalf("%d CACHED records, want one per load", cached)
+	}
+}
+
+// VC-5: a failed audit write alerts and the customer still gets the
+// verdict. The audit bucket does not exist, so moto refuses the write as S3
+// would; the page is answered all the same.
+func TestFailedAuditWriteAlertsAndTheVerdictIsStillServed(t *testing.T) {
+	e := newEnv(t)
+	alerts := testkit.AlertTap(t, e.f.AWS, e.f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
+	query := "Should I sell my grandmother's recipe book?"
+	id := e.session(oracle.TierQuick, query, true)
+	e.ready(id, oracle.TierQuick, time.Now().Add(time.Hour))
+	// Only the serve's write fails (the claim above audited normally); a
+	// bucket name no test creates: the fixture's own, suffixed.
+	e.h.Audit = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
+
+	code, body := e.get(id)
+	if code != http.StatusOK || body["status"] != "ready" || body["query"] != query {
+		t.Fatalf("%d %v, want 200 with the ready verdict", code, body)
+	}
+	if v, _ := body["verdict"].(map[string]any); v["verdict"] != "GREEN" {
+		t.Fatalf("verdict %v", body["verdict"])
+	}
+	got := alerts()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "[ORACLE-ALERT] ERROR |") || !strings.Contains(got[0], "| AUDIT_WRITE_FAILED |") {
+		t.Fatalf("alerts %q, want one ERROR AUDIT_WRITE_FAILED", got)
+	}
+	// Neither the alert nor the log may quote the customer's query or address.
+	logs := e.logs.String()
+	if !strings.Contains(logs, "audit write failed") {
+		t.Fatal("the failed audit write was not logged")
+	}
+	for _, secret := range []string{query, "customer@example.com"} {
+		if strings.Contains(got[0], secret) || strings.Contains(logs, secret) {
+			t.Fatalf("%q leaked into the alert or the log", secret)
+		}
+	}
+	// The failure seen is the one injected: no CACHED record reached the real bucket.
+	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+		if r.Status == audit.StatusCached {
+			t.Fatalf("a CACHED record reached the real bucket: %+v", r)
+		}
 	}
 }
 
