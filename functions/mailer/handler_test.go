@@ -225,24 +225,35 @@ func (noEmail) RetrieveSession(_ context.Context, id string) (oracle.Session, er
 }
 
 func TestNoAddressMeansNoSendAndAnAuditRecord(t *testing.T) {
-	e := newEnv(t)
-	e.h.Test = noEmail{}
-	id := "cs_test_noaddressxxxxxxxx"
-	e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
-	if n := e.run(record(id, "verdict")); n != 0 {
-		t.Fatal("the job failed")
-	}
-	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
-	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed || recs[0].ErrorDetail == nil {
-		t.Fatalf("audit %+v", recs)
-	}
-	if !strings.Contains(e.logs.String(), "no email address on the session") {
-		t.Fatal("no warning logged")
-	}
-	// A duplicate job does not try again.
-	e.run(record(id, "verdict"))
-	if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 1 {
-		t.Fatalf("%d audit records after a duplicate", len(recs))
+	// Both kinds: a verdict (the page still serves it) and the silent-drop
+	// notice (the operator's [SILENT-DROP] alert is then all there is).
+	for _, kind := range []string{"verdict", "silent_drop"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t)
+			e.h.Test = noEmail{}
+			id := "cs_test_noaddress" + strings.ReplaceAll(kind, "_", "") + "xxxxxxxx"
+			if kind == "verdict" {
+				e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
+			} else if _, err := e.orders.ClaimOrder(context.Background(), oracle.Order{SessionID: id, Status: oracle.StatusDropped, DropReason: oracle.DropTierMissing,
+				Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.run(record(id, kind)); n != 0 {
+				t.Fatal("the job failed")
+			}
+			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
+			if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed || recs[0].ErrorDetail == nil {
+				t.Fatalf("audit %+v", recs)
+			}
+			if !strings.Contains(e.logs.String(), "no email address on the session") {
+				t.Fatal("no warning logged")
+			}
+			// A duplicate job does not try again.
+			e.run(record(id, kind))
+			if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 1 {
+				t.Fatalf("%d audit records after a duplicate", len(recs))
+			}
+		})
 	}
 }
 
