@@ -165,15 +165,34 @@ func (h *Handler) compose(kind string, o oracle.Order) (letter.Message, error) {
 		if err != nil {
 			return letter.Message{}, fmt.Errorf("stored verdict of %s: %w", oracle.ShortID(o.SessionID), err)
 		}
-		link := h.BaseURL + "/oracle/result?session_id=" + url.QueryEscape(o.SessionID)
-		return letter.Verdict(h.Brand, o.Tier, o.Query, a, link)
+		return letter.Verdict(h.Brand, o.Tier, o.Query, a, h.link(o))
 	case queue.MailSilentDrop:
 		if o.Status != oracle.StatusDropped {
 			return letter.Message{}, errNotReady
 		}
 		return letter.SilentDropNotice(h.Brand)
+	case queue.MailFailed, queue.MailReview, queue.MailDivergence:
+		// Each notice is owed only while the order is in the state it
+		// tells of.
+		owed := map[string]bool{
+			queue.MailFailed:     o.Status == oracle.StatusFailed,
+			queue.MailReview:     o.Status == oracle.StatusHeld,
+			queue.MailDivergence: o.Status == oracle.StatusReady && o.Divergence == oracle.DivergenceSignificant,
+		}
+		if !owed[kind] {
+			return letter.Message{}, errNotReady
+		}
+		return letter.Notice(h.Brand, notices[kind], h.link(o))
 	}
 	return letter.Message{}, fmt.Errorf("unknown mail kind %q", kind)
+}
+
+// notices names the letter of each notice kind.
+var notices = map[string]string{queue.MailFailed: letter.Failed, queue.MailReview: letter.Review, queue.MailDivergence: letter.Divergence}
+
+// link is the order's result page.
+func (h *Handler) link(o oracle.Order) string {
+	return h.BaseURL + "/oracle/result?session_id=" + url.QueryEscape(o.SessionID)
 }
 
 // recipient reads the address from Stripe at send time:

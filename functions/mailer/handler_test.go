@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -35,6 +37,7 @@ import (
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -389,5 +392,76 @@ func TestSampleEvents(t *testing.T) {
 		if n := e.run(ev.Records...); n != 0 {
 			t.Fatalf("%s failed", file)
 		}
+	}
+}
+
+// setState puts an order into a state the generator would have left it in.
+func (e *env) setState(id string, status oracle.Status, divergence string) {
+	e.t.Helper()
+	values := map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberS{Value: string(status)}}
+	update := "SET #s = :s"
+	if divergence != "" {
+		update += ", divergence = :d"
+		values[":d"] = &ddbtypes.AttributeValueMemberS{Value: divergence}
+	}
+	_, err := dynamodb.NewFromConfig(e.f.AWS).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(e.f.Ref("OrdersTable")),
+		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
+		UpdateExpression:          aws.String(update),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: values,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestOrderNoticesAreSentOnceAndOnlyInTheirState(t *testing.T) {
+	tests := []struct {
+		kind, notice string
+		status       oracle.Status
+		divergence   string
+	}{
+		{queue.MailFailed, letter.Failed, oracle.StatusFailed, ""},
+		{queue.MailReview, letter.Review, oracle.StatusHeld, ""},
+		{queue.MailDivergence, letter.Divergence, oracle.StatusReady, oracle.DivergenceSignificant},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind, func(t *testing.T) {
+			e := newEnv(t)
+			addr := uniqueAddress(t)
+			id := e.paidSession(oracle.TierFull, addr)
+			e.ready(id, oracle.TierFull, oracle.VerdictGreen)
+			// Not in its state yet (a READY order without divergence, or
+			// READY with a minor one): nothing is sent, the job is done.
+			e.setState(id, oracle.StatusReady, oracle.DivergenceMinor)
+			if n := e.run(record(id, tc.kind)); n != 0 {
+				t.Fatal("the job failed")
+			}
+			if got := e.inbox(addr); len(got) != 0 {
+				t.Fatalf("a %s notice was sent to an order not owed it", tc.kind)
+			}
+			e.setState(id, tc.status, tc.divergence)
+			e.run(record(id, tc.kind), record(id, tc.kind))
+			e.run(record(id, tc.kind))
+			want, err := letter.Notice(letter.DefaultBrand(), tc.notice, "http://localhost:3000/oracle/result?session_id="+id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := e.inbox(addr)
+			if len(got) != 1 || got[0].Subject != want.Subject || got[0].Text != want.Text {
+				t.Fatalf("%d notices, want exactly one %q: %+v", len(got), want.Subject, got)
+			}
+			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
+			sent := 0
+			for _, r := range recs {
+				if r.Status == audit.StatusEmailSent {
+					sent++
+				}
+			}
+			if sent != 1 {
+				t.Errorf("%d EMAIL_SENT records, want 1", sent)
+			}
+		})
 	}
 }

@@ -95,8 +95,17 @@ type Order struct {
 	Regen               bool   `dynamodbav:"regen,omitempty"`
 	RegenReason         string `dynamodbav:"regen_reason,omitempty"`
 	OriginalVerdictHash string `dynamodbav:"original_verdict_hash,omitempty"`
-	GenLeaseUntil       int64  `dynamodbav:"gen_lease_until,omitempty"`
-	GenLease            string `dynamodbav:"gen_lease,omitempty"`
+	// OriginalVerdict is the first verdict's label; Divergence is how far
+	// the regenerated one moved from it (none, minor or significant).
+	OriginalVerdict Verdict `dynamodbav:"original_verdict,omitempty"`
+	Divergence      string  `dynamodbav:"divergence,omitempty"`
+	GenLeaseUntil   int64   `dynamodbav:"gen_lease_until,omitempty"`
+	GenLease        string  `dynamodbav:"gen_lease,omitempty"`
+	// CoherenceScore is the stored verdict's crosscheck score.
+	CoherenceScore float64 `dynamodbav:"coherence_score,omitempty"`
+	// ParkedSince is when the order's job was first parked because the
+	// model was unavailable; the parking budget runs from it.
+	ParkedSince *time.Time `dynamodbav:"parked_since,omitempty"`
 }
 
 // OwesJob reports whether an order in this state is owed a queued job.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,7 +23,12 @@ const (
 
 	MailVerdict    = "verdict"     // the verdict email
 	MailSilentDrop = "silent_drop" // SPEC_ORACLE_SILENT_DROP output 1
+	MailFailed     = "failed"      // no verdict within the parking budget: the refund notice
+	MailReview     = "review"      // the verdict is held for review
+	MailDivergence = "divergence"  // a regenerated verdict differs significantly from the emailed one
 )
+
+var mailKinds = []string{MailVerdict, MailSilentDrop, MailFailed, MailReview, MailDivergence}
 
 // Job is one message on the generate or mail queue. It carries no email
 // address and no query: consumers read the order by session id.
@@ -44,7 +50,7 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job has both reason and kind")
 	case j.Reason != "" && j.Reason != ReasonPaid && j.Reason != ReasonRegenerate:
 		return fmt.Errorf("job has unknown reason %q", j.Reason)
-	case j.Kind != "" && j.Kind != MailVerdict && j.Kind != MailSilentDrop:
+	case j.Kind != "" && !slices.Contains(mailKinds, j.Kind):
 		return fmt.Errorf("job has unknown kind %q", j.Kind)
 	case j.Reason == "" && j.Kind == "":
 		return fmt.Errorf("job has neither reason nor kind")

@@ -22,6 +22,10 @@ func TestParse(t *testing.T) {
 	}{
 		{"generate", `{"session_id":"cs_test_abc","reason":"paid","attempt":0}`, true},
 		{"mail", `{"session_id":"cs_test_abc","kind":"silent_drop","attempt":2}`, true},
+		{"failure notice", `{"session_id":"cs_test_abc","kind":"failed","attempt":0}`, true},
+		{"review notice", `{"session_id":"cs_test_abc","kind":"review","attempt":0}`, true},
+		{"divergence notice", `{"session_id":"cs_test_abc","kind":"divergence","attempt":0}`, true},
+		{"unknown kind", `{"session_id":"cs_test_abc","kind":"verdict2","attempt":0}`, false},
 		{"not json", `hello`, false},
 		{"empty", ``, false},
 		{"unknown field", `{"session_id":"cs_test_abc","reason":"paid","attempt":0,"email":"a@b.co"}`, false},

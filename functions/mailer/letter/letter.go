@@ -1,5 +1,6 @@
 // Package letter renders the customer-facing emails: the verdict letter of
-// each tier and the silent-drop notice, as plain text in the specs' exact
+// each tier, the silent-drop notice and the order notices (failure, review,
+// divergence), as plain text in the specs' exact
 // format with an HTML alternative carrying the same content. The texts live
 // in templates/ next to this file.
 package letter
@@ -12,6 +13,7 @@ import (
 	htmltemplate "html/template"
 	"net/mail"
 	"net/url"
+	"slices"
 	"strings"
 	"text/template"
 	"unicode/utf8"
@@ -67,6 +69,46 @@ const (
 	noticeText     = "notice.txt"
 	noticeHTML     = "notice.html"
 )
+
+// Notices about an order, each named for the template files it renders
+// (<name>.txt with its "<name> subject", and <name>.html).
+const (
+	// Failed tells the customer the model could not answer within the
+	// parking budget, with the refund text of SPEC_ORACLE_GEMINI_TIMEOUT.
+	Failed = "failed"
+	// Review tells the customer their verdict is held for review.
+	Review = "review"
+	// Divergence is SPEC_ORACLE_REGEN_CONSISTENCY's note on a regenerated
+	// verdict that differs significantly from the emailed one.
+	Divergence = "divergence"
+)
+
+// Notices lists every order notice.
+func Notices() []string { return []string{Failed, Review, Divergence} }
+
+// linkData is what the order notices show: the brand and the result page.
+type linkData struct {
+	Brand   Brand
+	Subject string
+	URL     string
+}
+
+// Notice renders the order notice name, which links to resultURL.
+func Notice(b Brand, name, resultURL string) (Message, error) {
+	if !slices.Contains(Notices(), name) {
+		return Message{}, fmt.Errorf("no notice named %q", oracle.Clip(name, 32))
+	}
+	if err := checkURL(resultURL); err != nil {
+		return Message{}, err
+	}
+	d := linkData{Brand: b.withDefaults(), URL: resultURL}
+	subject, err := render(texts, name+" subject", d)
+	if err != nil {
+		return Message{}, err
+	}
+	d.Subject = subject
+	return message(subject, name+".txt", name+".html", d)
+}
 
 //go:embed templates
 var files embed.FS

@@ -39,7 +39,7 @@ func TestGolden(t *testing.T) {
 	// One golden letter per tier and the notice; strategy is shown with NULL
 	// so the golden files also show the NULL marker.
 	all := samples(t)
-	for _, name := range []string{"quick/AMBER", "full/GREEN", "strategy/NULL", "notice"} {
+	for _, name := range []string{"quick/AMBER", "full/GREEN", "strategy/NULL", "notice", Failed, Review, Divergence} {
 		m, ok := all[name]
 		if !ok {
 			t.Fatalf("no sample %s", name)
@@ -294,7 +294,11 @@ func TestLinkIsPresent(t *testing.T) {
 		if name == "notice" {
 			continue
 		}
-		if !strings.Contains(m.Text, "\n\nView your verdict online: "+sampleURL+"\n\n") {
+		line := "\n\nView your verdict online: "
+		if slices.Contains(Notices(), name) {
+			line = "\n\nYour result page: "
+		}
+		if !strings.Contains(m.Text, line+sampleURL+"\n\n") {
 			t.Errorf("%s: the text has no link line", name)
 		}
 		if !strings.Contains(m.HTML, `<a href="`+sampleURL+`"`) {
@@ -492,7 +496,7 @@ func TestBrand(t *testing.T) {
 
 func TestSamplesCoverEveryTierAndVerdict(t *testing.T) {
 	all := samples(t)
-	if len(all) != len(oracle.Tiers())*4+1 {
+	if len(all) != len(oracle.Tiers())*4+1+len(Notices()) {
 		t.Fatalf("%d samples", len(all))
 	}
 	for _, tier := range oracle.Tiers() {
@@ -513,6 +517,42 @@ func TestSamplesCoverEveryTierAndVerdict(t *testing.T) {
 var roots = map[string][]string{
 	".txt":  {verdictSubject, verdictText, noticeSubject, noticeText},
 	".html": {verdictHTML, noticeHTML},
+}
+
+func init() {
+	for _, name := range Notices() {
+		roots[".txt"] = append(roots[".txt"], name+" subject", name+".txt")
+		roots[".html"] = append(roots[".html"], name+".html")
+	}
+}
+
+func TestNoticesCarryTheSpecTexts(t *testing.T) {
+	tests := []struct {
+		name, subject, text string
+	}{
+		{Failed, "Your 42 Sisters AI Verdict could not be completed",
+			"\n\nAnalysis failed. Please contact oracle@42sisters.ai for a refund.\n\n"},
+		{Review, "Your 42 Sisters AI Verdict is under review",
+			"\n\nYour verdict is under review. We will email you when it is ready.\n\n"},
+		{Divergence, "A note about your 42 Sisters AI Verdict",
+			"\n\nNOTE: Due to a technical condition, the verdict on your results page may differ slightly from the one you received by email. " +
+				"Both represent a valid coherence reading of your submission. If you have questions, reply to this email and we will provide clarification.\n\n"},
+	}
+	for _, tc := range tests {
+		m, err := Notice(DefaultBrand(), tc.name, sampleURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject != tc.subject || !strings.Contains(m.Text, tc.text) || !strings.HasSuffix(m.Text, "\n— 42 Sisters AI\noracle@42sisters.ai\n") {
+			t.Errorf("%s: %q\n%s", tc.name, m.Subject, m.Text)
+		}
+	}
+	if _, err := Notice(DefaultBrand(), "verdict", sampleURL); err == nil {
+		t.Error("a notice named after the verdict letter was rendered")
+	}
+	if _, err := Notice(DefaultBrand(), Review, "javascript:alert(1)"); err == nil {
+		t.Error("a notice with a script link was rendered")
+	}
 }
 
 func TestEveryTemplateIsUsed(t *testing.T) {

@@ -83,5 +83,13 @@ func Samples() ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sample notice: %w", err)
 	}
-	return append(out, Sample{Name: "notice", Message: m}), nil
+	out = append(out, Sample{Name: "notice", Message: m})
+	for _, name := range Notices() {
+		m, err := Notice(DefaultBrand(), name, sampleURL)
+		if err != nil {
+			return nil, fmt.Errorf("sample %s notice: %w", name, err)
+		}
+		out = append(out, Sample{Name: name, Message: m})
+	}
+	return out, nil
 }
