@@ -83,6 +83,7 @@ type Order struct {
 	// stored once and never replaced; the page and the email both read it.
 	Verdict       string     `dynamodbav:"verdict,omitempty"`
 	VerdictHash   string     `dynamodbav:"verdict_hash,omitempty"`
+	VerdictLabel  Verdict    `dynamodbav:"verdict_label,omitempty"`
 	PromptVersion string     `dynamodbav:"prompt_version,omitempty"`
 	Model         string     `dynamodbav:"model,omitempty"`
 	GeneratedAt   *time.Time `dynamodbav:"generated_at,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -78,6 +79,14 @@ type StoredVerdict struct {
 	Hash          string // keyed hash of Canonical
 	PromptVersion string
 	Model         string
+	// Label is the top-level verdict, kept apart so a regeneration can keep
+	// the first one's for the divergence check.
+	Label oracle.Verdict
+	// CoherenceScore is the crosscheck's score of the verdict.
+	CoherenceScore float64
+	// Divergence is set on a regenerated verdict: how far it moved from the
+	// first one (oracle.Diverge).
+	Divergence string
 	// ExpiresAt restarts the order's retention from the verdict.
 	ExpiresAt time.Time
 }
@@ -87,24 +96,32 @@ type StoredVerdict struct {
 // is stored. It returns ErrLeaseLost when either no longer holds.
 func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v StoredVerdict) (oracle.Order, error) {
 	now := o.now().UTC()
+	values := map[string]types.AttributeValue{
+		":v":     &types.AttributeValueMemberS{Value: v.Canonical},
+		":h":     &types.AttributeValueMemberS{Value: v.Hash},
+		":pv":    &types.AttributeValueMemberS{Value: v.PromptVersion},
+		":m":     &types.AttributeValueMemberS{Value: v.Model},
+		":label": &types.AttributeValueMemberS{Value: string(v.Label)},
+		":score": &types.AttributeValueMemberN{Value: strconv.FormatFloat(v.CoherenceScore, 'g', -1, 64)},
+		":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
+		":exp":   &types.AttributeValueMemberN{Value: fmt.Sprint(v.ExpiresAt.Unix())},
+		":lease": &types.AttributeValueMemberS{Value: lease},
+	}
+	divergence := ""
+	if v.Divergence != "" {
+		divergence, values[":div"] = ", divergence = :div", &types.AttributeValueMemberS{Value: v.Divergence}
+	}
 	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(o.table),
 		Key:       key(sessionID),
-		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, prompt_version = :pv, model = :m, generated_at = :now, " +
-			"#s = :ready, expires_at = :exp, updated_at = :now REMOVE gen_lease_until, gen_lease"),
-		ConditionExpression:      aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
-		ExpressionAttributeNames: map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":v":     &types.AttributeValueMemberS{Value: v.Canonical},
-			":h":     &types.AttributeValueMemberS{Value: v.Hash},
-			":pv":    &types.AttributeValueMemberS{Value: v.PromptVersion},
-			":m":     &types.AttributeValueMemberS{Value: v.Model},
-			":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
-			":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
-			":exp":   &types.AttributeValueMemberN{Value: fmt.Sprint(v.ExpiresAt.Unix())},
-			":lease": &types.AttributeValueMemberS{Value: lease},
-		},
-		ReturnValues: types.ReturnValueAllNew,
+		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, verdict_label = :label, coherence_score = :score, " +
+			"prompt_version = :pv, model = :m, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now" + divergence +
+			" REMOVE gen_lease_until, gen_lease, parked_since"),
+		ConditionExpression:       aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if isConditionFailed(err) {
 		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), ErrLeaseLost)
@@ -176,8 +193,8 @@ func (o *Orders) ResetForRegeneration(ctx context.Context, sessionID string, hol
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(o.table),
 		Key:       key(sessionID),
-		UpdateExpression: aws.String("SET #s = :paid, regen = :true, regen_reason = :reason, original_verdict_hash = verdict_hash, " +
-			"expires_at = :hold, updated_at = :now REMOVE verdict, verdict_hash, generated_at"),
+		UpdateExpression: aws.String("SET #s = :paid, regen = :true, regen_reason = :reason, original_verdict_hash = verdict_hash, original_verdict = verdict_label, " +
+			"expires_at = :hold, updated_at = :now REMOVE verdict, verdict_hash, verdict_label, generated_at, divergence"),
 		ConditionExpression:      aws.String("#s = :ready AND attribute_exists(verdict) AND expires_at <= :nows"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -195,6 +212,69 @@ func (o *Orders) ResetForRegeneration(ctx context.Context, sessionID string, hol
 	}
 	if err != nil {
 		return false, fmt.Errorf("reset %s for regeneration: %w", oracle.ShortID(sessionID), err)
+	}
+	return true, nil
+}
+
+// Park records that the order's job waits for the model to come back,
+// without touching its attempts: parked_since is set the first time only,
+// so the parking budget runs from the first park. It returns that time, or
+// *ErrNotOwed when the order is no longer waiting for a verdict.
+func (o *Orders) Park(ctx context.Context, sessionID string) (time.Time, error) {
+	now := o.now().UTC()
+	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(o.table),
+		Key:                      key(sessionID),
+		UpdateExpression:         aws.String("SET parked_since = if_not_exists(parked_since, :now), updated_at = :now"),
+		ConditionExpression:      aws.String("attribute_not_exists(verdict) AND (#s = :paid OR #s = :generating)"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":paid":       &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
+			":generating": &types.AttributeValueMemberS{Value: string(oracle.StatusGenerating)},
+			":now":        &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		current, _ := decode(ccf.Item)
+		current.SessionID = sessionID
+		return time.Time{}, &ErrNotOwed{Order: current}
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("park %s: %w", oracle.ShortID(sessionID), err)
+	}
+	ord, err := decode(out.Attributes)
+	if err != nil || ord.ParkedSince == nil {
+		return time.Time{}, fmt.Errorf("park %s: the parked time was not returned (%v)", oracle.ShortID(sessionID), err)
+	}
+	return *ord.ParkedSince, nil
+}
+
+// Hold sets aside an order whose verdict failed the crosscheck twice: it
+// becomes HELD, only while the caller holds the generation lease and no
+// verdict is stored, and reports whether this call held it.
+func (o *Orders) Hold(ctx context.Context, sessionID, lease, reason string) (bool, error) {
+	now := o.now().UTC()
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(o.table),
+		Key:                      key(sessionID),
+		UpdateExpression:         aws.String("SET #s = :held, failure = :reason, updated_at = :now REMOVE gen_lease_until, gen_lease, parked_since"),
+		ConditionExpression:      aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":held":   &types.AttributeValueMemberS{Value: string(oracle.StatusHeld)},
+			":reason": &types.AttributeValueMemberS{Value: reason},
+			":lease":  &types.AttributeValueMemberS{Value: lease},
+			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		},
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("hold %s: %w", oracle.ShortID(sessionID), err)
 	}
 	return true, nil
 }

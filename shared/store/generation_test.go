@@ -22,7 +22,8 @@ func paidOrder(t *testing.T, orders *store.Orders, id string) {
 	}
 }
 
-var verdict = store.StoredVerdict{Canonical: `{"summary":"s","verdict":"GREEN"}`, Hash: "hmac-sha256:00", PromptVersion: "v1", Model: "m"}
+var verdict = store.StoredVerdict{Canonical: `{"summary":"s","verdict":"GREEN"}`, Hash: "hmac-sha256:00", PromptVersion: "v1", Model: "m",
+	Label: oracle.VerdictGreen, CoherenceScore: 1}
 
 func notOwed(err error) (oracle.Status, bool) {
 	var e *store.ErrNotOwed
@@ -192,7 +193,8 @@ func TestResetForRegenerationOnlyOnceExpired(t *testing.T) {
 		t.Fatalf("expired verdict not reset: %v %v", reset, err)
 	}
 	o, _, _ := orders.Get(ctx, id)
-	if o.Status != oracle.StatusPaid || o.Verdict != "" || !o.Regen || o.OriginalVerdictHash != verdict.Hash || o.ExpiresAt <= clk.Now().Unix() {
+	if o.Status != oracle.StatusPaid || o.Verdict != "" || !o.Regen || o.OriginalVerdictHash != verdict.Hash || o.OriginalVerdict != oracle.VerdictGreen ||
+		o.VerdictLabel != "" || o.ExpiresAt <= clk.Now().Unix() {
 		t.Fatalf("after reset: %+v", o)
 	}
 	if reset, _ := orders.ResetForRegeneration(ctx, id, time.Hour); reset {
@@ -200,5 +202,84 @@ func TestResetForRegenerationOnlyOnceExpired(t *testing.T) {
 	}
 	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err != nil {
 		t.Fatalf("the reset order cannot be generated: %v", err)
+	}
+}
+
+func TestRegeneratedVerdictKeepsItsDivergence(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_regendiv"
+	paidOrder(t, orders, id)
+	_, token, _ := orders.StartGeneration(ctx, id, time.Minute)
+	v := verdict
+	v.ExpiresAt = clk.Now().Add(time.Hour)
+	if _, err := orders.StoreVerdict(ctx, id, token, v); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(2 * time.Hour)
+	if _, err := orders.ResetForRegeneration(ctx, id, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	_, token, _ = orders.StartGeneration(ctx, id, time.Minute)
+	again := v
+	again.Label, again.Divergence, again.CoherenceScore = oracle.VerdictRed, oracle.DivergenceSignificant, 0.98
+	stored, err := orders.StoreVerdict(ctx, id, token, again)
+	if err != nil || stored.VerdictLabel != oracle.VerdictRed || stored.OriginalVerdict != oracle.VerdictGreen ||
+		stored.Divergence != oracle.DivergenceSignificant || stored.CoherenceScore != 0.98 || !stored.Regen {
+		t.Fatalf("regenerated: %+v %v", stored, err)
+	}
+}
+
+func TestParkKeepsTheFirstTimeAndTheAttempts(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_park"
+	paidOrder(t, orders, id)
+	first, err := orders.Park(ctx, id)
+	if err != nil || !first.Equal(clk.Now().UTC()) {
+		t.Fatalf("park: %v %v", first, err)
+	}
+	clk.Add(time.Hour)
+	again, err := orders.Park(ctx, id)
+	if err != nil || !again.Equal(first) {
+		t.Fatalf("second park moved the budget's start: %v, want %v (%v)", again, first, err)
+	}
+	o, _, _ := orders.Get(ctx, id)
+	if o.Status != oracle.StatusPaid || o.Attempts != 0 {
+		t.Fatalf("parking changed the order: %+v", o)
+	}
+	// The verdict clears the parked time; a READY order is not parked.
+	_, token, _ := orders.StartGeneration(ctx, id, time.Minute)
+	if stored, err := orders.StoreVerdict(ctx, id, token, verdict); err != nil || stored.ParkedSince != nil {
+		t.Fatalf("store: %+v %v", stored, err)
+	}
+	if _, err := orders.Park(ctx, id); err == nil {
+		t.Fatal("a READY order was parked")
+	} else if s, ok := notOwed(err); !ok || s != oracle.StatusReady {
+		t.Fatalf("park READY: %v", err)
+	}
+	if _, err := orders.Park(ctx, "cs_test_parknoorder"); err == nil {
+		t.Fatal("an unknown order was parked")
+	}
+}
+
+func TestHoldNeedsTheLease(t *testing.T) {
+	ctx := context.Background()
+	orders, _, _ := newOrders(t)
+	id := "cs_test_hold"
+	paidOrder(t, orders, id)
+	_, token, _ := orders.StartGeneration(ctx, id, time.Minute)
+	if held, err := orders.Hold(ctx, id, "not-the-lease", "crosscheck"); err != nil || held {
+		t.Fatalf("held without the lease: %v %v", held, err)
+	}
+	if held, err := orders.Hold(ctx, id, token, "crosscheck_low_coherence"); err != nil || !held {
+		t.Fatalf("hold: %v %v", held, err)
+	}
+	o, _, _ := orders.Get(ctx, id)
+	if o.Status != oracle.StatusHeld || o.Failure != "crosscheck_low_coherence" || o.GenLease != "" {
+		t.Fatalf("held order: %+v", o)
+	}
+	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err == nil {
+		t.Fatal("a HELD order was generated again")
 	}
 }
