@@ -65,6 +65,34 @@ type Record struct {
 	AmountTotal    int64     `json:"amount_total"`
 	Currency       string    `json:"currency"`
 	OrderStatus    string    `json:"order_status,omitempty"`
+	// Model is the model that answered (generator records).
+	Model string `json:"model,omitempty"`
+
+	// Crosscheck is set on tmm_crosscheck records, Divergence on
+	// regen_divergence_check records (SPEC_ORACLE_TMM_CROSSCHECK and
+	// SPEC_ORACLE_REGEN_CONSISTENCY log entries, without the query preview:
+	// the query is only ever a keyed hash here).
+	Crosscheck *Crosscheck `json:"crosscheck,omitempty"`
+	Divergence *Divergence `json:"divergence,omitempty"`
+}
+
+// Crosscheck is the decision of one TMM crosscheck.
+type Crosscheck struct {
+	VerdictLabel     string   `json:"verdict_label"`
+	CoherenceScore   float64  `json:"coherence_score"`
+	Threshold        float64  `json:"threshold"`
+	Phi              float64  `json:"phi"`
+	Approved         bool     `json:"approved"`
+	Flags            []string `json:"flags"`
+	CrosscheckReason string   `json:"crosscheck_reason"`
+}
+
+// Divergence compares a regenerated verdict with the first one.
+type Divergence struct {
+	OriginalVerdict string `json:"original_verdict"` // GREEN, AMBER, RED, NULL or UNKNOWN
+	RegenVerdict    string `json:"regen_verdict"`
+	TopLevelMatch   bool   `json:"top_level_match"`
+	DivergenceLevel string `json:"divergence_level"` // none, minor, significant, unknown
 }
 
 // Detail returns a pointer for ErrorDetail.
