@@ -2,8 +2,13 @@
 // over google.golang.org/genai that makes one deterministic, JSON-mode
 // generateContent call per Generate and classifies its failures.
 //
-// It neither retries nor parses the answer: the caller validates the text
-// against the tier's schema and decides what to do about each error Kind.
+// A Client neither retries nor parses the answer. A Caller does the
+// bounded, retried call of SPEC_ORACLE_GEMINI_TIMEOUT over a Client: a
+// timeout on every attempt, at most three attempts within the caller's
+// deadline, full-jitter backoff, Google's retry delay honoured, one
+// stricter retry after a reply that fails the caller's validation, and an
+// optional fallback model. The circuit breaker is the caller's: Countable
+// says whether a failed Call counts against it.
 package gemini
 
 import (
@@ -83,6 +88,9 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	return &Client{models: c.Models, model: o.Model, timeout: o.Timeout}, nil
 }
 
+// Model is the model the client calls, as configured.
+func (c *Client) Model() string { return c.model }
+
 // Request is one generation: the system instruction, the user's text, the
 // response schema of the tier and the sampling seed.
 type Request struct {
@@ -90,6 +98,26 @@ type Request struct {
 	User   string
 	Schema *genai.Schema
 	Seed   int32
+	// Strict appends StrictInstruction to the system instruction: the
+	// retry after a reply that was not the JSON object asked for
+	// (SPEC_ORACLE_GEMINI_TIMEOUT, GAP-02E).
+	Strict bool
+}
+
+// StrictInstruction is appended, after a blank line, to the system
+// instruction of a Strict request.
+const StrictInstruction = "Answer with one JSON object that matches the response schema exactly. No markdown, no code fences, no text before or after it."
+
+// systemInstruction is r's system instruction, with StrictInstruction
+// appended when r is Strict.
+func (r Request) systemInstruction() string {
+	if !r.Strict {
+		return r.System
+	}
+	if r.System == "" {
+		return StrictInstruction
+	}
+	return r.System + "\n\n" + StrictInstruction
 }
 
 // Reply is the model's answer. Text is the model's output as it came, to be
@@ -123,8 +151,8 @@ func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
 		// One call is one request: no follow-up requests for long answers.
 		AutomaticContinuation: genai.Ptr(false),
 	}
-	if r.System != "" {
-		config.SystemInstruction = genai.NewContentFromText(r.System, genai.RoleUser)
+	if system := r.systemInstruction(); system != "" {
+		config.SystemInstruction = genai.NewContentFromText(system, genai.RoleUser)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

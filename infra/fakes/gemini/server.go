@@ -1,6 +1,7 @@
 // Package fakegemini is a fake of the Gemini API's generateContent endpoint
 // that answers with deterministic, schema-valid Oracle verdicts and can be
-// told to fail the ways the real service fails.
+// told to fail the ways the real service fails. It also describes models,
+// the call a client makes to check its API key without generating.
 //
 // It speaks the REST wire format that google.golang.org/genai uses with the
 // Gemini API backend, so the service's real client runs against it
@@ -16,12 +17,16 @@
 // Endpoints:
 //
 //	POST   /v1beta/models/{model}:generateContent   generate a verdict (API key in x-goog-api-key or ?key=)
+//	GET    /v1beta/models/{model}                   describe the model: name, version, displayName,
+//	                                                supportedGenerationMethods (same API key check)
 //	POST   /_control                                shape the next answers (see Scenario); {} resets
 //	GET    /_calls                                  generateContent requests received (never the API key)
 //	DELETE /_calls                                  forget them
 //
-// An API key is required; the key InvalidKey is refused as Google refuses a
-// key it does not know.
+// An API key is required on both API endpoints; the key InvalidKey is
+// refused as Google refuses a key it does not know, with the same answer on
+// both. Describing a model is not a generateContent request: it is not in
+// /_calls and does not use up a Scenario.
 package fakegemini
 
 import (
@@ -78,6 +83,7 @@ func New(opts Options) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.mux.HandleFunc("POST /v1beta/models/{action}", s.handleGenerate)
+	s.mux.HandleFunc("GET /v1beta/models/{model}", s.handleGetModel)
 	s.mux.HandleFunc("POST /_control", s.handleControl)
 	s.mux.HandleFunc("GET /_calls", s.handleCalls)
 	s.mux.HandleFunc("DELETE /_calls", s.handleClearCalls)
