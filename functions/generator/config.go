@@ -8,7 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/gemini"
 )
 
 type settings struct {
@@ -19,28 +21,49 @@ type settings struct {
 	AlertsTopic string
 	GeminiKey   string
 	GeminiModel string
-	GeminiBase  string // empty in production: Google's endpoint
-	CallTimeout time.Duration
-	MaxReceives int
-	Retention   time.Duration
-	Hasher      *audit.Hasher
+	// GeminiFallback is a second model for when the first is rate limited
+	// or unavailable; empty means none.
+	GeminiFallback string
+	GeminiBase     string // empty in production: Google's endpoint
+	GenerateQueue  string // this function's own queue, for parked jobs
+	CallTimeout    time.Duration
+	BackoffBase    time.Duration
+	MaxReceives    int
+	Retention      time.Duration
+	Circuit        circuit.Options
+	ParkingBudget  time.Duration
+	RetryBase      time.Duration
+	KeyRecheck     time.Duration
+	Hasher         *audit.Hasher
 }
 
 // loadConfig reads and validates every setting once, at cold start.
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	s := settings{
-		OrdersTable: env.String("ORDERS_TABLE"),
-		LedgerTable: env.String("LEDGER_TABLE"),
-		MailQueue:   env.String("MAIL_QUEUE_URL"),
-		AuditBucket: env.String("AUDIT_BUCKET"),
-		AlertsTopic: env.String("ALERTS_TOPIC_ARN"),
-		GeminiKey:   env.Secret(ctx, "GEMINI_API_KEY", true),
-		GeminiModel: env.Optional("GEMINI_MODEL", "gemini-2.5-flash"),
-		GeminiBase:  env.Optional("GEMINI_API_BASE", ""),
-		CallTimeout: env.Duration("GEMINI_CALL_TIMEOUT", 45*time.Second),
-		MaxReceives: env.Int("GENERATE_MAX_RECEIVES", 5, 1, 1000),
-		Retention:   time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		OrdersTable:    env.String("ORDERS_TABLE"),
+		LedgerTable:    env.String("LEDGER_TABLE"),
+		MailQueue:      env.String("MAIL_QUEUE_URL"),
+		AuditBucket:    env.String("AUDIT_BUCKET"),
+		AlertsTopic:    env.String("ALERTS_TOPIC_ARN"),
+		GeminiKey:      env.Secret(ctx, "GEMINI_API_KEY", true),
+		GeminiModel:    env.Optional("GEMINI_MODEL", gemini.DefaultModel),
+		GeminiFallback: env.Optional("GEMINI_FALLBACK_MODEL", ""),
+		GeminiBase:     env.Optional("GEMINI_API_BASE", ""),
+		GenerateQueue:  env.String("GENERATE_QUEUE_URL"),
+		CallTimeout:    env.Duration("GEMINI_CALL_TIMEOUT", gemini.DefaultTimeout),
+		BackoffBase:    env.Duration("GEMINI_BACKOFF_BASE", gemini.DefaultBackoffBase),
+		MaxReceives:    env.Int("GENERATE_MAX_RECEIVES", 5, 1, 1000),
+		Retention:      time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		Circuit: circuit.Options{
+			FailureThreshold: env.Int("GEMINI_CIRCUIT_OPEN_THRESHOLD", 5, 1, 1000),
+			OpenFor:          env.Duration("GEMINI_CIRCUIT_OPEN_FOR", 60*time.Second),
+			SlowThreshold:    env.Duration("GEMINI_CIRCUIT_SLOW_THRESHOLD", 30*time.Second),
+			SlowCalls:        env.Int("GEMINI_CIRCUIT_SLOW_CALLS", 5, 1, 1000),
+		},
+		ParkingBudget: env.Duration("PARKING_BUDGET", DefaultParkingBudget),
+		RetryBase:     env.Duration("GENERATE_RETRY_BASE", DefaultRetryBase),
+		KeyRecheck:    env.Duration("GEMINI_KEY_RECHECK", time.Minute),
 	}
 	pepper := env.Secret(ctx, "HASH_PEPPER", true)
 	if err := env.Err(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/circuit"
+	"42sisters.ai/oracle/shared/crosscheck"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -29,14 +33,23 @@ type Orders interface {
 	StoreVerdict(ctx context.Context, sessionID, lease string, v store.StoredVerdict) (oracle.Order, error)
 	AbandonGeneration(ctx context.Context, sessionID, lease string) error
 	MarkFailed(ctx context.Context, sessionID, reason string) (bool, error)
+	Park(ctx context.Context, sessionID string) (time.Time, error)
+	Hold(ctx context.Context, sessionID, lease, reason string) (bool, error)
 }
 
-// Model generates a verdict (shared/gemini).
+// Model makes one bounded, retried model call (gemini.Caller).
 type Model interface {
-	Generate(ctx context.Context, r gemini.Request) (gemini.Reply, error)
+	Call(ctx context.Context, r gemini.Request, validate func(text string) error) (gemini.Result, error)
 }
 
-// Sender sends a job to the mail queue.
+// Circuit is the breaker every generator container shares (shared/circuit).
+type Circuit interface {
+	Allow(ctx context.Context) (circuit.Permit, error)
+	Succeeded(ctx context.Context, p circuit.Permit, latency time.Duration) (circuit.Transition, error)
+	Failed(ctx context.Context, p circuit.Permit) (circuit.Transition, error)
+}
+
+// Sender sends a job to a queue.
 type Sender interface {
 	Send(ctx context.Context, j queue.Job) error
 }
@@ -51,26 +64,41 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// Defaults of the Handler's windows; tests and the local stack shorten them.
+const (
+	DefaultParkingBudget = 6 * time.Hour
+	DefaultRetryBase     = 30 * time.Second
+	maxRetryDelay        = 15 * time.Minute
+)
+
 // Handler consumes the generate queue.
 type Handler struct {
-	Orders Orders
-	Model  Model
-	Mail   Sender
-	Audit  Auditor
-	Alerts Alerter
-	Hasher *audit.Hasher
-	Log    *slog.Logger
-	Now    func() time.Time
+	Orders  Orders
+	Model   Model
+	Circuit Circuit
+	Key     *KeyHealth
+	Mail    Sender
+	// Requeue sends to the generate queue itself: parked and re-delayed jobs.
+	Requeue Sender
+	Audit   Auditor
+	Alerts  Alerter
+	Hasher  *audit.Hasher
+	Log     *slog.Logger
+	Now     func() time.Time
+	Rand    func() float64
 	// Retention is how long a verdict is kept, from its generation.
 	Retention time.Duration
-	// CallTimeout bounds one model call.
+	// CallTimeout bounds one model call; the generation lease outlasts it.
 	CallTimeout time.Duration
-	// Reserve is kept back from the Lambda deadline for the writes that
-	// follow the model call.
-	Reserve time.Duration
 	// MaxReceives is the queue's maxReceiveCount: the delivery that fails
 	// with it is the last, so the order is marked FAILED and alerted.
 	MaxReceives int
+	// ParkingBudget bounds how long an order waits for the model to come
+	// back (circuit open, key rejected, transient failures) before it fails.
+	ParkingBudget time.Duration
+	// RetryBase is the first re-delay after a transient model failure; it
+	// doubles per attempt up to 15 minutes.
+	RetryBase time.Duration
 }
 
 // Handle processes a batch and reports the records that failed, so that
@@ -93,46 +121,81 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			Detail: "unreadable message on the generate queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
-	log := h.Log.With(obs.Session(job.SessionID), "reason", job.Reason, "receive", receives)
+	log := h.Log.With(obs.Session(job.SessionID), "reason", job.Reason, "receive", receives, "attempt", job.Attempt)
 	started := h.Now()
+	if job.NotBefore != nil && job.NotBefore.After(started) {
+		// A wait longer than SQS's 15-minute delay goes in hops.
+		return h.Requeue.Send(ctx, job)
+	}
 	if job.Reason == queue.ReasonRegenerate {
 		// Only an expired verdict is reset; a live one is left alone.
 		if _, err := h.Orders.ResetForRegeneration(ctx, job.SessionID, h.lease(ctx)+time.Hour); err != nil {
 			return err
 		}
 	}
+	order, found, err := h.Orders.Get(ctx, job.SessionID)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		log.Warn("generate job for an unknown order acknowledged")
+		return nil
+	case order.Status == oracle.StatusReady:
+		// A redelivery after the verdict was stored: finish what may not
+		// have been finished (both steps are idempotent).
+		return h.afterStore(ctx, log, order, started)
+	case order.Status != oracle.StatusPaid && order.Status != oracle.StatusGenerating:
+		log.Info("generation not owed; job acknowledged", "status", string(order.Status))
+		return nil
+	}
+
+	// Whatever keeps the model from answering, the order waits instead of
+	// failing: the key is refused, or the circuit is open.
+	if until, ok := h.Key.Rejected(ctx); ok {
+		return h.park(ctx, log, job, order, until, "the model key is refused")
+	}
+	permit, err := h.Circuit.Allow(ctx)
+	var open *circuit.OpenError
+	if errors.As(err, &open) {
+		return h.park(ctx, log, job, order, open.Until, "the circuit is open ("+string(open.Reason)+")")
+	}
+	if err != nil {
+		log.Warn("circuit state unreadable; calling the model", "error", err.Error())
+	}
 
 	order, lease, err := h.Orders.StartGeneration(ctx, job.SessionID, h.lease(ctx))
 	var notOwed *store.ErrNotOwed
 	switch {
 	case errors.As(err, &notOwed):
-		if notOwed.Order.Status == oracle.StatusReady {
-			// A redelivery after the verdict was stored: finish what may not
-			// have been finished (both steps are idempotent).
-			return h.afterStore(ctx, log, notOwed.Order, started)
-		}
 		log.Info("generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
 		return nil
 	case err != nil:
 		return err
 	}
-	log = log.With("attempt", order.Attempts)
+	log = log.With("generation", order.Attempts)
 
-	analysis, model, err := h.generate(ctx, order)
+	g, err := h.generate(ctx, order, started)
+	h.report(ctx, log, permit, g.result, err)
 	if err != nil {
-		return h.failed(ctx, log, order, lease, receives, started, err)
+		return h.failed(ctx, log, job, order, lease, receives, started, err)
 	}
-	canonical, err := analysis.CanonicalJSON()
+	canonical, err := g.analysis.CanonicalJSON()
 	if err != nil {
-		return h.failed(ctx, log, order, lease, receives, started, err)
+		return h.failed(ctx, log, job, order, lease, receives, started, err)
 	}
-	stored, err := h.Orders.StoreVerdict(ctx, order.SessionID, lease, store.StoredVerdict{
-		Canonical:     string(canonical),
-		Hash:          h.Hasher.Hash(string(canonical)),
-		PromptVersion: prompt.Version,
-		Model:         model,
-		ExpiresAt:     h.Now().Add(h.Retention),
-	})
+	v := store.StoredVerdict{
+		Canonical:      string(canonical),
+		Hash:           h.Hasher.Hash(string(canonical)),
+		PromptVersion:  prompt.Version,
+		Model:          g.result.Model,
+		Label:          g.analysis.Verdict,
+		CoherenceScore: g.decision.CoherenceScore,
+		ExpiresAt:      h.Now().Add(h.Retention),
+	}
+	if order.Regen {
+		v.Divergence = oracle.Diverge(order.OriginalVerdict, g.analysis.Verdict)
+	}
+	stored, err := h.Orders.StoreVerdict(ctx, order.SessionID, lease, v)
 	if errors.Is(err, store.ErrLeaseLost) {
 		// Another generator overtook this slow one; whichever stored first
 		// is the verdict, and its own job finishes the work.
@@ -143,7 +206,11 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		_ = h.Orders.AbandonGeneration(ctx, order.SessionID, lease)
 		return err
 	}
-	log.Info("verdict stored", "verdict", string(analysis.Verdict), "latency_ms", h.Now().Sub(started).Milliseconds())
+	log.Info("verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
+		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(started).Milliseconds())
+	if stored.Regen {
+		h.divergenceCheck(ctx, log, stored)
+	}
 	return h.afterStore(ctx, log, stored, started)
 }
 
@@ -157,68 +224,226 @@ func (h *Handler) lease(ctx context.Context) time.Duration {
 	return lease
 }
 
-// generate calls the model once and validates its reply for the tier.
-func (h *Handler) generate(ctx context.Context, o oracle.Order) (oracle.Analysis, string, error) {
-	p, err := prompt.Build(o.Tier, o.Query)
-	if err != nil {
-		return oracle.Analysis{}, "", fmt.Errorf("build prompt: %w", err)
-	}
-	timeout := h.CallTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, d.Sub(h.Now())-h.Reserve)
-	}
-	if timeout <= 0 {
-		return oracle.Analysis{}, "", errors.New("no time left for a model call")
-	}
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	reply, err := h.Model.Generate(callCtx, gemini.Request{System: p.System, User: p.User, Schema: prompt.Schema(o.Tier), Seed: prompt.Seed})
-	if err != nil {
-		return oracle.Analysis{}, "", fmt.Errorf("model call: %w", err)
-	}
-	a, err := oracle.ParseAnalysis(o.Tier, []byte(reply.Text))
-	if err != nil {
-		return oracle.Analysis{}, "", fmt.Errorf("%w: %w", errInvalidReply, err)
-	}
-	return a, reply.Model, nil
+// generation is a model reply that passed the crosscheck and the schema.
+type generation struct {
+	result   gemini.Result
+	analysis oracle.Analysis
+	decision crosscheck.Decision
 }
 
-var errInvalidReply = errors.New("the model's reply is not a valid verdict")
+// rejected is a reply the crosscheck refused (SPEC_ORACLE_TMM_CROSSCHECK).
+type rejected struct{ decision crosscheck.Decision }
 
-// failed gives up this attempt: nothing partial is stored, the lease is
-// released for the redelivery, the attempt is audited, and the last
-// attempt marks the order FAILED and alerts.
-func (h *Handler) failed(ctx context.Context, log *slog.Logger, o oracle.Order, lease string, receives int, started time.Time, cause error) error {
+func (r *rejected) Error() string {
+	return fmt.Sprintf("the crosscheck rejected the reply (%s, C=%.4f)", r.decision.Reason, r.decision.CoherenceScore)
+}
+
+// generate asks the model, checking each reply before anything else sees
+// it: the crosscheck first (audited every time), then the tier's schema. A
+// reply either fails gets the model call's one stricter retry, which is the
+// crosscheck's "one fresh generation".
+func (h *Handler) generate(ctx context.Context, o oracle.Order, started time.Time) (generation, error) {
+	p, err := prompt.Build(o.Tier, o.Query)
+	if err != nil {
+		return generation{}, fmt.Errorf("build prompt: %w", err)
+	}
+	var g generation
+	checks := 0
+	validate := func(text string) error {
+		checks++
+		d := crosscheck.Check(o.Tier, []byte(text))
+		h.auditCrosscheck(ctx, o, d, checks, started)
+		if !d.Approved && !slices.Contains(d.Flags, crosscheck.FlagMalformedJSON) {
+			return &rejected{decision: d}
+		}
+		a, err := oracle.ParseAnalysis(o.Tier, []byte(text))
+		if err != nil {
+			return err
+		}
+		g.analysis, g.decision = a, d
+		return nil
+	}
+	res, err := h.Model.Call(ctx, gemini.Request{System: p.System, User: p.User, Schema: prompt.Schema(o.Tier), Seed: prompt.Seed}, validate)
+	g.result = res
+	return g, err
+}
+
+// report tells the circuit how the model fared: a final failure of the
+// kinds that show it unwell counts; any answer, even a refused one, is a
+// success (the model is up).
+func (h *Handler) report(ctx context.Context, log *slog.Logger, p circuit.Permit, res gemini.Result, callErr error) {
+	if errors.Is(callErr, gemini.ErrNoBudget) {
+		return // nothing was asked
+	}
+	var t circuit.Transition
+	var err error
+	if gemini.Countable(callErr) {
+		t, err = h.Circuit.Failed(ctx, p)
+	} else {
+		t, err = h.Circuit.Succeeded(ctx, p, res.Latency)
+	}
+	if err != nil {
+		log.Error("recording the model's health in the circuit failed", "error", err.Error())
+	}
+	switch {
+	case t.Tripped():
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "CIRCUIT_OPEN",
+			Detail: "the model circuit opened (" + t.String() + "); paid orders are parked until it closes"})
+	case t.Changed() && t.To == circuit.Closed:
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: "CIRCUIT_CLOSED", Detail: "the model circuit closed; parked orders resume"})
+	}
+	if t.Changed() {
+		log.Warn("circuit " + t.String())
+	}
+}
+
+// failed handles a generation that produced no verdict; nothing partial is
+// stored whatever the cause.
+func (h *Handler) failed(ctx context.Context, log *slog.Logger, job queue.Job, o oracle.Order, lease string, receives int, started time.Time, cause error) error {
 	class := failureClass(cause)
-	log.Warn("generation attempt failed", "class", class, "error", cause.Error())
+	log.Warn("generation failed", "class", class, "error", cause.Error())
+	var rej *rejected
+	if errors.As(cause, &rej) {
+		return h.hold(ctx, log, o, lease, rej.decision, started)
+	}
 	if err := h.Orders.AbandonGeneration(ctx, o.SessionID, lease); err != nil {
 		log.Error("releasing the generation lease failed", "error", err.Error())
 	}
-	h.audit(ctx, o, audit.StatusError, audit.Detail("generation failed: "+class), fmt.Sprintf("%s.attempt-%d", o.SessionID, o.Attempts), started)
+	h.audit(ctx, o, audit.StatusError, audit.Detail("generation failed: "+class), fmt.Sprintf("%s.attempt-%d", o.SessionID, o.Attempts), "", started)
+	switch kind := gemini.KindOf(cause); {
+	case kind == gemini.AuthFailure:
+		until := h.Key.Reject(h.Now())
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "GEMINI_AUTH_FAILURE",
+			Detail: "the model refused the API key; orders are parked until a working key is deployed"})
+		return h.park(ctx, log, job, o, until, "the model key is refused")
+	case kind == gemini.BadRequest:
+		// The same request would be refused again: retrying is pointless.
+		return h.giveUp(ctx, log, o, class)
+	case gemini.Countable(cause), errors.Is(cause, gemini.ErrNoBudget):
+		next := job
+		next.Attempt++
+		return h.park(ctx, log, next, o, h.Now().Add(h.retryDelay(next.Attempt)), "the model failed ("+class+")")
+	}
+	// Content and internal failures: SQS redelivers, and the last delivery
+	// gives up (the message then reaches the dead-letter queue).
 	if h.MaxReceives > 0 && receives >= h.MaxReceives {
-		if changed, err := h.Orders.MarkFailed(ctx, o.SessionID, class); err != nil {
-			log.Error("marking the order failed failed", "error", err.Error())
-		} else if changed {
-			h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "GENERATION_FAILED", Session: o.SessionID,
-				Detail: fmt.Sprintf("no verdict after %d attempts (%s); the customer is told to ask for a refund", receives, class)})
-		}
+		_ = h.giveUp(ctx, log, o, class)
 	}
 	return cause
+}
+
+// retryDelay is the wait before attempt n after a transient failure:
+// RetryBase doubled per attempt with equal jitter, at most 15 minutes.
+func (h *Handler) retryDelay(n int) time.Duration {
+	d := float64(h.RetryBase) * math.Pow(2, float64(max(n-1, 0)))
+	d = min(d, float64(maxRetryDelay))
+	return time.Duration(d/2 + h.Rand()*d/2)
+}
+
+// park puts the job back on the queue until the model can be asked again,
+// keeping the order as it is; past the parking budget the order fails.
+func (h *Handler) park(ctx context.Context, log *slog.Logger, job queue.Job, o oracle.Order, until time.Time, why string) error {
+	since, err := h.Orders.Park(ctx, o.SessionID)
+	var notOwed *store.ErrNotOwed
+	if errors.As(err, &notOwed) {
+		log.Info("generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := h.Now()
+	deadline := since.Add(h.ParkingBudget)
+	if !now.Before(deadline) {
+		return h.giveUp(ctx, log, o, "model_unavailable")
+	}
+	if until.Before(now) {
+		until = now
+	}
+	if until.After(deadline) {
+		until = deadline // the budget's end is checked on time
+	}
+	job.NotBefore = &until
+	if err := h.Requeue.Send(ctx, job); err != nil {
+		return fmt.Errorf("park: %w", err) // the item fails; SQS brings it back
+	}
+	log.Info("job parked", "why", why, "until", until.UTC().Format(time.RFC3339), "parked_since", since.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// giveUp marks the order FAILED, tells the operator and the customer once.
+func (h *Handler) giveUp(ctx context.Context, log *slog.Logger, o oracle.Order, class string) error {
+	changed, err := h.Orders.MarkFailed(ctx, o.SessionID, class)
+	if err != nil {
+		return fmt.Errorf("mark failed: %w", err)
+	}
+	if !changed {
+		return nil
+	}
+	log.Error("generation failed for good", "class", class)
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "GENERATION_FAILED", Session: o.SessionID,
+		Detail: "no verdict (" + class + "); the customer is told to ask for a refund"})
+	return h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailFailed})
+}
+
+// hold sets aside an order whose replies failed the crosscheck twice: never
+// stored, never sent, never replaced by anything else.
+func (h *Handler) hold(ctx context.Context, log *slog.Logger, o oracle.Order, lease string, d crosscheck.Decision, started time.Time) error {
+	held, err := h.Orders.Hold(ctx, o.SessionID, lease, "crosscheck_"+string(d.Reason))
+	if err != nil {
+		_ = h.Orders.AbandonGeneration(ctx, o.SessionID, lease)
+		return err
+	}
+	if !held {
+		log.Warn("generation lease lost before holding the order")
+		return nil
+	}
+	log.Error("verdict held for review", "crosscheck_reason", string(d.Reason), "coherence", d.CoherenceScore)
+	h.audit(ctx, o, audit.StatusError, audit.Detail("held for review: crosscheck "+string(d.Reason)), o.SessionID+".held", "", started)
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "VERDICT_HELD", Session: o.SessionID,
+		Detail: fmt.Sprintf("two replies failed the crosscheck (%s, C=%.4f); the order is HELD for review", d.Reason, d.CoherenceScore)})
+	return h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailReview})
 }
 
 // failureClass names a failure for audit records and alerts without
 // quoting the model or the customer.
 func failureClass(err error) string {
-	var ge *gemini.Error
+	var rej *rejected
 	switch {
-	case errors.Is(err, errInvalidReply):
+	case errors.As(err, &rej):
+		return "crosscheck_" + string(rej.decision.Reason)
+	case errors.Is(err, gemini.ErrInvalidReply):
 		return "invalid_reply"
-	case errors.As(err, &ge):
-		return "model_" + ge.Kind.String()
+	case errors.Is(err, gemini.ErrNoBudget):
+		return "no_time_left"
+	case gemini.KindOf(err) != 0:
+		return "model_" + gemini.KindOf(err).String()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}
 	return "internal"
+}
+
+// divergenceCheck compares a regenerated verdict with the first one: an
+// audit record every time; the customer's notice when it moved far
+// (SPEC_ORACLE_REGEN_CONSISTENCY).
+func (h *Handler) divergenceCheck(ctx context.Context, log *slog.Logger, o oracle.Order) {
+	original := string(o.OriginalVerdict)
+	if original == "" {
+		original = "UNKNOWN"
+	}
+	r := h.record(o, audit.StatusOK, nil, "", h.Now())
+	r.Event = "regen_divergence_check"
+	r.Divergence = &audit.Divergence{OriginalVerdict: original, RegenVerdict: string(o.VerdictLabel),
+		TopLevelMatch: o.OriginalVerdict == o.VerdictLabel, DivergenceLevel: o.Divergence}
+	h.write(ctx, r, fmt.Sprintf("%s.divergence-%d", o.SessionID, o.GeneratedAt.Unix()))
+	log.Info("regenerated verdict compared", "original", original, "regenerated", string(o.VerdictLabel), "divergence", o.Divergence)
+	if oracle.NotifyDivergence(o.Divergence) {
+		if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailDivergence}); err != nil {
+			// The verdict job below is retried with the item; so is this.
+			log.Error("queueing the divergence notice failed", "error", err.Error())
+		}
+	}
 }
 
 // afterStore audits the stored verdict and enqueues its email. A failed
@@ -228,7 +453,7 @@ func (h *Handler) afterStore(ctx context.Context, log *slog.Logger, o oracle.Ord
 	if o.Regen && o.GeneratedAt != nil {
 		status, id = audit.StatusRegenerated, fmt.Sprintf("%s.regenerated-%d", o.SessionID, o.GeneratedAt.Unix())
 	}
-	h.audit(ctx, o, status, nil, id, started)
+	h.audit(ctx, o, status, nil, id, o.Model, started)
 	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailVerdict}); err != nil {
 		return fmt.Errorf("enqueue verdict mail: %w", err)
 	}
@@ -236,9 +461,33 @@ func (h *Handler) afterStore(ctx context.Context, log *slog.Logger, o oracle.Ord
 	return nil
 }
 
-func (h *Handler) audit(ctx context.Context, o oracle.Order, status audit.Status, detail *string, id string, started time.Time) {
+// auditCrosscheck writes the record of one crosscheck, passed or not.
+func (h *Handler) auditCrosscheck(ctx context.Context, o oracle.Order, d crosscheck.Decision, n int, started time.Time) {
+	status, detail := audit.StatusOK, (*string)(nil)
+	if !d.Approved {
+		status, detail = audit.StatusError, audit.Detail("crosscheck rejected the reply: "+string(d.Reason))
+	}
+	r := h.record(o, status, detail, "", started)
+	r.Event = "tmm_crosscheck"
+	r.Crosscheck = &audit.Crosscheck{VerdictLabel: d.VerdictLabel, CoherenceScore: d.CoherenceScore, Threshold: d.Threshold,
+		Phi: crosscheck.PHI, Approved: d.Approved, Flags: d.Flags, CrosscheckReason: string(d.Reason)}
+	h.write(ctx, r, fmt.Sprintf("%s.crosscheck-%d-%d", o.SessionID, o.Attempts, n))
+}
+
+func (h *Handler) audit(ctx context.Context, o oracle.Order, status audit.Status, detail *string, id, model string, started time.Time) {
+	r := h.record(o, status, detail, model, started)
+	switch status {
+	case audit.StatusError:
+		r.Event = "generation_failed"
+	case audit.StatusRegenerated:
+		r.Event = "verdict_regenerated"
+	}
+	h.write(ctx, r, id)
+}
+
+func (h *Handler) record(o oracle.Order, status audit.Status, detail *string, model string, started time.Time) audit.Record {
 	now := h.Now()
-	r := audit.Record{
+	return audit.Record{
 		Timestamp:      now.UTC(),
 		SessionID:      o.SessionID,
 		Tier:           string(o.Tier),
@@ -255,15 +504,13 @@ func (h *Handler) audit(ctx context.Context, o oracle.Order, status audit.Status
 		AmountTotal:    o.AmountTotal,
 		Currency:       o.Currency,
 		OrderStatus:    string(o.Status),
+		Model:          model,
 	}
-	switch status {
-	case audit.StatusError:
-		r.Event = "generation_failed"
-	case audit.StatusRegenerated:
-		r.Event = "verdict_regenerated"
-	}
+}
+
+func (h *Handler) write(ctx context.Context, r audit.Record, id string) {
 	if _, err := h.Audit.Write(ctx, r, id); err != nil {
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "generation audit record not written"})
-		h.Log.Error("audit write failed", obs.Session(o.SessionID), "error", err.Error())
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: r.SessionID, Detail: r.Event + " audit record not written"})
+		h.Log.Error("audit write failed", obs.Session(r.SessionID), "event", r.Event, "error", err.Error())
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/circuit"
+	"42sisters.ai/oracle/shared/crosscheck"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -33,16 +35,19 @@ import (
 // env is a generator wired to a fresh copy of the template's resources in
 // moto and to the fake Gemini over HTTP.
 type env struct {
-	t      *testing.T
-	f      *provision.Fixture
-	h      *Handler
-	model  *fakegemini.Server
-	orders *store.Orders
-	sqs    *sqs.Client
-	s3     *s3.Client
-	alerts func() []string
-	logs   *testkit.Buffer
-	clock  *testkit.Clock
+	t       *testing.T
+	f       *provision.Fixture
+	h       *Handler
+	model   *fakegemini.Server
+	orders  *store.Orders
+	sqs     *sqs.Client
+	s3      *s3.Client
+	alerts  func() []string
+	logs    *testkit.Buffer
+	clock   *testkit.Clock
+	caller  *gemini.Caller
+	breaker *circuit.Breaker
+	slept   []time.Duration // the model call's backoffs
 }
 
 func newEnv(t *testing.T) *env {
@@ -65,15 +70,23 @@ func newEnv(t *testing.T) *env {
 	}
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
+	e.caller = &gemini.Caller{Primary: client, Policy: gemini.Policy{CallTimeout: 5 * time.Second},
+		Rand: func() float64 { return 0.5 }, Now: e.clock.Now, Log: log,
+		// Backoffs are recorded, not waited for.
+		Sleep: func(ctx context.Context, d time.Duration) error { e.slept = append(e.slept, d); return ctx.Err() }}
+	e.breaker = circuit.New(db, f.Ref("LedgerTable"), "gemini", circuit.Options{}, e.clock.Now)
 	e.h = &Handler{
-		Orders: e.orders,
-		Model:  client,
-		Mail:   queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
-		Audit:  audit.NewWriter(e.s3, f.Ref("AuditBucket")),
+		Orders:  e.orders,
+		Model:   e.caller,
+		Circuit: e.breaker,
+		Mail:    queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
+		Requeue: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now),
+		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now), Log: log, Now: e.clock.Now},
-		Hasher: hasher, Log: log, Now: e.clock.Now,
-		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, Reserve: time.Second, MaxReceives: 3,
+		Hasher: hasher, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
+		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
+		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase,
 	}
 	return e
 }
@@ -144,6 +157,30 @@ func (e *env) mailJobs() []queue.Job {
 	return out
 }
 
+// byEvent counts audit records by event and status.
+func (e *env) byEvent() map[string]int {
+	e.t.Helper()
+	n := map[string]int{}
+	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+		n[r.Event+"/"+string(r.Status)]++
+	}
+	return n
+}
+
+// generateJobs drains the generate queue: the jobs parked or re-delayed.
+func (e *env) generateJobs() []queue.Job {
+	e.t.Helper()
+	var out []queue.Job
+	for _, b := range testkit.Drain(e.t, e.sqs, e.f.Ref("GenerateQueue")) {
+		j, err := queue.Parse(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
 func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
 	e := newEnv(t)
 	n := 0
@@ -157,7 +194,8 @@ func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
 				t.Fatalf("%s/%s failed", tier, v)
 			}
 			o := e.order(id)
-			if o.Status != oracle.StatusReady || o.VerdictHash == "" || o.PromptVersion == "" || o.Model == "" {
+			if o.Status != oracle.StatusReady || o.VerdictHash == "" || o.PromptVersion == "" || o.Model == "" ||
+				o.VerdictLabel != v || o.CoherenceScore < crosscheck.OMEGA {
 				t.Fatalf("%s/%s: order %+v", tier, v, o)
 			}
 			a, err := oracle.ParseAnalysis(tier, []byte(o.Verdict))
@@ -169,13 +207,26 @@ func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
 	if jobs := e.mailJobs(); len(jobs) != n {
 		t.Fatalf("%d mail jobs, want %d", len(jobs), n)
 	}
+	// One crosscheck and one generation record per order (CROSSCHECK VC-4).
 	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
-	if len(recs) != n {
-		t.Fatalf("%d audit records, want %d", len(recs), n)
+	if len(recs) != 2*n {
+		t.Fatalf("%d audit records, want %d", len(recs), 2*n)
 	}
 	for _, r := range recs {
-		if r.Status != audit.StatusOK || r.Source != audit.SourceGenerator || !strings.HasPrefix(r.VerdictHash, audit.HashPrefix) {
+		if r.Status != audit.StatusOK || r.Source != audit.SourceGenerator {
 			t.Fatalf("audit %+v", r)
+		}
+		switch r.Event {
+		case "verdict_generated":
+			if !strings.HasPrefix(r.VerdictHash, audit.HashPrefix) || r.Model == "" {
+				t.Fatalf("generation record %+v", r)
+			}
+		case "tmm_crosscheck":
+			if c := r.Crosscheck; c == nil || !c.Approved || c.Phi != crosscheck.PHI || c.Threshold != crosscheck.OMEGA || c.CrosscheckReason != "pass" {
+				t.Fatalf("crosscheck record %+v", r.Crosscheck)
+			}
+		default:
+			t.Fatalf("unexpected record %+v", r)
 		}
 	}
 	// VC-5: NULL is no error: no alert was raised.
@@ -185,14 +236,14 @@ func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
 }
 
 func TestBadModelOutputNeverBecomesAPartialVerdict(t *testing.T) {
+	// Both the reply and its one stricter retry are bad: nothing is
+	// stored, the item fails, and the redelivery succeeds.
 	cases := []struct {
 		name string
 		sc   fakegemini.Scenario
 	}{
-		{"malformed", fakegemini.Scenario{Malformed: true}},
-		{"markdown fence", fakegemini.Scenario{Fenced: true}},
-		{"server error", fakegemini.Scenario{Status: 500}},
-		{"rate limited", fakegemini.Scenario{Status: 429}},
+		{"malformed", fakegemini.Scenario{Malformed: true, Calls: 2}},
+		{"markdown fence", fakegemini.Scenario{Fenced: true, Calls: 2}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -203,6 +254,11 @@ func TestBadModelOutputNeverBecomesAPartialVerdict(t *testing.T) {
 			if failed := e.run(record("m1", job(id), 1)); len(failed) != 1 {
 				t.Fatal("a bad reply did not fail the item")
 			}
+			calls := e.model.Calls()
+			if len(calls) != 2 || strings.Contains(calls[0].SystemInstruction, gemini.StrictInstruction) ||
+				!strings.HasSuffix(calls[1].SystemInstruction, gemini.StrictInstruction) {
+				t.Fatalf("%d calls; want the reply and one stricter retry (GAP-02E)", len(calls))
+			}
 			o := e.order(id)
 			if o.Verdict != "" || o.Status != oracle.StatusGenerating || o.GenLease != "" {
 				t.Fatalf("order after a bad reply: %+v", o)
@@ -210,9 +266,12 @@ func TestBadModelOutputNeverBecomesAPartialVerdict(t *testing.T) {
 			if jobs := e.mailJobs(); len(jobs) != 0 {
 				t.Fatal("a mail job was queued without a verdict")
 			}
-			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
-			if len(recs) != 1 || recs[0].Status != audit.StatusError || recs[0].ErrorDetail == nil {
-				t.Fatalf("audit %+v", recs)
+			// Content failures never count against the circuit.
+			if st, _ := e.breaker.State(context.Background()); st.Failures != 0 {
+				t.Fatalf("circuit %+v", st)
+			}
+			if n := e.byEvent(); n["generation_failed/ERROR"] != 1 || n["tmm_crosscheck/ERROR"] != 2 {
+				t.Fatalf("audit %v", n)
 			}
 			// The redelivery (the fake answers normally again) succeeds.
 			if failed := e.run(record("m1", job(id), 2)); len(failed) != 0 {
@@ -225,22 +284,39 @@ func TestBadModelOutputNeverBecomesAPartialVerdict(t *testing.T) {
 	}
 }
 
+func TestOneStricterRetryRepairsABadReply(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_strict"
+	e.paid(id, oracle.TierQuick, "q")
+	e.control(fakegemini.Scenario{Fenced: true})
+	if failed := e.run(record("m1", job(id), 1)); len(failed) != 0 {
+		t.Fatal("the stricter retry did not save the generation")
+	}
+	if o := e.order(id); o.Status != oracle.StatusReady || len(e.model.Calls()) != 2 {
+		t.Fatalf("order %+v after %d calls", o, len(e.model.Calls()))
+	}
+}
+
 func TestLastFailureMarksFailedAndAlerts(t *testing.T) {
 	e := newEnv(t)
 	id := "cs_test_genlast"
 	e.paid(id, oracle.TierQuick, "q")
-	e.control(fakegemini.Scenario{Status: 503, Calls: 3})
+	e.control(fakegemini.Scenario{Malformed: true, Calls: 6})
 	for receive := 1; receive <= 3; receive++ {
 		if failed := e.run(record("m1", job(id), receive)); len(failed) != 1 {
 			t.Fatalf("receive %d did not fail", receive)
 		}
 	}
-	if o := e.order(id); o.Status != oracle.StatusFailed || o.Failure == "" {
+	if o := e.order(id); o.Status != oracle.StatusFailed || o.Failure != "invalid_reply" {
 		t.Fatalf("order %+v", o)
 	}
 	alerts := e.alerts()
 	if len(alerts) != 1 || !strings.Contains(alerts[0], "GENERATION_FAILED") {
 		t.Fatalf("alerts %q", alerts)
+	}
+	// The customer is told, once: the failure notice.
+	if jobs := e.mailJobs(); len(jobs) != 1 || jobs[0].Kind != queue.MailFailed {
+		t.Fatalf("mail jobs %+v", jobs)
 	}
 }
 
@@ -268,8 +344,8 @@ func TestDuplicateJobsGiveOneVerdict(t *testing.T) {
 	if calls := len(e.model.Calls()); calls != 1 {
 		t.Fatalf("%d model calls, want 1", calls)
 	}
-	if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 1 {
-		t.Fatalf("%d audit records, want 1", len(recs))
+	if n := e.byEvent(); n["verdict_generated/OK"] != 1 || n["tmm_crosscheck/OK"] != 1 || len(n) != 2 {
+		t.Fatalf("audit records %v, want one crosscheck and one generation", n)
 	}
 	// The mailer dedupes by its delivery record; at least one job is queued.
 	if jobs := e.mailJobs(); len(jobs) == 0 {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/queue"
@@ -35,29 +37,52 @@ func main() {
 		log.Error("cold start failed", "error", err.Error())
 		os.Exit(1)
 	}
-	model, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
+	client, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
 	if err != nil {
 		log.Error("cold start failed", "error", err.Error())
 		os.Exit(1)
 	}
+	caller := &gemini.Caller{Primary: client, Policy: gemini.Policy{CallTimeout: cfg.CallTimeout, BackoffBase: cfg.BackoffBase},
+		Rand: rand.Float64, Now: time.Now, Log: log}
+	if cfg.GeminiFallback != "" {
+		fallback, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiFallback, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
+		if err != nil {
+			log.Error("cold start failed", "error", err.Error())
+			os.Exit(1)
+		}
+		caller.Fallback = fallback
+	}
 	db := dynamodb.NewFromConfig(aws)
+	queues := sqs.NewFromConfig(aws)
+	alerts := &alert.Alerter{
+		SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic,
+		Dedupe:  store.NewLedger(db, cfg.LedgerTable, time.Now),
+		Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
+	}
+	key := &KeyHealth{Check: client.CheckKey, Recheck: cfg.KeyRecheck, Alerts: alerts, Now: time.Now}
+	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if !key.Verify(checkCtx) {
+		log.Error("generator unhealthy: the model refused the API key; jobs are parked")
+	}
+	cancel()
 	h := &Handler{
-		Orders: store.NewOrders(db, cfg.OrdersTable, time.Now),
-		Model:  model,
-		Mail:   queue.NewSender(sqs.NewFromConfig(aws), cfg.MailQueue, time.Now),
-		Audit:  audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
-		Alerts: &alert.Alerter{
-			SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic,
-			Dedupe:  store.NewLedger(db, cfg.LedgerTable, time.Now),
-			Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
-		},
-		Hasher:      cfg.Hasher,
-		Log:         log,
-		Now:         time.Now,
-		Retention:   cfg.Retention,
-		CallTimeout: cfg.CallTimeout,
-		Reserve:     5 * time.Second,
-		MaxReceives: cfg.MaxReceives,
+		Orders:        store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Model:         caller,
+		Circuit:       circuit.New(db, cfg.LedgerTable, "gemini", cfg.Circuit, time.Now),
+		Key:           key,
+		Mail:          queue.NewSender(queues, cfg.MailQueue, time.Now),
+		Requeue:       queue.NewSender(queues, cfg.GenerateQueue, time.Now),
+		Audit:         audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
+		Alerts:        alerts,
+		Hasher:        cfg.Hasher,
+		Log:           log,
+		Now:           time.Now,
+		Rand:          rand.Float64,
+		Retention:     cfg.Retention,
+		CallTimeout:   cfg.CallTimeout,
+		MaxReceives:   cfg.MaxReceives,
+		ParkingBudget: cfg.ParkingBudget,
+		RetryBase:     cfg.RetryBase,
 	}
 	lambda.Start(h.Handle)
 }

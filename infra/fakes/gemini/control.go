@@ -56,12 +56,15 @@ type Scenario struct {
 	// one: RED under GREEN, GREEN under AMBER, RED or NULL. The quick tier
 	// has no dimensions and is unaffected.
 	Inconsistent bool `json:"inconsistent,omitempty"`
+	// Incomplete leaves the summary out of otherwise valid JSON: the
+	// structural defect the crosscheck rejects (field_missing).
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // active reports whether the scenario changes anything.
 func (sc Scenario) active() bool {
 	return sc.LatencyMS != 0 || sc.Status != 0 || sc.RetryAfterS != nil || sc.Hang || sc.Malformed ||
-		sc.Fenced || sc.Blocked || sc.Verdict != "" || len(sc.LeakTerms) != 0 || sc.Inconsistent
+		sc.Fenced || sc.Blocked || sc.Verdict != "" || len(sc.LeakTerms) != 0 || sc.Inconsistent || sc.Incomplete
 }
 
 // retryAfter is the 429 retry delay in seconds, 0 for none.
@@ -112,6 +115,8 @@ func (sc Scenario) normalized() (Scenario, error) {
 		return Scenario{}, errors.New("hang and status exclude each other")
 	case sc.Malformed && sc.Fenced:
 		return Scenario{}, errors.New("malformed and fenced exclude each other")
+	case sc.Incomplete && (sc.Malformed || sc.Fenced || sc.Blocked):
+		return Scenario{}, errors.New("incomplete is valid JSON without a summary: it excludes malformed, fenced and blocked")
 	case sc.Blocked && (sc.Malformed || sc.Fenced):
 		return Scenario{}, errors.New("blocked answers without text: it excludes malformed and fenced")
 	}

@@ -43,6 +43,15 @@ func verdictText(prompt [sha256.Size]byte, tier oracle.Tier, sc Scenario) string
 	}
 	text := string(b)
 	switch {
+	case sc.Incomplete:
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(b, &fields) == nil {
+			delete(fields, "summary")
+			if b, err := json.Marshal(fields); err == nil {
+				return string(b)
+			}
+		}
+		return text
 	case sc.Fenced:
 		return "```json\n" + text + "\n```"
 	case sc.Malformed:

@@ -178,6 +178,17 @@ func TestContentScenarios(t *testing.T) {
 			}
 		}
 	})
+	t.Run("incomplete", func(t *testing.T) {
+		f.control(t, `{"incomplete":true}`)
+		text := f.generate(t, "s", user, oracle.TierStrategy)
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(text), &fields); err != nil {
+			t.Fatalf("want valid JSON, got %s", text)
+		}
+		if _, ok := fields["summary"]; ok || fields["verdict"] == nil || fields["breakdown"] == nil || fields["strategy"] == nil {
+			t.Errorf("want everything but the summary, got %s", text)
+		}
+	})
 	t.Run("scenario used up", func(t *testing.T) {
 		if again := f.generate(t, "s", user, oracle.TierStrategy); again != plain {
 			t.Errorf("after the scenarios the answer changed:\n%s\nthen\n%s", plain, again)
