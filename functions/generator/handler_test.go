@@ -28,6 +28,7 @@ import (
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -48,6 +49,23 @@ type env struct {
 	caller  *gemini.Caller
 	breaker *circuit.Breaker
 	slept   []time.Duration // the model call's backoffs
+	// requeued are the jobs parked or re-delayed on the generate queue,
+	// which SQS keeps invisible for their delay.
+	requeued []queue.Job
+}
+
+// recorder notes each job it sends to the real queue.
+type recorder struct {
+	*queue.Sender
+	mu   sync.Mutex
+	jobs *[]queue.Job
+}
+
+func (r *recorder) Send(ctx context.Context, j queue.Job) error {
+	r.mu.Lock()
+	*r.jobs = append(*r.jobs, j)
+	r.mu.Unlock()
+	return r.Sender.Send(ctx, j)
 }
 
 func newEnv(t *testing.T) *env {
@@ -80,7 +98,7 @@ func newEnv(t *testing.T) *env {
 		Model:   e.caller,
 		Circuit: e.breaker,
 		Mail:    queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
-		Requeue: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now),
+		Requeue: &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
 		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now), Log: log, Now: e.clock.Now},
@@ -167,17 +185,10 @@ func (e *env) byEvent() map[string]int {
 	return n
 }
 
-// generateJobs drains the generate queue: the jobs parked or re-delayed.
+// generateJobs returns the jobs parked or re-delayed since the last call.
 func (e *env) generateJobs() []queue.Job {
-	e.t.Helper()
-	var out []queue.Job
-	for _, b := range testkit.Drain(e.t, e.sqs, e.f.Ref("GenerateQueue")) {
-		j, err := queue.Parse(b)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, j)
-	}
+	out := e.requeued
+	e.requeued = nil
 	return out
 }
 
@@ -439,5 +450,340 @@ func TestFailedAuditWriteAlertsAndTheVerdictIsStillMailed(t *testing.T) {
 	// Nothing reached the real bucket: the failure injected is the one seen.
 	if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 0 {
 		t.Fatalf("%d audit records in the real bucket, want 0", len(recs))
+	}
+}
+
+func TestTransientFailuresAreRetriedThenParked(t *testing.T) {
+	// GEMINI_TIMEOUT VC-2 on the generator's path: three failed calls with
+	// bounded backoffs; the order then waits, it does not fail.
+	e := newEnv(t)
+	id := "cs_test_transient"
+	e.paid(id, oracle.TierQuick, "q")
+	e.control(fakegemini.Scenario{Status: 503, Calls: 3})
+	if failed := e.run(record("m1", job(id), 1)); len(failed) != 0 {
+		t.Fatal("a parked job failed its item")
+	}
+	if calls := len(e.model.Calls()); calls != 3 {
+		t.Fatalf("%d calls, want 3", calls)
+	}
+	if len(e.slept) != 2 || e.slept[0] != 500*time.Millisecond || e.slept[1] != time.Second {
+		t.Fatalf("backoffs %v, want rand×1s and rand×2s with rand 0.5", e.slept)
+	}
+	o := e.order(id)
+	if o.Verdict != "" || o.Status == oracle.StatusFailed || o.ParkedSince == nil {
+		t.Fatalf("order %+v", o)
+	}
+	jobs := e.generateJobs()
+	if len(jobs) != 1 || jobs[0].Attempt != 1 || jobs[0].NotBefore == nil || !jobs[0].NotBefore.Equal(e.clock.Now().Add(22500*time.Millisecond)) {
+		t.Fatalf("re-delayed jobs %+v, want attempt 1 after 22.5 s", jobs)
+	}
+	if st, _ := e.breaker.State(context.Background()); st.Failures != 1 {
+		t.Fatalf("circuit %+v, want one final failure counted", st)
+	}
+	// The re-delayed job, delivered early, hops until its time.
+	if failed := e.run(record("m2", mustJSON(t, jobs[0]), 1)); len(failed) != 0 || len(e.model.Calls()) != 3 {
+		t.Fatal("an early job called the model")
+	}
+	e.clock.Add(30 * time.Second)
+	next := e.generateJobs()
+	if len(next) != 1 {
+		t.Fatalf("hop: %+v", next)
+	}
+	if failed := e.run(record("m3", mustJSON(t, next[0]), 1)); len(failed) != 0 {
+		t.Fatal("the retry failed")
+	}
+	if o := e.order(id); o.Status != oracle.StatusReady || o.ParkedSince != nil {
+		t.Fatalf("after the model came back: %+v", o)
+	}
+}
+
+func mustJSON(t *testing.T, j queue.Job) string {
+	t.Helper()
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestOpenCircuitParksWithoutCallingTheModel(t *testing.T) {
+	// GEMINI_TIMEOUT VC-4 and REGEN/ops: five final failures open the
+	// circuit; the next order is parked without a call until the circuit
+	// half-opens; one probe closes it; past the parking budget an order fails.
+	e := newEnv(t)
+	e.control(fakegemini.Scenario{Status: 503, Calls: 15})
+	for i := range 5 {
+		id := fmt.Sprintf("cs_test_storm%d", i)
+		e.paid(id, oracle.TierQuick, "q")
+		e.run(record("s"+id, job(id), 1))
+	}
+	if calls := len(e.model.Calls()); calls != 15 {
+		t.Fatalf("%d calls, want 5 orders × 3", calls)
+	}
+	if st, _ := e.breaker.State(context.Background()); st.State != circuit.Open {
+		t.Fatalf("circuit %+v, want OPEN", st)
+	}
+	opened := 0
+	for _, a := range e.alerts() {
+		if strings.Contains(a, "CIRCUIT_OPEN") {
+			opened++
+		}
+	}
+	if opened != 1 {
+		t.Fatalf("alerts %q, want one CIRCUIT_OPEN", e.alerts())
+	}
+	e.generateJobs() // the five re-delayed jobs
+
+	id := "cs_test_parked"
+	e.paid(id, oracle.TierQuick, "q")
+	if failed := e.run(record("p1", job(id), 1)); len(failed) != 0 || len(e.model.Calls()) != 15 {
+		t.Fatal("an open circuit let a call through or failed the item")
+	}
+	jobs := e.generateJobs()
+	// The circuit keeps its times in milliseconds.
+	if len(jobs) != 1 || jobs[0].Attempt != 0 || jobs[0].NotBefore.Sub(e.clock.Now().Add(time.Minute)).Abs() >= time.Millisecond {
+		t.Fatalf("parked jobs %+v, want the job unchanged until the circuit half-opens", jobs)
+	}
+	if o := e.order(id); o.Status != oracle.StatusPaid || o.Attempts != 0 || o.ParkedSince == nil {
+		t.Fatalf("parked order %+v", o)
+	}
+
+	// Half-open: the model is back; the probe succeeds and closes it.
+	e.control(fakegemini.Scenario{})
+	e.clock.Add(time.Minute)
+	if failed := e.run(record("p2", mustJSON(t, jobs[0]), 1)); len(failed) != 0 {
+		t.Fatal("the probe failed")
+	}
+	if o := e.order(id); o.Status != oracle.StatusReady {
+		t.Fatalf("order after the probe %+v", o)
+	}
+	if st, _ := e.breaker.State(context.Background()); st.State != circuit.Closed {
+		t.Fatalf("circuit %+v, want CLOSED", st)
+	}
+}
+
+func TestParkingBudgetEndsInFailedWithNotice(t *testing.T) {
+	e := newEnv(t)
+	e.h.ParkingBudget = 2 * time.Hour // the default's 6 h, compressed
+	ctx := context.Background()
+	for range 5 {
+		p, _ := e.breaker.Allow(ctx)
+		if _, err := e.breaker.Failed(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := "cs_test_budget"
+	e.paid(id, oracle.TierFull, "q")
+	body := job(id)
+	for hour := 0; ; hour++ {
+		if hour > 3 {
+			t.Fatal("the order was parked past its budget")
+		}
+		if failed := e.run(record("b", body, 1)); len(failed) != 0 {
+			t.Fatal("the item failed")
+		}
+		if o := e.order(id); o.Status == oracle.StatusFailed {
+			break
+		}
+		jobs := e.generateJobs()
+		if len(jobs) != 1 {
+			t.Fatalf("parked jobs %+v", jobs)
+		}
+		body = mustJSON(t, jobs[0])
+		e.clock.Add(time.Hour)
+		// Keep the circuit open: a new trip each hour.
+		p, err := e.breaker.Allow(ctx)
+		if err == nil {
+			_, _ = e.breaker.Failed(ctx, p)
+		}
+	}
+	if len(e.model.Calls()) != 0 {
+		t.Fatal("the model was called through an open circuit")
+	}
+	if jobs := e.mailJobs(); len(jobs) != 1 || jobs[0].Kind != queue.MailFailed {
+		t.Fatalf("mail jobs %+v, want the failure notice", jobs)
+	}
+	failed := 0
+	for _, a := range e.alerts() {
+		if strings.Contains(a, "GENERATION_FAILED") {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("alerts %q", e.alerts())
+	}
+}
+
+func TestRefusedRequestsAreNeverRetried(t *testing.T) {
+	tests := []struct {
+		status int
+		code   string
+		failed bool // the order fails at once (bad request) or is parked (key)
+	}{
+		{401, "GEMINI_AUTH_FAILURE", false},
+		{400, "GEMINI_BAD_REQUEST", true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			e := newEnv(t)
+			e.h.Key = &KeyHealth{Check: func(context.Context) error { return nil }, Recheck: time.Minute, Alerts: e.h.Alerts, Now: e.clock.Now}
+			id := fmt.Sprintf("cs_test_refused%d", tc.status)
+			e.paid(id, oracle.TierQuick, "q")
+			e.control(fakegemini.Scenario{Status: tc.status})
+			if failed := e.run(record("r", job(id), 1)); len(failed) != 0 {
+				t.Fatal("the item failed")
+			}
+			if len(e.model.Calls()) != 1 || len(e.slept) != 0 {
+				t.Fatalf("%d calls and backoffs %v, want one call and none", len(e.model.Calls()), e.slept)
+			}
+			if !strings.Contains(e.logs.String(), tc.code) {
+				t.Fatalf("no %s in the logs", tc.code)
+			}
+			o := e.order(id)
+			if (o.Status == oracle.StatusFailed) != tc.failed {
+				t.Fatalf("order %+v", o)
+			}
+			if st, _ := e.breaker.State(context.Background()); st.Failures != 0 {
+				t.Fatal("a refusal counted against the circuit")
+			}
+			if tc.failed {
+				return
+			}
+			// A refused key: CRITICAL, and the next job waits without a call.
+			if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "CRITICAL") {
+				t.Fatalf("alerts %q", a)
+			}
+			e.generateJobs()
+			if e.run(record("r2", job(id), 1)); len(e.model.Calls()) != 1 {
+				t.Fatal("a job went to the model with a refused key")
+			}
+		})
+	}
+}
+
+func TestKeyCheckAtColdStart(t *testing.T) {
+	e := newEnv(t)
+	srv := httptest.NewServer(e.model)
+	defer srv.Close()
+	for _, tc := range []struct {
+		key     string
+		healthy bool
+	}{{"test-key", true}, {fakegemini.InvalidKey, false}} {
+		client, err := gemini.New(context.Background(), gemini.Options{APIKey: tc.key, BaseURL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := &KeyHealth{Check: client.CheckKey, Recheck: time.Minute, Alerts: e.h.Alerts, Now: e.clock.Now}
+		if got := k.Verify(context.Background()); got != tc.healthy {
+			t.Errorf("key %q: healthy %v, want %v", tc.key, got, tc.healthy)
+		}
+		if _, rejected := k.Rejected(context.Background()); rejected == tc.healthy {
+			t.Errorf("key %q: rejected %v", tc.key, rejected)
+		}
+	}
+	if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "CRITICAL") || !strings.Contains(a[0], "GEMINI_AUTH_FAILURE") {
+		t.Fatalf("alerts %q, want one CRITICAL for the refused key", a)
+	}
+}
+
+func TestCrosscheckFailureHoldsTheOrder(t *testing.T) {
+	// CROSSCHECK VC-5: a rejected reply is never stored or mailed; one
+	// fresh generation is tried; a second rejection holds the order.
+	for _, tc := range []struct {
+		name  string
+		calls int
+		want  oracle.Status
+	}{{"second reply passes", 1, oracle.StatusReady}, {"both rejected", 2, oracle.StatusHeld}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := "cs_test_xcheck" + fmt.Sprint(tc.calls)
+			e.paid(id, oracle.TierQuick, "q")
+			e.control(fakegemini.Scenario{Incomplete: true, Calls: tc.calls})
+			if failed := e.run(record("x", job(id), 1)); len(failed) != 0 {
+				t.Fatal("the item failed")
+			}
+			o := e.order(id)
+			if o.Status != tc.want || len(e.model.Calls()) != 2 {
+				t.Fatalf("order %+v after %d calls", o, len(e.model.Calls()))
+			}
+			n := e.byEvent()
+			if n["tmm_crosscheck/ERROR"] != tc.calls {
+				t.Fatalf("audit %v", n)
+			}
+			jobs := e.mailJobs()
+			if tc.want == oracle.StatusReady {
+				if len(jobs) != 1 || jobs[0].Kind != queue.MailVerdict {
+					t.Fatalf("mail jobs %+v", jobs)
+				}
+				return
+			}
+			if o.Verdict != "" || len(jobs) != 1 || jobs[0].Kind != queue.MailReview {
+				t.Fatalf("held order %+v with mail jobs %+v, want no verdict and the review notice", o, jobs)
+			}
+			if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "VERDICT_HELD") {
+				t.Fatalf("alerts %q", a)
+			}
+		})
+	}
+}
+
+func TestRegenerationIsConsistentAndChecked(t *testing.T) {
+	// REGEN_CONSISTENCY VC-1, VC-2, VC-3, VC-5, VC-6 on the generator.
+	for _, tc := range []struct {
+		regen  oracle.Verdict
+		level  string
+		notice bool
+	}{
+		{oracle.VerdictGreen, oracle.DivergenceNone, false},
+		{oracle.VerdictAmber, oracle.DivergenceMinor, false},
+		{oracle.VerdictRed, oracle.DivergenceSignificant, true},
+		{oracle.VerdictNull, oracle.DivergenceSignificant, true},
+	} {
+		t.Run(string(tc.regen), func(t *testing.T) {
+			e := newEnv(t)
+			id := "cs_test_regen" + strings.ToLower(string(tc.regen))
+			e.paid(id, oracle.TierFull, "Open a second bakery")
+			e.control(fakegemini.Scenario{Verdict: oracle.VerdictGreen})
+			e.run(record("g", job(id), 1))
+			e.mailJobs()
+			e.clock.Add(e.h.Retention + time.Hour)
+			e.control(fakegemini.Scenario{Verdict: tc.regen})
+			if failed := e.run(record("r", fmt.Sprintf(`{"session_id":%q,"reason":"regenerate","attempt":0}`, id), 1)); len(failed) != 0 {
+				t.Fatal("the regeneration failed")
+			}
+			o := e.order(id)
+			if o.Status != oracle.StatusReady || !o.Regen || o.RegenReason == "" || o.VerdictLabel != tc.regen ||
+				o.OriginalVerdict != oracle.VerdictGreen || o.Divergence != tc.level {
+				t.Fatalf("regenerated order %+v", o)
+			}
+			calls := e.model.Calls()
+			if len(calls) != 2 || calls[0].SystemInstruction != calls[1].SystemInstruction || calls[0].UserText != calls[1].UserText {
+				t.Fatal("the regeneration's prompt differs from the first")
+			}
+			for _, c := range calls {
+				g := c.GenerationConfig
+				if g.Temperature == nil || *g.Temperature != 0 || g.TopK == nil || *g.TopK != 1 || g.CandidateCount == nil || *g.CandidateCount != 1 || g.Seed == nil || *g.Seed != int64(prompt.Seed) {
+					t.Fatalf("generation settings %+v", g)
+				}
+			}
+			var divergence []audit.Record
+			for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+				if r.Event == "regen_divergence_check" {
+					divergence = append(divergence, r)
+				}
+			}
+			if len(divergence) != 1 || divergence[0].Divergence.DivergenceLevel != tc.level || divergence[0].Divergence.OriginalVerdict != "GREEN" {
+				t.Fatalf("divergence records %+v", divergence)
+			}
+			notices := 0
+			for _, j := range e.mailJobs() {
+				if j.Kind == queue.MailDivergence {
+					notices++
+				}
+			}
+			if (notices == 1) != tc.notice || notices > 1 {
+				t.Fatalf("%d divergence notices, want %v", notices, tc.notice)
+			}
+		})
 	}
 }
