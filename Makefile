@@ -51,15 +51,16 @@ unit:
 	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
 	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-test.log 2>&1 & moto=$$!; \
 	trap 'kill $$moto 2>/dev/null' EXIT; \
-	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null && break; sleep 0.1; done; \
-	curl -sf http://127.0.0.1:$$port/moto-api/data.json >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \
+	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
+	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \
 	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 9m ./...
 
-## fuzz: short fuzz runs of the query chunking, the webhook's parsing and the model reply's parsing
+## fuzz: short fuzz runs of the query chunking, the webhook's parsing, the model reply's parsing and the crosscheck
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(FUZZTIME) ./shared/oracle
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./functions/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(FUZZTIME) ./shared/oracle
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./shared/crosscheck
 
 ## bench: the benchmarks behind the performance budgets in ARCHITECTURE.md
 bench:

@@ -84,7 +84,8 @@ func Wait(ctx context.Context, endpoint string, timeout time.Duration) error {
 
 // Alive reports whether a moto server answers at endpoint.
 func Alive(ctx context.Context, endpoint string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/data.json", nil)
+	// The dashboard page is cheap; the state dump is not.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/", nil)
 	if err != nil {
 		return false
 	}
