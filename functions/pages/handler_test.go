@@ -16,6 +16,8 @@ import (
 	"text/template/parse"
 	"time"
 
+	"42sisters.ai/oracle/infra/testkit"
+
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -365,9 +367,12 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 			trees[tm.Name()] = tm.Tree
 		}
 	}
-	reached := map[string]bool{}
-	for _, r := range roots {
-		reach(t, trees, r, reached)
+	unused, undefined := testkit.UnusedTemplates(trees, roots)
+	for _, name := range unused {
+		t.Errorf("template %s is never used", name)
+	}
+	for _, name := range undefined {
+		t.Errorf("template %s is not defined", name)
 	}
 	assets := map[string]bool{}
 	for _, a := range []asset{style, orderJS, resultJS} {
@@ -395,57 +400,6 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, tree := range trees {
-		// A file of definitions only (layout.html) is an empty template of
-		// its own; its definitions are what must be reached.
-		if !reached[name] && !onlySpace(tree.Root) {
-			t.Errorf("template %s is never used", name)
-		}
-	}
-}
-
-func reach(t *testing.T, trees map[string]*parse.Tree, name string, reached map[string]bool) {
-	if reached[name] {
-		return
-	}
-	tree, ok := trees[name]
-	if !ok {
-		t.Errorf("template %s is not defined", name)
-		return
-	}
-	reached[name] = true
-	var walk func(parse.Node)
-	walk = func(n parse.Node) {
-		switch n := n.(type) {
-		case *parse.ListNode:
-			if n != nil {
-				for _, c := range n.Nodes {
-					walk(c)
-				}
-			}
-		case *parse.TemplateNode:
-			reach(t, trees, n.Name, reached)
-		case *parse.IfNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.RangeNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.WithNode:
-			walk(n.List)
-			walk(n.ElseList)
-		}
-	}
-	walk(tree.Root)
-}
-
-func onlySpace(n *parse.ListNode) bool {
-	for _, c := range n.Nodes {
-		if tn, ok := c.(*parse.TextNode); !ok || strings.TrimSpace(string(tn.Text)) != "" {
-			return false
-		}
-	}
-	return true
 }
 
 func TestEveryTierIsDescribed(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"text/template/parse"
 	"unicode/utf8"
 
+	"42sisters.ai/oracle/infra/testkit"
+
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -559,29 +561,31 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	// Every file under templates/ is in a template set, and every template
 	// in a set is reachable from one the code executes: no text that no
 	// customer can receive, none that an editor would change in vain.
-	trees := map[string]*parse.Tree{} // by extension + ":" + name
+	sets := map[string]map[string]*parse.Tree{".txt": {}, ".html": {}} // by extension, then name
 	for _, tm := range texts.Templates() {
 		if tm.Name() != "" { // the unnamed container of the set
-			trees[".txt:"+tm.Name()] = tm.Tree
+			sets[".txt"][tm.Name()] = tm.Tree
 		}
 	}
 	for _, tm := range pages.Templates() {
 		if tm.Name() != "" && !strings.Contains(tm.Name(), "$htmltemplate") { // copies the escaper makes for other contexts
-			trees[".html:"+tm.Name()] = tm.Tree
+			sets[".html"][tm.Name()] = tm.Tree
 		}
 	}
-	reached := map[string]bool{}
-	for ext, names := range roots {
-		for _, name := range names {
-			reach(t, trees, ext, name, reached)
+	for ext, trees := range sets {
+		unused, undefined := testkit.UnusedTemplates(trees, roots[ext])
+		for _, name := range unused {
+			t.Errorf("template %s:%s is never used", ext, name)
+		}
+		for _, name := range undefined {
+			t.Errorf("the code executes %s:%s, which no file defines", ext, name)
 		}
 	}
 	err := fs.WalkDir(files, "templates", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		key := path.Ext(p) + ":" + path.Base(p)
-		if _, ok := trees[key]; !ok {
+		if _, ok := sets[path.Ext(p)][path.Base(p)]; !ok {
 			t.Errorf("%s is in no template set", p)
 		}
 		return nil
@@ -589,58 +593,4 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, tree := range trees {
-		// A file of definitions only (layout.html) is an empty template of
-		// its own; its definitions are what must be reached.
-		if !reached[key] && !onlySpace(tree.Root) {
-			t.Errorf("template %s is never used", key)
-		}
-	}
-}
-
-func onlySpace(l *parse.ListNode) bool {
-	for _, n := range l.Nodes {
-		if tn, ok := n.(*parse.TextNode); !ok || strings.TrimSpace(string(tn.Text)) != "" {
-			return false
-		}
-	}
-	return true
-}
-
-// reach marks a template and every template it calls, directly or not.
-func reach(t *testing.T, trees map[string]*parse.Tree, ext, name string, reached map[string]bool) {
-	t.Helper()
-	key := ext + ":" + name
-	tree, ok := trees[key]
-	if !ok {
-		t.Errorf("the code executes %s, which no file defines", key)
-		return
-	}
-	if reached[key] {
-		return
-	}
-	reached[key] = true
-	var walk func(parse.Node)
-	walk = func(n parse.Node) {
-		switch n := n.(type) {
-		case *parse.ListNode:
-			if n != nil {
-				for _, c := range n.Nodes {
-					walk(c)
-				}
-			}
-		case *parse.IfNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.RangeNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.WithNode:
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.TemplateNode:
-			reach(t, trees, ext, n.Name, reached)
-		}
-	}
-	walk(tree.Root)
 }
