@@ -208,9 +208,6 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	log.Info("verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
 		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(started).Milliseconds())
-	if stored.Regen {
-		h.divergenceCheck(ctx, log, stored)
-	}
 	return h.afterStore(ctx, log, stored, started)
 }
 
@@ -425,9 +422,10 @@ func failureClass(err error) string {
 }
 
 // divergenceCheck compares a regenerated verdict with the first one: an
-// audit record every time; the customer's notice when it moved far
-// (SPEC_ORACLE_REGEN_CONSISTENCY).
-func (h *Handler) divergenceCheck(ctx context.Context, log *slog.Logger, o oracle.Order) {
+// audit record (one per regeneration, however often this runs) and, when it
+// moved far, the customer's notice (SPEC_ORACLE_REGEN_CONSISTENCY), which
+// the mailer sends once.
+func (h *Handler) divergenceCheck(ctx context.Context, log *slog.Logger, o oracle.Order) error {
 	original := string(o.OriginalVerdict)
 	if original == "" {
 		original = "UNKNOWN"
@@ -438,20 +436,26 @@ func (h *Handler) divergenceCheck(ctx context.Context, log *slog.Logger, o oracl
 		TopLevelMatch: o.OriginalVerdict == o.VerdictLabel, DivergenceLevel: o.Divergence}
 	h.write(ctx, r, fmt.Sprintf("%s.divergence-%d", o.SessionID, o.GeneratedAt.Unix()))
 	log.Info("regenerated verdict compared", "original", original, "regenerated", string(o.VerdictLabel), "divergence", o.Divergence)
-	if oracle.NotifyDivergence(o.Divergence) {
-		if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailDivergence}); err != nil {
-			// The verdict job below is retried with the item; so is this.
-			log.Error("queueing the divergence notice failed", "error", err.Error())
-		}
+	if !oracle.NotifyDivergence(o.Divergence) {
+		return nil
 	}
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailDivergence}); err != nil {
+		return fmt.Errorf("enqueue divergence notice: %w", err)
+	}
+	return nil
 }
 
-// afterStore audits the stored verdict and enqueues its email. A failed
-// audit write alerts but does not withhold the customer's email.
+// afterStore audits the stored verdict, checks a regenerated one's
+// divergence and enqueues the email; a redelivery of a READY order runs it
+// again, so everything here is idempotent. A failed audit write alerts but
+// does not withhold the customer's email.
 func (h *Handler) afterStore(ctx context.Context, log *slog.Logger, o oracle.Order, started time.Time) error {
 	status, id := audit.StatusOK, o.SessionID+".generated"
 	if o.Regen && o.GeneratedAt != nil {
 		status, id = audit.StatusRegenerated, fmt.Sprintf("%s.regenerated-%d", o.SessionID, o.GeneratedAt.Unix())
+		if err := h.divergenceCheck(ctx, log, o); err != nil {
+			return err
+		}
 	}
 	h.audit(ctx, o, status, nil, id, o.Model, started)
 	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailVerdict}); err != nil {

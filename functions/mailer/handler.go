@@ -171,24 +171,23 @@ func (h *Handler) compose(kind string, o oracle.Order) (letter.Message, error) {
 			return letter.Message{}, errNotReady
 		}
 		return letter.SilentDropNotice(h.Brand)
-	case queue.MailFailed, queue.MailReview, queue.MailDivergence:
-		// Each notice is owed only while the order is in the state it
-		// tells of.
-		owed := map[string]bool{
-			queue.MailFailed:     o.Status == oracle.StatusFailed,
-			queue.MailReview:     o.Status == oracle.StatusHeld,
-			queue.MailDivergence: o.Status == oracle.StatusReady && o.Divergence == oracle.DivergenceSignificant,
-		}
-		if !owed[kind] {
-			return letter.Message{}, errNotReady
-		}
-		return letter.Notice(h.Brand, notices[kind], h.link(o))
+	// Each notice is owed only while the order is in the state it tells of.
+	case queue.MailFailed:
+		return h.notice(o.Status == oracle.StatusFailed, letter.Failed, o)
+	case queue.MailReview:
+		return h.notice(o.Status == oracle.StatusHeld, letter.Review, o)
+	case queue.MailDivergence:
+		return h.notice(o.Status == oracle.StatusReady && oracle.NotifyDivergence(o.Divergence), letter.Divergence, o)
 	}
 	return letter.Message{}, fmt.Errorf("unknown mail kind %q", kind)
 }
 
-// notices names the letter of each notice kind.
-var notices = map[string]string{queue.MailFailed: letter.Failed, queue.MailReview: letter.Review, queue.MailDivergence: letter.Divergence}
+func (h *Handler) notice(owed bool, name string, o oracle.Order) (letter.Message, error) {
+	if !owed {
+		return letter.Message{}, errNotReady
+	}
+	return letter.Notice(h.Brand, name, h.link(o))
+}
 
 // link is the order's result page.
 func (h *Handler) link(o oracle.Order) string {
