@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -89,6 +90,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("result pending, giving up and checking again", s.pendingTimeout)
 	t.Run("result keeps polling through server trouble", s.trouble)
 	t.Run("result states", s.states)
+	t.Run("result of a regenerated verdict", s.regenerated)
 	t.Run("result shows hostile text as text", s.hostileText)
 	t.Run("not found page", s.notFound)
 }
@@ -359,6 +361,7 @@ func (s *suite) orderErrors(t *testing.T) {
 // shown is what the result page shows once ready.
 type shown struct {
 	State, Announce, Tier, Word, Colour, Summary, Query, Retention string
+	Disclaimer, Original, OriginalColour                           string
 	Adjacent                                                       bool // the word sits right of its dot
 	Meanings                                                       []string
 	Breakdown                                                      bool
@@ -391,6 +394,9 @@ const readShown = `(() => {
 		Summary: $('#summary').textContent,
 		Query: $('#query').textContent,
 		Retention: $('#retention').hidden ? '' : $('#retention').textContent,
+		Disclaimer: $('#divergence').hidden ? '' : $('#divergence').innerText.replace(/\s+/g, ' ').replace(/ ,/g, ',').trim(),
+		Original: $('#original').hidden ? '' : $('#original-verdict .word').textContent,
+		OriginalColour: $('#original').hidden ? '' : colour($('#original-verdict')),
 		Breakdown: !$('#breakdown').hidden,
 		Dimensions: [...document.querySelectorAll('[data-dimension]')].filter(li => !li.hidden).map(li => ({
 			Name: $('h3', li).textContent, Word: $('.word', li).textContent, Colour: colour(li),
@@ -455,6 +461,9 @@ func checkVerdict(t *testing.T, got shown, tier oracle.Tier, v oracle.Verdict) {
 	if got.Retention != "We keep your verdict for 90 days. Bookmark this page to come back to it." {
 		t.Errorf("retention %q", got.Retention)
 	}
+	if got.Disclaimer != "" || got.Original != "" {
+		t.Errorf("a first verdict shows the divergence disclaimer %q (original %q)", got.Disclaimer, got.Original)
+	}
 	if deep := tier != oracle.TierQuick; got.Breakdown != deep || (deep && len(got.Dimensions) != len(oracle.Dimensions)) {
 		t.Fatalf("breakdown shown %v with %d dimensions for %s", got.Breakdown, len(got.Dimensions), tier)
 	}
@@ -479,6 +488,52 @@ func (s *suite) verdictPhone(t *testing.T) {
 	checkVerdict(t, s.openResult(t, ctx, id), oracle.TierStrategy, oracle.VerdictAmber)
 	fitsWidth(t, ctx)
 	screenshot(t, ctx, "result-strategy-amber-375")
+}
+
+// regenerated: a regenerated verdict shows the disclaimer only when its
+// divergence owes the customer the notice, with the emailed verdict named
+// as the one that stands when it is known (REGEN_CONSISTENCY invariant 4).
+func (s *suite) regenerated(t *testing.T) {
+	const note = "NOTE: Due to a technical condition, the verdict on this page may differ from the one you received by email. " +
+		"Both represent a valid coherence reading of your submission. If you have questions, write to " + defaultSupport + " and we will provide clarification."
+	tests := []struct {
+		name     string
+		extra    map[string]any
+		original oracle.Verdict // "" when the line naming it is hidden
+		notice   bool
+	}{
+		{name: "minor", extra: map[string]any{"regen": true, "regen_reason": "expired", "divergence": "minor"}},
+		{name: "significant", extra: map[string]any{"regen": true, "regen_reason": "expired", "divergence": "significant", "divergence_notice": true, "original_verdict": "GREEN"},
+			original: oracle.VerdictGreen, notice: true},
+		{name: "unknown original", extra: map[string]any{"regen": true, "regen_reason": "expired", "divergence": "unknown", "divergence_notice": true}, notice: true},
+		{name: "garbled original", extra: map[string]any{"regen": true, "divergence": "significant", "divergence_notice": true, "original_verdict": "<b>GREEN</b>"}, notice: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := readyAnswer(oracle.TierQuick, "Should I open a second bakery across town?", analysis(oracle.TierQuick, oracle.VerdictRed))
+			maps.Copy(body, tc.extra)
+			id := s.api.add(&script{first: answer{http.StatusOK, body}})
+			ctx := s.tab(t)
+			got := s.openResult(t, ctx, id)
+			if got.Word != string(oracle.VerdictRed) {
+				t.Errorf("the page shows %q, want the regenerated RED", got.Word)
+			}
+			want := ""
+			if tc.notice {
+				want = note
+				if tc.original != "" {
+					want += " The verdict we emailed you, " + string(tc.original) + ", is the one that stands."
+				}
+			}
+			if got.Disclaimer != want {
+				t.Errorf("disclaimer\n%q\nwant\n%q", got.Disclaimer, want)
+			}
+			if got.Original != string(tc.original) || (tc.original != "" && got.OriginalColour != colours[tc.original]) {
+				t.Errorf("original %q in %q, want %q in %q", got.Original, got.OriginalColour, tc.original, colours[tc.original])
+			}
+			screenshot(t, ctx, "result-regenerated-"+strings.ReplaceAll(tc.name, " ", "-"))
+		})
+	}
 }
 
 func (s *suite) pendingTimeout(t *testing.T) {

@@ -84,6 +84,18 @@ type answer struct {
 	CachedAt      *time.Time      `json:"cached_at,omitempty"`
 	RetentionDays int             `json:"retention_days,omitempty"`
 	Message       string          `json:"message,omitempty"`
+	// Regen marks a verdict generated again after the first one expired
+	// (SPEC_ORACLE_REGEN_CONSISTENCY); the emailed one stays authoritative.
+	Regen       bool   `json:"regen,omitempty"`
+	RegenReason string `json:"regen_reason,omitempty"`
+	// Divergence is how far a regenerated verdict moved from the emailed
+	// one: none, minor, significant, or unknown when the original is lost.
+	Divergence string `json:"divergence,omitempty"`
+	// OriginalVerdict is the emailed verdict's label, sent with the
+	// disclaimer the page shows when the divergence owes the customer a
+	// notice (significant or unknown).
+	OriginalVerdict  oracle.Verdict `json:"original_verdict,omitempty"`
+	DivergenceNotice bool           `json:"divergence_notice,omitempty"`
 }
 
 var pending = answer{Status: "pending", Message: "Your verdict is being prepared."}
@@ -183,10 +195,17 @@ func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, r
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "served-verdict audit record not written"})
 		log.Error("audit write failed", "error", err.Error())
 	}
-	return httpapi.JSON(http.StatusOK, answer{
+	a := answer{
 		Status: "ready", Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query, Verdict: json.RawMessage(o.Verdict),
 		CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
-	})
+	}
+	if o.Regen {
+		a.Regen, a.RegenReason, a.Divergence = true, o.RegenReason, o.Divergence
+		if oracle.NotifyDivergence(o.Divergence) {
+			a.DivergenceNotice, a.OriginalVerdict = true, o.OriginalVerdict
+		}
+	}
+	return httpapi.JSON(http.StatusOK, a)
 }
 
 // regenerate asks the generator for a new verdict in place of an expired

@@ -116,8 +116,15 @@ func (e *env) jobs(queueID string) []queue.Job {
 	return out
 }
 
-// ready makes the session's order READY with a verdict expiring at exp.
+// ready makes the session's order READY with a GREEN verdict expiring at exp.
 func (e *env) ready(id string, tier oracle.Tier, exp time.Time) {
+	e.t.Helper()
+	e.readyAs(id, oracle.VerdictGreen, exp)
+}
+
+// readyAs is ready with the verdict's label as stored ("" for an order
+// stored before labels were kept).
+func (e *env) readyAs(id string, label oracle.Verdict, exp time.Time) {
 	e.t.Helper()
 	ctx := context.Background()
 	if code, _ := e.get(id); code != http.StatusAccepted {
@@ -127,7 +134,7 @@ func (e *env) ready(id string, tier oracle.Tier, exp time.Time) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.orders.StoreVerdict(ctx, id, tok, store.StoredVerdict{Canonical: `{"summary":"Go.","verdict":"GREEN"}`, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef", ExpiresAt: exp}); err != nil {
+	if _, err := e.orders.StoreVerdict(ctx, id, tok, store.StoredVerdict{Canonical: `{"summary":"Go.","verdict":"GREEN"}`, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef", Label: label, ExpiresAt: exp}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.jobs("GenerateQueue") // drain the claim's job
@@ -293,6 +300,61 @@ func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 	e.get(id)
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
 		t.Fatalf("after the window: %d jobs, want 1 more", len(jobs))
+	}
+}
+
+// A regenerated verdict is answered with its flags; the page's disclaimer
+// and the emailed verdict come only with a divergence that owes the
+// customer the notice (REGEN_CONSISTENCY invariant 4, VC-5).
+func TestRegeneratedVerdictCarriesItsFlags(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	tests := []struct {
+		name            string
+		original, regen oracle.Verdict
+		divergence      string
+		notice          bool
+	}{
+		{name: "none", original: oracle.VerdictGreen, regen: oracle.VerdictGreen, divergence: oracle.DivergenceNone},
+		{name: "minor", original: oracle.VerdictGreen, regen: oracle.VerdictAmber, divergence: oracle.DivergenceMinor},
+		{name: "significant", original: oracle.VerdictGreen, regen: oracle.VerdictRed, divergence: oracle.DivergenceSignificant, notice: true},
+		{name: "to null", original: oracle.VerdictAmber, regen: oracle.VerdictNull, divergence: oracle.DivergenceSignificant, notice: true},
+		{name: "original unknown", regen: oracle.VerdictRed, divergence: oracle.DivergenceUnknown, notice: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
+			e.readyAs(id, tc.original, e.clock.Now().Add(time.Hour))
+			if code, body := e.get(id); code != http.StatusOK || body["regen"] != nil || body["divergence_notice"] != nil {
+				t.Fatalf("first verdict: %d %v, want no regen fields", code, body)
+			}
+			e.clock.Add(2 * time.Hour)
+			if ok, err := e.orders.ResetForRegeneration(ctx, id, time.Hour); err != nil || !ok {
+				t.Fatalf("reset: %v %v", ok, err)
+			}
+			_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.orders.StoreVerdict(ctx, id, lease, store.StoredVerdict{
+				Canonical: `{"summary":"Again.","verdict":"` + string(tc.regen) + `"}`, Hash: "hmac-sha256:fedcba9876543210fedcba9876543210",
+				Label: tc.regen, Divergence: oracle.Diverge(tc.original, tc.regen), ExpiresAt: e.clock.Now().Add(time.Hour),
+			}); err != nil {
+				t.Fatal(err)
+			}
+			code, body := e.get(id)
+			if code != http.StatusOK || body["status"] != "ready" || body["regen"] != true || body["regen_reason"] != "expired" || body["divergence"] != tc.divergence {
+				t.Fatalf("%d %v, want a ready regenerated verdict with divergence %s", code, body, tc.divergence)
+			}
+			if v, _ := body["verdict"].(map[string]any); v["verdict"] != string(tc.regen) {
+				t.Fatalf("verdict %v, want the regenerated %s", body["verdict"], tc.regen)
+			}
+			notice, _ := body["divergence_notice"].(bool)
+			original, hasOriginal := body["original_verdict"]
+			if notice != tc.notice || hasOriginal != (tc.notice && tc.original != "") || (hasOriginal && original != string(tc.original)) {
+				t.Fatalf("divergence_notice %v original_verdict %v, want the notice %v with the original %q", body["divergence_notice"], original, tc.notice, tc.original)
+			}
+		})
 	}
 }
 

@@ -55,6 +55,14 @@
     setVerdict($('#verdict'), v.verdict);
     for (const p of document.querySelectorAll('[data-meaning]')) p.hidden = p.dataset.meaning !== v.verdict;
     setText('#summary', v.summary);
+
+    // A regenerated verdict that moved far from the emailed one carries
+    // the disclaimer; the emailed verdict stands.
+    const notice = body.divergence_notice === true;
+    $('#divergence').hidden = !notice;
+    const original = notice && verdicts.includes(body.original_verdict);
+    $('#original').hidden = !original;
+    if (original) setVerdict($('#original-verdict'), body.original_verdict);
     setText('#query', body.query);
 
     // Which blocks show follows the tier, as in the email.
