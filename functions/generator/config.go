@@ -30,31 +30,35 @@ type settings struct {
 	BackoffBase    time.Duration
 	MaxReceives    int
 	Retention      time.Duration
-	Circuit        circuit.Options
-	ParkingBudget  time.Duration
-	RetryBase      time.Duration
-	KeyRecheck     time.Duration
-	Hasher         *audit.Hasher
+	// OriginalRetention is how long the first verdict's label and hash are
+	// kept in the Ledger after its last generation.
+	OriginalRetention time.Duration
+	Circuit           circuit.Options
+	ParkingBudget     time.Duration
+	RetryBase         time.Duration
+	KeyRecheck        time.Duration
+	Hasher            *audit.Hasher
 }
 
 // loadConfig reads and validates every setting once, at cold start.
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	s := settings{
-		OrdersTable:    env.String("ORDERS_TABLE"),
-		LedgerTable:    env.String("LEDGER_TABLE"),
-		MailQueue:      env.String("MAIL_QUEUE_URL"),
-		AuditBucket:    env.String("AUDIT_BUCKET"),
-		AlertsTopic:    env.String("ALERTS_TOPIC_ARN"),
-		GeminiKey:      env.Secret(ctx, "GEMINI_API_KEY", true),
-		GeminiModel:    env.Optional("GEMINI_MODEL", gemini.DefaultModel),
-		GeminiFallback: env.Optional("GEMINI_FALLBACK_MODEL", ""),
-		GeminiBase:     env.Optional("GEMINI_API_BASE", ""),
-		GenerateQueue:  env.String("GENERATE_QUEUE_URL"),
-		CallTimeout:    env.Duration("GEMINI_CALL_TIMEOUT", gemini.DefaultTimeout),
-		BackoffBase:    env.Duration("GEMINI_BACKOFF_BASE", gemini.DefaultBackoffBase),
-		MaxReceives:    env.Int("GENERATE_MAX_RECEIVES", 5, 1, 1000),
-		Retention:      time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		OrdersTable:       env.String("ORDERS_TABLE"),
+		LedgerTable:       env.String("LEDGER_TABLE"),
+		MailQueue:         env.String("MAIL_QUEUE_URL"),
+		AuditBucket:       env.String("AUDIT_BUCKET"),
+		AlertsTopic:       env.String("ALERTS_TOPIC_ARN"),
+		GeminiKey:         env.Secret(ctx, "GEMINI_API_KEY", true),
+		GeminiModel:       env.Optional("GEMINI_MODEL", gemini.DefaultModel),
+		GeminiFallback:    env.Optional("GEMINI_FALLBACK_MODEL", ""),
+		GeminiBase:        env.Optional("GEMINI_API_BASE", ""),
+		GenerateQueue:     env.String("GENERATE_QUEUE_URL"),
+		CallTimeout:       env.Duration("GEMINI_CALL_TIMEOUT", gemini.DefaultTimeout),
+		BackoffBase:       env.Duration("GEMINI_BACKOFF_BASE", gemini.DefaultBackoffBase),
+		MaxReceives:       env.Int("GENERATE_MAX_RECEIVES", 5, 1, 1000),
+		Retention:         time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		OriginalRetention: time.Duration(env.Int("ORIGINAL_RETENTION_DAYS", 730, 1, 3650)) * 24 * time.Hour,
 		Circuit: circuit.Options{
 			FailureThreshold: env.Int("GEMINI_CIRCUIT_OPEN_THRESHOLD", 5, 1, 1000),
 			OpenFor:          env.Duration("GEMINI_CIRCUIT_OPEN_FOR", 60*time.Second),

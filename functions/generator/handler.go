@@ -64,6 +64,11 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// Originals keep each session's first verdict past its order (store.Ledger).
+type Originals interface {
+	KeepOriginal(ctx context.Context, sessionID string, o oracle.Original, ttl time.Duration) error
+}
+
 // Defaults of the Handler's windows; tests and the local stack shorten them.
 const (
 	DefaultParkingBudget = 6 * time.Hour
@@ -82,7 +87,12 @@ type Handler struct {
 	Requeue Sender
 	Audit   Auditor
 	Alerts  Alerter
-	Hasher  *audit.Hasher
+	// Originals keep the first verdict's label and hash for
+	// OriginalRetention, so a regeneration after the order is deleted can
+	// still be compared with what was emailed.
+	Originals         Originals
+	OriginalRetention time.Duration
+	Hasher            *audit.Hasher
 	Log     *slog.Logger
 	Now     func() time.Time
 	Rand    func() float64
@@ -446,8 +456,9 @@ func (h *Handler) divergenceCheck(ctx context.Context, log *slog.Logger, o oracl
 }
 
 // afterStore audits the stored verdict, checks a regenerated one's
-// divergence and enqueues the email; a redelivery of a READY order runs it
-// again, so everything here is idempotent. A failed audit write alerts but
+// divergence, keeps the first verdict past the order and enqueues a first
+// verdict's email; a redelivery of a READY order runs it again, so
+// everything here is idempotent. A failed audit write alerts but
 // does not withhold the customer's email.
 func (h *Handler) afterStore(ctx context.Context, log *slog.Logger, o oracle.Order, started time.Time) error {
 	status, id := audit.StatusOK, o.SessionID+".generated"
@@ -458,6 +469,19 @@ func (h *Handler) afterStore(ctx context.Context, log *slog.Logger, o oracle.Ord
 		}
 	}
 	h.audit(ctx, o, status, nil, id, o.Model, started)
+	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
+	if o.Regen {
+		original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}
+	}
+	if err := h.Originals.KeepOriginal(ctx, o.SessionID, original, h.OriginalRetention); err != nil {
+		return err
+	}
+	if o.Regen {
+		// The emailed verdict stands (REGEN_CONSISTENCY invariant 4): a
+		// regeneration only reaches the customer's inbox as the divergence
+		// notice.
+		return nil
+	}
 	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailVerdict}); err != nil {
 		return fmt.Errorf("enqueue verdict mail: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,7 @@ type env struct {
 	h       *Handler
 	model   *fakegemini.Server
 	orders  *store.Orders
+	ledger  *store.Ledger
 	sqs     *sqs.Client
 	s3      *s3.Client
 	alerts  func() []string
@@ -88,6 +90,7 @@ func newEnv(t *testing.T) *env {
 	}
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
+	e.ledger = store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
 	e.caller = &gemini.Caller{Primary: client, Policy: gemini.Policy{CallTimeout: 5 * time.Second},
 		Rand: func() float64 { return 0.5 }, Now: e.clock.Now, Log: log,
 		// Backoffs are recorded, not waited for.
@@ -101,7 +104,8 @@ func newEnv(t *testing.T) *env {
 		Requeue: &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
 		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
-			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now), Log: log, Now: e.clock.Now},
+			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
+		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour,
 		Hasher: hasher, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
 		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase,
@@ -745,7 +749,11 @@ func TestRegenerationIsConsistentAndChecked(t *testing.T) {
 			e.paid(id, oracle.TierFull, "Open a second bakery")
 			e.control(fakegemini.Scenario{Verdict: oracle.VerdictGreen})
 			e.run(record("g", job(id), 1))
-			e.mailJobs()
+			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []string{queue.MailVerdict}) {
+				t.Fatalf("first generation's mail jobs %v, want one verdict", kinds)
+			}
+			first := e.order(id)
+			e.wantOriginal(id, oracle.Original{Verdict: oracle.VerdictGreen, Hash: first.VerdictHash})
 			e.clock.Add(e.h.Retention + time.Hour)
 			e.control(fakegemini.Scenario{Verdict: tc.regen})
 			if failed := e.run(record("r", fmt.Sprintf(`{"session_id":%q,"reason":"regenerate","attempt":0}`, id), 1)); len(failed) != 0 {
@@ -775,15 +783,63 @@ func TestRegenerationIsConsistentAndChecked(t *testing.T) {
 			if len(divergence) != 1 || divergence[0].Divergence.DivergenceLevel != tc.level || divergence[0].Divergence.OriginalVerdict != "GREEN" {
 				t.Fatalf("divergence records %+v", divergence)
 			}
-			notices := 0
-			for _, j := range e.mailJobs() {
-				if j.Kind == queue.MailDivergence {
-					notices++
-				}
+			// The emailed verdict stands: no second verdict email, only the
+			// notice when the divergence owes it; the original is kept.
+			var want []string
+			if tc.notice {
+				want = []string{queue.MailDivergence}
 			}
-			if (notices == 1) != tc.notice || notices > 1 {
-				t.Fatalf("%d divergence notices, want %v", notices, tc.notice)
+			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, want) {
+				t.Fatalf("regeneration's mail jobs %v, want %v", kinds, want)
 			}
+			e.wantOriginal(id, oracle.Original{Verdict: oracle.VerdictGreen, Hash: first.VerdictHash})
 		})
+	}
+}
+
+// An order deleted at the end of its retention and claimed again from the
+// kept original (REGEN-GAP-02) is generated as a regeneration: compared
+// with the emailed verdict, never emailed again.
+func TestRestoredOrderIsComparedWithTheKeptOriginal(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	id := "cs_test_restoredorderxxxx"
+	original := oracle.Original{Verdict: oracle.VerdictGreen, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef"}
+	c, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: "Open a second bakery",
+		AmountTotal: 100, Currency: "cad", Source: oracle.SourceResultPage, SessionCreated: time.Now().UTC(),
+		Regen: true, RegenReason: oracle.RegenExpired, OriginalVerdict: original.Verdict, OriginalVerdictHash: original.Hash}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.orders.JobEnqueued(ctx, id, c.Lease); err != nil {
+		t.Fatal(err)
+	}
+	e.control(fakegemini.Scenario{Verdict: oracle.VerdictRed})
+	if failed := e.run(record("r", fmt.Sprintf(`{"session_id":%q,"reason":"regenerate","attempt":0}`, id), 1)); len(failed) != 0 {
+		t.Fatal("the regeneration failed")
+	}
+	if o := e.order(id); o.Status != oracle.StatusReady || o.VerdictLabel != oracle.VerdictRed || o.Divergence != oracle.DivergenceSignificant {
+		t.Fatalf("restored order %+v", o)
+	}
+	if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []string{queue.MailDivergence}) {
+		t.Fatalf("mail jobs %v, want only the divergence notice", kinds)
+	}
+	e.wantOriginal(id, original)
+}
+
+func mailKinds(jobs []queue.Job) []string {
+	var kinds []string
+	for _, j := range jobs {
+		kinds = append(kinds, j.Kind)
+	}
+	return kinds
+}
+
+// wantOriginal checks the first verdict kept in the Ledger for the session.
+func (e *env) wantOriginal(id string, want oracle.Original) {
+	e.t.Helper()
+	got, kept, err := e.ledger.Original(context.Background(), id)
+	if err != nil || !kept || got != want {
+		e.t.Fatalf("original kept %v %+v (%v), want %+v", kept, got, err, want)
 	}
 }

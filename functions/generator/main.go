@@ -54,9 +54,10 @@ func main() {
 	}
 	db := dynamodb.NewFromConfig(aws)
 	queues := sqs.NewFromConfig(aws)
+	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	alerts := &alert.Alerter{
 		SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic,
-		Dedupe:  store.NewLedger(db, cfg.LedgerTable, time.Now),
+		Dedupe:  ledger,
 		Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
 	}
 	key := &KeyHealth{Check: client.CheckKey, Recheck: cfg.KeyRecheck, Alerts: alerts, Now: time.Now}
@@ -66,23 +67,25 @@ func main() {
 	}
 	cancel()
 	h := &Handler{
-		Orders:        store.NewOrders(db, cfg.OrdersTable, time.Now),
-		Model:         caller,
-		Circuit:       circuit.New(db, cfg.LedgerTable, "gemini", cfg.Circuit, time.Now),
-		Key:           key,
-		Mail:          queue.NewSender(queues, cfg.MailQueue, time.Now),
-		Requeue:       queue.NewSender(queues, cfg.GenerateQueue, time.Now),
-		Audit:         audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
-		Alerts:        alerts,
-		Hasher:        cfg.Hasher,
-		Log:           log,
-		Now:           time.Now,
-		Rand:          rand.Float64,
-		Retention:     cfg.Retention,
-		CallTimeout:   cfg.CallTimeout,
-		MaxReceives:   cfg.MaxReceives,
-		ParkingBudget: cfg.ParkingBudget,
-		RetryBase:     cfg.RetryBase,
+		Orders:            store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Model:             caller,
+		Circuit:           circuit.New(db, cfg.LedgerTable, "gemini", cfg.Circuit, time.Now),
+		Key:               key,
+		Mail:              queue.NewSender(queues, cfg.MailQueue, time.Now),
+		Requeue:           queue.NewSender(queues, cfg.GenerateQueue, time.Now),
+		Audit:             audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
+		Alerts:            alerts,
+		Originals:         ledger,
+		OriginalRetention: cfg.OriginalRetention,
+		Hasher:            cfg.Hasher,
+		Log:               log,
+		Now:               time.Now,
+		Rand:              rand.Float64,
+		Retention:         cfg.Retention,
+		CallTimeout:       cfg.CallTimeout,
+		MaxReceives:       cfg.MaxReceives,
+		ParkingBudget:     cfg.ParkingBudget,
+		RetryBase:         cfg.RetryBase,
 	}
 	lambda.Start(h.Handle)
 }

@@ -495,7 +495,7 @@ func (s *suite) verdictPhone(t *testing.T) {
 // as the one that stands when it is known (REGEN_CONSISTENCY invariant 4).
 func (s *suite) regenerated(t *testing.T) {
 	const note = "NOTE: Due to a technical condition, the verdict on this page may differ from the one you received by email. " +
-		"Both represent a valid coherence reading of your submission. If you have questions, write to " + defaultSupport + " and we will provide clarification."
+		"Both are valid readings of your submission. If you have questions, write to " + defaultSupport + " and we will provide clarification."
 	tests := []struct {
 		name     string
 		extra    map[string]any

@@ -38,6 +38,11 @@ type Limiter interface {
 	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
 }
 
+// Originals are the first verdicts kept past their orders (store.Ledger).
+type Originals interface {
+	Original(ctx context.Context, sessionID string) (oracle.Original, bool, error)
+}
+
 // Sender sends a job to the generate queue.
 type Sender interface {
 	Send(ctx context.Context, j queue.Job) error
@@ -61,6 +66,7 @@ type Handler struct {
 	Live, Test Sessions
 	Fulfil     Fulfiller
 	Regen      Limiter
+	Originals  Originals
 	Generate   Sender
 	Audit      Auditor
 	Alerts     Alerter
@@ -159,7 +165,18 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 	if !s.Paid() {
 		return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodePaymentRequired, "the payment for this session is not complete"))
 	}
-	res, err := h.Fulfil.Fulfil(ctx, s, fulfil.Trigger{Source: oracle.SourceResultPage, Event: "landing", ReceivedAt: arrived})
+	// An order deleted at the end of its retention whose first verdict is
+	// still kept comes back as a regeneration, compared with that verdict
+	// and not emailed again.
+	trigger := fulfil.Trigger{Source: oracle.SourceResultPage, Event: "landing", ReceivedAt: arrived}
+	orig, kept, err := h.Originals.Original(ctx, id)
+	if err != nil {
+		return httpapi.Error(ctx, log, err)
+	}
+	if kept {
+		trigger.Original = &orig
+	}
+	res, err := h.Fulfil.Fulfil(ctx, s, trigger)
 	if oracle.ErrorCode(err) == oracle.CodeConflict {
 		return httpapi.JSON(http.StatusAccepted, pending) // the webhook is claiming it right now
 	}

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -63,7 +65,7 @@ func newEnv(t *testing.T) *env {
 	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
 		Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: 30 * time.Second, Retention: 90 * 24 * time.Hour}
 	e.h = &Handler{Orders: e.orders, Test: stripex.New("sk_test_verdict", stripex.Options{BaseURL: srv.URL}), Fulfil: e.svc,
-		Regen: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Hasher: hasher, Log: log, Now: e.clock.Now,
+		Regen: ledger, Originals: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Hasher: hasher, Log: log, Now: e.clock.Now,
 		Support: "oracle@42sisters.ai", Retention: 90 * 24 * time.Hour}
 	return e
 }
@@ -355,6 +357,55 @@ func TestRegeneratedVerdictCarriesItsFlags(t *testing.T) {
 				t.Fatalf("divergence_notice %v original_verdict %v, want the notice %v with the original %q", body["divergence_notice"], original, tc.notice, tc.original)
 			}
 		})
+	}
+}
+
+// A customer back after the order was deleted at the end of its retention
+// gets a regeneration compared with the kept first verdict (REGEN-GAP-02):
+// no second payment record, and the job is a regeneration, which the
+// generator never emails.
+func TestDeletedOrderComesBackAsARegeneration(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
+	e.ready(id, oracle.TierQuick, e.clock.Now().Add(time.Hour))
+	ledger := store.NewLedger(dynamodb.NewFromConfig(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
+	original := oracle.Original{Verdict: oracle.VerdictGreen, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef"}
+	if err := ledger.KeepOriginal(ctx, id, original, 730*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	payments := func() int {
+		n := 0
+		for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+			if r.SessionID == id && r.Status == audit.StatusOK && r.Event == "landing" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := payments(); n != 1 {
+		t.Fatalf("%d payment records before, want 1", n)
+	}
+	e.clock.Add(100 * 24 * time.Hour)
+	// What DynamoDB's TTL does in the end.
+	if _, err := dynamodb.NewFromConfig(e.f.AWS).DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.f.Ref("OrdersTable")),
+		Key: map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e.get(id); code != http.StatusAccepted || body["status"] != "pending" {
+		t.Fatalf("%d %v, want 202 pending", code, body)
+	}
+	jobs := e.jobs("GenerateQueue")
+	if len(jobs) != 1 || jobs[0].Reason != queue.ReasonRegenerate {
+		t.Fatalf("jobs %+v, want one regeneration", jobs)
+	}
+	o, found, err := e.orders.Get(ctx, id)
+	if err != nil || !found || o.Status != oracle.StatusPaid || !o.Regen || o.RegenReason != oracle.RegenExpired ||
+		o.OriginalVerdict != original.Verdict || o.OriginalVerdictHash != original.Hash {
+		t.Fatalf("restored order %+v (%v %v)", o, found, err)
+	}
+	if n := payments(); n != 1 {
+		t.Fatalf("%d payment records after the restore, want still 1", n)
 	}
 }
 

@@ -54,6 +54,7 @@ func main() {
 			Lease: 30 * time.Second, Retention: cfg.Retention,
 		},
 		Regen:     ledger,
+		Originals: ledger,
 		Generate:  generate,
 		Audit:     auditor,
 		Alerts:    alerts,

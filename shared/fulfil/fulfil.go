@@ -77,6 +77,11 @@ type Trigger struct {
 	Event      string    // the Stripe event type, or "landing"
 	EventID    string    // the Stripe event id, when there is one
 	ReceivedAt time.Time // when this request arrived, for latency
+	// Original is set when the session's order has expired and been
+	// deleted but its first verdict is still kept: the order claimed again
+	// is a regeneration, compared with that verdict, and it is not a new
+	// payment (no payment audit record, no verdict email).
+	Original *oracle.Original
 }
 
 // Result is what a claim did.
@@ -145,7 +150,11 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 	var err error
 	switch o.Status {
 	case oracle.StatusPaid:
-		err = f.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonPaid})
+		reason := queue.ReasonPaid
+		if o.Regen {
+			reason = queue.ReasonRegenerate
+		}
+		err = f.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: reason})
 	case oracle.StatusDropped:
 		f.Metrics.Count("SilentDrops", 1)
 		f.Alerts.Raise(ctx, f.silentDrop(s, o))
@@ -200,6 +209,10 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		paid := now.UTC()
 		o.PaidAt = &paid
 	}
+	if t.Original != nil && o.Status == oracle.StatusPaid {
+		o.Regen, o.RegenReason = true, oracle.RegenExpired
+		o.OriginalVerdict, o.OriginalVerdictHash = t.Original.Verdict, t.Original.Hash
+	}
 	return o
 }
 
@@ -222,7 +235,9 @@ func (f *Service) silentDrop(s oracle.Session, o oracle.Order) alert.Alert {
 // events or retries reported it. A payment not yet confirmed is no paid
 // event and gets none.
 func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored oracle.Order, t Trigger) error {
-	if want.Status == oracle.StatusAwaitingPayment {
+	if want.Status == oracle.StatusAwaitingPayment || want.Regen {
+		// A restored order is no new payment: the session's payment record
+		// was written when it was first claimed.
 		return nil
 	}
 	now := f.Now()

@@ -34,3 +34,15 @@ func Diverge(original, regenerated Verdict) string {
 func NotifyDivergence(level string) bool {
 	return level == DivergenceSignificant || level == DivergenceUnknown
 }
+
+// Original is what is kept of a session's first (emailed) verdict after its
+// order expires: its label and keyed hash, for the divergence check.
+type Original struct {
+	Verdict Verdict
+	Hash    string
+}
+
+// RegenExpired is the reason of every regeneration: the stored verdict
+// expired (the spec's cache miss), whether its order is still there or was
+// deleted and claimed again.
+const RegenExpired = "expired"

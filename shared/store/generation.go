@@ -201,7 +201,7 @@ func (o *Orders) ResetForRegeneration(ctx context.Context, sessionID string, hol
 			":paid":   &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
 			":ready":  &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
 			":true":   &types.AttributeValueMemberBOOL{Value: true},
-			":reason": &types.AttributeValueMemberS{Value: "expired"},
+			":reason": &types.AttributeValueMemberS{Value: oracle.RegenExpired},
 			":hold":   &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(hold).Unix())},
 			":nows":   &types.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
 			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},

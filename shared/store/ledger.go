@@ -6,13 +6,17 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // Ledger is the table of small idempotency and rate records: processed
-// Stripe events, alert dedupe windows, and later regeneration limits, the
-// circuit breaker and health counters. Each record expires by TTL.
+// Stripe events, alert dedupe windows, regeneration limits, the circuit
+// breaker, health counters and first verdicts kept past their orders. Each
+// record expires by TTL.
 type Ledger struct {
 	db    *dynamodb.Client
 	table string
@@ -76,4 +80,60 @@ func (l *Ledger) Mark(ctx context.Context, key string, ttl time.Duration) (first
 		return false, nil
 	}
 	return false, fmt.Errorf("write ledger: %w", err)
+}
+
+// originalKey is the Ledger key of a session's first verdict.
+func originalKey(sessionID string) string { return "original#" + sessionID }
+
+// KeepOriginal records the label and hash of a session's first verdict for
+// ttl, beyond the order's own retention, so that a verdict generated again
+// after the order expired can still be compared with the one emailed
+// (REGEN-GAP-02). The first label and hash stand; each call (a later
+// regeneration) extends the record's life.
+func (l *Ledger) KeepOriginal(ctx context.Context, sessionID string, o oracle.Original, ttl time.Duration) error {
+	now := l.now()
+	_, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.table),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: originalKey(sessionID)}},
+		UpdateExpression: aws.String("SET verdict = if_not_exists(verdict, :v), verdict_hash = if_not_exists(verdict_hash, :h), " +
+			"created_at = if_not_exists(created_at, :now), expires_at = :exp"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":v":   &types.AttributeValueMemberS{Value: string(o.Verdict)},
+			":h":   &types.AttributeValueMemberS{Value: o.Hash},
+			":now": &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
+			":exp": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(ttl).Unix())},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("keep the original verdict of %s: %w", oracle.ShortID(sessionID), err)
+	}
+	return nil
+}
+
+// Original returns the session's first verdict as KeepOriginal recorded it,
+// if it is kept and has not expired.
+func (l *Ledger) Original(ctx context.Context, sessionID string) (oracle.Original, bool, error) {
+	out, err := l.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(l.table),
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: originalKey(sessionID)}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return oracle.Original{}, false, fmt.Errorf("read the original verdict of %s: %w", oracle.ShortID(sessionID), err)
+	}
+	var rec struct {
+		Verdict   oracle.Verdict `dynamodbav:"verdict"`
+		Hash      string         `dynamodbav:"verdict_hash"`
+		ExpiresAt int64          `dynamodbav:"expires_at"`
+	}
+	if out.Item == nil {
+		return oracle.Original{}, false, nil
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, &rec); err != nil {
+		return oracle.Original{}, false, fmt.Errorf("read the original verdict of %s: %w", oracle.ShortID(sessionID), err)
+	}
+	if rec.ExpiresAt <= l.now().Unix() {
+		return oracle.Original{}, false, nil // TTL deletes lazily
+	}
+	return oracle.Original{Verdict: rec.Verdict, Hash: rec.Hash}, true, nil
 }

@@ -200,3 +200,30 @@ func TestLedgerMarkAndSeen(t *testing.T) {
 		t.Fatal("mark after expiry did not win")
 	}
 }
+
+// The first verdict's label and hash outlive the order; a later call keeps
+// them and extends their life.
+func TestLedgerKeepsTheOriginalVerdict(t *testing.T) {
+	ctx := context.Background()
+	_, ledger, clk := newOrders(t)
+	const id = "cs_test_originalkeptxxxxx"
+	if _, kept, err := ledger.Original(ctx, id); err != nil || kept {
+		t.Fatalf("before: kept %v, %v", kept, err)
+	}
+	first := oracle.Original{Verdict: oracle.VerdictGreen, Hash: "hmac-sha256:first"}
+	if err := ledger.KeepOriginal(ctx, id, first, 10*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(9 * 24 * time.Hour)
+	if err := ledger.KeepOriginal(ctx, id, oracle.Original{Verdict: oracle.VerdictRed, Hash: "hmac-sha256:regenerated"}, 10*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(9 * 24 * time.Hour) // past the first call's life, within the second's
+	if got, kept, err := ledger.Original(ctx, id); err != nil || !kept || got != first {
+		t.Fatalf("got %+v kept %v (%v), want the first %+v", got, kept, err, first)
+	}
+	clk.Add(2 * 24 * time.Hour)
+	if got, kept, err := ledger.Original(ctx, id); err != nil || kept {
+		t.Fatalf("after expiry: %+v kept %v (%v)", got, kept, err)
+	}
+}
