@@ -53,6 +53,11 @@ type Auditor interface {
 	Write(ctx context.Context, r audit.Record, id string) (bool, error)
 }
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Alerter raises operator alerts.
 type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
@@ -70,11 +75,14 @@ type Handler struct {
 	Generate   Sender
 	Audit      Auditor
 	Alerts     Alerter
-	Hasher     *audit.Hasher
-	Log        *slog.Logger
-	Now        func() time.Time
-	Support    string        // the address the refund text names
-	Retention  time.Duration // stated to the customer with the verdict
+	// Metrics count stored verdicts served (CacheHits) against
+	// regenerations (Regenerations), REGEN-GAP-05.
+	Metrics   Counter
+	Hasher    *audit.Hasher
+	Log       *slog.Logger
+	Now       func() time.Time
+	Support   string        // the address the refund text names
+	Retention time.Duration // stated to the customer with the verdict
 }
 
 // RegenWindow is the least time between two regenerations of one session.
@@ -177,6 +185,9 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 		trigger.Original = &orig
 	}
 	res, err := h.Fulfil.Fulfil(ctx, s, trigger)
+	if kept && err == nil && res.Outcome == oracle.Claimed {
+		h.Metrics.Count("Regenerations", 1)
+	}
 	if oracle.ErrorCode(err) == oracle.CodeConflict {
 		return httpapi.JSON(http.StatusAccepted, pending) // the webhook is claiming it right now
 	}
@@ -193,6 +204,7 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 
 // serve answers the stored verdict and records that it was served.
 func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, requestID string, arrived time.Time) httpapi.Response {
+	h.Metrics.Count("CacheHits", 1)
 	status := audit.StatusCached
 	if o.Regen {
 		status = audit.StatusRegenerated
@@ -237,6 +249,7 @@ func (h *Handler) regenerate(ctx context.Context, log *slog.Logger, o oracle.Ord
 		if err := h.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonRegenerate}); err != nil {
 			return httpapi.Error(ctx, log, err)
 		}
+		h.Metrics.Count("Regenerations", 1)
 		log.Info("expired verdict: regeneration queued")
 	}
 	return httpapi.JSON(http.StatusAccepted, pending)

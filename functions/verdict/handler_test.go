@@ -45,14 +45,20 @@ type env struct {
 	s3     *s3.Client
 	logs   *testkit.Buffer
 	clock  *testkit.Clock
+	counts counts
 }
+
+// counts records the handler's metrics by name.
+type counts map[string]float64
+
+func (c counts) Count(name string, n float64) { c[name] += n }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	f := provision.ForTest(t, nil)
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
-	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
+	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), counts: counts{}}
 	db := dynamodb.NewFromConfig(f.AWS)
 	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
@@ -65,7 +71,7 @@ func newEnv(t *testing.T) *env {
 	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
 		Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: 30 * time.Second, Retention: 90 * 24 * time.Hour}
 	e.h = &Handler{Orders: e.orders, Test: stripex.New("sk_test_verdict", stripex.Options{BaseURL: srv.URL}), Fulfil: e.svc,
-		Regen: ledger, Originals: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Hasher: hasher, Log: log, Now: e.clock.Now,
+		Regen: ledger, Originals: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: e.counts, Hasher: hasher, Log: log, Now: e.clock.Now,
 		Support: "oracle@42sisters.ai", Retention: 90 * 24 * time.Hour}
 	return e
 }
@@ -212,8 +218,8 @@ func TestStoredVerdictIsServedAndAudited(t *testing.T) {
 			cached++
 		}
 	}
-	if cached != 2 {
-		t.Fatalf("%d CACHED records, want one per load", cached)
+	if cached != 2 || e.counts["CacheHits"] != 2 || e.counts["Regenerations"] != 0 {
+		t.Fatalf("%d CACHED records, metrics %v; want one record and one cache hit per load", cached, e.counts)
 	}
 }
 
@@ -295,8 +301,8 @@ func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 		}
 	}
 	jobs := e.jobs("GenerateQueue")
-	if len(jobs) != 1 || jobs[0].Reason != queue.ReasonRegenerate {
-		t.Fatalf("jobs %+v, want one regeneration", jobs)
+	if len(jobs) != 1 || jobs[0].Reason != queue.ReasonRegenerate || e.counts["Regenerations"] != 1 {
+		t.Fatalf("jobs %+v, metrics %v, want one regeneration", jobs, e.counts)
 	}
 	e.clock.Add(RegenWindow + time.Second)
 	e.get(id)
@@ -396,8 +402,8 @@ func TestDeletedOrderComesBackAsARegeneration(t *testing.T) {
 		t.Fatalf("%d %v, want 202 pending", code, body)
 	}
 	jobs := e.jobs("GenerateQueue")
-	if len(jobs) != 1 || jobs[0].Reason != queue.ReasonRegenerate {
-		t.Fatalf("jobs %+v, want one regeneration", jobs)
+	if len(jobs) != 1 || jobs[0].Reason != queue.ReasonRegenerate || e.counts["Regenerations"] != 1 {
+		t.Fatalf("jobs %+v, metrics %v, want one regeneration", jobs, e.counts)
 	}
 	o, found, err := e.orders.Get(ctx, id)
 	if err != nil || !found || o.Status != oracle.StatusPaid || !o.Regen || o.RegenReason != oracle.RegenExpired ||

@@ -58,6 +58,7 @@ func main() {
 		Generate:  generate,
 		Audit:     auditor,
 		Alerts:    alerts,
+		Metrics:   metrics,
 		Hasher:    cfg.Hasher,
 		Log:       log,
 		Now:       time.Now,
