@@ -107,6 +107,14 @@ type Order struct {
 	// ParkedSince is when the order's job was first parked because the
 	// model was unavailable; the parking budget runs from it.
 	ParkedSince *time.Time `dynamodbav:"parked_since,omitempty"`
+	// FilterVersion is the content filter's block list version that passed
+	// the verdict; the quarantine fields say why the filter stopped it
+	// (the gate, the entries' ids, the review record's key).
+	FilterVersion    string     `dynamodbav:"filter_version,omitempty"`
+	QuarantineGate   string     `dynamodbav:"quarantine_gate,omitempty"`
+	QuarantineTerms  []string   `dynamodbav:"quarantine_terms,omitempty"`
+	QuarantineRecord string     `dynamodbav:"quarantine_record,omitempty"`
+	QuarantinedAt    *time.Time `dynamodbav:"quarantined_at,omitempty"`
 }
 
 // OwesJob reports whether an order in this state is owed a queued job.

@@ -87,6 +87,9 @@ type StoredVerdict struct {
 	// Divergence is set on a regenerated verdict: how far it moved from the
 	// first one (oracle.Diverge).
 	Divergence string
+	// FilterVersion is the content filter's block list version that
+	// passed (or cleaned) the verdict at gate 1.
+	FilterVersion string
 	// ExpiresAt restarts the order's retention from the verdict.
 	ExpiresAt time.Time
 }
@@ -107,6 +110,7 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 		":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
 		":exp":   &types.AttributeValueMemberN{Value: fmt.Sprint(v.ExpiresAt.Unix())},
 		":lease": &types.AttributeValueMemberS{Value: lease},
+		":fv":    &types.AttributeValueMemberS{Value: v.FilterVersion},
 	}
 	divergence := ""
 	if v.Divergence != "" {
@@ -116,7 +120,7 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 		TableName: aws.String(o.table),
 		Key:       key(sessionID),
 		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, verdict_label = :label, coherence_score = :score, " +
-			"prompt_version = :pv, model = :m, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now" + divergence +
+			"prompt_version = :pv, model = :m, filter_version = :fv, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now" + divergence +
 			" REMOVE gen_lease_until, gen_lease, parked_since"),
 		ConditionExpression:       aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
@@ -275,6 +279,63 @@ func (o *Orders) Hold(ctx context.Context, sessionID, lease, reason string) (boo
 	}
 	if err != nil {
 		return false, fmt.Errorf("hold %s: %w", oracle.ShortID(sessionID), err)
+	}
+	return true, nil
+}
+
+// Quarantine is why an order was set aside by the content filter: the gate
+// that stopped it, the block list entries it found (ids, never the text),
+// and where the raw payload is kept for review.
+type Quarantine struct {
+	Gate          string
+	Terms         []string
+	Record        string // the quarantine record's key
+	FilterVersion string
+}
+
+// QuarantineGeneration sets aside an order whose new verdict the filter
+// stopped at gate 1: it becomes QUARANTINED without the verdict ever being
+// stored, only while the caller holds the generation lease. It reports
+// whether this call quarantined it.
+func (o *Orders) QuarantineGeneration(ctx context.Context, sessionID, lease string, q Quarantine) (bool, error) {
+	return o.quarantine(ctx, sessionID, q, "gen_lease = :lease AND attribute_not_exists(verdict)",
+		map[string]types.AttributeValue{":lease": &types.AttributeValueMemberS{Value: lease}}, " REMOVE gen_lease_until, gen_lease, parked_since")
+}
+
+// QuarantineReady sets aside a READY order whose email the filter stopped
+// at gate 2: the stored verdict stays for review but is no longer served.
+// It reports whether this call quarantined it.
+func (o *Orders) QuarantineReady(ctx context.Context, sessionID string, q Quarantine) (bool, error) {
+	return o.quarantine(ctx, sessionID, q, "#s = :ready",
+		map[string]types.AttributeValue{":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)}}, "")
+}
+
+func (o *Orders) quarantine(ctx context.Context, sessionID string, q Quarantine, cond string, values map[string]types.AttributeValue, remove string) (bool, error) {
+	now := o.now().UTC()
+	terms := make([]types.AttributeValue, 0, len(q.Terms))
+	for _, t := range q.Terms {
+		terms = append(terms, &types.AttributeValueMemberS{Value: t})
+	}
+	values[":q"] = &types.AttributeValueMemberS{Value: string(oracle.StatusQuarantined)}
+	values[":gate"] = &types.AttributeValueMemberS{Value: q.Gate}
+	values[":terms"] = &types.AttributeValueMemberL{Value: terms}
+	values[":rec"] = &types.AttributeValueMemberS{Value: q.Record}
+	values[":fv"] = &types.AttributeValueMemberS{Value: q.FilterVersion}
+	values[":now"] = &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)}
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(o.table),
+		Key:       key(sessionID),
+		UpdateExpression: aws.String("SET #s = :q, quarantine_gate = :gate, quarantine_terms = :terms, quarantine_record = :rec, " +
+			"filter_version = :fv, quarantined_at = :now, updated_at = :now" + remove),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: values,
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("quarantine %s: %w", oracle.ShortID(sessionID), err)
 	}
 	return true, nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -281,5 +282,51 @@ func TestHoldNeedsTheLease(t *testing.T) {
 	}
 	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err == nil {
 		t.Fatal("a HELD order was generated again")
+	}
+}
+
+func TestQuarantineAtEitherGate(t *testing.T) {
+	ctx := context.Background()
+	orders, _, _ := newOrders(t)
+	q := store.Quarantine{Gate: "generator", Terms: []string{"cat3.csdm", "cat2.aion"}, Record: "quarantine/cs_test_q1.json", FilterVersion: "2026-11-21.1"}
+
+	// Gate 1: only the lease holder, and the verdict is never stored.
+	gen := "cs_test_quarantinegen"
+	paidOrder(t, orders, gen)
+	_, token, _ := orders.StartGeneration(ctx, gen, time.Minute)
+	if ok, err := orders.QuarantineGeneration(ctx, gen, "not-the-lease", q); err != nil || ok {
+		t.Fatalf("quarantined without the lease: %v %v", ok, err)
+	}
+	if ok, err := orders.QuarantineGeneration(ctx, gen, token, q); err != nil || !ok {
+		t.Fatalf("quarantine: %v %v", ok, err)
+	}
+	o, _, _ := orders.Get(ctx, gen)
+	if o.Status != oracle.StatusQuarantined || o.QuarantineGate != "generator" || !slices.Equal(o.QuarantineTerms, q.Terms) ||
+		o.QuarantineRecord != q.Record || o.FilterVersion != q.FilterVersion || o.QuarantinedAt == nil || o.GenLease != "" || o.Verdict != "" {
+		t.Fatalf("quarantined order: %+v", o)
+	}
+	if _, err := orders.StoreVerdict(ctx, gen, token, store.StoredVerdict{Canonical: "{}", Hash: "h"}); err == nil {
+		t.Fatal("a verdict was stored on a quarantined order")
+	}
+
+	// Gate 2: only a READY order; twice is once.
+	ready := "cs_test_quarantineready"
+	paidOrder(t, orders, ready)
+	if ok, err := orders.QuarantineReady(ctx, ready, q); err != nil || ok {
+		t.Fatalf("a PAID order was quarantined at gate 2: %v %v", ok, err)
+	}
+	_, token, _ = orders.StartGeneration(ctx, ready, time.Minute)
+	if _, err := orders.StoreVerdict(ctx, ready, token, store.StoredVerdict{Canonical: "{}", Hash: "h", FilterVersion: "2026-11-21.1"}); err != nil {
+		t.Fatal(err)
+	}
+	q.Gate = "mailer"
+	if ok, err := orders.QuarantineReady(ctx, ready, q); err != nil || !ok {
+		t.Fatalf("quarantine ready: %v %v", ok, err)
+	}
+	if ok, err := orders.QuarantineReady(ctx, ready, q); err != nil || ok {
+		t.Fatalf("quarantined twice: %v %v", ok, err)
+	}
+	if o, _, _ := orders.Get(ctx, ready); o.Status != oracle.StatusQuarantined || o.QuarantineGate != "mailer" || o.Verdict != "{}" {
+		t.Fatalf("quarantined ready order: %+v", o)
 	}
 }
