@@ -1,0 +1,110 @@
+// Package quarantine keeps what the content filter stopped, for a person to
+// review: the full raw payload with what the decision to deliver a cleaned
+// verdict or refund will need. The records live in their own bucket, which
+// only the two gates may write and no function reads, never in the audit
+// log (SPEC_ORACLE_SOS_FILTER invariant 4, GAP-B).
+package quarantine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Gates, as recorded.
+const (
+	GateGenerator = "generator" // gate 1: before the verdict is stored
+	GateMailer    = "mailer"    // gate 2: before an email is sent
+)
+
+// Record is one quarantined payload.
+type Record struct {
+	SessionID     string    `json:"session_id"`
+	Tier          string    `json:"tier"`
+	Gate          string    `json:"gate"`
+	QuarantinedAt time.Time `json:"quarantined_at"`
+	// Terms are the block list entries' ids that decided it; Reason says
+	// why (a quarantine-class entry, or the contamination density).
+	Terms         []string `json:"term_ids"`
+	Reason        string   `json:"reason"`
+	FilterVersion string   `json:"filter_version"`
+	PromptVersion string   `json:"prompt_version,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	// What a refund or a cleaned delivery needs.
+	Livemode    bool   `json:"livemode"`
+	AmountTotal int64  `json:"amount_total"`
+	Currency    string `json:"currency"`
+	MailKind    string `json:"mail_kind,omitempty"` // gate 2: the email stopped
+	// Raw is the payload as it reached the gate: the model's reply at gate
+	// 1, the final email's parts at gate 2.
+	Raw json.RawMessage `json:"raw_payload"`
+}
+
+// Mail is the raw payload of gate 2.
+type Mail struct {
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+	HTML    string `json:"html"`
+}
+
+// Putter is the S3 call the store needs.
+type Putter interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+// Store writes records to the quarantine bucket.
+type Store struct {
+	s3     Putter
+	bucket string
+}
+
+// NewStore writes to bucket.
+func NewStore(c Putter, bucket string) *Store { return &Store{s3: c, bucket: bucket} }
+
+// Key is where r lives: one object per session, gate and moment, so a
+// second quarantine of the same session adds a record instead of replacing
+// the first.
+func Key(r Record) string {
+	return fmt.Sprintf("quarantine/%s/%s-%d.json", r.SessionID, r.Gate, r.QuarantinedAt.UnixNano())
+}
+
+// Put stores r under Key(r), only if nothing is there, and returns the key.
+// An error means the record is not known to be kept: the caller must not
+// deliver (fail closed, GAP-L).
+func (s *Store) Put(ctx context.Context, r Record) (string, error) {
+	if !oracle.ValidSessionID(r.SessionID) || (r.Gate != GateGenerator && r.Gate != GateMailer) || r.QuarantinedAt.IsZero() || len(r.Raw) == 0 {
+		return "", errors.New("quarantine record: session, gate, time and raw payload are required")
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("encode quarantine record: %w", err)
+	}
+	key := Key(r)
+	_, err = s.s3.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:            aws.String(s.bucket),
+		Key:               aws.String(key),
+		Body:              bytes.NewReader(b),
+		ContentType:       aws.String("application/json"),
+		IfNoneMatch:       aws.String("*"),
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
+	})
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed {
+		return key, nil // the same record, written by an earlier attempt
+	}
+	if err != nil {
+		return "", fmt.Errorf("write quarantine record %s: %w", oracle.ShortID(r.SessionID), err)
+	}
+	return key, nil
+}
