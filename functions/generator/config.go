@@ -37,7 +37,9 @@ type settings struct {
 	ParkingBudget     time.Duration
 	RetryBase         time.Duration
 	KeyRecheck        time.Duration
-	Hasher            *audit.Hasher
+	// QuarantineReminder is how often an unresolved quarantine re-alerts.
+	QuarantineReminder time.Duration
+	Hasher             *audit.Hasher
 }
 
 // loadConfig reads and validates every setting once, at cold start.
@@ -65,9 +67,10 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			SlowThreshold:    env.Duration("GEMINI_CIRCUIT_SLOW_THRESHOLD", 30*time.Second),
 			SlowCalls:        env.Int("GEMINI_CIRCUIT_SLOW_CALLS", 5, 1, 1000),
 		},
-		ParkingBudget: env.Duration("PARKING_BUDGET", DefaultParkingBudget),
-		RetryBase:     env.Duration("GENERATE_RETRY_BASE", DefaultRetryBase),
-		KeyRecheck:    env.Duration("GEMINI_KEY_RECHECK", time.Minute),
+		ParkingBudget:      env.Duration("PARKING_BUDGET", DefaultParkingBudget),
+		RetryBase:          env.Duration("GENERATE_RETRY_BASE", DefaultRetryBase),
+		KeyRecheck:         env.Duration("GEMINI_KEY_RECHECK", time.Minute),
+		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", DefaultQuarantineReminder),
 	}
 	pepper := env.Secret(ctx, "HASH_PEPPER", true)
 	if err := env.Err(); err != nil {

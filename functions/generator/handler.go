@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -73,7 +74,9 @@ type Originals interface {
 const (
 	DefaultParkingBudget = 6 * time.Hour
 	DefaultRetryBase     = 30 * time.Second
-	maxRetryDelay        = 15 * time.Minute
+	// DefaultQuarantineReminder is the spec's 24-hour review promise.
+	DefaultQuarantineReminder = 24 * time.Hour
+	maxRetryDelay             = 15 * time.Minute
 )
 
 // Handler consumes the generate queue.
@@ -93,9 +96,9 @@ type Handler struct {
 	Originals         Originals
 	OriginalRetention time.Duration
 	Hasher            *audit.Hasher
-	Log     *slog.Logger
-	Now     func() time.Time
-	Rand    func() float64
+	Log               *slog.Logger
+	Now               func() time.Time
+	Rand              func() float64
 	// Retention is how long a verdict is kept, from its generation.
 	Retention time.Duration
 	// CallTimeout bounds one model call; the generation lease outlasts it.
@@ -109,6 +112,9 @@ type Handler struct {
 	// RetryBase is the first re-delay after a transient model failure; it
 	// doubles per attempt up to 15 minutes.
 	RetryBase time.Duration
+	// QuarantineReminder is how often an unresolved quarantine is alerted
+	// again.
+	QuarantineReminder time.Duration
 }
 
 // Handle processes a batch and reports the records that failed, so that
@@ -136,6 +142,9 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if job.NotBefore != nil && job.NotBefore.After(started) {
 		// A wait longer than SQS's 15-minute delay goes in hops.
 		return h.Requeue.Send(ctx, job)
+	}
+	if job.Reason == queue.ReasonQuarantineReview {
+		return h.remindQuarantine(ctx, log, job)
 	}
 	if job.Reason == queue.ReasonRegenerate {
 		// Only an expired verdict is reset; a live one is left alone.
@@ -541,4 +550,30 @@ func (h *Handler) write(ctx context.Context, r audit.Record, id string) {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: r.SessionID, Detail: r.Event + " audit record not written"})
 		h.Log.Error("audit write failed", obs.Session(r.SessionID), "event", r.Event, "error", err.Error())
 	}
+}
+
+// remindQuarantine repeats the CRITICAL alert every QuarantineReminder while
+// an order the content filter stopped is still QUARANTINED: a refund or a
+// cleaned delivery is the operator's to make, and not making it leaves a
+// paying customer waiting (SPEC_ORACLE_SOS_FILTER invariant 4).
+func (h *Handler) remindQuarantine(ctx context.Context, log *slog.Logger, job queue.Job) error {
+	o, found, err := h.Orders.Get(ctx, job.SessionID)
+	if err != nil {
+		return err
+	}
+	if !found || o.Status != oracle.StatusQuarantined {
+		log.Info("quarantine resolved; reminders end")
+		return nil
+	}
+	since := "unknown"
+	if o.QuarantinedAt != nil {
+		since = o.QuarantinedAt.UTC().Format(time.RFC3339)
+	}
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "QUARANTINE_UNRESOLVED", Session: o.SessionID,
+		Detail: fmt.Sprintf("quarantined at the %s gate since %s (%s), still unresolved: deliver a cleaned verdict or refund",
+			o.QuarantineGate, since, strings.Join(o.QuarantineTerms, ", "))})
+	next := queue.Job{SessionID: o.SessionID, Reason: queue.ReasonQuarantineReview, Attempt: job.Attempt + 1}
+	at := h.Now().Add(h.QuarantineReminder)
+	next.NotBefore = &at
+	return h.Requeue.Send(ctx, next)
 }

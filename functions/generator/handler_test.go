@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -108,7 +110,7 @@ func newEnv(t *testing.T) *env {
 		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour,
 		Hasher: hasher, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
-		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase,
+		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase, QuarantineReminder: DefaultQuarantineReminder,
 	}
 	return e
 }
@@ -841,5 +843,56 @@ func (e *env) wantOriginal(id string, want oracle.Original) {
 	got, kept, err := e.ledger.Original(context.Background(), id)
 	if err != nil || !kept || got != want {
 		e.t.Fatalf("original kept %v %+v (%v), want %+v", kept, got, err, want)
+	}
+}
+
+// An unresolved quarantine is alerted again every 24 hours (through the
+// queue's delays), and the reminders stop once the operator resolved it.
+func TestUnresolvedQuarantineIsAlertedAgainDaily(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	id := "cs_test_quarantinereminder"
+	e.paid(id, oracle.TierFull, "Open a second bakery")
+	_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.orders.QuarantineGeneration(ctx, id, lease, store.Quarantine{Gate: "generator", Terms: []string{"cat3.csdm"}, Record: "quarantine/x.json", FilterVersion: "v1"}); err != nil || !ok {
+		t.Fatalf("quarantine: %v %v", ok, err)
+	}
+	remind := func(attempt int) []string {
+		body := fmt.Sprintf(`{"session_id":%q,"reason":"quarantine_review","attempt":%d}`, id, attempt)
+		if failed := e.run(record(fmt.Sprint("q", attempt), body, 1)); len(failed) != 0 {
+			t.Fatal("the reminder failed")
+		}
+		return e.alerts()
+	}
+	for day := range 2 {
+		alerts := remind(day)
+		if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] CRITICAL |") || !strings.Contains(alerts[0], "| QUARANTINE_UNRESOLVED |") || !strings.Contains(alerts[0], "cat3.csdm") ||
+			strings.Contains(alerts[0], id) {
+			t.Fatalf("day %d: alerts %q, want one CRITICAL QUARANTINE_UNRESOLVED naming the entry and a cut session id", day, alerts)
+		}
+		next := e.generateJobs()
+		if len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || next[0].NotBefore == nil ||
+			!next[0].NotBefore.Equal(e.clock.Now().Add(24*time.Hour)) || next[0].Attempt != day+1 {
+			t.Fatalf("day %d: next reminder %+v, want one in 24 hours", day, next)
+		}
+		e.clock.Add(24 * time.Hour)
+	}
+	// The operator refunds: the next reminder finds nothing to say.
+	if _, err := dynamodb.NewFromConfig(e.f.AWS).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.f.Ref("OrdersTable")), Key: map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
+		UpdateExpression:          aws.String("SET #s = :r"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":r": &ddbtypes.AttributeValueMemberS{Value: string(oracle.StatusRefunded)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if alerts := remind(2); len(alerts) != 0 {
+		t.Fatalf("alerts after resolution: %q", alerts)
+	}
+	if next := e.generateJobs(); len(next) != 0 {
+		t.Fatalf("reminders after resolution: %+v", next)
 	}
 }

@@ -20,6 +20,9 @@ import (
 const (
 	ReasonPaid       = "paid"       // first generation after payment
 	ReasonRegenerate = "regenerate" // the stored verdict expired
+	// ReasonQuarantineReview re-alerts the operator while an order the
+	// content filter stopped is still unresolved.
+	ReasonQuarantineReview = "quarantine_review"
 
 	MailVerdict    = "verdict"     // the verdict email
 	MailSilentDrop = "silent_drop" // SPEC_ORACLE_SILENT_DROP output 1
@@ -48,7 +51,7 @@ func (j Job) Validate() error {
 	switch {
 	case j.Reason != "" && j.Kind != "":
 		return fmt.Errorf("job has both reason and kind")
-	case j.Reason != "" && j.Reason != ReasonPaid && j.Reason != ReasonRegenerate:
+	case j.Reason != "" && j.Reason != ReasonPaid && j.Reason != ReasonRegenerate && j.Reason != ReasonQuarantineReview:
 		return fmt.Errorf("job has unknown reason %q", j.Reason)
 	case j.Kind != "" && !slices.Contains(mailKinds, j.Kind):
 		return fmt.Errorf("job has unknown kind %q", j.Kind)
