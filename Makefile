@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./functions/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(FUZZTIME) ./shared/oracle
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./shared/crosscheck
+	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./shared/sosfilter
 
 ## bench: the benchmarks behind the performance budgets in ARCHITECTURE.md
 bench:

@@ -18,9 +18,11 @@ type settings struct {
 	LedgerTable string
 	MailQueue   string
 	AuditBucket string
-	AlertsTopic string
-	GeminiKey   string
-	GeminiModel string
+	// QuarantineBucket keeps what the content filter stops, for review.
+	QuarantineBucket string
+	AlertsTopic      string
+	GeminiKey        string
+	GeminiModel      string
 	// GeminiFallback is a second model for when the first is rate limited
 	// or unavailable; empty means none.
 	GeminiFallback string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,7 +22,9 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
+	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/sqsbatch"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -36,6 +39,7 @@ type Orders interface {
 	MarkFailed(ctx context.Context, sessionID, reason string) (bool, error)
 	Park(ctx context.Context, sessionID string) (time.Time, error)
 	Hold(ctx context.Context, sessionID, lease, reason string) (bool, error)
+	QuarantineGeneration(ctx context.Context, sessionID, lease string, q store.Quarantine) (bool, error)
 }
 
 // Model makes one bounded, retried model call (gemini.Caller).
@@ -65,6 +69,16 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// ContentFilter is gate 1 of the outbound content filter (shared/sosfilter).
+type ContentFilter interface {
+	Analysis(a oracle.Analysis, query string) (oracle.Analysis, sosfilter.Report)
+}
+
+// QuarantineStore keeps what the filter stopped (shared/quarantine).
+type QuarantineStore interface {
+	Put(ctx context.Context, r quarantine.Record) (string, error)
+}
+
 // Originals keep each session's first verdict past its order (store.Ledger).
 type Originals interface {
 	KeepOriginal(ctx context.Context, sessionID string, o oracle.Original, ttl time.Duration) error
@@ -90,6 +104,10 @@ type Handler struct {
 	Requeue Sender
 	Audit   Auditor
 	Alerts  Alerter
+	// Filter is gate 1: every verdict passes it before it is stored;
+	// Quarantine keeps what it stops.
+	Filter     ContentFilter
+	Quarantine QuarantineStore
 	// Originals keep the first verdict's label and hash for
 	// OriginalRetention, so a regeneration after the order is deleted can
 	// still be compared with what was emailed.
@@ -198,6 +216,17 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return h.failed(ctx, log, job, order, lease, receives, started, err)
 	}
+	// Gate 1: what the model wrote reaches the store only through the
+	// content filter, on first generations and regenerations alike.
+	filtered, rep := h.Filter.Analysis(g.analysis, order.Query)
+	h.auditFilter(ctx, order, rep, fmt.Sprintf("%s.filter-generator-%d", order.SessionID, order.Attempts), "", started)
+	if rep.Action == sosfilter.Quarantine {
+		return h.quarantine(ctx, log, order, lease, g, rep, started)
+	}
+	if rep.Action == sosfilter.Replace {
+		log.Warn("content filter replaced terms in the verdict", "terms", strings.Join(rep.Terms(), ","), "filter_version", rep.Version)
+	}
+	g.analysis = filtered
 	canonical, err := g.analysis.CanonicalJSON()
 	if err != nil {
 		return h.failed(ctx, log, job, order, lease, receives, started, err)
@@ -209,6 +238,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		Model:          g.result.Model,
 		Label:          g.analysis.Verdict,
 		CoherenceScore: g.decision.CoherenceScore,
+		FilterVersion:  rep.Version,
 		ExpiresAt:      h.Now().Add(h.Retention),
 	}
 	if order.Regen {
@@ -243,6 +273,7 @@ func (h *Handler) lease(ctx context.Context) time.Duration {
 // generation is a model reply that passed the crosscheck and the schema.
 type generation struct {
 	result   gemini.Result
+	raw      string // the reply as the model wrote it, for a quarantine record
 	analysis oracle.Analysis
 	decision crosscheck.Decision
 }
@@ -276,7 +307,7 @@ func (h *Handler) generate(ctx context.Context, o oracle.Order, started time.Tim
 		if err != nil {
 			return err
 		}
-		g.analysis, g.decision = a, d
+		g.analysis, g.decision, g.raw = a, d, text
 		return nil
 	}
 	res, err := h.Model.Call(ctx, gemini.Request{System: p.System, User: p.User, Schema: prompt.Schema(o.Tier), Seed: prompt.Seed}, validate)
@@ -572,8 +603,88 @@ func (h *Handler) remindQuarantine(ctx context.Context, log *slog.Logger, job qu
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "QUARANTINE_UNRESOLVED", Session: o.SessionID,
 		Detail: fmt.Sprintf("quarantined at the %s gate since %s (%s), still unresolved: deliver a cleaned verdict or refund",
 			o.QuarantineGate, since, strings.Join(o.QuarantineTerms, ", "))})
-	next := queue.Job{SessionID: o.SessionID, Reason: queue.ReasonQuarantineReview, Attempt: job.Attempt + 1}
+	return h.scheduleQuarantineReminder(ctx, o.SessionID, job.Attempt+1)
+}
+
+// quarantine sets aside a verdict the content filter stopped at gate 1: it
+// is kept whole for review and never stored, served or sent. If the review
+// record cannot be written, nothing is decided: the generation is released
+// and retried, and the operator hears of it (fail closed, GAP-L).
+func (h *Handler) quarantine(ctx context.Context, log *slog.Logger, o oracle.Order, lease string, g generation, rep sosfilter.Report, started time.Time) error {
+	now := h.Now()
+	key, err := h.Quarantine.Put(ctx, quarantine.Record{
+		SessionID: o.SessionID, Tier: string(o.Tier), Gate: quarantine.GateGenerator, QuarantinedAt: now.UTC(),
+		Terms: rep.Terms(), Reason: string(rep.Reason), FilterVersion: rep.Version, PromptVersion: prompt.Version, Model: g.result.Model,
+		Livemode: o.Livemode, AmountTotal: o.AmountTotal, Currency: o.Currency, Raw: rawPayload(g.raw),
+	})
+	if err != nil {
+		_ = h.Orders.AbandonGeneration(ctx, o.SessionID, lease)
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "QUARANTINE_RECORD_FAILED", Session: o.SessionID,
+			Detail: "the content filter stopped a verdict and its review record could not be written; nothing was delivered and the generation will be retried"})
+		return fmt.Errorf("quarantine: %w", err)
+	}
+	ok, err := h.Orders.QuarantineGeneration(ctx, o.SessionID, lease, store.Quarantine{Gate: quarantine.GateGenerator, Terms: rep.Terms(), Record: key, FilterVersion: rep.Version})
+	if err != nil {
+		_ = h.Orders.AbandonGeneration(ctx, o.SessionID, lease)
+		return err
+	}
+	if !ok {
+		log.Warn("generation lease lost before quarantining the order")
+		return nil
+	}
+	log.Error("verdict quarantined by the content filter", "terms", strings.Join(rep.Terms(), ","), "reason", string(rep.Reason), "filter_version", rep.Version)
+	h.audit(ctx, o, audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason)), o.SessionID+".quarantined-generator", g.result.Model, started)
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "VERDICT_QUARANTINED", Session: o.SessionID,
+		Detail: fmt.Sprintf("the content filter stopped the verdict at gate 1 (%s: %s); nothing was delivered. Review the record the order names (quarantine_record), then deliver a cleaned verdict or refund",
+			rep.Reason, strings.Join(rep.Terms(), ", "))})
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailReview}); err != nil {
+		return fmt.Errorf("enqueue review notice: %w", err)
+	}
+	return h.scheduleQuarantineReminder(ctx, o.SessionID, 0)
+}
+
+// scheduleQuarantineReminder queues the next QUARANTINE_UNRESOLVED check.
+func (h *Handler) scheduleQuarantineReminder(ctx context.Context, sessionID string, attempt int) error {
 	at := h.Now().Add(h.QuarantineReminder)
-	next.NotBefore = &at
-	return h.Requeue.Send(ctx, next)
+	if err := h.Requeue.Send(ctx, queue.Job{SessionID: sessionID, Reason: queue.ReasonQuarantineReview, Attempt: attempt, NotBefore: &at}); err != nil {
+		return fmt.Errorf("schedule the quarantine reminder: %w", err)
+	}
+	return nil
+}
+
+// rawPayload is the model's reply as JSON for the record: the reply itself
+// when it is JSON (it passed the schema), else as a JSON string.
+func rawPayload(raw string) json.RawMessage {
+	if json.Valid([]byte(raw)) {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(raw)
+	return b
+}
+
+// auditFilter writes the record of one content filter decision: the
+// entries' ids, never the text.
+func (h *Handler) auditFilter(ctx context.Context, o oracle.Order, rep sosfilter.Report, id, mailKind string, started time.Time) {
+	status, detail := audit.StatusOK, (*string)(nil)
+	if rep.Action == sosfilter.Quarantine {
+		status, detail = audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason))
+	}
+	r := h.record(o, status, detail, "", started)
+	r.Event = "sos_filter"
+	r.Filter = sosfilterRecord(rep, quarantine.GateGenerator, mailKind)
+	h.write(ctx, r, id)
+}
+
+// sosfilterRecord is the audit form of a filter report.
+func sosfilterRecord(rep sosfilter.Report, gate, mailKind string) *audit.Filter {
+	f := &audit.Filter{Gate: gate, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Version: rep.Version, MailKind: mailKind}
+	if f.TermIDs == nil {
+		f.TermIDs = []string{}
+	}
+	for _, hit := range rep.Hits {
+		if hit.Echo && !slices.Contains(f.Exempted, hit.Term) {
+			f.Exempted = append(f.Exempted, hit.Term)
+		}
+	}
+	return f
 }

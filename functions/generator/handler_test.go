@@ -32,7 +32,9 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
+	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -97,6 +99,10 @@ func newEnv(t *testing.T) *env {
 		Rand: func() float64 { return 0.5 }, Now: e.clock.Now, Log: log,
 		// Backoffs are recorded, not waited for.
 		Sleep: func(ctx context.Context, d time.Duration) error { e.slept = append(e.slept, d); return ctx.Err() }}
+	filter, err := sosfilter.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.breaker = circuit.New(db, f.Ref("LedgerTable"), "gemini", circuit.Options{}, e.clock.Now)
 	e.h = &Handler{
 		Orders:  e.orders,
@@ -107,6 +113,7 @@ func newEnv(t *testing.T) *env {
 		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
+		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour,
 		Hasher: hasher, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
@@ -224,10 +231,11 @@ func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
 	if jobs := e.mailJobs(); len(jobs) != n {
 		t.Fatalf("%d mail jobs, want %d", len(jobs), n)
 	}
-	// One crosscheck and one generation record per order (CROSSCHECK VC-4).
+	// One crosscheck, one filter and one generation record per order
+	// (CROSSCHECK VC-4; the filter's record at gate 1).
 	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
-	if len(recs) != 2*n {
-		t.Fatalf("%d audit records, want %d", len(recs), 2*n)
+	if len(recs) != 3*n {
+		t.Fatalf("%d audit records, want %d", len(recs), 3*n)
 	}
 	for _, r := range recs {
 		if r.Status != audit.StatusOK || r.Source != audit.SourceGenerator {
@@ -241,6 +249,10 @@ func TestEachTierAndVerdictIsStoredThenMailed(t *testing.T) {
 		case "tmm_crosscheck":
 			if c := r.Crosscheck; c == nil || !c.Approved || c.Phi != crosscheck.PHI || c.Threshold != crosscheck.OMEGA || c.CrosscheckReason != "pass" {
 				t.Fatalf("crosscheck record %+v", r.Crosscheck)
+			}
+		case "sos_filter":
+			if f := r.Filter; f == nil || f.Gate != "generator" || f.Action != "PASS" || len(f.TermIDs) != 0 || f.Version == "" {
+				t.Fatalf("filter record %+v", r.Filter)
 			}
 		default:
 			t.Fatalf("unexpected record %+v", r)
@@ -361,8 +373,8 @@ func TestDuplicateJobsGiveOneVerdict(t *testing.T) {
 	if calls := len(e.model.Calls()); calls != 1 {
 		t.Fatalf("%d model calls, want 1", calls)
 	}
-	if n := e.byEvent(); n["verdict_generated/OK"] != 1 || n["tmm_crosscheck/OK"] != 1 || len(n) != 2 {
-		t.Fatalf("audit records %v, want one crosscheck and one generation", n)
+	if n := e.byEvent(); n["verdict_generated/OK"] != 1 || n["tmm_crosscheck/OK"] != 1 || n["sos_filter/OK"] != 1 || len(n) != 3 {
+		t.Fatalf("audit records %v, want one crosscheck, one filter decision and one generation", n)
 	}
 	// The mailer dedupes by its delivery record; at least one job is queued.
 	if jobs := e.mailJobs(); len(jobs) == 0 {
@@ -895,4 +907,127 @@ func TestUnresolvedQuarantineIsAlertedAgainDaily(t *testing.T) {
 	if next := e.generateJobs(); len(next) != 0 {
 		t.Fatalf("reminders after resolution: %+v", next)
 	}
+}
+
+// Gate 1 (SPEC_ORACLE_SOS_FILTER): a replaceable leak is stored cleaned; a
+// quarantine-class one is never stored or mailed, kept whole for review,
+// alerted, and the customer is told it is under review; a term from the
+// customer's own query is no leak.
+func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
+	tests := []struct {
+		name        string
+		tier        oracle.Tier
+		query       string
+		leak        []string
+		action      string
+		terms       []string
+		exempted    []string
+		quarantined bool
+	}{
+		{name: "replaced", tier: oracle.TierQuick, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "REPLACE", terms: []string{"cat3.tmm"}},
+		{name: "quarantined", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"CSDM"}, action: "QUARANTINE", terms: []string{"cat3.csdm"}, quarantined: true},
+		{name: "too dense to repair", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "QUARANTINE", terms: []string{"cat3.tmm"}, quarantined: true},
+		{name: "echoed from the query", tier: oracle.TierQuick, query: "Should I sell my TMM consulting practice?", leak: []string{"TMM"}, action: "PASS", exempted: []string{"cat3.tmm"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := "cs_test_gate1" + strings.ReplaceAll(tc.name, " ", "")
+			e.paid(id, tc.tier, tc.query)
+			e.control(fakegemini.Scenario{LeakTerms: tc.leak})
+			if failed := e.run(record("g", job(id), 1)); len(failed) != 0 {
+				t.Fatal("the generation failed")
+			}
+			o := e.order(id)
+			var filter *audit.Filter
+			for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+				if r.Event == "sos_filter" {
+					filter = r.Filter
+				}
+			}
+			if filter == nil || filter.Gate != "generator" || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) ||
+				!slices.Equal(filter.Exempted, tc.exempted) || filter.Version == "" {
+				t.Fatalf("filter record %+v, want %s %v exempting %v", filter, tc.action, tc.terms, tc.exempted)
+			}
+			alerts := e.alerts()
+			mails := mailKinds(e.mailJobs())
+			if !tc.quarantined {
+				if o.Status != oracle.StatusReady || o.FilterVersion != filter.Version || !slices.Equal(mails, []string{queue.MailVerdict}) || len(alerts) != 0 {
+					t.Fatalf("order %s (filter %q), mails %v, alerts %q: want READY and mailed", o.Status, o.FilterVersion, mails, alerts)
+				}
+				if strings.Contains(o.Verdict, "TMM") != (tc.action == "PASS") {
+					t.Fatalf("stored verdict %s", o.Verdict)
+				}
+				return
+			}
+			if o.Status != oracle.StatusQuarantined || o.Verdict != "" || o.QuarantineGate != "generator" || !slices.Equal(o.QuarantineTerms, tc.terms) || o.QuarantineRecord == "" {
+				t.Fatalf("order %+v, want QUARANTINED with nothing stored", o)
+			}
+			if !slices.Equal(mails, []string{queue.MailReview}) {
+				t.Fatalf("mail jobs %v, want only the review notice", mails)
+			}
+			if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] CRITICAL |") || !strings.Contains(alerts[0], "| VERDICT_QUARANTINED |") ||
+				!strings.Contains(alerts[0], tc.terms[0]) || strings.Contains(alerts[0], tc.query) || strings.Contains(alerts[0], id) {
+				t.Fatalf("alerts %q", alerts)
+			}
+			rec := e.quarantineRecord(o.QuarantineRecord)
+			if rec.SessionID != id || rec.Tier != string(tc.tier) || rec.Gate != "generator" || !slices.Equal(rec.Terms, tc.terms) ||
+				!strings.Contains(string(rec.Raw), tc.leak[0]) || rec.Model == "" || rec.AmountTotal != tc.tier.PriceCents() {
+				t.Fatalf("quarantine record %+v", rec)
+			}
+			if next := e.generateJobs(); len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || !next[0].NotBefore.Equal(e.clock.Now().Add(24*time.Hour)) {
+				t.Fatalf("reminders %+v, want one in 24 hours", next)
+			}
+			// A redelivery of the job changes nothing.
+			e.run(record("again", job(id), 2))
+			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || len(e.mailJobs()) != 0 {
+				t.Fatalf("after a redelivery: %s, %d model calls", o.Status, len(e.model.Calls()))
+			}
+		})
+	}
+}
+
+// If the review record cannot be written, nothing is delivered or decided
+// (fail closed, GAP-L): the generation is released for a retry and the
+// operator is told.
+func TestQuarantineFailsClosedWhenItsRecordCannotBeWritten(t *testing.T) {
+	e := newEnv(t)
+	e.h.Quarantine = quarantine.NewStore(e.s3, e.f.Ref("QuarantineBucket")+"-missing")
+	id := "cs_test_gate1recordfails"
+	e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
+	e.control(fakegemini.Scenario{LeakTerms: []string{"CSDM"}})
+	if failed := e.run(record("g", job(id), 1)); len(failed) != 1 {
+		t.Fatal("the job did not fail for a retry")
+	}
+	if o := e.order(id); o.Status != oracle.StatusGenerating || o.Verdict != "" || o.GenLease != "" {
+		t.Fatalf("order %+v, want nothing stored and the lease released", o)
+	}
+	if mails := e.mailJobs(); len(mails) != 0 {
+		t.Fatalf("mail jobs %v", mails)
+	}
+	if alerts := e.alerts(); len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], "| QUARANTINE_RECORD_FAILED |") {
+		t.Fatalf("alerts %q", alerts)
+	}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// quarantineRecord reads a record from the quarantine bucket.
+func (e *env) quarantineRecord(key string) quarantine.Record {
+	e.t.Helper()
+	out, err := e.s3.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("QuarantineBucket")), Key: aws.String(key)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer out.Body.Close()
+	var r quarantine.Record
+	if err := json.NewDecoder(out.Body).Decode(&r); err != nil {
+		e.t.Fatal(err)
+	}
+	return r
 }

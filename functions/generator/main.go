@@ -20,7 +20,9 @@ import (
 	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -52,6 +54,11 @@ func main() {
 		}
 		caller.Fallback = fallback
 	}
+	filter, err := sosfilter.New()
+	if err != nil {
+		log.Error("cold start failed: the content filter's block list is unusable", "error", err.Error())
+		os.Exit(1)
+	}
 	db := dynamodb.NewFromConfig(aws)
 	queues := sqs.NewFromConfig(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
@@ -67,25 +74,28 @@ func main() {
 	}
 	cancel()
 	h := &Handler{
-		Orders:            store.NewOrders(db, cfg.OrdersTable, time.Now),
-		Model:             caller,
-		Circuit:           circuit.New(db, cfg.LedgerTable, "gemini", cfg.Circuit, time.Now),
-		Key:               key,
-		Mail:              queue.NewSender(queues, cfg.MailQueue, time.Now),
-		Requeue:           queue.NewSender(queues, cfg.GenerateQueue, time.Now),
-		Audit:             audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
-		Alerts:            alerts,
-		Originals:         ledger,
-		OriginalRetention: cfg.OriginalRetention,
-		Hasher:            cfg.Hasher,
-		Log:               log,
-		Now:               time.Now,
-		Rand:              rand.Float64,
-		Retention:         cfg.Retention,
-		CallTimeout:       cfg.CallTimeout,
-		MaxReceives:       cfg.MaxReceives,
-		ParkingBudget:     cfg.ParkingBudget,
-		RetryBase:         cfg.RetryBase,
+		Orders:             store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Model:              caller,
+		Circuit:            circuit.New(db, cfg.LedgerTable, "gemini", cfg.Circuit, time.Now),
+		Key:                key,
+		Mail:               queue.NewSender(queues, cfg.MailQueue, time.Now),
+		Requeue:            queue.NewSender(queues, cfg.GenerateQueue, time.Now),
+		Audit:              audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
+		Alerts:             alerts,
+		Filter:             filter,
+		Quarantine:         quarantine.NewStore(awsenv.S3(aws), cfg.QuarantineBucket),
+		Originals:          ledger,
+		OriginalRetention:  cfg.OriginalRetention,
+		Hasher:             cfg.Hasher,
+		Log:                log,
+		Now:                time.Now,
+		Rand:               rand.Float64,
+		Retention:          cfg.Retention,
+		CallTimeout:        cfg.CallTimeout,
+		MaxReceives:        cfg.MaxReceives,
+		ParkingBudget:      cfg.ParkingBudget,
+		RetryBase:          cfg.RetryBase,
+		QuarantineReminder: cfg.QuarantineReminder,
 	}
 	lambda.Start(h.Handle)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -13,28 +14,38 @@ import (
 )
 
 type settings struct {
-	OrdersTable   string
-	LedgerTable   string
-	AuditBucket   string
-	AlertsTopic   string
-	BaseURL       string
-	StripeLive    string // the key for live sessions, if any
-	StripeTest    string // the key for test sessions, if any
-	StripeAPIBase string // empty in production: the real Stripe API
-	Brand         letter.Brand
-	Hasher        *audit.Hasher
+	OrdersTable string
+	LedgerTable string
+	AuditBucket string
+	AlertsTopic string
+	// QuarantineBucket keeps the emails gate 2 stops; MailQueue and
+	// GenerateQueue carry the review notice and the 24-hour reminders.
+	QuarantineBucket   string
+	MailQueue          string
+	GenerateQueue      string
+	QuarantineReminder time.Duration
+	BaseURL            string
+	StripeLive         string // the key for live sessions, if any
+	StripeTest         string // the key for test sessions, if any
+	StripeAPIBase      string // empty in production: the real Stripe API
+	Brand              letter.Brand
+	Hasher             *audit.Hasher
 }
 
 // loadConfig reads and validates every setting once, at cold start.
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	s := settings{
-		OrdersTable:   env.String("ORDERS_TABLE"),
-		LedgerTable:   env.String("LEDGER_TABLE"),
-		AuditBucket:   env.String("AUDIT_BUCKET"),
-		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
-		BaseURL:       env.URL("BASE_URL"),
-		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
+		OrdersTable:        env.String("ORDERS_TABLE"),
+		LedgerTable:        env.String("LEDGER_TABLE"),
+		AuditBucket:        env.String("AUDIT_BUCKET"),
+		AlertsTopic:        env.String("ALERTS_TOPIC_ARN"),
+		QuarantineBucket:   env.String("QUARANTINE_BUCKET"),
+		MailQueue:          env.String("MAIL_QUEUE_URL"),
+		GenerateQueue:      env.String("GENERATE_QUEUE_URL"),
+		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", 24*time.Hour),
+		BaseURL:            env.URL("BASE_URL"),
+		StripeAPIBase:      env.Optional("STRIPE_API_BASE", ""),
 		Brand: letter.Brand{
 			Name:    env.Optional("MAIL_BRAND", ""),
 			Sender:  env.Optional("MAIL_FROM", ""),

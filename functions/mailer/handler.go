@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -16,7 +19,9 @@ import (
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/sqsbatch"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -27,6 +32,7 @@ type Orders interface {
 	ClaimMail(ctx context.Context, sessionID, kind string, lease time.Duration) (string, error)
 	MailSent(ctx context.Context, sessionID, kind, token, messageID string) error
 	ReleaseMail(ctx context.Context, sessionID, kind, token string) error
+	QuarantineReady(ctx context.Context, sessionID string, q store.Quarantine) (bool, error)
 }
 
 // Sessions retrieves Checkout Sessions, for the recipient at send time.
@@ -49,6 +55,21 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// ContentFilter is gate 2 of the outbound content filter (shared/sosfilter).
+type ContentFilter interface {
+	Mail(subject, text, html, query string) sosfilter.Report
+}
+
+// QuarantineStore keeps what the filter stopped (shared/quarantine).
+type QuarantineStore interface {
+	Put(ctx context.Context, r quarantine.Record) (string, error)
+}
+
+// Sender sends a job to a queue.
+type Sender interface {
+	Send(ctx context.Context, j queue.Job) error
+}
+
 // Handler consumes the mail queue.
 type Handler struct {
 	Orders Orders
@@ -58,11 +79,20 @@ type Handler struct {
 	Transport  Transport
 	Audit      Auditor
 	Alerts     Alerter
-	Hasher     *audit.Hasher
-	Brand      letter.Brand
-	BaseURL    string // the site, for the result page link
-	Log        *slog.Logger
-	Now        func() time.Time
+	// Filter is gate 2: every email passes it just before it is sent; a
+	// stopped one goes to Quarantine, the customer gets the review notice
+	// (Mail) and the operator a reminder every QuarantineReminder
+	// (Reminders, on the generate queue).
+	Filter             ContentFilter
+	Quarantine         QuarantineStore
+	Mail               Sender
+	Reminders          Sender
+	QuarantineReminder time.Duration
+	Hasher             *audit.Hasher
+	Brand              letter.Brand
+	BaseURL            string // the site, for the result page link
+	Log                *slog.Logger
+	Now                func() time.Time
 	// Lease bounds one send attempt before another may take over.
 	Lease time.Duration
 }
@@ -112,6 +142,12 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		return err // redelivered later; by then the other attempt has finished or died
 	case err != nil:
 		return err
+	}
+	// Gate 2, on the email exactly as it would leave.
+	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, order.Query)
+	h.auditFilter(ctx, order, job.Kind, rep, started)
+	if rep.Action != sosfilter.Pass {
+		return h.quarantine(ctx, log, order, job.Kind, token, msg, rep)
 	}
 	to, err := h.recipient(ctx, order)
 	if err != nil {
@@ -175,7 +211,7 @@ func (h *Handler) compose(kind string, o oracle.Order) (letter.Message, error) {
 	case queue.MailFailed:
 		return h.notice(o.Status == oracle.StatusFailed, letter.Failed, o)
 	case queue.MailReview:
-		return h.notice(o.Status == oracle.StatusHeld, letter.Review, o)
+		return h.notice(o.Status == oracle.StatusHeld || o.Status == oracle.StatusQuarantined, letter.Review, o)
 	case queue.MailDivergence:
 		return h.notice(o.Status == oracle.StatusReady && oracle.NotifyDivergence(o.Divergence), letter.Divergence, o)
 	}
@@ -212,6 +248,10 @@ func (h *Handler) recipient(ctx context.Context, o oracle.Order) (string, error)
 }
 
 func (h *Handler) audit(ctx context.Context, o oracle.Order, kind string, status audit.Status, detail *string, started time.Time, emailHash string) {
+	h.write(ctx, o, "mail_"+kind, status, detail, started, emailHash, nil, o.SessionID+".mail-"+kind)
+}
+
+func (h *Handler) write(ctx context.Context, o oracle.Order, event string, status audit.Status, detail *string, started time.Time, emailHash string, filter *audit.Filter, id string) {
 	now := h.Now()
 	if emailHash == "" {
 		emailHash = o.EmailHash
@@ -228,14 +268,78 @@ func (h *Handler) audit(ctx context.Context, o oracle.Order, kind string, status
 		Source:         audit.SourceEmailService,
 		ErrorDetail:    detail,
 		SessionCreated: o.SessionCreated,
-		Event:          "mail_" + kind,
+		Event:          event,
 		Livemode:       o.Livemode,
 		AmountTotal:    o.AmountTotal,
 		Currency:       o.Currency,
 		OrderStatus:    string(o.Status),
+		Filter:         filter,
 	}
-	if _, err := h.Audit.Write(ctx, r, o.SessionID+".mail-"+kind); err != nil {
+	if _, err := h.Audit.Write(ctx, r, id); err != nil {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "mail audit record not written"})
 		h.Log.Error("audit write failed", obs.Session(o.SessionID), "error", err.Error())
 	}
+}
+
+// quarantine holds an email the filter stopped at gate 2: it is kept whole
+// for review and never sent, and the order (if its verdict was READY) is
+// no longer served. If the review record cannot be written, nothing is
+// sent and the job is retried (fail closed, GAP-L).
+func (h *Handler) quarantine(ctx context.Context, log *slog.Logger, o oracle.Order, kind, token string, msg letter.Message, rep sosfilter.Report) error {
+	raw, err := json.Marshal(quarantine.Mail{Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML})
+	if err != nil {
+		return fmt.Errorf("encode the stopped email: %w", err)
+	}
+	key, err := h.Quarantine.Put(ctx, quarantine.Record{
+		SessionID: o.SessionID, Tier: string(o.Tier), Gate: quarantine.GateMailer, QuarantinedAt: h.Now().UTC(),
+		Terms: rep.Terms(), Reason: string(rep.Reason), FilterVersion: rep.Version, PromptVersion: o.PromptVersion, Model: o.Model,
+		Livemode: o.Livemode, AmountTotal: o.AmountTotal, Currency: o.Currency, MailKind: kind, Raw: raw,
+	})
+	if err != nil {
+		_ = h.Orders.ReleaseMail(ctx, o.SessionID, kind, token)
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "QUARANTINE_RECORD_FAILED", Session: o.SessionID,
+			Detail: "the content filter stopped the " + kind + " email and its review record could not be written; nothing was sent and the job will be retried"})
+		return fmt.Errorf("quarantine: %w", err)
+	}
+	if err := h.Orders.MailSent(ctx, o.SessionID, kind, token, "quarantined"); err != nil {
+		log.Error("recording the stopped mail failed", "error", err.Error())
+	}
+	held, err := h.Orders.QuarantineReady(ctx, o.SessionID, store.Quarantine{Gate: quarantine.GateMailer, Terms: rep.Terms(), Record: key, FilterVersion: rep.Version})
+	if err != nil {
+		return err
+	}
+	log.Error("email quarantined by the content filter", "terms", strings.Join(rep.Terms(), ","), "reason", string(rep.Reason), "filter_version", rep.Version)
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "EMAIL_QUARANTINED", Session: o.SessionID,
+		Detail: fmt.Sprintf("the content filter stopped the %s email at gate 2 (%s: %s); nothing was sent. Review the record the order names (quarantine_record), then deliver a cleaned verdict or refund",
+			kind, rep.Reason, strings.Join(rep.Terms(), ", "))})
+	if !held {
+		return nil // not a served verdict: the alert is the operator's whole task
+	}
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailReview}); err != nil {
+		return fmt.Errorf("enqueue review notice: %w", err)
+	}
+	at := h.Now().Add(h.QuarantineReminder)
+	if err := h.Reminders.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonQuarantineReview, NotBefore: &at}); err != nil {
+		return fmt.Errorf("schedule the quarantine reminder: %w", err)
+	}
+	return nil
+}
+
+// auditFilter writes the record of gate 2's decision on one email: the
+// entries' ids, never the text.
+func (h *Handler) auditFilter(ctx context.Context, o oracle.Order, kind string, rep sosfilter.Report, started time.Time) {
+	status, detail := audit.StatusOK, (*string)(nil)
+	if rep.Action != sosfilter.Pass {
+		status, detail = audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason))
+	}
+	f := &audit.Filter{Gate: quarantine.GateMailer, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Version: rep.Version, MailKind: kind}
+	if f.TermIDs == nil {
+		f.TermIDs = []string{}
+	}
+	for _, hit := range rep.Hits {
+		if hit.Echo && !slices.Contains(f.Exempted, hit.Term) {
+			f.Exempted = append(f.Exempted, hit.Term)
+		}
+	}
+	h.write(ctx, o, "sos_filter", status, detail, started, "", f, o.SessionID+".filter-mail-"+kind)
 }

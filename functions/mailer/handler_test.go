@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,21 +38,38 @@ import (
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
 type env struct {
-	t      *testing.T
-	f      *provision.Fixture
-	h      *Handler
-	orders *store.Orders
-	stripe string // the fake Stripe's URL
-	s3     *s3.Client
-	sqs    *sqs.Client
-	alerts func() []string
-	logs   *testkit.Buffer
+	t         *testing.T
+	f         *provision.Fixture
+	h         *Handler
+	orders    *store.Orders
+	stripe    string // the fake Stripe's URL
+	s3        *s3.Client
+	sqs       *sqs.Client
+	alerts    func() []string
+	logs      *testkit.Buffer
+	reminders *recorder
+}
+
+// recorder keeps the jobs it sends.
+type recorder struct {
+	*queue.Sender
+	mu   sync.Mutex
+	jobs []queue.Job
+}
+
+func (r *recorder) Send(ctx context.Context, j queue.Job) error {
+	r.mu.Lock()
+	r.jobs = append(r.jobs, j)
+	r.mu.Unlock()
+	return r.Sender.Send(ctx, j)
 }
 
 func newEnv(t *testing.T) *env {
@@ -71,6 +89,12 @@ func newEnv(t *testing.T) *env {
 	hasher, _ := audit.NewHasher("mailer-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)
+	// Reminders wait 24 hours on the queue; the test reads what was sent.
+	e.reminders = &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), time.Now)}
+	filter, err := sosfilter.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.h = &Handler{
 		Orders:    e.orders,
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
@@ -78,7 +102,10 @@ func newEnv(t *testing.T) *env {
 		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
-		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
+		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
+		Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), time.Now), Reminders: e.reminders,
+		QuarantineReminder: 24 * time.Hour,
+		Hasher:             hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Log: log, Now: time.Now, Lease: time.Minute,
 	}
 	return e
@@ -176,6 +203,29 @@ func (e *env) inbox(addr string) []mail.Sent {
 	return out
 }
 
+// mailRecords are the audit records of sends; filterRecords the filter's.
+func (e *env) mailRecords() []audit.Record {
+	e.t.Helper()
+	var out []audit.Record
+	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+		if strings.HasPrefix(r.Event, "mail_") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (e *env) filterRecords() []*audit.Filter {
+	e.t.Helper()
+	var out []*audit.Filter
+	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+		if r.Event == "sos_filter" {
+			out = append(out, r.Filter)
+		}
+	}
+	return out
+}
+
 func uniqueAddress(t *testing.T) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -212,9 +262,13 @@ func TestVerdictMailIsSentOnceWithTheStoredVerdict(t *testing.T) {
 			if strings.Contains(m.HTML, "<b>bakery</b>") {
 				t.Fatal("the query's HTML was not escaped")
 			}
-			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
+			recs := e.mailRecords()
 			if len(recs) != 1 || recs[0].Status != audit.StatusEmailSent || recs[0].Source != audit.SourceEmailService {
 				t.Fatalf("audit %+v", recs)
+			}
+			// Gate 2 read the email and recorded it (SOS_FILTER failure mode 1).
+			if f := e.filterRecords(); len(f) != 1 || f[0].Gate != "mailer" || f[0].Action != "PASS" || f[0].MailKind != "verdict" || f[0].Version == "" {
+				t.Fatalf("filter records %+v, want one PASS at the mailer", f)
 			}
 		})
 	}
@@ -244,7 +298,7 @@ func TestNoAddressMeansNoSendAndAnAuditRecord(t *testing.T) {
 			if n := e.run(record(id, kind)); n != 0 {
 				t.Fatal("the job failed")
 			}
-			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
+			recs := e.mailRecords()
 			if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed || recs[0].ErrorDetail == nil {
 				t.Fatalf("audit %+v", recs)
 			}
@@ -253,7 +307,7 @@ func TestNoAddressMeansNoSendAndAnAuditRecord(t *testing.T) {
 			}
 			// A duplicate job does not try again.
 			e.run(record(id, kind))
-			if recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 1 {
+			if recs := e.mailRecords(); len(recs) != 1 {
 				t.Fatalf("%d audit records after a duplicate", len(recs))
 			}
 		})
@@ -306,7 +360,7 @@ func TestRefusedSendAlertsOnceAndIsNotRetried(t *testing.T) {
 	if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "EMAIL_FAILED") || strings.Contains(a[0], addr) {
 		t.Fatalf("alerts %q", a)
 	}
-	recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
+	recs := e.mailRecords()
 	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed {
 		t.Fatalf("audit %+v", recs)
 	}
@@ -463,5 +517,118 @@ func TestOrderNoticesAreSentOnceAndOnlyInTheirState(t *testing.T) {
 				t.Errorf("%d EMAIL_SENT records, want 1", sent)
 			}
 		})
+	}
+}
+
+// readyWith stores a READY quick verdict whose summary is given, as a
+// generator with gate 1 disabled would have stored it.
+func (e *env) readyWith(id, summary string) {
+	e.t.Helper()
+	ctx := context.Background()
+	c, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: "Should I open a bakery?",
+		AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_ = e.orders.JobEnqueued(ctx, id, c.Lease)
+	_, tok, err := e.orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	canon, err := oracle.Analysis{Verdict: oracle.VerdictAmber, Summary: summary}.CanonicalJSON()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.orders.StoreVerdict(ctx, id, tok, store.StoredVerdict{Canonical: string(canon), Hash: e.h.Hasher.Hash(string(canon)), Model: "gemini-2.5-flash", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// VC-5 (GAP-G): with gate 1 out of the way, a contaminated verdict is
+// stopped by gate 2 alone: nothing is sent, the email is kept whole for
+// review, the order is no longer served, the operator is alerted and
+// reminded, and the customer gets the review notice instead.
+func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
+	e := newEnv(t)
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierQuick, addr)
+	e.readyWith(id, "The CSDM reading says the timing is wrong.")
+	if n := e.run(record(id, queue.MailVerdict)); n != 0 {
+		t.Fatal("the job failed")
+	}
+	if got := e.inbox(addr); len(got) != 0 {
+		t.Fatalf("%d emails sent, want none", len(got))
+	}
+	o, _, _ := e.orders.Get(context.Background(), id)
+	if o.Status != oracle.StatusQuarantined || o.QuarantineGate != "mailer" || !slices.Equal(o.QuarantineTerms, []string{"cat3.csdm"}) || o.QuarantineRecord == "" {
+		t.Fatalf("order %+v, want QUARANTINED at the mailer", o)
+	}
+	if f := e.filterRecords(); len(f) != 1 || f[0].Action != "QUARANTINE" || !slices.Equal(f[0].TermIDs, []string{"cat3.csdm"}) {
+		t.Fatalf("filter records %+v", f)
+	}
+	out, err := e.s3.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(e.f.Ref("QuarantineBucket")), Key: aws.String(o.QuarantineRecord)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		quarantine.Record
+		Raw quarantine.Mail `json:"raw_payload"`
+	}
+	if err := json.NewDecoder(out.Body).Decode(&rec); err != nil {
+		t.Fatal(err)
+	}
+	out.Body.Close()
+	if rec.Gate != "mailer" || rec.MailKind != "verdict" || rec.Model != "gemini-2.5-flash" || !strings.Contains(rec.Raw.Text, "CSDM") || !strings.Contains(rec.Raw.HTML, "CSDM") || rec.Raw.Subject == "" {
+		t.Fatalf("quarantine record %+v", rec)
+	}
+	alerts := e.alerts()
+	if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] CRITICAL |") || !strings.Contains(alerts[0], "| EMAIL_QUARANTINED |") || strings.Contains(alerts[0], id) {
+		t.Fatalf("alerts %q", alerts)
+	}
+	var mails []queue.Job
+	for _, b := range testkit.Drain(t, e.sqs, e.f.Ref("MailQueue")) {
+		j, _ := queue.Parse(b)
+		mails = append(mails, j)
+	}
+	reminders := e.reminders.jobs
+	if len(mails) != 1 || mails[0].Kind != queue.MailReview || len(reminders) != 1 || reminders[0].Reason != queue.ReasonQuarantineReview ||
+		reminders[0].NotBefore == nil || time.Until(*reminders[0].NotBefore) < 23*time.Hour {
+		t.Fatalf("mail jobs %+v, reminders %+v: want the review notice and one reminder", mails, reminders)
+	}
+	// The review notice itself passes the gate and is sent; the verdict
+	// job again sends nothing.
+	e.run(record(id, queue.MailReview), record(id, queue.MailVerdict))
+	if got := e.inbox(addr); len(got) != 1 || !strings.Contains(got[0].Subject, "review") {
+		t.Fatalf("emails %+v, want only the review notice", got)
+	}
+}
+
+// If the review record cannot be written, nothing is sent and the job is
+// retried (fail closed, GAP-L).
+func TestGateTwoFailsClosedWhenItsRecordCannotBeWritten(t *testing.T) {
+	e := newEnv(t)
+	e.h.Quarantine = quarantine.NewStore(e.s3, e.f.Ref("QuarantineBucket")+"-missing")
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierQuick, addr)
+	e.readyWith(id, "Our LATTICE model is unsure.")
+	if n := e.run(record(id, queue.MailVerdict)); n != 1 {
+		t.Fatal("the job did not fail for a retry")
+	}
+	if got := e.inbox(addr); len(got) != 0 {
+		t.Fatalf("%d emails sent", len(got))
+	}
+	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusReady {
+		t.Fatalf("order %s", o.Status)
+	}
+	if alerts := e.alerts(); len(alerts) != 1 || !strings.Contains(alerts[0], "| QUARANTINE_RECORD_FAILED |") {
+		t.Fatalf("alerts %q", alerts)
+	}
+	// The claim was released: the retry is not refused as "in flight".
+	e.h.Quarantine = quarantine.NewStore(e.s3, e.f.Ref("QuarantineBucket"))
+	if n := e.run(record(id, queue.MailVerdict)); n != 0 {
+		t.Fatal("the retry failed")
+	}
+	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusQuarantined {
+		t.Fatalf("after the retry: %s", o.Status)
 	}
 }

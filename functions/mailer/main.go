@@ -13,12 +13,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/quarantine"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -36,7 +40,13 @@ func main() {
 		log.Error("cold start failed", "error", err.Error())
 		os.Exit(1)
 	}
+	filter, err := sosfilter.New()
+	if err != nil {
+		log.Error("cold start failed: the content filter's block list is unusable", "error", err.Error())
+		os.Exit(1)
+	}
 	db := dynamodb.NewFromConfig(aws)
+	queues := sqs.NewFromConfig(aws)
 	h := &Handler{
 		Orders:    store.NewOrders(db, cfg.OrdersTable, time.Now),
 		Transport: &mail.SES{Client: sesv2.NewFromConfig(aws), Now: time.Now},
@@ -46,12 +56,17 @@ func main() {
 			Dedupe:  store.NewLedger(db, cfg.LedgerTable, time.Now),
 			Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
 		},
-		Hasher:  cfg.Hasher,
-		Brand:   cfg.Brand,
-		BaseURL: cfg.BaseURL,
-		Log:     log,
-		Now:     time.Now,
-		Lease:   time.Minute,
+		Filter:             filter,
+		Quarantine:         quarantine.NewStore(awsenv.S3(aws), cfg.QuarantineBucket),
+		Mail:               queue.NewSender(queues, cfg.MailQueue, time.Now),
+		Reminders:          queue.NewSender(queues, cfg.GenerateQueue, time.Now),
+		QuarantineReminder: cfg.QuarantineReminder,
+		Hasher:             cfg.Hasher,
+		Brand:              cfg.Brand,
+		BaseURL:            cfg.BaseURL,
+		Log:                log,
+		Now:                time.Now,
+		Lease:              time.Minute,
 	}
 	if cfg.StripeLive != "" {
 		h.Live = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})

@@ -74,6 +74,22 @@ type Record struct {
 	// the query is only ever a keyed hash here).
 	Crosscheck *Crosscheck `json:"crosscheck,omitempty"`
 	Divergence *Divergence `json:"divergence,omitempty"`
+	// Filter is set on sos_filter records: what the content filter decided
+	// at one gate, by entry id, never with the text it read.
+	Filter *Filter `json:"filter,omitempty"`
+}
+
+// Filter is one content filter decision (SPEC_ORACLE_SOS_FILTER).
+type Filter struct {
+	Gate    string   `json:"gate"`   // generator (gate 1) or mailer (gate 2)
+	Action  string   `json:"action"` // PASS, REPLACE or QUARANTINE
+	Reason  string   `json:"reason,omitempty"`
+	TermIDs []string `json:"term_ids"`
+	// Exempted are the entries the customer's own query holds, repeated by
+	// the verdict and so not a leak.
+	Exempted []string `json:"exempted,omitempty"`
+	Version  string   `json:"version"`
+	MailKind string   `json:"mail_kind,omitempty"`
 }
 
 // Crosscheck is the decision of one TMM crosscheck.

@@ -1,0 +1,134 @@
+package sosfilter
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// The performance budget (ARCHITECTURE.md): at least 20x a regular
+// expression alternation over the same block list, no allocation on clean
+// text. The baseline is what one would write first: every term of the
+// list, case-insensitive, \b around words, one alternation. It only finds
+// matches; the filter also folds, checks context and decides.
+
+func regexpBaseline(tb testing.TB) *regexp.Regexp {
+	var alts []string
+	for _, e := range shippedList(tb).Entries {
+		for _, t := range e.Terms {
+			q := regexp.QuoteMeta(t)
+			if e.Match != "exact" {
+				if isAlnum(firstRune(t)) {
+					q = `\b` + q
+				}
+				if e.Match == "word" && isAlnum(lastRune(t)) {
+					q += `\b`
+				}
+			}
+			alts = append(alts, q)
+		}
+	}
+	return regexp.MustCompile(`(?i)` + strings.Join(alts, "|"))
+}
+
+// benchVerdicts are a verdict of each tier, clean and with terms the
+// filter replaces (one, two and three: as many as MaxDensity allows).
+func benchVerdicts(tb testing.TB) []struct {
+	name string
+	a    oracle.Analysis
+} {
+	pick := map[oracle.Tier]verdictCase{}
+	for _, vc := range cleanVerdicts {
+		if _, ok := pick[vc.tier]; !ok || len(texts(vc.a)) > len(texts(pick[vc.tier].a)) {
+			pick[vc.tier] = vc
+		}
+	}
+	var out []struct {
+		name string
+		a    oracle.Analysis
+	}
+	for _, tier := range oracle.Tiers() {
+		clean := pick[tier].a
+		dirty := deepCopy(clean)
+		dirty.Summary = "According to AION, " + dirty.Summary
+		if tier != oracle.TierQuick {
+			n := dirty.Breakdown["Stability"]
+			n.Analysis = "The TMM shows it. " + n.Analysis
+			dirty.Breakdown["Stability"] = n
+		}
+		if tier == oracle.TierStrategy {
+			n := dirty.Breakdown["Curvature"]
+			n.Analysis += " GAMMA concurs."
+			dirty.Breakdown["Curvature"] = n
+		}
+		out = append(out,
+			struct {
+				name string
+				a    oracle.Analysis
+			}{string(tier) + "/clean", clean},
+			struct {
+				name string
+				a    oracle.Analysis
+			}{string(tier) + "/dirty", dirty})
+	}
+	return out
+}
+
+func size(a oracle.Analysis) int64 {
+	n := 0
+	for _, s := range texts(a) {
+		n += len(s)
+	}
+	return int64(n)
+}
+
+func BenchmarkFilter(b *testing.B) {
+	f := newFilter(b)
+	for _, v := range benchVerdicts(b) {
+		b.Run(v.name, func(b *testing.B) {
+			want := Pass
+			if strings.HasSuffix(v.name, "dirty") {
+				want = Replace
+			}
+			if _, rep := f.Analysis(v.a, "a query about the idea"); rep.Action != want {
+				b.Fatalf("%s: %s (%s), want %s", v.name, rep.Action, rep.Reason, want)
+			}
+			b.SetBytes(size(v.a))
+			b.ReportAllocs()
+			for b.Loop() {
+				f.Analysis(v.a, "a query about the idea")
+			}
+		})
+	}
+}
+
+func BenchmarkRegexp(b *testing.B) {
+	re := regexpBaseline(b)
+	for _, v := range benchVerdicts(b) {
+		b.Run(v.name, func(b *testing.B) {
+			fields := texts(v.a)
+			b.SetBytes(size(v.a))
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, s := range fields {
+					re.FindAllStringIndex(s, -1)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFilterMail is gate 2 over a formatted email (text and HTML).
+func BenchmarkFilterMail(b *testing.B) {
+	f := newFilter(b)
+	a := cleanVerdicts[len(cleanVerdicts)-1].a
+	text := strings.Join(texts(a), "\n\n")
+	html := "<p>" + strings.Join(texts(a), "</p>\n<p style=\"margin:0\">") + "</p>&nbsp;&#9679;&amp;"
+	b.SetBytes(int64(len(text) + len(html)))
+	b.ReportAllocs()
+	for b.Loop() {
+		f.Mail("Your Strategy Session verdict", text, html, "a query")
+	}
+}

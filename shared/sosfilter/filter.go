@@ -1,0 +1,454 @@
+package sosfilter
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Action is what the filter does with a payload, or what one occurrence
+// of a term calls for. The order matters: a payload takes the strongest
+// action any of its parts calls for.
+type Action uint8
+
+// The three outcomes of SPEC_ORACLE_SOS_FILTER "Outputs".
+const (
+	Pass       Action = iota // deliver unchanged
+	Replace                  // deliver with the substitutes in place
+	Quarantine               // hold for a person; deliver nothing
+)
+
+func (a Action) String() string {
+	switch a {
+	case Pass:
+		return "PASS"
+	case Replace:
+		return "REPLACE"
+	case Quarantine:
+		return "QUARANTINE"
+	}
+	return "Action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// MarshalText writes the action's name, so logs and records read "PASS".
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// Reason says why a payload was quarantined.
+type Reason string
+
+// Reasons for a quarantine.
+const (
+	// ReasonTerm: a quarantine-class entry, or a replaceable term in a
+	// spelling or position the rules cannot call safe (see Hit.Action).
+	ReasonTerm Reason = "term"
+	// ReasonDensity: more replaceable terms than MaxReplacements, or
+	// more than MaxDensity per 100 words (GAP-B).
+	ReasonDensity Reason = "density"
+	// ReasonSubstitution: the substituted text would not read as correct
+	// English, or its re-scan found a blocked term.
+	ReasonSubstitution Reason = "substitution"
+)
+
+// The contamination threshold (GAP-B). One or two stray terms are prompt
+// drift that a substitute repairs; more, or a text dense with them, means
+// the model wrote in the internal register, and substitutes would leave a
+// verdict that reads as nonsense: a person should look at it. The counts
+// cover the whole payload (every field of a verdict together) and only
+// the terms that would be replaced (a quarantine-class term quarantines
+// anyway; an echoed term is not a leak).
+const (
+	// MaxReplacements is the most terms one payload may have replaced.
+	MaxReplacements = 3
+	// MaxDensity is the most replaced terms per 100 words of the payload,
+	// applied from the second term on, so a short quick-tier summary may
+	// have one term repaired but not two.
+	MaxDensity = 2
+)
+
+// Hit is one occurrence of a blocked term. It never holds the matched
+// text: a quarantine record or log line names the entry, not the leak.
+type Hit struct {
+	Term     string   `json:"term"`     // the block list entry's id, e.g. "cat3.tmm"
+	Category Category `json:"category"` // the entry's category
+	// Action is what this occurrence calls for: Replace or Quarantine
+	// (Quarantine also where a replaceable term is spelt or placed so that
+	// the rules cannot call a substitute safe), Pass when exempted.
+	Action Action `json:"action"`
+	// Echo reports the exemption of the echo rule: the customer's query
+	// holds the same term, so repeating it is not a leak.
+	Echo bool `json:"echo,omitempty"`
+	// Field is where it was found in a verdict or an email, e.g.
+	// "breakdown.Stability.analysis" or "html"; empty for Text.
+	Field string `json:"field,omitempty"`
+}
+
+// Result is the outcome of Text.
+type Result struct {
+	Action Action
+	// Text is what may be delivered: the input itself for Pass (the same
+	// string), the substituted text for Replace, and "" for Quarantine, so
+	// that a caller that forgets to look at Action delivers nothing.
+	Text   string
+	Hits   []Hit
+	Reason Reason // set for Quarantine
+}
+
+// Report is the outcome of Analysis and Mail.
+type Report struct {
+	Action  Action
+	Hits    []Hit
+	Reason  Reason // set for Quarantine
+	Version string // the block list version that decided, for the record
+}
+
+// Terms lists the entry ids of the hits that were not exempted, each once,
+// in order: what a quarantine record names.
+func (r Report) Terms() []string { return terms(r.Hits) }
+
+// Terms lists the entry ids of the hits that were not exempted.
+func (r Result) Terms() []string { return terms(r.Hits) }
+
+func terms(hits []Hit) []string {
+	var ids []string
+	for _, h := range hits {
+		if !h.Echo && !contains(ids, h.Term) {
+			ids = append(ids, h.Term)
+		}
+	}
+	return ids
+}
+
+// Filter is the outbound content filter. It holds only the compiled,
+// read-only block list: calls share nothing and keep nothing (invariant
+// 7), so one Filter serves any number of goroutines.
+type Filter struct {
+	version    string
+	entries    []entry
+	patterns   []pattern
+	ac         automaton
+	asciiPlain [utf8.RuneSelf]byte
+	asciiHTML  [utf8.RuneSelf]byte
+}
+
+// New loads the block list embedded in the binary, validates it (including
+// the substitutes' self-consistency, GAP-E) and compiles it. It is meant
+// for cold start: an error means the list is broken and the function must
+// not serve, since no gate may run without the filter. The error wraps
+// ErrInvalidList or ErrInconsistent.
+func New() (*Filter, error) {
+	f, err := load(blocklistJSON)
+	if err != nil {
+		return nil, fmt.Errorf("sosfilter: %w", err)
+	}
+	return f, nil
+}
+
+// Version is the block list's version and a digest of its content, e.g.
+// "1.0.0+3fa2b1c9d0e4": an edited list is told apart even if its version
+// was not raised.
+func (f *Filter) Version() string { return f.version }
+
+// Text filters one customer-facing text: an error or fallback message, or
+// any single string. query is the customer's own query: a term it holds is
+// not a leak when the text repeats it (the echo rule). Clean text is
+// returned as it is, without allocating.
+func (f *Filter) Text(text, query string) Result {
+	if f.clean(text, false) {
+		return Result{Action: Pass, Text: text}
+	}
+	fields := []field{{text: text}}
+	act, reason, hits := f.run(fields, query, true)
+	r := Result{Action: act, Hits: hits, Reason: reason}
+	switch act {
+	case Pass:
+		r.Text = text
+	case Replace:
+		r.Text = fields[0].out
+	}
+	return r
+}
+
+// Analysis filters a verdict at gate 1: the summary, each breakdown
+// dimension's analysis (and its key, which is model output too), the
+// strategy's next step, alternative and each test. The verdict labels are
+// tokens, not text, and are left alone. Density is counted over all the
+// fields together, and the strongest action decides for the whole verdict.
+// It returns a unchanged for Pass, a copy with the substitutes in place for
+// Replace (a is never modified), and the zero Analysis for Quarantine.
+func (f *Filter) Analysis(a oracle.Analysis, query string) (oracle.Analysis, Report) {
+	rep := Report{Version: f.version}
+	if f.analysisClean(a) {
+		return a, rep
+	}
+	fields := analysisFields(a)
+	rep.Action, rep.Reason, rep.Hits = f.run(fields, query, true)
+	switch rep.Action {
+	case Pass:
+		return a, rep
+	case Replace:
+		return rebuild(a, fields), rep
+	}
+	return oracle.Analysis{}, rep
+}
+
+// Mail filters a finished email at gate 2: its subject, its text part and
+// its HTML part. Gate 2 never edits: the email was formatted from a
+// verdict that gate 1 already cleaned, so a hit here means a formatter or
+// gate 1 failed, and a substitute could also make the text and HTML parts
+// disagree. Any hit that the echo rule does not exempt quarantines.
+//
+// The HTML is read twice: as the reader sees it (tags are invisible,
+// entities are their characters, so "AI&#79;N" and "AI<b></b>ON" are
+// caught), and as its source (attributes and comments reach the customer
+// too).
+func (f *Filter) Mail(subject, text, html, query string) Report {
+	rep := Report{Version: f.version}
+	if f.clean(subject, false) && f.clean(text, false) && f.clean(html, true) && f.clean(html, false) {
+		return rep
+	}
+	fields := []field{{path: "subject", text: subject}, {path: "text", text: text}, {path: "html", text: html, html: true}}
+	rep.Action, rep.Reason, rep.Hits = f.run(fields, query, false)
+	return rep
+}
+
+// clean reports a text with no hit at all, stopping at the first.
+func (f *Filter) clean(s string, isHTML bool) bool {
+	var c collector
+	c.first = true
+	f.scan(s, isHTML, &c)
+	return c.n == 0
+}
+
+// field is one customer-facing string of a payload.
+type field struct {
+	path  string
+	text  string
+	html  bool // read as HTML (visible text and source)
+	key   bool // a map key: it cannot be edited, so any hit quarantines
+	index int  // strategy test index, or -1
+	dim   string
+	spans []span // resolved hits
+	out   string // the text after substitution
+}
+
+// run decides for a whole payload.
+func (f *Filter) run(fields []field, query string, mayReplace bool) (Action, Reason, []Hit) {
+	var echo []int32
+	echoRead := false
+	var hits []Hit
+	quarantine, replace := 0, 0
+	for i := range fields {
+		fl := &fields[i]
+		var c collector
+		f.scan(fl.text, fl.html, &c)
+		if fl.html {
+			f.scan(fl.text, false, &c)
+		}
+		if c.n == 0 {
+			continue
+		}
+		if !echoRead {
+			echo, echoRead = f.queryTerms(query), true
+		}
+		fl.spans = resolve(&c)
+		for j := range fl.spans {
+			sp := &fl.spans[j]
+			p := f.patterns[sp.pat]
+			e := &f.entries[p.entry]
+			if fl.key || !mayReplace {
+				sp.act = Quarantine // nothing here can be edited
+			}
+			sp.exempt = slices.Contains(echo, p.term)
+			h := Hit{Term: e.id, Category: e.category, Action: sp.act, Echo: sp.exempt, Field: fl.path}
+			switch {
+			case sp.exempt:
+				h.Action = Pass
+			case sp.act == Quarantine:
+				quarantine++
+			default:
+				replace++
+			}
+			hits = append(hits, h)
+		}
+	}
+	switch {
+	case quarantine > 0:
+		return Quarantine, ReasonTerm, hits
+	case replace == 0:
+		return Pass, "", hits
+	}
+	total := 0
+	for _, fl := range fields {
+		total += words(fl.text)
+	}
+	if replace > MaxReplacements || (replace >= 2 && replace*100 > MaxDensity*total) {
+		return Quarantine, ReasonDensity, hits
+	}
+	for i := range fields {
+		fl := &fields[i]
+		fl.out = fl.text
+		if len(fl.spans) == 0 {
+			continue
+		}
+		out, ok := f.substitute(fl.text, fl.spans)
+		if !ok {
+			return Quarantine, ReasonSubstitution, hits
+		}
+		// Re-scan (failure mode 5): the substitutes are clean on their
+		// own, but the text around them must not form a term with them.
+		var c collector
+		f.scan(out, false, &c)
+		for _, sp := range resolve(&c) {
+			if !slices.Contains(echo, f.patterns[sp.pat].term) {
+				return Quarantine, ReasonSubstitution, hits
+			}
+		}
+		fl.out = out
+	}
+	return Replace, "", hits
+}
+
+// queryTerms lists the terms the customer's query holds as words, in any
+// spelling or context: the terms the echo rule exempts.
+func (f *Filter) queryTerms(query string) []int32 {
+	if query == "" {
+		return nil
+	}
+	var c collector
+	c.raw = true
+	f.scan(query, false, &c)
+	var out []int32
+	for i := range c.len() {
+		if t := f.patterns[c.at(i).pat].term; !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// resolve orders the occurrences and keeps the leftmost-longest ones that
+// do not overlap: "Ω = 97.4%" is one hit, not three, and "Dr. Logos" is
+// the phrase, not the name inside it.
+func resolve(c *collector) []span {
+	all := make([]span, 0, c.len())
+	for i := range c.len() {
+		all = append(all, c.at(i))
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.start != b.start {
+			return a.start < b.start
+		}
+		if a.end != b.end {
+			return a.end > b.end
+		}
+		return a.act > b.act
+	})
+	out := all[:0]
+	end := -1
+	for _, sp := range all {
+		if sp.start < end {
+			continue
+		}
+		out = append(out, sp)
+		end = sp.end
+	}
+	return out
+}
+
+// analysisClean checks every customer-visible field of a verdict, without
+// allocating.
+func (f *Filter) analysisClean(a oracle.Analysis) bool {
+	if !f.clean(a.Summary, false) {
+		return false
+	}
+	for k, note := range a.Breakdown {
+		if !f.clean(k, false) || !f.clean(note.Analysis, false) {
+			return false
+		}
+	}
+	if s := a.Strategy; s != nil {
+		if !f.clean(s.NextStep, false) || !f.clean(s.Alternative, false) {
+			return false
+		}
+		for _, t := range s.Tests {
+			if !f.clean(t, false) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// analysisFields lists a verdict's fields in reading order: the summary,
+// the dimensions in oracle.Dimensions order (any other key after them,
+// sorted), then the strategy.
+func analysisFields(a oracle.Analysis) []field {
+	fields := []field{{path: "summary", text: a.Summary, index: -1}}
+	var keys []string
+	for _, d := range oracle.Dimensions {
+		if _, ok := a.Breakdown[d]; ok {
+			keys = append(keys, d)
+		}
+	}
+	var other []string
+	for k := range a.Breakdown {
+		if !slices.Contains(oracle.Dimensions, k) {
+			other = append(other, k)
+		}
+	}
+	sort.Strings(other)
+	for _, k := range append(keys, other...) {
+		fields = append(fields,
+			field{path: "breakdown." + k, text: k, key: true, index: -1},
+			field{path: "breakdown." + k + ".analysis", text: a.Breakdown[k].Analysis, dim: k, index: -1})
+	}
+	if s := a.Strategy; s != nil {
+		fields = append(fields,
+			field{path: "strategy.next_step", text: s.NextStep, index: -1},
+			field{path: "strategy.alternative", text: s.Alternative, index: -1})
+		for i, t := range s.Tests {
+			fields = append(fields, field{path: "strategy.tests[" + strconv.Itoa(i) + "]", text: t, index: i})
+		}
+	}
+	return fields
+}
+
+// rebuild is a copy of a with each field's substituted text; a itself, its
+// map and its strategy are left as they were.
+func rebuild(a oracle.Analysis, fields []field) oracle.Analysis {
+	out := a
+	if a.Breakdown != nil {
+		out.Breakdown = make(map[string]oracle.DimensionNote, len(a.Breakdown))
+		for k, v := range a.Breakdown {
+			out.Breakdown[k] = v
+		}
+	}
+	if a.Strategy != nil {
+		s := *a.Strategy
+		s.Tests = slices.Clone(a.Strategy.Tests)
+		out.Strategy = &s
+	}
+	for _, fl := range fields {
+		switch {
+		case fl.key:
+		case fl.path == "summary":
+			out.Summary = fl.out
+		case fl.dim != "":
+			note := out.Breakdown[fl.dim]
+			note.Analysis = fl.out
+			out.Breakdown[fl.dim] = note
+		case fl.path == "strategy.next_step":
+			out.Strategy.NextStep = fl.out
+		case fl.path == "strategy.alternative":
+			out.Strategy.Alternative = fl.out
+		case fl.index >= 0:
+			out.Strategy.Tests[fl.index] = fl.out
+		}
+	}
+	return out
+}
