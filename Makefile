@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 STRIPE_MOCK_VERSION := v0.203.0
 FUZZTIME ?= 10s
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint unit fuzz bench build deploy invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint unit fuzz bench prompt-check build deploy invoke tools clean
 
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
 run:
@@ -55,7 +55,7 @@ unit:
 	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \
 	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 9m ./...
 
-## fuzz: short fuzz runs of the query chunking, the webhook's parsing, the model reply's parsing and the crosscheck
+## fuzz: short fuzz runs of the query chunking, the webhook's parsing, the model reply's parsing, the crosscheck and the content filter
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(FUZZTIME) ./shared/oracle
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./functions/webhook
@@ -66,6 +66,11 @@ fuzz:
 ## bench: the benchmarks behind the performance budgets in ARCHITECTURE.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts with the current prompt and reports how many the content filter would touch; fails above MAX_RATE (default 0)
+MAX_RATE ?= 0
+prompt-check:
+	$(GO) run ./infra/promptcheck -n 50 -max-rate $(MAX_RATE)
 
 ## build: every function's bootstrap for Lambda (linux/arm64), as `sam build` makes them
 build:

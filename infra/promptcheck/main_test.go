@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/prompt"
+)
+
+// VC-6 (GAP-H) on the fake model: the current prompt version's verdicts
+// are filtered and the rate reported; a model that leaks is caught.
+func TestContaminationRateOfTheCurrentPrompt(t *testing.T) {
+	tests := []struct {
+		name     string
+		scenario string
+		rate     float64
+		terms    []string
+	}{
+		{name: "clean model", rate: 0},
+		{name: "leaking model", scenario: `{"leak_terms":["CSDM"],"calls":51}`, rate: 1, terms: []string{"cat3.csdm"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(fakegemini.New(fakegemini.Options{}))
+			t.Cleanup(srv.Close)
+			if tc.scenario != "" {
+				resp, err := srv.Client().Post(srv.URL+"/_control", "application/json", strings.NewReader(tc.scenario))
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("control: %v %v", resp, err)
+				}
+				resp.Body.Close()
+			}
+			client, err := gemini.New(context.Background(), gemini.Options{APIKey: "test-key", BaseURL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			s, err := check(context.Background(), client, 51, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Verdicts != 51 || s.Unreadable != 0 || s.Rate() != tc.rate {
+				t.Fatalf("summary %+v (rate %v), want 51 verdicts at %v\n%s", s, s.Rate(), tc.rate, out.String())
+			}
+			for _, id := range tc.terms {
+				if s.Terms[id] != 51 {
+					t.Fatalf("%s in %d verdicts, want all", id, s.Terms[id])
+				}
+			}
+			if !strings.Contains(out.String(), "prompt "+prompt.Version) || !strings.Contains(out.String(), "contamination rate") {
+				t.Fatalf("report:\n%s", out.String())
+			}
+		})
+	}
+}
+
+func TestCheckRefusesABadCount(t *testing.T) {
+	for _, n := range []int{0, 3*len(submissions) + 1} {
+		if _, err := check(context.Background(), nil, n, &bytes.Buffer{}); err == nil {
+			t.Errorf("n=%d accepted", n)
+		}
+	}
+}
