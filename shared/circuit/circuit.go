@@ -286,6 +286,9 @@ func (b *Breaker) takeProbe(ctx context.Context, gen int64, now time.Time) (Perm
 	if err := attributevalue.UnmarshalMap(ccf.Item, &it); err != nil {
 		return Permit{}, nil, fmt.Errorf("decode circuit %s: %w", b.name, err)
 	}
+	if it.Probe == token {
+		return Permit{known: true, gen: gen, token: token}, nil, nil // a retried request whose first attempt took the probe
+	}
 	return Permit{}, &it, nil
 }
 
@@ -391,17 +394,26 @@ func (b *Breaker) count(ctx context.Context, p Permit, counter, set string) (n i
 // trip opens the circuit of episode gen if counter still stands at limit or
 // more; of several racing callers only the first succeeds.
 func (b *Breaker) trip(ctx context.Context, gen int64, reason Reason, counter string, limit int) (Transition, error) {
-	_, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	writeID, err := newToken()
+	if err != nil {
+		return Transition{}, err
+	}
+	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(b.table),
 		Key:                      b.key,
-		UpdateExpression:         aws.String("SET #st = :open, opened_at = :now, reason = :reason, gen = gen + :one REMOVE probe, probe_until"),
+		UpdateExpression:         aws.String("SET #st = :open, opened_at = :now, reason = :reason, gen = gen + :one, write_id = :wid REMOVE probe, probe_until"),
 		ConditionExpression:      aws.String("#st = :closed AND gen = :gen AND #n >= :limit"),
 		ExpressionAttributeNames: map[string]string{"#st": "state", "#n": counter},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":wid":  str(writeID),
 			":open": str(string(Open)), ":closed": str(string(Closed)), ":now": num(b.now().UnixMilli()),
 			":reason": str(string(reason)), ":one": num(1), ":gen": num(gen), ":limit": num(int64(limit)),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if appliedEarlier(err, writeID) {
+		err = nil // a retried request whose first attempt made the change
+	}
 	if conditionFailed(err) {
 		return Transition{}, nil
 	}
@@ -413,16 +425,25 @@ func (b *Breaker) trip(ctx context.Context, gen int64, reason Reason, counter st
 
 // closeCircuit closes the circuit if p still holds the probe.
 func (b *Breaker) closeCircuit(ctx context.Context, p Permit, slow int) (Transition, error) {
-	_, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	writeID, err := newToken()
+	if err != nil {
+		return Transition{}, err
+	}
+	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(b.table),
 		Key:                      b.key,
-		UpdateExpression:         aws.String("SET #st = :closed, failures = :zero, slow = :slow, gen = gen + :one REMOVE probe, probe_until, opened_at, reason"),
+		UpdateExpression:         aws.String("SET #st = :closed, failures = :zero, slow = :slow, gen = gen + :one, write_id = :wid REMOVE probe, probe_until, opened_at, reason"),
 		ConditionExpression:      aws.String("probe = :token"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":wid":    str(writeID),
 			":closed": str(string(Closed)), ":zero": num(0), ":slow": num(int64(slow)), ":one": num(1), ":token": str(p.token),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if appliedEarlier(err, writeID) {
+		err = nil // a retried request whose first attempt made the change
+	}
 	if conditionFailed(err) {
 		return Transition{}, nil // the lease lapsed and another probe took over
 	}
@@ -434,15 +455,24 @@ func (b *Breaker) closeCircuit(ctx context.Context, p Permit, slow int) (Transit
 
 // reopen restarts OpenFor if p still holds the probe.
 func (b *Breaker) reopen(ctx context.Context, p Permit) (Transition, error) {
-	_, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	writeID, err := newToken()
+	if err != nil {
+		return Transition{}, err
+	}
+	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(b.table),
 		Key:                 b.key,
-		UpdateExpression:    aws.String("SET opened_at = :now, reason = :reason, gen = gen + :one REMOVE probe, probe_until"),
+		UpdateExpression:    aws.String("SET opened_at = :now, reason = :reason, gen = gen + :one, write_id = :wid REMOVE probe, probe_until"),
 		ConditionExpression: aws.String("probe = :token"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":wid": str(writeID),
 			":now": num(b.now().UnixMilli()), ":reason": str(string(ReasonFailures)), ":one": num(1), ":token": str(p.token),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if appliedEarlier(err, writeID) {
+		err = nil // a retried request whose first attempt made the change
+	}
 	if conditionFailed(err) {
 		return Transition{}, nil
 	}
@@ -484,6 +514,17 @@ func (b *Breaker) get(ctx context.Context) (item, error) {
 		return item{}, fmt.Errorf("decode circuit %s: %w", b.name, err)
 	}
 	return it, nil
+}
+
+// appliedEarlier reports whether a failed condition check met this very
+// write already applied: the SDK retried a request whose answer was lost.
+func appliedEarlier(err error, writeID string) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) || ccf.Item == nil {
+		return false
+	}
+	v, ok := ccf.Item["write_id"].(*types.AttributeValueMemberS)
+	return ok && v.Value == writeID
 }
 
 func conditionFailed(err error) bool {

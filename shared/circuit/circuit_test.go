@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -401,4 +402,43 @@ func BenchmarkAllowClosed(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A change whose answer is lost and retried by the SDK is reported as made
+// by its caller: the trip alerts, the probe is taken, the close alerts.
+func TestRetriedChangesKnowTheirOwnFirstAttempt(t *testing.T) {
+	f := provision.ForTest(t, nil)
+	l := &testkit.Lossy{}
+	db := dynamodb.NewFromConfig(f.AWS, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: l} })
+	clk := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	b := circuit.New(db, f.Ref("LedgerTable"), "gemini", circuit.Options{}, clk.Now)
+	lost := func(what string) {
+		t.Helper()
+		if l.Armed() {
+			t.Fatalf("%s: no answer was lost: the test proves nothing", what)
+		}
+	}
+	for range 4 {
+		if _, err := b.Failed(ctx, allow(t, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := allow(t, b)
+	l.ArmAfter("UpdateItem", 1) // the count's answer arrives, the trip's is lost
+	if tr, err := b.Failed(ctx, p); err != nil || !tr.Tripped() {
+		t.Fatalf("trip: %v %v", tr, err)
+	}
+	lost("trip")
+	clk.Add(time.Minute)
+	l.Arm("UpdateItem")
+	probe := allow(t, b)
+	lost("probe")
+	if !probe.Probe() {
+		t.Fatal("the probe taken by the lost request was not handed out")
+	}
+	l.Arm("UpdateItem")
+	if tr, err := b.Succeeded(ctx, probe, fast); err != nil || !tr.Changed() || tr.To != circuit.Closed {
+		t.Fatalf("close: %v %v", tr, err)
+	}
+	lost("close")
 }

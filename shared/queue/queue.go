@@ -100,6 +100,16 @@ func NewSender(c *sqs.Client, url string, now func() time.Time) *Sender {
 	return &Sender{sqs: c, url: url, now: now}
 }
 
+// delaySeconds is SQS's delay for a wait of d: whole seconds rounded up
+// (a message delivered before its time only hops again, so a delay rounded
+// down to 0 would spin), at most 15 minutes.
+func delaySeconds(d time.Duration) int32 {
+	if d <= 0 {
+		return 0
+	}
+	return int32((min(d, maxDelay) + time.Second - 1) / time.Second)
+}
+
 // Send validates and sends j, delayed until j.NotBefore (at most 15 minutes).
 func (s *Sender) Send(ctx context.Context, j Job) error {
 	if err := j.Validate(); err != nil {
@@ -111,9 +121,7 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 	}
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(string(b))}
 	if j.NotBefore != nil {
-		if d := j.NotBefore.Sub(s.now()); d > 0 {
-			in.DelaySeconds = int32(min(d, maxDelay).Round(time.Second) / time.Second)
-		}
+		in.DelaySeconds = delaySeconds(j.NotBefore.Sub(s.now()))
 	}
 	if _, err := s.sqs.SendMessage(ctx, in); err != nil {
 		return fmt.Errorf("send job for %s: %w", oracle.ShortID(j.SessionID), err)

@@ -68,6 +68,9 @@ func (o *Orders) StartGeneration(ctx context.Context, sessionID string, lease ti
 		if derr != nil {
 			return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), derr)
 		}
+		if current.GenLease == token {
+			return current, token, nil // a retried request whose first attempt took the lease
+		}
 		return oracle.Order{}, "", &ErrNotOwed{Order: current}
 	}
 	return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
@@ -99,6 +102,10 @@ type StoredVerdict struct {
 // is stored. It returns ErrLeaseLost when either no longer holds.
 func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v StoredVerdict) (oracle.Order, error) {
 	now := o.now().UTC()
+	writeID, err := newToken()
+	if err != nil {
+		return oracle.Order{}, err
+	}
 	values := map[string]types.AttributeValue{
 		":v":     &types.AttributeValueMemberS{Value: v.Canonical},
 		":h":     &types.AttributeValueMemberS{Value: v.Hash},
@@ -106,6 +113,7 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 		":m":     &types.AttributeValueMemberS{Value: v.Model},
 		":label": &types.AttributeValueMemberS{Value: string(v.Label)},
 		":score": &types.AttributeValueMemberN{Value: strconv.FormatFloat(v.CoherenceScore, 'g', -1, 64)},
+		":wid":   &types.AttributeValueMemberS{Value: writeID},
 		":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 		":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
 		":exp":   &types.AttributeValueMemberN{Value: fmt.Sprint(v.ExpiresAt.Unix())},
@@ -120,13 +128,19 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 		TableName: aws.String(o.table),
 		Key:       key(sessionID),
 		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, verdict_label = :label, coherence_score = :score, " +
-			"prompt_version = :pv, model = :m, filter_version = :fv, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now" + divergence +
+			"prompt_version = :pv, model = :m, filter_version = :fv, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now, write_id = :wid" + divergence +
 			" REMOVE gen_lease_until, gen_lease, parked_since"),
-		ConditionExpression:       aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: values,
-		ReturnValues:              types.ReturnValueAllNew,
+		ConditionExpression:                 aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
+		ExpressionAttributeNames:            map[string]string{"#s": "status"},
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if appliedEarlier(err, writeID) {
+		var ccf *types.ConditionalCheckFailedException
+		errors.As(err, &ccf)
+		return decode(ccf.Item) // the store a retried request already made
+	}
 	if isConditionFailed(err) {
 		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), ErrLeaseLost)
 	}
@@ -164,10 +178,14 @@ func (o *Orders) AbandonGeneration(ctx context.Context, sessionID, lease string)
 // reports whether this call made the change.
 func (o *Orders) MarkFailed(ctx context.Context, sessionID, reason string) (bool, error) {
 	now := o.now().UTC()
-	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	writeID, err := newToken()
+	if err != nil {
+		return false, err
+	}
+	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(o.table),
 		Key:                 key(sessionID),
-		UpdateExpression:    aws.String("SET #s = :failed, failure = :reason, updated_at = :now REMOVE gen_lease_until, gen_lease"),
+		UpdateExpression:    aws.String("SET #s = :failed, failure = :reason, updated_at = :now, write_id = :wid REMOVE gen_lease_until, gen_lease"),
 		ConditionExpression: aws.String("attribute_not_exists(verdict) AND (#s = :generating OR #s = :paid)"),
 		ExpressionAttributeNames: map[string]string{
 			"#s": "status",
@@ -177,9 +195,14 @@ func (o *Orders) MarkFailed(ctx context.Context, sessionID, reason string) (bool
 			":generating": &types.AttributeValueMemberS{Value: string(oracle.StatusGenerating)},
 			":paid":       &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
 			":reason":     &types.AttributeValueMemberS{Value: reason},
+			":wid":        &types.AttributeValueMemberS{Value: writeID},
 			":now":        &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if appliedEarlier(err, writeID) {
+		return true, nil // a retried request whose first attempt made the change
+	}
 	if isConditionFailed(err) {
 		return false, nil
 	}
@@ -261,19 +284,28 @@ func (o *Orders) Park(ctx context.Context, sessionID string) (time.Time, error) 
 // verdict is stored, and reports whether this call held it.
 func (o *Orders) Hold(ctx context.Context, sessionID, lease, reason string) (bool, error) {
 	now := o.now().UTC()
-	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	writeID, err := newToken()
+	if err != nil {
+		return false, err
+	}
+	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(o.table),
 		Key:                      key(sessionID),
-		UpdateExpression:         aws.String("SET #s = :held, failure = :reason, updated_at = :now REMOVE gen_lease_until, gen_lease, parked_since"),
+		UpdateExpression:         aws.String("SET #s = :held, failure = :reason, updated_at = :now, write_id = :wid REMOVE gen_lease_until, gen_lease, parked_since"),
 		ConditionExpression:      aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":held":   &types.AttributeValueMemberS{Value: string(oracle.StatusHeld)},
 			":reason": &types.AttributeValueMemberS{Value: reason},
 			":lease":  &types.AttributeValueMemberS{Value: lease},
+			":wid":    &types.AttributeValueMemberS{Value: writeID},
 			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if appliedEarlier(err, writeID) {
+		return true, nil // a retried request whose first attempt made the change
+	}
 	if isConditionFailed(err) {
 		return false, nil
 	}
@@ -312,6 +344,10 @@ func (o *Orders) QuarantineReady(ctx context.Context, sessionID string, q Quaran
 
 func (o *Orders) quarantine(ctx context.Context, sessionID string, q Quarantine, cond string, values map[string]types.AttributeValue, remove string) (bool, error) {
 	now := o.now().UTC()
+	writeID, err := newToken()
+	if err != nil {
+		return false, err
+	}
 	terms := make([]types.AttributeValue, 0, len(q.Terms))
 	for _, t := range q.Terms {
 		terms = append(terms, &types.AttributeValueMemberS{Value: t})
@@ -321,16 +357,21 @@ func (o *Orders) quarantine(ctx context.Context, sessionID string, q Quarantine,
 	values[":terms"] = &types.AttributeValueMemberL{Value: terms}
 	values[":rec"] = &types.AttributeValueMemberS{Value: q.Record}
 	values[":fv"] = &types.AttributeValueMemberS{Value: q.FilterVersion}
+	values[":wid"] = &types.AttributeValueMemberS{Value: writeID}
 	values[":now"] = &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)}
-	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(o.table),
 		Key:       key(sessionID),
 		UpdateExpression: aws.String("SET #s = :q, quarantine_gate = :gate, quarantine_terms = :terms, quarantine_record = :rec, " +
-			"filter_version = :fv, quarantined_at = :now, updated_at = :now" + remove),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: values,
+			"filter_version = :fv, quarantined_at = :now, updated_at = :now, write_id = :wid" + remove),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            map[string]string{"#s": "status"},
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if appliedEarlier(err, writeID) {
+		return true, nil // a retried request whose first attempt made the change
+	}
 	if isConditionFailed(err) {
 		return false, nil
 	}

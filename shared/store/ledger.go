@@ -61,10 +61,15 @@ func (l *Ledger) Seen(ctx context.Context, key string) (bool, error) {
 // windows, event ids).
 func (l *Ledger) Mark(ctx context.Context, key string, ttl time.Duration) (first bool, err error) {
 	now := l.now()
+	writeID, err := newToken()
+	if err != nil {
+		return false, err
+	}
 	_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(l.table),
 		Item: map[string]types.AttributeValue{
 			"pk":         &types.AttributeValueMemberS{Value: key},
+			"write_id":   &types.AttributeValueMemberS{Value: writeID},
 			"created_at": &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
 			"expires_at": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(ttl).Unix())},
 		},
@@ -72,9 +77,13 @@ func (l *Ledger) Mark(ctx context.Context, key string, ttl time.Duration) (first
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
 		return true, nil
+	}
+	if appliedEarlier(err, writeID) {
+		return true, nil // a retried request whose first attempt made the mark
 	}
 	if isConditionFailed(err) {
 		return false, nil

@@ -92,6 +92,10 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 	if err != nil {
 		return oracle.Claim{}, fmt.Errorf("claim order %s: %w", oracle.ShortID(want.SessionID), err)
 	}
+	if want.JobLease != "" && existing.JobLease == want.JobLease {
+		// A retried request whose first attempt created the order.
+		return oracle.Claim{Outcome: oracle.Claimed, Order: existing, Lease: want.JobLease}, nil
+	}
 	if existing.Status == oracle.StatusAwaitingPayment && want.Status != oracle.StatusAwaitingPayment {
 		c, ok, err := o.advance(ctx, existing, want)
 		if err != nil || ok {
@@ -261,4 +265,19 @@ func conditionFailedItem(err error) (oracle.Order, error) {
 		return oracle.Order{}, fmt.Errorf("condition failed without the current item: %w", err)
 	}
 	return decode(ccf.Item)
+}
+
+// appliedEarlier reports whether a failed condition check met this very
+// write, already applied: the SDK retries a request whose answer was lost
+// (a dropped connection, a garbled response), and the retry's condition
+// then fails on the state the first attempt made. Such writes set
+// write_id to a token of their own, which the item the failure returns
+// (ReturnValuesOnConditionCheckFailure ALL_OLD) still carries.
+func appliedEarlier(err error, writeID string) bool {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) || ccf.Item == nil {
+		return false
+	}
+	v, ok := ccf.Item["write_id"].(*types.AttributeValueMemberS)
+	return ok && v.Value == writeID
 }
