@@ -4,6 +4,12 @@
 // invocations one at a time, a deadline per invocation after which the
 // environment is killed and replaced, and a replacement for every process
 // that exits.
+//
+// Each execution environment has its own log stream, as in Lambda: its
+// lines are prefixed with the function name and the environment's number,
+// e.g. "[WebhookFunction#3] ", numbered from 1 in the order the processes
+// start (a replacement gets the next number), and the process gets its own
+// AWS_LAMBDA_LOG_STREAM_NAME. Logs thus show which container did what.
 package runtimeapi
 
 import (
@@ -22,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -62,7 +69,9 @@ type Config struct {
 	// AWSEndpoint becomes AWS_ENDPOINT_URL (moto server) when set.
 	AWSEndpoint string
 	// Log receives the processes' output, each line prefixed with the
-	// function name; nil means os.Stderr.
+	// function name and the number of the execution environment that wrote
+	// it, e.g. "[WebhookFunction#2] "; the local runtime's lines about an
+	// environment carry its prefix too. nil means os.Stderr.
 	Log io.Writer
 }
 
@@ -81,6 +90,7 @@ type Function struct {
 	cfg    Config
 	arn    string
 	out    *output
+	envs   atomic.Int64 // execution environments started so far
 	queue  chan *invocation
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -115,7 +125,7 @@ func Start(cfg Config) (*Function, error) {
 	f := &Function{
 		cfg:    cfg,
 		arn:    fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", cfg.Region, account, cfg.Name),
-		out:    &output{w: cfg.Log, prefix: "[" + cfg.Name + "] "},
+		out:    &output{w: cfg.Log},
 		queue:  make(chan *invocation),
 		ctx:    ctx,
 		cancel: cancel,
@@ -160,7 +170,7 @@ func (f *Function) supervise() {
 	for f.ctx.Err() == nil {
 		e, err := f.start()
 		if err != nil {
-			f.out.logf("cannot start: %v", err)
+			f.out.logf("["+f.cfg.Name+"] ", "cannot start: %v", err)
 			f.failWaiting(&Error{Type: "Runtime.InvalidEntrypoint", Message: err.Error()})
 		} else if e.run() {
 			continue
@@ -183,18 +193,19 @@ func (f *Function) failWaiting(err error) {
 	}
 }
 
-// start launches a process with its own Runtime API endpoint.
+// start launches a process with its own Runtime API endpoint and log stream.
 func (f *Function) start() (*environment, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen for the runtime API: %w", err)
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
-	e := &environment{f: f, ctx: ctx, cancel: cancel}
+	e := &environment{f: f, ctx: ctx, cancel: cancel,
+		prefix: fmt.Sprintf("[%s#%d] ", f.cfg.Name, f.envs.Add(1))}
 	cmd := exec.CommandContext(f.ctx, f.cfg.Binary)
 	cmd.Dir = filepath.Dir(f.cfg.Binary)
-	cmd.Env = f.environ(ln.Addr().String())
-	e.stdout, e.stderr = f.out.writer(), f.out.writer()
+	cmd.Env = f.environ(ln.Addr().String(), newLogStream(time.Now()))
+	e.stdout, e.stderr = f.out.writer(e.prefix), f.out.writer(e.prefix)
 	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
 	// Own process group: a Ctrl-C in the terminal reaches the stack, which
 	// shuts the functions down in order, not the functions directly.
@@ -220,7 +231,7 @@ func (f *Function) start() (*environment, error) {
 
 // environ is the process environment: the function's variables and the ones
 // Lambda sets, and nothing inherited from this process.
-func (f *Function) environ(runtimeAPI string) []string {
+func (f *Function) environ(runtimeAPI, logStream string) []string {
 	vars := map[string]string{
 		"PATH":                      "/usr/local/bin:/usr/bin:/bin",
 		"LANG":                      "en_US.UTF-8",
@@ -236,6 +247,7 @@ func (f *Function) environ(runtimeAPI string) []string {
 		"AWS_LAMBDA_FUNCTION_NAME":        f.cfg.Name,
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": strconv.Itoa(f.cfg.MemoryMB),
 		"AWS_LAMBDA_FUNCTION_VERSION":     "$LATEST",
+		"AWS_LAMBDA_LOG_STREAM_NAME":      logStream,
 		"_HANDLER":                        "bootstrap",
 		"AWS_REGION":                      f.cfg.Region,
 		"AWS_DEFAULT_REGION":              f.cfg.Region,
@@ -259,6 +271,7 @@ func (f *Function) environ(runtimeAPI string) []string {
 // endpoint only it talks to, so every request is known to come from it.
 type environment struct {
 	f      *Function
+	prefix string          // of its log lines: "[Name#N] "
 	ctx    context.Context // ends when the process has exited
 	cancel context.CancelFunc
 	cmd    *exec.Cmd
@@ -300,7 +313,7 @@ func (e *environment) run() bool {
 		inv.finish(nil, &Error{Type: reason.Type, Message: "RequestId: " + inv.id + " Error: " + reason.Message})
 	}
 	if e.f.ctx.Err() == nil {
-		e.f.out.logf("process exited (%v); starting a new one", waitErr)
+		e.f.out.logf(e.prefix, "process exited (%v); starting a new one", waitErr)
 	}
 	if !asked {
 		e.f.failWaiting(reason)
@@ -371,7 +384,7 @@ func (e *environment) expire(inv *invocation) {
 	e.current = nil
 	e.mu.Unlock()
 	msg := fmt.Sprintf("Task timed out after %.2f seconds", e.f.cfg.Timeout.Seconds())
-	e.f.out.logf("%s %s", inv.id, msg)
+	e.f.out.logf(e.prefix, "%s %s", inv.id, msg)
 	inv.finish(nil, &Error{Type: ErrorTypeTimeout, Message: msg})
 	_ = e.cmd.Process.Kill()
 }
@@ -412,7 +425,7 @@ func (e *environment) invocationError(w http.ResponseWriter, r *http.Request) {
 func (e *environment) initError(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	ierr := parseError(body, r.Header.Get("Lambda-Runtime-Function-Error-Type"))
-	e.f.out.logf("init error: %v", ierr)
+	e.f.out.logf(e.prefix, "init error: %v", ierr)
 	e.mu.Lock()
 	e.initErr = ierr
 	e.mu.Unlock()
@@ -477,6 +490,15 @@ func newRequestID() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b)
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// newLogStream returns a log stream name of the form Lambda gives each
+// execution environment: its start date, the version and a random id, e.g.
+// "2026/11/21/[$LATEST]0123456789abcdef0123456789abcdef".
+func newLogStream(now time.Time) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("2006/01/02") + "/[$LATEST]" + hex.EncodeToString(b)
 }
 
 // newTraceID returns an X-Ray trace header, which the SDKs propagate.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -115,18 +116,65 @@ func TestInvokeRunsTheBootstrapLikeLambda(t *testing.T) {
 	if !strings.HasPrefix(got.Env["AWS_LAMBDA_RUNTIME_API"], "127.0.0.1:") {
 		t.Errorf("AWS_LAMBDA_RUNTIME_API = %q", got.Env["AWS_LAMBDA_RUNTIME_API"])
 	}
+	if s := got.Env["AWS_LAMBDA_LOG_STREAM_NAME"]; !logStream.MatchString(s) {
+		t.Errorf("AWS_LAMBDA_LOG_STREAM_NAME = %q, want Lambda's form", s)
+	}
 	if _, ok := got.Env["ORACLE_HOST_ONLY"]; ok {
 		t.Error("the host environment leaked into the function")
 	}
-	// The output travels through a pipe, so it may land after the response.
-	deadline = time.Now().Add(10 * time.Second)
+	// Either of the two environments may have served it.
+	waitLog(t, log, regexp.MustCompile(`(?m)^\[Echo#[12]\] echo: invoked do="echo"$`))
+}
+
+// logStream is the form of Lambda's log stream names.
+var logStream = regexp.MustCompile(`^\d{4}/\d{2}/\d{2}/\[\$LATEST\][0-9a-f]{32}$`)
+
+// waitLog waits for a line matching re: the output travels through a pipe,
+// so it may land after the response.
+func waitLog(t *testing.T, log *testkit.Buffer, re *regexp.Regexp) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !strings.Contains(log.String(), "[Echo] echo: invoked do=\"echo\"\n") {
+	for !re.MatchString(log.String()) {
 		if time.Now().After(deadline) {
-			t.Fatalf("log lacks the prefixed function output:\n%s", log)
+			t.Fatalf("log lacks a line matching %s:\n%s", re, log)
 		}
 		<-tick.C
+	}
+}
+
+// TestEachEnvironmentHasItsOwnLogStream: a replacement process is a new
+// execution environment, with the next number in its log prefix and a new
+// log stream name, and the runtime's line about the old process carries
+// the old one's prefix.
+func TestEachEnvironmentHasItsOwnLogStream(t *testing.T) {
+	log := &testkit.Buffer{}
+	f := start(t, runtimeapi.Config{Instances: 1, Log: log})
+	stream := func() string {
+		out, err := invoke(t, f, `{"do":"echo"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got echoed
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("response %s: %v", out, err)
+		}
+		return got.Env["AWS_LAMBDA_LOG_STREAM_NAME"]
+	}
+	first := stream()
+	waitLog(t, log, regexp.MustCompile(`(?m)^\[Echo#1\] echo: invoked do="echo"$`))
+	if _, err := invoke(t, f, `{"do":"exit"}`); err == nil {
+		t.Fatal("the crash did not fail the invocation")
+	}
+	second := stream()
+	waitLog(t, log, regexp.MustCompile(`(?m)^\[Echo#1\] process exited \(exit status 3\); starting a new one$`))
+	waitLog(t, log, regexp.MustCompile(`(?m)^\[Echo#2\] echo: invoked do="echo"$`))
+	if !logStream.MatchString(first) || !logStream.MatchString(second) || first == second {
+		t.Errorf("log streams %q then %q, want two distinct Lambda stream names", first, second)
+	}
+	if strings.Contains(log.String(), "[Echo] ") {
+		t.Errorf("a line without the environment's number:\n%s", log)
 	}
 }
 
@@ -201,7 +249,8 @@ func TestInstancesRunConcurrently(t *testing.T) {
 		}
 	}))
 	defer barrier.Close()
-	f := start(t, runtimeapi.Config{Instances: 2, Timeout: 20 * time.Second, Log: &testkit.Buffer{}})
+	log := &testkit.Buffer{}
+	f := start(t, runtimeapi.Config{Instances: 2, Timeout: 20 * time.Second, Log: log})
 	payload := fmt.Sprintf(`{"do":"get","url":%q}`, barrier.URL)
 	errs := make(chan error, 2)
 	for range 2 {
@@ -217,6 +266,10 @@ func TestInstancesRunConcurrently(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+	// Two processes at once: each logged under its own number.
+	for _, re := range []string{`(?m)^\[Echo#1\] echo: invoked do="get"$`, `(?m)^\[Echo#2\] echo: invoked do="get"$`} {
+		waitLog(t, log, regexp.MustCompile(re))
 	}
 }
 

@@ -68,6 +68,12 @@ type Options struct {
 	HashPepper string
 	// Instances is the number of processes per function; default 2.
 	Instances int
+	// Env overrides environment variables of functions, by logical id
+	// (e.g. {"GeneratorFunction": {"GEMINI_CIRCUIT_OPEN_FOR": "1s"}}), over
+	// everything else the function gets from the template and the stack,
+	// so tests can shorten a function's windows. An id that names no
+	// function fails Start.
+	Env map[string]map[string]string
 	// ForceBase64 has the front door base64-encode every request body.
 	ForceBase64 bool
 	// Log receives the stack's and the functions' logs; default os.Stderr.
@@ -257,13 +263,17 @@ func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]stri
 	return bins, nil
 }
 
-// function starts one function's processes with its resolved environment.
+// function starts one function's processes with its resolved environment,
+// the stack's variables (env) and the options' overrides, in that order.
 func function(o *Options, b *backend, fn sam.Function, bin string, env map[string]string) (*runtimeapi.Function, error) {
 	resolved, err := b.resources.Env(fn)
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range env {
+		resolved[k] = v
+	}
+	for k, v := range o.Env[fn.LogicalID] {
 		resolved[k] = v
 	}
 	return runtimeapi.Start(runtimeapi.Config{

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"42sisters.ai/oracle/infra/local/poller"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/sam"
 )
 
 // Stack is the running local stack.
@@ -100,6 +102,9 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	}
 	s.Resources, s.AWS = s.backend.resources, s.backend.aws
 	fns := s.backend.template.Functions()
+	if err := checkEnv(o.Env, fns); err != nil {
+		return s, err
+	}
 	bins, err := build(ctx, &o, fns)
 	if err != nil {
 		return s, err
@@ -169,6 +174,17 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	mux.Handle("/", front)
 	s.serve(api, mux)
 	return s, nil
+}
+
+// checkEnv refuses overrides for a function the template does not have: a
+// misspelt id would otherwise leave the test running with the defaults.
+func checkEnv(env map[string]map[string]string, fns []sam.Function) error {
+	for id := range env {
+		if !slices.ContainsFunc(fns, func(fn sam.Function) bool { return fn.LogicalID == id }) {
+			return fmt.Errorf("environment overrides for %q, which is not a function of the template", id)
+		}
+	}
+	return nil
 }
 
 // Alerts returns the alerts published so far, oldest first.
