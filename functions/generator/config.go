@@ -52,6 +52,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		LedgerTable:       env.String("LEDGER_TABLE"),
 		MailQueue:         env.String("MAIL_QUEUE_URL"),
 		AuditBucket:       env.String("AUDIT_BUCKET"),
+		QuarantineBucket:  env.String("QUARANTINE_BUCKET"),
 		AlertsTopic:       env.String("ALERTS_TOPIC_ARN"),
 		GeminiKey:         env.Secret(ctx, "GEMINI_API_KEY", true),
 		GeminiModel:       env.Optional("GEMINI_MODEL", gemini.DefaultModel),

@@ -17,6 +17,9 @@ func Process(ctx context.Context, log *slog.Logger, ev events.SQSEvent, each fun
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
 		if err := safely(ctx, log, rec, each); err != nil {
+			// Errors carry session ids cut short and never a query or an
+			// address, so the reason can be logged whole.
+			log.Warn("record failed; SQS will deliver it again", "message_id", rec.MessageId, "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}

@@ -131,8 +131,10 @@ func steer(t *testing.T, gemini string, v oracle.Verdict) {
 }
 
 type localMail struct {
-	To   []string `json:"to"`
-	Text string   `json:"text"`
+	To      []string `json:"to"`
+	Subject string   `json:"subject"`
+	Text    string   `json:"text"`
+	HTML    string   `json:"html"`
 }
 
 // mailbox waits for the customer's email in the local mailbox and returns

@@ -1,0 +1,84 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/infra/local/stack"
+)
+
+// The content filter end to end (SPEC_ORACLE_SOS_FILTER): with the fake
+// model leaking internal terms, a replaceable leak reaches the page and the
+// email cleaned; a quarantine-class leak reaches neither, the customer sees
+// "under review" and gets the review notice, and the operator the alert.
+func TestLeakingModelIsFilteredEndToEnd(t *testing.T) {
+	o := options(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	q := sqs.NewFromConfig(s.AWS)
+
+	t.Run("replaced", func(t *testing.T) {
+		post(t, s.GeminiURL+"/_control", `{"leak_terms":["TMM"]}`)
+		addr := fmt.Sprintf("filter-replace-%d@example.com", time.Now().UnixNano())
+		session := pay(t, s, "quick", "Should I open a second bakery across town?", addr)
+		waitReady(t, s.APIURL, session)
+		_, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
+		var got struct {
+			Verdict struct{ Summary string } `json:"verdict"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(got.Verdict.Summary, "TMM") || !strings.Contains(got.Verdict.Summary, "our analysis") {
+			t.Fatalf("the page's summary %q, want the leak replaced", got.Verdict.Summary)
+		}
+		drained(ctx, t, q, s)
+		mails := mailbox(t, s.APIURL, addr)
+		if len(mails) != 1 || strings.Contains(mails[0].Text+mails[0].HTML, "TMM") || !strings.Contains(mails[0].Text, "our analysis") {
+			t.Fatalf("emails %+v, want one verdict with the leak replaced", mails)
+		}
+	})
+
+	t.Run("quarantined", func(t *testing.T) {
+		post(t, s.GeminiURL+"/_control", `{"leak_terms":["CSDM"]}`)
+		addr := fmt.Sprintf("filter-quarantine-%d@example.com", time.Now().UnixNano())
+		session := pay(t, s, "full", "Should I open a second bakery across town?", addr)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
+			if strings.Contains(string(body), "CSDM") {
+				t.Fatalf("the verdict API served the leak: %s", body)
+			}
+			if status == http.StatusAccepted && strings.Contains(string(body), `"status":"under_review"`) {
+				break
+			}
+			if status != http.StatusAccepted || time.Now().After(deadline) {
+				t.Fatalf("verdict API: %d %s, want 202 until under review", status, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		drained(ctx, t, q, s)
+		mails := mailbox(t, s.APIURL, addr)
+		if len(mails) != 1 || !strings.Contains(mails[0].Subject, "under review") || strings.Contains(mails[0].Text+mails[0].HTML, "CSDM") {
+			t.Fatalf("emails %+v, want only the review notice", mails)
+		}
+		if !slices.ContainsFunc(s.Alerts(), func(a string) bool {
+			return strings.Contains(a, "CRITICAL") && strings.Contains(a, "| VERDICT_QUARANTINED |") && strings.Contains(a, "cat3.csdm")
+		}) {
+			t.Fatalf("alerts %q, want the CRITICAL quarantine alert", s.Alerts())
+		}
+	})
+}
