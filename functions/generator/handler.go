@@ -219,7 +219,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	// Gate 1: what the model wrote reaches the store only through the
 	// content filter, on first generations and regenerations alike.
 	filtered, rep := h.Filter.Analysis(g.analysis, order.Query)
-	h.auditFilter(ctx, order, rep, fmt.Sprintf("%s.filter-generator-%d", order.SessionID, order.Attempts), "", started)
+	h.auditFilter(ctx, order, rep, fmt.Sprintf("%s.filter-generator-%d", order.SessionID, order.Attempts), started)
 	if rep.Action == sosfilter.Quarantine {
 		return h.quarantine(ctx, log, order, lease, g, rep, started)
 	}
@@ -664,27 +664,22 @@ func rawPayload(raw string) json.RawMessage {
 
 // auditFilter writes the record of one content filter decision: the
 // entries' ids, never the text.
-func (h *Handler) auditFilter(ctx context.Context, o oracle.Order, rep sosfilter.Report, id, mailKind string, started time.Time) {
+func (h *Handler) auditFilter(ctx context.Context, o oracle.Order, rep sosfilter.Report, id string, started time.Time) {
 	status, detail := audit.StatusOK, (*string)(nil)
 	if rep.Action == sosfilter.Quarantine {
 		status, detail = audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason))
 	}
 	r := h.record(o, status, detail, "", started)
 	r.Event = "sos_filter"
-	r.Filter = sosfilterRecord(rep, quarantine.GateGenerator, mailKind)
+	r.Filter = filterRecord(rep)
 	h.write(ctx, r, id)
 }
 
-// sosfilterRecord is the audit form of a filter report.
-func sosfilterRecord(rep sosfilter.Report, gate, mailKind string) *audit.Filter {
-	f := &audit.Filter{Gate: gate, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Version: rep.Version, MailKind: mailKind}
+// filterRecord is the audit form of gate 1's report.
+func filterRecord(rep sosfilter.Report) *audit.Filter {
+	f := &audit.Filter{Gate: quarantine.GateGenerator, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Exempted: rep.Exempted(), Version: rep.Version}
 	if f.TermIDs == nil {
 		f.TermIDs = []string{}
-	}
-	for _, hit := range rep.Hits {
-		if hit.Echo && !slices.Contains(f.Exempted, hit.Term) {
-			f.Exempted = append(f.Exempted, hit.Term)
-		}
 	}
 	return f
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -332,14 +331,9 @@ func (h *Handler) auditFilter(ctx context.Context, o oracle.Order, kind string, 
 	if rep.Action != sosfilter.Pass {
 		status, detail = audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason))
 	}
-	f := &audit.Filter{Gate: quarantine.GateMailer, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Version: rep.Version, MailKind: kind}
+	f := &audit.Filter{Gate: quarantine.GateMailer, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Exempted: rep.Exempted(), Version: rep.Version, MailKind: kind}
 	if f.TermIDs == nil {
 		f.TermIDs = []string{}
-	}
-	for _, hit := range rep.Hits {
-		if hit.Echo && !slices.Contains(f.Exempted, hit.Term) {
-			f.Exempted = append(f.Exempted, hit.Term)
-		}
 	}
 	h.write(ctx, o, "sos_filter", status, detail, started, "", f, o.SessionID+".filter-mail-"+kind)
 }

@@ -112,10 +112,16 @@ func (r Report) Terms() []string { return terms(r.Hits) }
 // Terms lists the entry ids of the hits that were not exempted.
 func (r Result) Terms() []string { return terms(r.Hits) }
 
-func terms(hits []Hit) []string {
+// Exempted lists the entry ids the echo rule exempted, each once: terms
+// from the customer's own query that the verdict repeats, for the record.
+func (r Report) Exempted() []string { return echoed(r.Hits, true) }
+
+func terms(hits []Hit) []string { return echoed(hits, false) }
+
+func echoed(hits []Hit, echo bool) []string {
 	var ids []string
 	for _, h := range hits {
-		if !h.Echo && !contains(ids, h.Term) {
+		if h.Echo == echo && !contains(ids, h.Term) {
 			ids = append(ids, h.Term)
 		}
 	}
