@@ -1,14 +1,11 @@
 package main
 
 import (
-	"io/fs"
-	"regexp"
 	"testing"
 
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/sosfilter"
 )
-
-var templateComment = regexp.MustCompile(`(?s)\{\{-?\s*/\*.*?\*/\s*-?\}\}`)
 
 // Every word the pages can show a customer passes the content filter
 // (SPEC_ORACLE_SOS_FILTER, issue 5's static check): each rendered page as
@@ -28,23 +25,9 @@ func TestEveryPageTextPassesTheContentFilter(t *testing.T) {
 			t.Errorf("%s: %s %v", p.Name, rep.Action, rep.Terms())
 		}
 	}
-	n := 0
-	err = fs.WalkDir(files, "templates", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := files.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		n++
-		// Template comments never render; everything else may.
-		if r := f.Text(templateComment.ReplaceAllString(string(b), ""), ""); r.Action != sosfilter.Pass {
+	for path, text := range testkit.TemplateTexts(t, files, "templates") {
+		if r := f.Text(text, ""); r.Action != sosfilter.Pass {
 			t.Errorf("%s: %s %v", path, r.Action, r.Terms())
 		}
-		return nil
-	})
-	if err != nil || n == 0 {
-		t.Fatalf("walked %d files: %v", n, err)
 	}
 }

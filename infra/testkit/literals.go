@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"42sisters.ai/oracle/shared/sosfilter"
 )
 
 // StringLiterals returns every string literal but struct tags in the
@@ -47,4 +49,20 @@ func StringLiterals(t testing.TB, dir string) map[string]string {
 		t.Fatalf("no string literals in %s", dir)
 	}
 	return out
+}
+
+// LiteralsPassTheFilter fails t for every string literal of dir that the
+// content filter would not pass unchanged: the static check that no text
+// a function can answer with carries internal vocabulary.
+func LiteralsPassTheFilter(t *testing.T, dir string) {
+	t.Helper()
+	f, err := sosfilter.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos, s := range StringLiterals(t, dir) {
+		if r := f.Text(s, ""); r.Action != sosfilter.Pass {
+			t.Errorf("%s: %q: %s %v", pos, s, r.Action, r.Terms())
+		}
+	}
 }

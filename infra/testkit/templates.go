@@ -1,8 +1,11 @@
 package testkit
 
 import (
+	"io/fs"
+	"regexp"
 	"sort"
 	"strings"
+	"testing"
 	"text/template/parse"
 )
 
@@ -68,4 +71,30 @@ func onlySpace(l *parse.ListNode) bool {
 		}
 	}
 	return true
+}
+
+// templateComment is a Go template comment, which never renders.
+var templateComment = regexp.MustCompile(`(?s)\{\{-?\s*/\*.*?\*/\s*-?\}\}`)
+
+// TemplateTexts returns every file under root in fsys, as the customer
+// could see it: Go template comments removed, everything else kept (the
+// content filter's walk of the templates).
+func TemplateTexts(t testing.TB, fsys fs.FS, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		out[path] = templateComment.ReplaceAllString(string(b), "")
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		t.Fatalf("walked %d files under %s: %v", len(out), root, err)
+	}
+	return out
 }
