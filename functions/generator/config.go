@@ -75,6 +75,9 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		KeyRecheck:         env.Duration("GEMINI_KEY_RECHECK", time.Minute),
 		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", DefaultQuarantineReminder),
 	}
+	// A half-open probe holds its slot for one whole model call: every
+	// attempt and the longest backoffs between them.
+	s.Circuit.ProbeLease = gemini.MaxAttempts*s.CallTimeout + (gemini.MaxAttempts-1)*gemini.DefaultBackoffCap
 	pepper := env.Secret(ctx, "HASH_PEPPER", true)
 	if err := env.Err(); err != nil {
 		return settings{}, err

@@ -211,8 +211,9 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	log = log.With("generation", order.Attempts)
 
+	callStart := h.Now()
 	g, err := h.generate(ctx, order, started)
-	h.report(ctx, log, permit, g.result, err)
+	h.report(ctx, log, permit, h.Now().Sub(callStart), err)
 	if err != nil {
 		return h.failed(ctx, log, job, order, lease, receives, started, err)
 	}
@@ -317,8 +318,10 @@ func (h *Handler) generate(ctx context.Context, o oracle.Order, started time.Tim
 
 // report tells the circuit how the model fared: a final failure of the
 // kinds that show it unwell counts; any answer, even a refused one, is a
-// success (the model is up).
-func (h *Handler) report(ctx context.Context, log *slog.Logger, p circuit.Permit, res gemini.Result, callErr error) {
+// success (the model is up). latency is the whole call, retries and
+// backoffs included, as the circuit's slow streak needs (GAP-02B: a model
+// that answers only on its third attempt is slow).
+func (h *Handler) report(ctx context.Context, log *slog.Logger, p circuit.Permit, latency time.Duration, callErr error) {
 	if errors.Is(callErr, gemini.ErrNoBudget) {
 		return // nothing was asked
 	}
@@ -327,7 +330,7 @@ func (h *Handler) report(ctx context.Context, log *slog.Logger, p circuit.Permit
 	if gemini.Countable(callErr) {
 		t, err = h.Circuit.Failed(ctx, p)
 	} else {
-		t, err = h.Circuit.Succeeded(ctx, p, res.Latency)
+		t, err = h.Circuit.Succeeded(ctx, p, latency)
 	}
 	if err != nil {
 		log.Error("recording the model's health in the circuit failed", "error", err.Error())

@@ -515,6 +515,33 @@ func TestTransientFailuresAreRetriedThenParked(t *testing.T) {
 	}
 }
 
+// GAP-02B: a model that answers only after retries is slow, however fast
+// its last attempt: the circuit is told the whole call's latency.
+func TestAnswerAfterRetriesCountsAsSlow(t *testing.T) {
+	e := newEnv(t)
+	// Backoffs pass on the clock; one slow success over 1 s trips.
+	e.caller.Sleep = func(ctx context.Context, d time.Duration) error {
+		e.slept = append(e.slept, d)
+		e.clock.Add(d)
+		return ctx.Err()
+	}
+	e.breaker = circuit.New(dynamodb.NewFromConfig(e.f.AWS), e.f.Ref("LedgerTable"), "gemini",
+		circuit.Options{SlowThreshold: time.Second, SlowCalls: 1}, e.clock.Now)
+	e.h.Circuit = e.breaker
+	id := "cs_test_slowretries"
+	e.paid(id, oracle.TierQuick, "q")
+	e.control(fakegemini.Scenario{Status: 503, Calls: 2})
+	if failed := e.run(record("m1", job(id), 1)); len(failed) != 0 {
+		t.Fatal("the generation failed")
+	}
+	if o := e.order(id); o.Status != oracle.StatusReady || len(e.slept) != 2 {
+		t.Fatalf("order %s after backoffs %v, want READY after two", o.Status, e.slept)
+	}
+	if st, _ := e.breaker.State(context.Background()); st.State != circuit.Open || st.Reason != circuit.ReasonSlow {
+		t.Fatalf("circuit %+v, want OPEN (slow): the call took %v with its backoffs", st, e.slept[0]+e.slept[1])
+	}
+}
+
 func mustJSON(t *testing.T, j queue.Job) string {
 	t.Helper()
 	b, err := json.Marshal(j)

@@ -25,9 +25,9 @@ type KeyHealth struct {
 	next     time.Time // when to check a refused key again
 }
 
-// Verify checks the key, as at cold start. A refusal is a CRITICAL alert;
-// any other failure (the network, Google) says nothing about the key and
-// leaves the generator healthy.
+// Verify checks the key, at cold start and on each recheck. A refusal is a
+// CRITICAL alert; any other failure (the network, Google) says nothing about
+// the key and leaves the generator healthy.
 func (k *KeyHealth) Verify(ctx context.Context) bool {
 	err := k.Check(ctx)
 	if gemini.KindOf(err) != gemini.AuthFailure {
@@ -38,7 +38,7 @@ func (k *KeyHealth) Verify(ctx context.Context) bool {
 	}
 	k.Reject(k.Now())
 	k.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "GEMINI_AUTH_FAILURE",
-		Detail: "the model refused the API key at start; the generator is unhealthy and parks orders until a working key is deployed"})
+		Detail: "the model refused the API key on a key check; the generator is unhealthy and parks orders until a working key is deployed"})
 	return false
 }
 

@@ -196,9 +196,7 @@ func Coherence(eD, vR, vT float64) float64 {
 // delivered. It never fails: a reply that cannot be read is a rejection.
 func Check(tier oracle.Tier, raw []byte) Decision {
 	s := scorer{tier: tier, label: LabelUnknown, flags: make([]string, 0, 4)}
-	switch tier {
-	case oracle.TierQuick, oracle.TierFull, oracle.TierStrategy:
-	default:
+	if _, err := oracle.ParseTier(string(tier)); err != nil {
 		return s.unreadable(FlagTierInvalid)
 	}
 	doc, ok := parse(raw)
@@ -451,11 +449,8 @@ func object(m map[string]any, key string) (map[string]any, bool) {
 }
 
 func validVerdict(s string) bool {
-	switch oracle.Verdict(s) {
-	case oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull:
-		return true
-	}
-	return false
+	_, err := oracle.ParseVerdict(s)
+	return err == nil
 }
 
 // verdictIndex maps a valid token to 0..3.

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"42sisters.ai/oracle/shared/prompt"
 )
 
 // Defaults of Options.
@@ -131,9 +133,10 @@ type Reply struct {
 }
 
 // Generate makes one generateContent call, bounded by the client's timeout,
-// with the determinism settings of SPEC_ORACLE_REGEN_CONSISTENCY: JSON output
-// in r.Schema, temperature 0, topP 1, topK 1, one candidate and r.Seed, so
-// the same prompt gets the same answer as far as Gemini allows. It never
+// with the determinism settings of SPEC_ORACLE_REGEN_CONSISTENCY, which
+// shared/prompt versions with the prompts: JSON output in r.Schema,
+// prompt.Temperature, TopP, TopK and CandidateCount, and r.Seed, so the
+// same prompt gets the same answer as far as Gemini allows. It never
 // retries. Every error is an *Error; its message holds neither the prompt
 // nor the API key.
 func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
@@ -141,12 +144,12 @@ func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
 		return Reply{}, &Error{Kind: BadRequest, detail: "the user text is empty"}
 	}
 	config := &genai.GenerateContentConfig{
-		ResponseMIMEType: "application/json",
+		ResponseMIMEType: prompt.ResponseMIMEType,
 		ResponseSchema:   r.Schema,
-		Temperature:      genai.Ptr[float32](0),
-		TopP:             genai.Ptr[float32](1),
-		TopK:             genai.Ptr[float32](1),
-		CandidateCount:   1,
+		Temperature:      genai.Ptr(prompt.Temperature),
+		TopP:             genai.Ptr(prompt.TopP),
+		TopK:             genai.Ptr(prompt.TopK),
+		CandidateCount:   prompt.CandidateCount,
 		Seed:             genai.Ptr(r.Seed),
 		// One call is one request: no follow-up requests for long answers.
 		AutomaticContinuation: genai.Ptr(false),

@@ -478,21 +478,11 @@ func (c *Caller) name(g Generator, role string) string {
 // attemptMessage is the log message of attempt n: exactly
 // "[gemini] attempt N failed" or "[gemini] attempt N succeeded".
 func attemptMessage(n int, ok bool) string {
-	if n >= 1 && n <= MaxAttempts {
-		if ok {
-			return succeededMessages[n-1]
-		}
-		return failedMessages[n-1]
-	}
+	outcome := "failed"
 	if ok {
-		return fmt.Sprintf("[gemini] attempt %d succeeded", n)
+		outcome = "succeeded"
 	}
-	return fmt.Sprintf("[gemini] attempt %d failed", n)
+	return fmt.Sprintf("[gemini] attempt %d %s", n, outcome)
 }
-
-var (
-	succeededMessages = [MaxAttempts]string{"[gemini] attempt 1 succeeded", "[gemini] attempt 2 succeeded", "[gemini] attempt 3 succeeded"}
-	failedMessages    = [MaxAttempts]string{"[gemini] attempt 1 failed", "[gemini] attempt 2 failed", "[gemini] attempt 3 failed"}
-)
 
 var discard = slog.New(slog.DiscardHandler)
