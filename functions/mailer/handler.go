@@ -175,14 +175,14 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		if rerr := h.Orders.MailSent(ctx, order.SessionID, job.Kind, token, "refused"); rerr != nil {
 			log.Error("recording the refusal failed", "error", rerr.Error())
 		}
-		h.audit(ctx, order, job.Kind, audit.StatusEmailFailed, audit.Detail("send refused: "+err.Error()), started, h.Hasher.Email(to))
+		h.audit(ctx, order, job.Kind, audit.StatusEmailFailed, audit.Detail("send refused: "+err.Error()), started, to)
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "EMAIL_FAILED", Session: order.SessionID, Detail: "the " + job.Kind + " email was refused and will not be retried: " + err.Error()})
 		return nil
 	}
 	if err := h.Orders.MailSent(ctx, order.SessionID, job.Kind, token, id); err != nil {
 		log.Error("recording the send failed", "error", err.Error())
 	}
-	h.audit(ctx, order, job.Kind, audit.StatusEmailSent, nil, started, h.Hasher.Email(to))
+	h.audit(ctx, order, job.Kind, audit.StatusEmailSent, nil, started, to)
 	log.Info("mail sent")
 	return nil
 }
@@ -246,22 +246,26 @@ func (h *Handler) recipient(ctx context.Context, o oracle.Order) (string, error)
 	return s.Email, nil
 }
 
-func (h *Handler) audit(ctx context.Context, o oracle.Order, kind string, status audit.Status, detail *string, started time.Time, emailHash string) {
-	h.write(ctx, o, "mail_"+kind, status, detail, started, emailHash, nil, o.SessionID+".mail-"+kind)
+// audit writes the record of one delivery of kind; to is the address it
+// went to, kept as a keyed hash ("" keeps the order's own hash).
+func (h *Handler) audit(ctx context.Context, o oracle.Order, kind string, status audit.Status, detail *string, started time.Time, to string) {
+	r := h.record(o, "mail_"+kind, status, detail, started)
+	if to != "" {
+		r.Email = h.Hasher.Email(to)
+	}
+	h.write(ctx, r, o.SessionID+".mail-"+kind)
 }
 
-func (h *Handler) write(ctx context.Context, o oracle.Order, event string, status audit.Status, detail *string, started time.Time, emailHash string, filter *audit.Filter, id string) {
+// record is the audit record of an event of this function on o.
+func (h *Handler) record(o oracle.Order, event string, status audit.Status, detail *string, started time.Time) audit.Record {
 	now := h.Now()
-	if emailHash == "" {
-		emailHash = o.EmailHash
-	}
-	r := audit.Record{
+	return audit.Record{
 		Timestamp:      now.UTC(),
 		SessionID:      o.SessionID,
 		Tier:           string(o.Tier),
 		QueryHash:      h.Hasher.Hash(o.Query),
 		VerdictHash:    o.VerdictHash,
-		Email:          emailHash,
+		Email:          o.EmailHash,
 		LatencyMS:      max(now.Sub(started).Milliseconds(), 0),
 		Status:         status,
 		Source:         audit.SourceEmailService,
@@ -272,11 +276,13 @@ func (h *Handler) write(ctx context.Context, o oracle.Order, event string, statu
 		AmountTotal:    o.AmountTotal,
 		Currency:       o.Currency,
 		OrderStatus:    string(o.Status),
-		Filter:         filter,
 	}
+}
+
+func (h *Handler) write(ctx context.Context, r audit.Record, id string) {
 	if _, err := h.Audit.Write(ctx, r, id); err != nil {
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "mail audit record not written"})
-		h.Log.Error("audit write failed", obs.Session(o.SessionID), "error", err.Error())
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: r.SessionID, Detail: r.Event + " audit record not written"})
+		h.Log.Error("audit write failed", obs.Session(r.SessionID), "event", r.Event, "error", err.Error())
 	}
 }
 
@@ -285,13 +291,14 @@ func (h *Handler) write(ctx context.Context, o oracle.Order, event string, statu
 // no longer served. If the review record cannot be written, nothing is
 // sent and the job is retried (fail closed, GAP-L).
 func (h *Handler) quarantine(ctx context.Context, log *slog.Logger, o oracle.Order, kind, token string, msg letter.Message, rep sosfilter.Report) error {
+	terms := rep.Terms()
 	raw, err := json.Marshal(quarantine.Mail{Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML})
 	if err != nil {
 		return fmt.Errorf("encode the stopped email: %w", err)
 	}
 	key, err := h.Quarantine.Put(ctx, quarantine.Record{
 		SessionID: o.SessionID, Tier: string(o.Tier), Gate: quarantine.GateMailer, QuarantinedAt: h.Now().UTC(),
-		Terms: rep.Terms(), Reason: string(rep.Reason), FilterVersion: rep.Version, PromptVersion: o.PromptVersion, Model: o.Model,
+		Terms: terms, Reason: string(rep.Reason), FilterVersion: rep.Version, PromptVersion: o.PromptVersion, Model: o.Model,
 		Livemode: o.Livemode, AmountTotal: o.AmountTotal, Currency: o.Currency, MailKind: kind, Raw: raw,
 	})
 	if err != nil {
@@ -300,17 +307,21 @@ func (h *Handler) quarantine(ctx context.Context, log *slog.Logger, o oracle.Ord
 			Detail: "the content filter stopped the " + kind + " email and its review record could not be written; nothing was sent and the job will be retried"})
 		return fmt.Errorf("quarantine: %w", err)
 	}
+	// The order stops being served before the delivery is closed: if this
+	// write fails, the claim is released and the retry quarantines again,
+	// instead of finding the mail done and the verdict still on the page.
+	held, err := h.Orders.QuarantineReady(ctx, o.SessionID, store.Quarantine{Gate: quarantine.GateMailer, Terms: terms, Record: key, FilterVersion: rep.Version})
+	if err != nil {
+		_ = h.Orders.ReleaseMail(ctx, o.SessionID, kind, token)
+		return err
+	}
 	if err := h.Orders.MailSent(ctx, o.SessionID, kind, token, "quarantined"); err != nil {
 		log.Error("recording the stopped mail failed", "error", err.Error())
 	}
-	held, err := h.Orders.QuarantineReady(ctx, o.SessionID, store.Quarantine{Gate: quarantine.GateMailer, Terms: rep.Terms(), Record: key, FilterVersion: rep.Version})
-	if err != nil {
-		return err
-	}
-	log.Error("email quarantined by the content filter", "terms", strings.Join(rep.Terms(), ","), "reason", string(rep.Reason), "filter_version", rep.Version)
+	log.Error("email quarantined by the content filter", "terms", strings.Join(terms, ","), "reason", string(rep.Reason), "filter_version", rep.Version)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "EMAIL_QUARANTINED", Session: o.SessionID,
 		Detail: fmt.Sprintf("the content filter stopped the %s email at gate 2 (%s: %s); nothing was sent. Review the record the order names (quarantine_record), then deliver a cleaned verdict or refund",
-			kind, rep.Reason, strings.Join(rep.Terms(), ", "))})
+			kind, rep.Reason, strings.Join(terms, ", "))})
 	if !held {
 		return nil // not a served verdict: the alert is the operator's whole task
 	}
@@ -331,9 +342,10 @@ func (h *Handler) auditFilter(ctx context.Context, o oracle.Order, kind string, 
 	if rep.Action != sosfilter.Pass {
 		status, detail = audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason))
 	}
-	f := &audit.Filter{Gate: quarantine.GateMailer, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Exempted: rep.Exempted(), Version: rep.Version, MailKind: kind}
-	if f.TermIDs == nil {
-		f.TermIDs = []string{}
+	r := h.record(o, "sos_filter", status, detail, started)
+	r.Filter = &audit.Filter{Gate: quarantine.GateMailer, Action: rep.Action.String(), Reason: string(rep.Reason), TermIDs: rep.Terms(), Exempted: rep.Exempted(), Version: rep.Version, MailKind: kind}
+	if r.Filter.TermIDs == nil {
+		r.Filter.TermIDs = []string{}
 	}
-	h.write(ctx, o, "sos_filter", status, detail, started, "", f, o.SessionID+".filter-mail-"+kind)
+	h.write(ctx, r, o.SessionID+".filter-mail-"+kind)
 }

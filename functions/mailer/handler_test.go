@@ -632,3 +632,46 @@ func TestGateTwoFailsClosedWhenItsRecordCannotBeWritten(t *testing.T) {
 		t.Fatalf("after the retry: %s", o.Status)
 	}
 }
+
+// failingQuarantine is the order store with QuarantineReady failing once.
+type failingQuarantine struct {
+	*store.Orders
+	failed bool
+}
+
+func (f *failingQuarantine) QuarantineReady(ctx context.Context, id string, q store.Quarantine) (bool, error) {
+	if !f.failed {
+		f.failed = true
+		return false, errors.New("injected: the order write failed")
+	}
+	return f.Orders.QuarantineReady(ctx, id, q)
+}
+
+// If the order cannot be marked QUARANTINED, the delivery stays open: the
+// retry stops the verdict again and the order is no longer served, instead
+// of the retry finding the mail done and the page still serving the verdict.
+func TestGateTwoRetriesWhenTheOrderCannotBeQuarantined(t *testing.T) {
+	e := newEnv(t)
+	e.h.Orders = &failingQuarantine{Orders: e.orders}
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierQuick, addr)
+	e.readyWith(id, "The CSDM reading says the timing is wrong.")
+	if n := e.run(record(id, queue.MailVerdict)); n != 1 {
+		t.Fatal("the job did not fail for a retry")
+	}
+	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusReady {
+		t.Fatalf("order %s after the failed write", o.Status)
+	}
+	if n := e.run(record(id, queue.MailVerdict)); n != 0 {
+		t.Fatal("the retry failed")
+	}
+	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusQuarantined || o.QuarantineGate != "mailer" {
+		t.Fatalf("after the retry: %s at %q, want QUARANTINED at the mailer", o.Status, o.QuarantineGate)
+	}
+	if got := e.inbox(addr); len(got) != 0 {
+		t.Fatalf("%d emails sent", len(got))
+	}
+	if len(e.reminders.jobs) != 1 {
+		t.Fatalf("reminders %+v, want one", e.reminders.jobs)
+	}
+}

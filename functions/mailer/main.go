@@ -47,17 +47,18 @@ func main() {
 	}
 	db := dynamodb.NewFromConfig(aws)
 	queues := sqs.NewFromConfig(aws)
+	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
 	h := &Handler{
 		Orders:    store.NewOrders(db, cfg.OrdersTable, time.Now),
 		Transport: &mail.SES{Client: sesv2.NewFromConfig(aws), Now: time.Now},
-		Audit:     audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
+		Audit:     audit.NewWriter(buckets, cfg.AuditBucket),
 		Alerts: &alert.Alerter{
 			SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic,
 			Dedupe:  store.NewLedger(db, cfg.LedgerTable, time.Now),
 			Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
 		},
 		Filter:             filter,
-		Quarantine:         quarantine.NewStore(awsenv.S3(aws), cfg.QuarantineBucket),
+		Quarantine:         quarantine.NewStore(buckets, cfg.QuarantineBucket),
 		Mail:               queue.NewSender(queues, cfg.MailQueue, time.Now),
 		Reminders:          queue.NewSender(queues, cfg.GenerateQueue, time.Now),
 		QuarantineReminder: cfg.QuarantineReminder,

@@ -2,6 +2,7 @@ package sosfilter
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -121,7 +122,7 @@ func terms(hits []Hit) []string { return echoed(hits, false) }
 func echoed(hits []Hit, echo bool) []string {
 	var ids []string
 	for _, h := range hits {
-		if h.Echo == echo && !contains(ids, h.Term) {
+		if h.Echo == echo && !slices.Contains(ids, h.Term) {
 			ids = append(ids, h.Term)
 		}
 	}
@@ -233,12 +234,12 @@ func (f *Filter) clean(s string, isHTML bool) bool {
 type field struct {
 	path  string
 	text  string
-	html  bool // read as HTML (visible text and source)
-	key   bool // a map key: it cannot be edited, so any hit quarantines
-	index int  // strategy test index, or -1
-	dim   string
+	html  bool   // read as HTML (visible text and source)
+	key   bool   // a map key: it cannot be edited, so any hit quarantines
 	spans []span // resolved hits
 	out   string // the text after substitution
+	// set writes out into the copy of the verdict that Analysis returns.
+	set func(a *oracle.Analysis, out string)
 }
 
 // run decides for a whole payload.
@@ -394,7 +395,7 @@ func (f *Filter) analysisClean(a oracle.Analysis) bool {
 // the dimensions in oracle.Dimensions order (any other key after them,
 // sorted), then the strategy.
 func analysisFields(a oracle.Analysis) []field {
-	fields := []field{{path: "summary", text: a.Summary, index: -1}}
+	fields := []field{{path: "summary", text: a.Summary, set: func(o *oracle.Analysis, v string) { o.Summary = v }}}
 	var keys []string
 	for _, d := range oracle.Dimensions {
 		if _, ok := a.Breakdown[d]; ok {
@@ -410,15 +411,19 @@ func analysisFields(a oracle.Analysis) []field {
 	sort.Strings(other)
 	for _, k := range append(keys, other...) {
 		fields = append(fields,
-			field{path: "breakdown." + k, text: k, key: true, index: -1},
-			field{path: "breakdown." + k + ".analysis", text: a.Breakdown[k].Analysis, dim: k, index: -1})
+			field{path: "breakdown." + k, text: k, key: true},
+			field{path: "breakdown." + k + ".analysis", text: a.Breakdown[k].Analysis, set: func(o *oracle.Analysis, v string) {
+				note := o.Breakdown[k]
+				note.Analysis = v
+				o.Breakdown[k] = note
+			}})
 	}
 	if s := a.Strategy; s != nil {
 		fields = append(fields,
-			field{path: "strategy.next_step", text: s.NextStep, index: -1},
-			field{path: "strategy.alternative", text: s.Alternative, index: -1})
+			field{path: "strategy.next_step", text: s.NextStep, set: func(o *oracle.Analysis, v string) { o.Strategy.NextStep = v }},
+			field{path: "strategy.alternative", text: s.Alternative, set: func(o *oracle.Analysis, v string) { o.Strategy.Alternative = v }})
 		for i, t := range s.Tests {
-			fields = append(fields, field{path: "strategy.tests[" + strconv.Itoa(i) + "]", text: t, index: i})
+			fields = append(fields, field{path: "strategy.tests[" + strconv.Itoa(i) + "]", text: t, set: func(o *oracle.Analysis, v string) { o.Strategy.Tests[i] = v }})
 		}
 	}
 	return fields
@@ -429,10 +434,7 @@ func analysisFields(a oracle.Analysis) []field {
 func rebuild(a oracle.Analysis, fields []field) oracle.Analysis {
 	out := a
 	if a.Breakdown != nil {
-		out.Breakdown = make(map[string]oracle.DimensionNote, len(a.Breakdown))
-		for k, v := range a.Breakdown {
-			out.Breakdown[k] = v
-		}
+		out.Breakdown = maps.Clone(a.Breakdown)
 	}
 	if a.Strategy != nil {
 		s := *a.Strategy
@@ -440,20 +442,8 @@ func rebuild(a oracle.Analysis, fields []field) oracle.Analysis {
 		out.Strategy = &s
 	}
 	for _, fl := range fields {
-		switch {
-		case fl.key:
-		case fl.path == "summary":
-			out.Summary = fl.out
-		case fl.dim != "":
-			note := out.Breakdown[fl.dim]
-			note.Analysis = fl.out
-			out.Breakdown[fl.dim] = note
-		case fl.path == "strategy.next_step":
-			out.Strategy.NextStep = fl.out
-		case fl.path == "strategy.alternative":
-			out.Strategy.Alternative = fl.out
-		case fl.index >= 0:
-			out.Strategy.Tests[fl.index] = fl.out
+		if fl.set != nil {
+			fl.set(&out, fl.out)
 		}
 	}
 	return out

@@ -68,7 +68,7 @@ func hitIDs(hits []Hit) []string {
 func caught(r Result, id string) bool {
 	for _, h := range r.Hits {
 		if h.Term == id && !h.Echo && h.Action != Pass {
-			return r.Action != Pass && !strings.Contains(r.Text, "\x00")
+			return r.Action != Pass
 		}
 	}
 	return false

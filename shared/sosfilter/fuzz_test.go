@@ -1,6 +1,7 @@
 package sosfilter
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -169,18 +170,8 @@ func refLeaks(list []refEntry, text, query string) []string {
 // ("coherencescore"), or without the spaces around a symbol ("Φ=0.042").
 // Being generous here only makes the check weaker, never wrong.
 func refEchoed(q []refChar, term []rune, match string) bool {
-	joined := slicesDeleteFunc(term, func(r rune) bool { return r == ' ' })
+	joined := slices.DeleteFunc(slices.Clone(term), func(r rune) bool { return r == ' ' })
 	return len(refFind(q, term, match)) > 0 || len(refFind(q, joined, match)) > 0
-}
-
-func slicesDeleteFunc(rs []rune, del func(rune) bool) []rune {
-	var out []rune
-	for _, r := range rs {
-		if !del(r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // FuzzFilter: arbitrary text and query never make the filter panic; PASS

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -307,12 +308,9 @@ func termVariants(term string, m matchKind) ([]string, error) {
 	}
 	out := []string{f}
 	add := func(v string) {
-		for _, o := range out {
-			if o == v {
-				return
-			}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
 		}
-		out = append(out, v)
 	}
 	if strings.IndexByte(f, sep) >= 0 {
 		// Joining must not glue two numbers into a third ("10-4" is not
@@ -428,18 +426,9 @@ func (f *Filter) termsIn(s string) []string {
 	var ids []string
 	for i := range c.len() {
 		id := f.entries[f.patterns[c.at(i).pat].entry].id
-		if !contains(ids, id) {
+		if !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
 	return ids
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
