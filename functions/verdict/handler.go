@@ -112,7 +112,12 @@ type answer struct {
 	DivergenceNotice bool           `json:"divergence_notice,omitempty"`
 }
 
-var pending = answer{Status: "pending", Message: "Your verdict is being prepared."}
+// The answers that carry only a state and its text.
+var (
+	pending = answer{Status: "pending", Message: "Your verdict is being prepared."}
+	dropped = answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
+		"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."}
+)
 
 // Handle answers the result page's poll for one session.
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
@@ -143,8 +148,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 			"error":  "Analysis failed. Please contact " + h.Support + " for a refund.",
 		}), nil
 	case oracle.StatusDropped:
-		return httpapi.JSON(http.StatusOK, answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
-			"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."}), nil
+		return httpapi.JSON(http.StatusOK, dropped), nil
 	case oracle.StatusHeld, oracle.StatusQuarantined:
 		return httpapi.JSON(http.StatusAccepted, answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."}), nil
 	case oracle.StatusRefunded:
@@ -196,8 +200,7 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 	}
 	log.Info("landing claim", "outcome", res.Outcome.String(), "status", string(res.Status))
 	if res.Status == oracle.StatusDropped {
-		return httpapi.JSON(http.StatusOK, answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
-			"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."})
+		return httpapi.JSON(http.StatusOK, dropped)
 	}
 	return httpapi.JSON(http.StatusAccepted, pending)
 }

@@ -125,7 +125,7 @@ func (e *env) jobs(queueID string) []queue.Job {
 }
 
 // ready makes the session's order READY with a GREEN verdict expiring at exp.
-func (e *env) ready(id string, tier oracle.Tier, exp time.Time) {
+func (e *env) ready(id string, exp time.Time) {
 	e.t.Helper()
 	e.readyAs(id, oracle.VerdictGreen, exp)
 }
@@ -199,7 +199,7 @@ func TestLandingFirstThenTheLateWebhook(t *testing.T) {
 func TestStoredVerdictIsServedAndAudited(t *testing.T) {
 	e := newEnv(t)
 	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
-	e.ready(id, oracle.TierQuick, time.Now().Add(time.Hour))
+	e.ready(id, time.Now().Add(time.Hour))
 	for i := 0; i < 2; i++ {
 		code, body := e.get(id)
 		if code != http.StatusOK || body["status"] != "ready" || body["tier"] != "quick" || body["query"] != "Should I open a bakery?" || body["cached_at"] == nil {
@@ -231,7 +231,7 @@ func TestFailedAuditWriteAlertsAndTheVerdictIsStillServed(t *testing.T) {
 	alerts := testkit.AlertTap(t, e.f.AWS, e.f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	query := "Should I sell my grandmother's recipe book?"
 	id := e.session(oracle.TierQuick, query, true)
-	e.ready(id, oracle.TierQuick, time.Now().Add(time.Hour))
+	e.ready(id, time.Now().Add(time.Hour))
 	// Only the serve's write fails (the claim above audited normally); a
 	// bucket name no test creates: the fixture's own, suffixed.
 	e.h.Audit = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
@@ -293,7 +293,7 @@ func TestStates(t *testing.T) {
 func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 	e := newEnv(t)
 	id := e.session(oracle.TierQuick, "q", true)
-	e.ready(id, oracle.TierQuick, time.Now().Add(time.Hour))
+	e.ready(id, time.Now().Add(time.Hour))
 	e.clock.Add(2 * time.Hour)
 	for i := 0; i < 3; i++ {
 		if code, body := e.get(id); code != http.StatusAccepted || body["status"] != "pending" {
@@ -374,7 +374,7 @@ func TestDeletedOrderComesBackAsARegeneration(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
-	e.ready(id, oracle.TierQuick, e.clock.Now().Add(time.Hour))
+	e.ready(id, e.clock.Now().Add(time.Hour))
 	ledger := store.NewLedger(dynamodb.NewFromConfig(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
 	original := oracle.Original{Verdict: oracle.VerdictGreen, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef"}
 	if err := ledger.KeepOriginal(ctx, id, original, 730*24*time.Hour); err != nil {

@@ -109,9 +109,6 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
-	if !event.Livemode {
-		log = log.With("test_mode", true)
-	}
 
 	switch string(event.Type) {
 	case fulfil.EventCompleted, fulfil.EventAsyncSucceeded, fulfil.EventAsyncFailed:

@@ -119,37 +119,43 @@ var emailPattern = regexp.MustCompile(`[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z
 
 // Validate checks r against the schema before it is written.
 func (r Record) Validate() error {
+	_, err := r.encode()
+	return err
+}
+
+// encode validates r and returns the JSON it is written as.
+func (r Record) encode() ([]byte, error) {
 	switch {
 	case r.Timestamp.IsZero() || r.SessionCreated.IsZero():
-		return fmt.Errorf("audit record: timestamp or session_created is missing")
+		return nil, fmt.Errorf("audit record: timestamp or session_created is missing")
 	case !oracle.ValidSessionID(r.SessionID):
-		return fmt.Errorf("audit record: session_id is invalid")
+		return nil, fmt.Errorf("audit record: session_id is invalid")
 	case !sources[r.Source]:
-		return fmt.Errorf("audit record: unknown source %q", r.Source)
+		return nil, fmt.Errorf("audit record: unknown source %q", r.Source)
 	case !known[r.Status]:
-		return fmt.Errorf("audit record: unknown status %q", r.Status)
+		return nil, fmt.Errorf("audit record: unknown status %q", r.Status)
 	case failed[r.Status] && (r.ErrorDetail == nil || *r.ErrorDetail == ""):
-		return fmt.Errorf("audit record: status %s needs error_detail", r.Status)
+		return nil, fmt.Errorf("audit record: status %s needs error_detail", r.Status)
 	case !failed[r.Status] && r.ErrorDetail != nil:
-		return fmt.Errorf("audit record: status %s must not carry error_detail", r.Status)
+		return nil, fmt.Errorf("audit record: status %s must not carry error_detail", r.Status)
 	case r.Event == "":
-		return fmt.Errorf("audit record: event is missing")
+		return nil, fmt.Errorf("audit record: event is missing")
 	case r.LatencyMS < 0:
-		return fmt.Errorf("audit record: negative latency")
+		return nil, fmt.Errorf("audit record: negative latency")
 	}
 	for name, h := range map[string]string{"email": r.Email, "query_hash": r.QueryHash, "verdict_hash": r.VerdictHash} {
 		if h != "" && !isHash(h) {
-			return fmt.Errorf("audit record: %s is not a keyed hash", name)
+			return nil, fmt.Errorf("audit record: %s is not a keyed hash", name)
 		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("audit record: %w", err)
+		return nil, fmt.Errorf("audit record: %w", err)
 	}
 	if emailPattern.Match(b) {
-		return fmt.Errorf("audit record: contains an email address")
+		return nil, fmt.Errorf("audit record: contains an email address")
 	}
-	return nil
+	return b, nil
 }
 
 var hashPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(HashPrefix) + `[0-9a-f]{32}$`)

@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,12 +46,9 @@ func (w *Writer) Write(ctx context.Context, r Record, id string) (written bool, 
 	if !idPattern.MatchString(id) {
 		return false, fmt.Errorf("audit record: invalid id %q", id)
 	}
-	if err := r.Validate(); err != nil {
-		return false, err
-	}
-	b, err := json.Marshal(r)
+	b, err := r.encode()
 	if err != nil {
-		return false, fmt.Errorf("encode audit record: %w", err)
+		return false, err
 	}
 	for attempt := 1; ; attempt++ {
 		_, err = w.s3.PutObject(ctx, &s3.PutObjectInput{

@@ -246,7 +246,7 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 		SessionID:      s.ID,
 		Tier:           string(want.Tier), // a valid tier exactly as in metadata; for a dropped one, empty
 		QueryHash:      f.Hasher.Hash(want.Query),
-		Email:          f.Hasher.Email(s.Email),
+		Email:          want.EmailHash,
 		LatencyMS:      max(now.Sub(t.ReceivedAt).Milliseconds(), 0),
 		Status:         audit.StatusOK,
 		Source:         audit.Source(t.Source),

@@ -116,37 +116,26 @@ const (
 // first absent key. It returns DropChunkMissing when the chunks are incomplete
 // or qn is malformed, and DropQueryEmpty when there is no query at all.
 func ReassembleQuery(meta map[string]string) (string, DropReason) {
-	qn, hasCount := meta[MetaChunks]
-	if !hasCount {
-		var b strings.Builder
-		n := 0
-		for ; ; n++ {
-			c, ok := meta[ChunkKey(n)]
-			if !ok {
-				break
-			}
-			b.WriteString(c)
+	qn, counted := meta[MetaChunks]
+	n := 0
+	if counted {
+		var err error
+		if n, err = strconv.Atoi(qn); err != nil || n < 0 || n > StripeMaxMetadataKeys {
+			return "", DropChunkMissing
+		}
+	} else {
+		for _, ok := meta[ChunkKey(n)]; ok; _, ok = meta[ChunkKey(n)] {
+			n++
 		}
 		// A chunk key beyond the first gap means a chunk went missing.
 		if chunkKeys(meta) != n {
 			return "", DropChunkMissing
 		}
-		if strings.TrimSpace(b.String()) == "" {
-			return "", DropQueryEmpty
-		}
-		return b.String(), DropNone
-	}
-	n, err := strconv.Atoi(qn)
-	if err != nil || n < 0 || n > StripeMaxMetadataKeys {
-		return "", DropChunkMissing
-	}
-	if n == 0 {
-		return "", DropQueryEmpty
 	}
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		c, ok := meta[ChunkKey(i)]
-		if !ok || c == "" {
+		if !ok || counted && c == "" {
 			return "", DropChunkMissing
 		}
 		b.WriteString(c)
@@ -173,29 +162,22 @@ const IdeaFieldKey = "idea"
 
 // Resolve decides a paid session's tier and query: the query from the `idea`
 // custom field first, the metadata chunks second; the tier from metadata.
-// A non-empty DropReason means the session must be dropped, not fulfilled.
+// A non-empty DropReason means the session must be dropped, not fulfilled;
+// the query is returned whenever it could be read, for the drop alert.
 func Resolve(meta map[string]string, idea string) (Tier, string, DropReason) {
+	query, reason := idea, DropNone
+	if strings.TrimSpace(idea) == "" {
+		query, reason = ReassembleQuery(meta)
+	}
 	rawTier, ok := meta[MetaTier]
 	if !ok || strings.TrimSpace(rawTier) == "" {
-		return "", queryOrEmpty(meta, idea), DropTierMissing
+		return "", query, DropTierMissing
 	}
 	tier, err := ParseTier(rawTier)
 	if err != nil {
-		return "", queryOrEmpty(meta, idea), DropTierInvalid
+		return "", query, DropTierInvalid
 	}
-	if strings.TrimSpace(idea) != "" {
-		return tier, idea, DropNone
-	}
-	q, reason := ReassembleQuery(meta)
-	return tier, q, reason
-}
-
-func queryOrEmpty(meta map[string]string, idea string) string {
-	if strings.TrimSpace(idea) != "" {
-		return idea
-	}
-	q, _ := ReassembleQuery(meta)
-	return q
+	return tier, query, reason
 }
 
 // QueryUnits is the query's length in UTF-16 code units, the "characters"

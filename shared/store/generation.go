@@ -177,39 +177,15 @@ func (o *Orders) AbandonGeneration(ctx context.Context, sessionID, lease string)
 // FAILED, only if it is still being generated and has no verdict. It
 // reports whether this call made the change.
 func (o *Orders) MarkFailed(ctx context.Context, sessionID, reason string) (bool, error) {
-	now := o.now().UTC()
-	writeID, err := newToken()
-	if err != nil {
-		return false, err
-	}
-	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(o.table),
-		Key:                 key(sessionID),
-		UpdateExpression:    aws.String("SET #s = :failed, failure = :reason, updated_at = :now, write_id = :wid REMOVE gen_lease_until, gen_lease"),
-		ConditionExpression: aws.String("attribute_not_exists(verdict) AND (#s = :generating OR #s = :paid)"),
-		ExpressionAttributeNames: map[string]string{
-			"#s": "status",
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
+	return o.transition(ctx, "mark failed", sessionID,
+		"#s = :failed, failure = :reason REMOVE gen_lease_until, gen_lease",
+		"attribute_not_exists(verdict) AND (#s = :generating OR #s = :paid)",
+		map[string]types.AttributeValue{
 			":failed":     &types.AttributeValueMemberS{Value: string(oracle.StatusFailed)},
 			":generating": &types.AttributeValueMemberS{Value: string(oracle.StatusGenerating)},
 			":paid":       &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
 			":reason":     &types.AttributeValueMemberS{Value: reason},
-			":wid":        &types.AttributeValueMemberS{Value: writeID},
-			":now":        &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if appliedEarlier(err, writeID) {
-		return true, nil // a retried request whose first attempt made the change
-	}
-	if isConditionFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("mark %s failed: %w", oracle.ShortID(sessionID), err)
-	}
-	return true, nil
+		})
 }
 
 // ResetForRegeneration turns a READY order whose verdict has expired back
@@ -283,36 +259,14 @@ func (o *Orders) Park(ctx context.Context, sessionID string) (time.Time, error) 
 // becomes HELD, only while the caller holds the generation lease and no
 // verdict is stored, and reports whether this call held it.
 func (o *Orders) Hold(ctx context.Context, sessionID, lease, reason string) (bool, error) {
-	now := o.now().UTC()
-	writeID, err := newToken()
-	if err != nil {
-		return false, err
-	}
-	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(o.table),
-		Key:                      key(sessionID),
-		UpdateExpression:         aws.String("SET #s = :held, failure = :reason, updated_at = :now, write_id = :wid REMOVE gen_lease_until, gen_lease, parked_since"),
-		ConditionExpression:      aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
-		ExpressionAttributeNames: map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
+	return o.transition(ctx, "hold", sessionID,
+		"#s = :held, failure = :reason REMOVE gen_lease_until, gen_lease, parked_since",
+		"gen_lease = :lease AND attribute_not_exists(verdict)",
+		map[string]types.AttributeValue{
 			":held":   &types.AttributeValueMemberS{Value: string(oracle.StatusHeld)},
 			":reason": &types.AttributeValueMemberS{Value: reason},
 			":lease":  &types.AttributeValueMemberS{Value: lease},
-			":wid":    &types.AttributeValueMemberS{Value: writeID},
-			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if appliedEarlier(err, writeID) {
-		return true, nil // a retried request whose first attempt made the change
-	}
-	if isConditionFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("hold %s: %w", oracle.ShortID(sessionID), err)
-	}
-	return true, nil
+		})
 }
 
 // Quarantine is why an order was set aside by the content filter: the gate
@@ -330,40 +284,56 @@ type Quarantine struct {
 // stored, only while the caller holds the generation lease. It reports
 // whether this call quarantined it.
 func (o *Orders) QuarantineGeneration(ctx context.Context, sessionID, lease string, q Quarantine) (bool, error) {
-	return o.quarantine(ctx, sessionID, q, "gen_lease = :lease AND attribute_not_exists(verdict)",
-		map[string]types.AttributeValue{":lease": &types.AttributeValueMemberS{Value: lease}}, " REMOVE gen_lease_until, gen_lease, parked_since")
+	values := q.values()
+	values[":lease"] = &types.AttributeValueMemberS{Value: lease}
+	return o.transition(ctx, "quarantine", sessionID, quarantineSet+" REMOVE gen_lease_until, gen_lease, parked_since",
+		"gen_lease = :lease AND attribute_not_exists(verdict)", values)
 }
 
 // QuarantineReady sets aside a READY order whose email the filter stopped
 // at gate 2: the stored verdict stays for review but is no longer served.
 // It reports whether this call quarantined it.
 func (o *Orders) QuarantineReady(ctx context.Context, sessionID string, q Quarantine) (bool, error) {
-	return o.quarantine(ctx, sessionID, q, "#s = :ready",
-		map[string]types.AttributeValue{":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)}}, "")
+	values := q.values()
+	values[":ready"] = &types.AttributeValueMemberS{Value: string(oracle.StatusReady)}
+	return o.transition(ctx, "quarantine", sessionID, quarantineSet, "#s = :ready", values)
 }
 
-func (o *Orders) quarantine(ctx context.Context, sessionID string, q Quarantine, cond string, values map[string]types.AttributeValue, remove string) (bool, error) {
-	now := o.now().UTC()
-	writeID, err := newToken()
-	if err != nil {
-		return false, err
-	}
+// quarantineSet records a quarantine from the values of Quarantine.values.
+const quarantineSet = "#s = :q, quarantine_gate = :gate, quarantine_terms = :terms, quarantine_record = :rec, " +
+	"filter_version = :fv, quarantined_at = :now"
+
+func (q Quarantine) values() map[string]types.AttributeValue {
 	terms := make([]types.AttributeValue, 0, len(q.Terms))
 	for _, t := range q.Terms {
 		terms = append(terms, &types.AttributeValueMemberS{Value: t})
 	}
-	values[":q"] = &types.AttributeValueMemberS{Value: string(oracle.StatusQuarantined)}
-	values[":gate"] = &types.AttributeValueMemberS{Value: q.Gate}
-	values[":terms"] = &types.AttributeValueMemberL{Value: terms}
-	values[":rec"] = &types.AttributeValueMemberS{Value: q.Record}
-	values[":fv"] = &types.AttributeValueMemberS{Value: q.FilterVersion}
+	return map[string]types.AttributeValue{
+		":q":     &types.AttributeValueMemberS{Value: string(oracle.StatusQuarantined)},
+		":gate":  &types.AttributeValueMemberS{Value: q.Gate},
+		":terms": &types.AttributeValueMemberL{Value: terms},
+		":rec":   &types.AttributeValueMemberS{Value: q.Record},
+		":fv":    &types.AttributeValueMemberS{Value: q.FilterVersion},
+	}
+}
+
+// transition applies update (the assignments of a SET clause, optionally
+// followed by a REMOVE clause) to the order under cond, and reports whether
+// this call made the change. It also sets updated_at (:now, which update may
+// use too) and write_id, so that a request the SDK retried after its answer
+// was lost recognises its own first attempt instead of a lost race. "#s"
+// names the status attribute.
+func (o *Orders) transition(ctx context.Context, op, sessionID, update, cond string, values map[string]types.AttributeValue) (bool, error) {
+	writeID, err := newToken()
+	if err != nil {
+		return false, err
+	}
 	values[":wid"] = &types.AttributeValueMemberS{Value: writeID}
-	values[":now"] = &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)}
+	values[":now"] = &types.AttributeValueMemberS{Value: o.now().UTC().Format(time.RFC3339Nano)}
 	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(o.table),
-		Key:       key(sessionID),
-		UpdateExpression: aws.String("SET #s = :q, quarantine_gate = :gate, quarantine_terms = :terms, quarantine_record = :rec, " +
-			"filter_version = :fv, quarantined_at = :now, updated_at = :now, write_id = :wid" + remove),
+		TableName:                           aws.String(o.table),
+		Key:                                 key(sessionID),
+		UpdateExpression:                    aws.String("SET updated_at = :now, write_id = :wid, " + update),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            map[string]string{"#s": "status"},
 		ExpressionAttributeValues:           values,
@@ -376,7 +346,7 @@ func (o *Orders) quarantine(ctx context.Context, sessionID string, q Quarantine,
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("quarantine %s: %w", oracle.ShortID(sessionID), err)
+		return false, fmt.Errorf("%s %s: %w", op, oracle.ShortID(sessionID), err)
 	}
 	return true, nil
 }

@@ -54,6 +54,9 @@ func (o *Orders) ClaimMail(ctx context.Context, sessionID, kind string, lease ti
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if v, ok := ccf.Item[tok].(*types.AttributeValueMemberS); ok && v.Value == token {
+			return token, nil // a retried request whose first attempt took the claim
+		}
 		if _, done := ccf.Item[sent]; done {
 			return "", ErrAlreadySent
 		}

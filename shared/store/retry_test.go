@@ -17,7 +17,7 @@ import (
 
 // Every conditional write whose answer is lost and retried by the SDK
 // reports what its first attempt did, not a lost race: no stuck lease, no
-// verdict without its email, no alert or notice skipped.
+// verdict without its email, no mail held up, no alert or notice skipped.
 func TestRetriedWritesKnowTheirOwnFirstAttempt(t *testing.T) {
 	f := provision.ForTest(t, nil)
 	l := &testkit.Lossy{}
@@ -89,6 +89,18 @@ func TestRetriedWritesKnowTheirOwnFirstAttempt(t *testing.T) {
 			l.Arm("UpdateItem")
 			if ok, err := orders.MarkFailed(ctx, id, "model_unavailable"); err != nil || !ok {
 				t.Fatalf("mark failed %v %v", ok, err)
+			}
+		}},
+		{"claim mail", "UpdateItem", func(t *testing.T, id string) {
+			l.Arm("")
+			paidOrder(t, orders, id)
+			l.Arm("UpdateItem")
+			tok, err := orders.ClaimMail(ctx, id, "verdict", time.Minute)
+			if err != nil || tok == "" {
+				t.Fatalf("claim mail %q %v", tok, err)
+			}
+			if err := orders.MailSent(ctx, id, "verdict", tok, "msg-1"); err != nil {
+				t.Fatalf("the claimer's token: %v", err)
 			}
 		}},
 		{"ledger mark", "PutItem", func(t *testing.T, id string) {

@@ -15,7 +15,8 @@ import (
 	"42sisters.ai/oracle/shared/store"
 )
 
-// clock is an injected, settable clock.
+// newOrders returns the order and ledger stores on fresh tables, with a
+// settable clock.
 func newOrders(t *testing.T) (*store.Orders, *store.Ledger, *testkit.Clock) {
 	t.Helper()
 	f := provision.ForTest(t, nil)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -128,11 +129,16 @@ var ErrAuth = errors.New("stripe rejected the API key")
 
 // classify maps Stripe errors to domain codes. Stripe's own message is
 // left out: it can quote the parameter it refused, and the customer's query
-// travels in metadata.
+// travels in metadata. So is the URL of a request that failed on the
+// network: it holds the full session id, which logs show only cut short.
 func classify(err error, op string) error {
 	unavailable := "payments are temporarily unavailable; please try again later"
 	var se *stripe.Error
 	if !errors.As(err, &se) {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = fmt.Errorf("%s request failed: %w", ue.Op, ue.Err)
+		}
 		return oracle.Wrap(oracle.CodeUnavailable, fmt.Errorf("%s: %w", op, err), unavailable)
 	}
 	cause := fmt.Errorf("%s: stripe answered %d (type %s, code %s, request %s)", op, se.HTTPStatusCode, se.Type, se.Code, se.RequestID)

@@ -3,6 +3,7 @@ package stripex
 import (
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -81,6 +82,17 @@ func TestClassifyKeepsStripeMessagesOut(t *testing.T) {
 		if strings.Contains(err.Error(), "quit my job") {
 			t.Errorf("%d: Stripe's message leaked into the error: %v", c.err.HTTPStatusCode, err)
 		}
+	}
+}
+
+func TestClassifyKeepsTheSessionIDOutOfNetworkErrors(t *testing.T) {
+	id := "cs_live_a1b2c3d4e5f6g7h8i9j0"
+	err := classify(&url.Error{Op: "Get", URL: "https://api.stripe.com/v1/checkout/sessions/" + id, Err: errors.New("i/o timeout")}, "retrieve checkout session")
+	if oracle.ErrorCode(err) != oracle.CodeUnavailable || !strings.Contains(err.Error(), "i/o timeout") {
+		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(err.Error(), id) {
+		t.Fatalf("the full session id is in the error: %v", err)
 	}
 }
 
