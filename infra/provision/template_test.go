@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -76,5 +77,92 @@ func TestAlarmsCanFire(t *testing.T) {
 	policy := fmt.Sprint(tmpl.Resources[fmt.Sprint(in.Arg)].Properties["KeyPolicy"])
 	if !strings.Contains(policy, "cloudwatch.amazonaws.com") || !strings.Contains(policy, "kms:GenerateDataKey*") {
 		t.Fatalf("the alerts key does not let CloudWatch alarms publish: %s", policy)
+	}
+}
+
+// settingRead matches a setting a function's code reads by name: the
+// getters of shared/config and os.Getenv. A secret is read as NAME_ARN
+// (deployed) or NAME (local).
+var settingRead = regexp.MustCompile(`\b(String|Optional|Int|Duration|URL|List|Secret|Getenv)\((?:ctx, )?"([A-Z][A-Z0-9_]*)"`)
+
+// settingsRead returns the settings the non-test Go files of dir read.
+func settingsRead(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	read := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range settingRead.FindAllStringSubmatch(string(b), -1) {
+			read[m[2]] = true
+			if m[1] == "Secret" {
+				read[m[2]+"_ARN"] = true
+			}
+		}
+	}
+	return read
+}
+
+// Every variable the template gives a function is one its code reads, every
+// setting a function reads is in the README's configuration table, and the
+// generator's idea of the generate queue's maxReceiveCount is the queue's.
+func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
+	root := filepath.Dir(provision.TemplatePath())
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(readme), "\n## Configuration\n")
+	table, _, _ = strings.Cut(table, "\n## ")
+	if table == "" {
+		t.Fatal("the README has no Configuration section")
+	}
+	for _, fn := range tmpl.Functions() {
+		read := settingsRead(t, filepath.Join(root, fn.CodeURI))
+		for name := range fn.Env {
+			if !read[name] {
+				t.Errorf("%s: the template sets %s, which %s never reads", fn.LogicalID, name, fn.CodeURI)
+			}
+		}
+		var names []string
+		for name := range read {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if strings.HasSuffix(name, "_ARN") && read[strings.TrimSuffix(name, "_ARN")] {
+				continue // a secret: its _ARN form is what the table names
+			}
+			doc := name
+			if _, secret := fn.Env[name+"_ARN"]; secret {
+				doc = name + "_ARN"
+			}
+			if !strings.Contains(table, "`"+doc+"`") {
+				t.Errorf("%s reads %s, which the README's configuration table does not name", fn.CodeURI, doc)
+			}
+		}
+		if fn.LogicalID != "GeneratorFunction" {
+			continue
+		}
+		if len(fn.Queues) != 1 {
+			t.Fatalf("the generator consumes %d queues, want 1", len(fn.Queues))
+		}
+		queue := tmpl.Resources[fn.Queues[0].QueueLogicalID].Properties
+		redrive, _ := queue["RedrivePolicy"].(map[string]any)
+		if got, want := fmt.Sprint(fn.Env["GENERATE_MAX_RECEIVES"]), fmt.Sprint(redrive["maxReceiveCount"]); got != want {
+			t.Errorf("GENERATE_MAX_RECEIVES is %s but %s's maxReceiveCount is %s: the generator would mark orders FAILED too early or never", got, fn.Queues[0].QueueLogicalID, want)
+		}
 	}
 }

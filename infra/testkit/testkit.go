@@ -1,6 +1,6 @@
 // Package testkit holds the small helpers tests share: a settable clock to
-// inject instead of time.Now, and a buffer that concurrent writers (loggers,
-// processes) can share.
+// inject instead of time.Now, a buffer that concurrent writers (loggers,
+// processes) can share, and a wait for a condition.
 package testkit
 
 import (
@@ -50,4 +50,19 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Eventually checks cond at once and then every interval until it holds or
+// timeout has passed, and reports whether it held. The last check comes
+// after the deadline, so a slow machine gets the whole timeout. cond may
+// fail its test itself when it meets a state it can never recover from.
+func Eventually(timeout, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+	return true
 }

@@ -44,7 +44,7 @@ type Config struct {
 	// batchItemFailures and only those are kept.
 	ReportBatchItemFailures bool
 	Function                Invoker
-	// Name labels log lines, e.g. "GenerateQueue -> GenerateFunction".
+	// Name labels log lines, e.g. "GenerateQueue -> GeneratorFunction".
 	Name string
 	// Log receives failures; nil means the standard logger.
 	Log *log.Logger

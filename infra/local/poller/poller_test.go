@@ -11,6 +11,7 @@ import (
 	"log"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	"42sisters.ai/oracle/infra/local/poller"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/awsenv"
 )
 
@@ -108,14 +110,7 @@ func (q queues) count(t *testing.T, url string) int {
 // deadLetters receives the bodies of the dead-letter queue, sorted.
 func (q queues) deadLetters(t *testing.T) []string {
 	t.Helper()
-	out, err := q.client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.dlq), MaxNumberOfMessages: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bodies := []string{}
-	for _, m := range out.Messages {
-		bodies = append(bodies, aws.ToString(m.Body))
-	}
+	bodies := testkit.Drain(t, q.client, q.dlq)
 	sort.Strings(bodies)
 	return bodies
 }
@@ -195,17 +190,13 @@ func TestBatchOutcomes(t *testing.T) {
 				BatchSize: 10, ReportBatchItemFailures: tc.reportItems, Function: fn,
 				Name: tc.name, Log: log.New(io.Discard, "", 0),
 			})
-			deadline := time.Now().Add(20 * time.Second)
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for q.count(t, q.url) != 0 || q.count(t, q.dlq) != len(tc.deadLetters) {
-				if time.Now().After(deadline) {
-					t.Fatalf("queue holds %d, DLQ %d; want 0 and %d", q.count(t, q.url), q.count(t, q.dlq), len(tc.deadLetters))
-				}
-				<-tick.C
+			if !testkit.Eventually(20*time.Second, 50*time.Millisecond, func() bool {
+				return q.count(t, q.url) == 0 && q.count(t, q.dlq) == len(tc.deadLetters)
+			}) {
+				t.Fatalf("queue holds %d, DLQ %d; want 0 and %d", q.count(t, q.url), q.count(t, q.dlq), len(tc.deadLetters))
 			}
 			stop()
-			if got := q.deadLetters(t); !reflect.DeepEqual(got, tc.deadLetters) {
+			if got := q.deadLetters(t); !slices.Equal(got, tc.deadLetters) {
 				t.Errorf("dead letters = %q, want %q", got, tc.deadLetters)
 			}
 			if n := fn.calls.Load(); n != 1 {

@@ -133,14 +133,8 @@ var logStream = regexp.MustCompile(`^\d{4}/\d{2}/\d{2}/\[\$LATEST\][0-9a-f]{32}$
 // so it may land after the response.
 func waitLog(t *testing.T, log *testkit.Buffer, re *regexp.Regexp) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !re.MatchString(log.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("log lacks a line matching %s:\n%s", re, log)
-		}
-		<-tick.C
+	if !testkit.Eventually(10*time.Second, 10*time.Millisecond, func() bool { return re.MatchString(log.String()) }) {
+		t.Fatalf("log lacks a line matching %s:\n%s", re, log)
 	}
 }
 

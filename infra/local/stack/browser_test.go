@@ -1,7 +1,6 @@
 package stack_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +22,7 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/infra/tools"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -62,7 +63,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	for _, tier := range oracle.Tiers() {
 		for _, v := range []oracle.Verdict{oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull} {
 			t.Run(fmt.Sprintf("%s/%s", tier, v), func(t *testing.T) {
-				steer(t, s.GeminiURL, v)
+				post(t, s.GeminiURL+"/_control", fmt.Sprintf(`{"verdict":%q}`, v))
 				addr := fmt.Sprintf("%s-%s-%d@example.com", tier, strings.ToLower(string(v)), time.Now().UnixNano())
 				query := fmt.Sprintf("Should I open a %s bakery? (%s)", strings.ToLower(string(v)), tier)
 				addrs, queries = append(addrs, addr), append(queries, query)
@@ -117,57 +118,26 @@ func TestBrowserEndToEnd(t *testing.T) {
 	}
 }
 
-// steer makes the fake Gemini's next answer the given verdict.
-func steer(t *testing.T, gemini string, v oracle.Verdict) {
+// mailbox waits up to 30 s for the customer's email in the local mailbox
+// (/_local/mail) and returns the messages sent to addr.
+func mailbox(t *testing.T, api, addr string) []mail.Sent {
 	t.Helper()
-	resp, err := http.Post(gemini+"/_control", "application/json", bytes.NewReader([]byte(fmt.Sprintf(`{"verdict":%q}`, v))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("steer the fake Gemini: %d", resp.StatusCode)
-	}
-}
-
-type localMail struct {
-	To      []string `json:"to"`
-	Subject string   `json:"subject"`
-	Text    string   `json:"text"`
-	HTML    string   `json:"html"`
-}
-
-// mailbox waits for the customer's email in the local mailbox and returns
-// the messages sent to addr.
-func mailbox(t *testing.T, api, addr string) []localMail {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		resp, err := http.Get(api + "/_local/mail?format=json")
-		if err != nil {
-			t.Fatal(err)
+	var mine []mail.Sent
+	testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
+		_, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", api+"/_local/mail?format=json"))
+		var all []mail.Sent // the page's lower-case keys match its fields
+		if err := json.Unmarshal(body, &all); err != nil {
+			t.Fatalf("local mailbox: %v: %.200s", err, body)
 		}
-		var all []localMail
-		err = json.NewDecoder(resp.Body).Decode(&all)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mine []localMail
+		mine = nil
 		for _, m := range all {
-			for _, to := range m.To {
-				if to == addr {
-					mine = append(mine, m)
-				}
+			if slices.Contains(m.To, addr) {
+				mine = append(mine, m)
 			}
 		}
-		if len(mine) > 0 || time.Now().After(deadline) {
-			return mine
-		}
-		<-tick.C
-	}
+		return len(mine) > 0
+	})
+	return mine
 }
 
 // privacySweep checks, after the whole suite, that no email address is in

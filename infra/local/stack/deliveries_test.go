@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -54,7 +52,7 @@ func TestStripeDeliveryOrders(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			drained(ctx, t, q, s)
-			callsBefore := geminiCalls(t, s.GeminiURL)
+			callsBefore := len(modelCalls(t, s.GeminiURL))
 			post(t, s.StripeURL+"/_control", tc.control)
 			addr := fmt.Sprintf("delivery-%d-%d@example.com", i, time.Now().UnixNano())
 			session := pay(t, s, "full", "Should I rent a stall at the night market?", addr)
@@ -87,22 +85,15 @@ func TestStripeDeliveryOrders(t *testing.T) {
 				}
 			}
 
-			if got := geminiCalls(t, s.GeminiURL) - callsBefore; got != 1 {
+			if got := len(modelCalls(t, s.GeminiURL)) - callsBefore; got != 1 {
 				t.Errorf("%d model calls, want 1", got)
 			}
 			if n := len(mailbox(t, s.APIURL, addr)); n != 1 {
 				t.Errorf("%d emails, want 1", n)
 			}
-			order, err := dynamodb.NewFromConfig(s.AWS).GetItem(ctx, &dynamodb.GetItemInput{
-				TableName:      aws.String(s.Resources.Ref("OrdersTable")),
-				Key:            map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: session}},
-				ConsistentRead: aws.Bool(true),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if a, ok := order.Item["attempts"].(*ddbtypes.AttributeValueMemberN); !ok || a.Value != "1" {
-				t.Errorf("attempts = %v, want one generation", order.Item["attempts"])
+			order := orderItem(t, s, session)
+			if a, ok := order["attempts"].(*ddbtypes.AttributeValueMemberN); !ok || a.Value != "1" {
+				t.Errorf("attempts = %v, want one generation", order["attempts"])
 			}
 			// AUDIT_TRAIL VC-3: one webhook record per paid session however
 			// many copies arrived; the landing claim is a result_page record.
@@ -155,18 +146,19 @@ func pay(t *testing.T, s *stack.Stack, tier, query, addr string) string {
 // serves the verdict.
 func waitReady(t *testing.T, api, session string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", api+"/api/verdict?session_id="+session))
+	var status int
+	var body []byte
+	if !testkit.Eventually(60*time.Second, 100*time.Millisecond, func() bool {
+		status, body, _ = send(t, http.DefaultClient, mustRequest(t, "GET", api+"/api/verdict?session_id="+session))
 		if status == http.StatusOK && strings.Contains(string(body), `"status":"ready"`) {
-			return
+			return true
 		}
-		if status != http.StatusAccepted || time.Now().After(deadline) {
+		if status != http.StatusAccepted {
 			t.Fatalf("verdict API: %d %s, want 202 until 200 ready", status, body)
 		}
-		<-tick.C
+		return false
+	}) {
+		t.Fatalf("verdict API: %d %s, want 202 until 200 ready", status, body)
 	}
 }
 

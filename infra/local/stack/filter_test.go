@@ -13,12 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/testkit"
 )
 
 // The content filter end to end (SPEC_ORACLE_SOS_FILTER): with the fake
 // model leaking internal terms, a replaceable leak reaches the page and the
 // email cleaned; a quarantine-class leak reaches neither, the customer sees
-// "under review" and gets the review notice, and the operator the alert.
+// "under review" and gets the review notice, and the operator the alert,
+// which the stack's tap on the alerts topic prints.
 func TestLeakingModelIsFilteredEndToEnd(t *testing.T) {
 	o := options(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -56,29 +58,33 @@ func TestLeakingModelIsFilteredEndToEnd(t *testing.T) {
 		post(t, s.GeminiURL+"/_control", `{"leak_terms":["CSDM"]}`)
 		addr := fmt.Sprintf("filter-quarantine-%d@example.com", time.Now().UnixNano())
 		session := pay(t, s, "full", "Should I open a second bakery across town?", addr)
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
+		var status int
+		var body []byte
+		if !testkit.Eventually(60*time.Second, 100*time.Millisecond, func() bool {
+			status, body, _ = send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
 			if strings.Contains(string(body), "CSDM") {
 				t.Fatalf("the verdict API served the leak: %s", body)
 			}
-			if status == http.StatusAccepted && strings.Contains(string(body), `"status":"under_review"`) {
-				break
-			}
-			if status != http.StatusAccepted || time.Now().After(deadline) {
+			if status != http.StatusAccepted {
 				t.Fatalf("verdict API: %d %s, want 202 until under review", status, body)
 			}
-			time.Sleep(100 * time.Millisecond)
+			return strings.Contains(string(body), `"status":"under_review"`)
+		}) {
+			t.Fatalf("verdict API: %d %s, want 202 until under review", status, body)
 		}
 		drained(ctx, t, q, s)
 		mails := mailbox(t, s.APIURL, addr)
 		if len(mails) != 1 || !strings.Contains(mails[0].Subject, "under review") || strings.Contains(mails[0].Text+mails[0].HTML, "CSDM") {
 			t.Fatalf("emails %+v, want only the review notice", mails)
 		}
-		if !slices.ContainsFunc(s.Alerts(), func(a string) bool {
+		i := slices.IndexFunc(s.Alerts(), func(a string) bool {
 			return strings.Contains(a, "CRITICAL") && strings.Contains(a, "| VERDICT_QUARANTINED |") && strings.Contains(a, "cat3.csdm")
-		}) {
+		})
+		if i < 0 {
 			t.Fatalf("alerts %q, want the CRITICAL quarantine alert", s.Alerts())
+		}
+		if logs := o.Log.(*testkit.Buffer).String(); !strings.Contains(logs, "ALERT: "+s.Alerts()[i]+"\n") {
+			t.Errorf("the alert was not printed for the operator:\n%s", logs)
 		}
 	})
 }

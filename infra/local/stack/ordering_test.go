@@ -1,7 +1,6 @@
 package stack_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"42sisters.ai/oracle/infra/local/stack"
@@ -98,22 +95,14 @@ func (w *dispatchWatch) verify(t *testing.T, s *stack.Stack, sessions []string) 
 	for _, p := range w.problems {
 		t.Errorf("VC-4: %s", p)
 	}
-	db := dynamodb.NewFromConfig(s.AWS)
 	for _, id := range sessions {
 		seen, ok := w.checked[id]
 		if !ok {
 			t.Errorf("VC-4: %s: its verdict email was never seen before dispatch", id)
 			continue
 		}
-		got, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
-			TableName:      aws.String(s.Resources.Ref("OrdersTable")),
-			Key:            map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
-			ConsistentRead: aws.Bool(true),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		stored, sent := timeAttr(got.Item, "generated_at"), timeAttr(got.Item, "mail_verdict_sent_at")
+		item := orderItem(t, s, id)
+		stored, sent := timeAttr(item, "generated_at"), timeAttr(item, "mail_verdict_sent_at")
 		switch {
 		case stored.IsZero() || sent.IsZero():
 			t.Errorf("VC-4: %s: generated_at %v, mail_verdict_sent_at %v, want both", id, stored, sent)

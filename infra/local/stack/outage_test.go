@@ -95,22 +95,17 @@ func TestModelOutage(t *testing.T) {
 		// because the circuit was open (one of them a process that did not
 		// trip it) and a half-open probe has failed: what is checked below
 		// has then happened, however slow the machine.
-		deadline := time.Now().Add(90 * time.Second)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
+		var seen openSeen
+		var missing []string
+		var probed bool
+		if !testkit.Eventually(90*time.Second, 100*time.Millisecond, func() bool {
 			lines := generatorLines(logs.String())
-			seen := seenOpenByAnother(lines)
-			missing := unparked(lines, orders)
-			probed := slices.ContainsFunc(lines, func(l logLine) bool { return l.msg == msgProbeFailed })
-			if time.Since(began) >= outageLength && seen.byAnother && len(seen.parkers) >= 2 && len(missing) == 0 && probed {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %v of outage: parked by %v (open seen by another process: %v), never parked: %v, a probe failed: %v",
-					time.Since(began).Round(time.Second), seen.parkers, seen.byAnother, missing, probed)
-			}
-			<-tick.C
+			seen, missing = seenOpenByAnother(lines), unparked(lines, orders)
+			probed = slices.ContainsFunc(lines, func(l logLine) bool { return l.msg == msgProbeFailed })
+			return time.Since(began) >= outageLength && seen.byAnother && len(seen.parkers) >= 2 && len(missing) == 0 && probed
+		}) {
+			t.Fatalf("after %v of outage: parked by %v (open seen by another process: %v), never parked: %v, a probe failed: %v",
+				time.Since(began).Round(time.Second), seen.parkers, seen.byAnother, missing, probed)
 		}
 		// Parked, not failed: the result page keeps waiting.
 		for _, ord := range orders {
@@ -147,31 +142,27 @@ func TestModelOutage(t *testing.T) {
 		// Ordering, not timing: a call for the order is seen hanging, then
 		// the webhook's 200 and the order still pending, then the same call
 		// still hanging; so the webhook had answered while the model hung.
-		deadline := time.Now().Add(60 * time.Second)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			before := modelCalls(t, s.GeminiURL)
+		var before []modelCall
+		if !testkit.Eventually(60*time.Second, 20*time.Millisecond, func() bool {
+			before = modelCalls(t, s.GeminiURL)
 			i := slices.IndexFunc(before, func(c modelCall) bool { return c.Status == 0 && strings.Contains(c.UserText, ord.query) })
-			if i >= 0 {
-				deliveries := deliveriesFor(t, s.StripeURL, ord.session)
-				status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+ord.session))
-				after := modelCalls(t, s.GeminiURL)
-				if after[i].Status == 0 {
-					if !slices.Equal(deliveries, []int{http.StatusOK}) {
-						t.Errorf("webhook deliveries answered %v while the model hung, want one 200", deliveries)
-					}
-					if status != http.StatusAccepted || !strings.Contains(string(body), `"status":"pending"`) {
-						t.Errorf("verdict API while the model hung: %d %s, want 202 pending", status, body)
-					}
-					break
-				}
-				// That attempt was given up meanwhile; watch the next.
+			if i < 0 {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no model call for the order seen hanging: %+v", before)
+			deliveries := deliveriesFor(t, s.StripeURL, ord.session)
+			status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+ord.session))
+			if modelCalls(t, s.GeminiURL)[i].Status != 0 {
+				return false // that attempt was given up meanwhile; watch the next
 			}
-			<-tick.C
+			if !slices.Equal(deliveries, []int{http.StatusOK}) {
+				t.Errorf("webhook deliveries answered %v while the model hung, want one 200", deliveries)
+			}
+			if status != http.StatusAccepted || !strings.Contains(string(body), `"status":"pending"`) {
+				t.Errorf("verdict API while the model hung: %d %s, want 202 pending", status, body)
+			}
+			return true
+		}) {
+			t.Fatalf("no model call for the order seen hanging: %+v", before)
 		}
 
 		post(t, s.GeminiURL+"/_control", `{}`)
@@ -236,14 +227,8 @@ func oneVerdictEmail(t *testing.T, s *stack.Stack, o order) {
 // waitAlert waits for an alert of the kind to reach the alerts topic.
 func waitAlert(t *testing.T, s *stack.Stack, kind string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for countAlerts(s, kind) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s alert; alerts: %q", kind, s.Alerts())
-		}
-		<-tick.C
+	if !testkit.Eventually(60*time.Second, 50*time.Millisecond, func() bool { return countAlerts(s, kind) > 0 }) {
+		t.Fatalf("no %s alert; alerts: %q", kind, s.Alerts())
 	}
 }
 

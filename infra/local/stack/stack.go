@@ -218,7 +218,6 @@ func (s *Stack) serve(ln net.Listener, h http.Handler) {
 	s.wg.Go(func() { _ = srv.Serve(ln) })
 }
 
-// listen claims a loopback port; the stack is for this machine only.
 // observed shows each batch to see before the function gets it.
 func observed(f poller.Invoker, queue string, see func(string, events.SQSEvent)) poller.Invoker {
 	if see == nil {
@@ -240,6 +239,7 @@ func (f invokerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 	return f(ctx, payload)
 }
 
+// listen claims a loopback port; the stack is for this machine only.
 func listen(port int) (net.Listener, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
