@@ -11,6 +11,7 @@ import (
 	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/quarantine"
 )
 
 type settings struct {
@@ -73,7 +74,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		ParkingBudget:      env.Duration("PARKING_BUDGET", DefaultParkingBudget),
 		RetryBase:          env.Duration("GENERATE_RETRY_BASE", DefaultRetryBase),
 		KeyRecheck:         env.Duration("GEMINI_KEY_RECHECK", time.Minute),
-		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", DefaultQuarantineReminder),
+		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", quarantine.DefaultReminder),
 	}
 	// A half-open probe holds its slot for one whole model call: every
 	// attempt and the longest backoffs between them.

@@ -79,6 +79,13 @@ type QuarantineStore interface {
 	Put(ctx context.Context, r quarantine.Record) (string, error)
 }
 
+// Once is a "first caller wins" guard that a failed step can release
+// (store.Ledger).
+type Once interface {
+	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	Release(ctx context.Context, key string) error
+}
+
 // Originals keep each session's first verdict past its order (store.Ledger).
 type Originals interface {
 	KeepOriginal(ctx context.Context, sessionID string, o oracle.Original, ttl time.Duration) error
@@ -88,9 +95,7 @@ type Originals interface {
 const (
 	DefaultParkingBudget = 6 * time.Hour
 	DefaultRetryBase     = 30 * time.Second
-	// DefaultQuarantineReminder is the spec's 24-hour review promise.
-	DefaultQuarantineReminder = 24 * time.Hour
-	maxRetryDelay             = 15 * time.Minute
+	maxRetryDelay        = 15 * time.Minute
 )
 
 // Handler consumes the generate queue.
@@ -113,10 +118,12 @@ type Handler struct {
 	// still be compared with what was emailed.
 	Originals         Originals
 	OriginalRetention time.Duration
-	Hasher            *audit.Hasher
-	Log               *slog.Logger
-	Now               func() time.Time
-	Rand              func() float64
+	// Once takes each quarantine reminder step once.
+	Once   Once
+	Hasher *audit.Hasher
+	Log    *slog.Logger
+	Now    func() time.Time
+	Rand   func() float64
 	// Retention is how long a verdict is kept, from its generation.
 	Retention time.Duration
 	// CallTimeout bounds one model call; the generation lease outlasts it.
@@ -181,6 +188,11 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		// A redelivery after the verdict was stored: finish what may not
 		// have been finished (both steps are idempotent).
 		return h.afterStore(ctx, log, order, started)
+	case order.Status == oracle.StatusFailed || order.Status == oracle.StatusHeld || order.Status == oracle.StatusQuarantined:
+		// A redelivery after the order was settled without a verdict: the
+		// attempt that settled it may have died before queueing what the
+		// customer and the operator are owed.
+		return h.settled(ctx, log, order)
 	case order.Status != oracle.StatusPaid && order.Status != oracle.StatusGenerating:
 		log.Info("generation not owed; job acknowledged", "status", string(order.Status))
 		return nil
@@ -599,6 +611,17 @@ func (h *Handler) remindQuarantine(ctx context.Context, log *slog.Logger, job qu
 		log.Info("quarantine resolved; reminders end")
 		return nil
 	}
+	// A reminder scheduled twice (a redelivered job settles again) would
+	// start a second chain; each step is taken once.
+	step := fmt.Sprintf("quarantine-reminder#%s#%d", o.SessionID, job.Attempt)
+	first, err := h.Once.Mark(ctx, step, 2*h.QuarantineReminder)
+	if err != nil {
+		return err
+	}
+	if !first {
+		log.Info("quarantine reminder already sent; duplicate acknowledged")
+		return nil
+	}
 	since := "unknown"
 	if o.QuarantinedAt != nil {
 		since = o.QuarantinedAt.UTC().Format(time.RFC3339)
@@ -606,7 +629,34 @@ func (h *Handler) remindQuarantine(ctx context.Context, log *slog.Logger, job qu
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "QUARANTINE_UNRESOLVED", Session: o.SessionID,
 		Detail: fmt.Sprintf("quarantined at the %s gate since %s (%s), still unresolved: deliver a cleaned verdict or refund",
 			o.QuarantineGate, since, strings.Join(o.QuarantineTerms, ", "))})
-	return h.scheduleQuarantineReminder(ctx, o.SessionID, job.Attempt+1)
+	if err := h.scheduleQuarantineReminder(ctx, o.SessionID, job.Attempt+1); err != nil {
+		if rerr := h.Once.Release(ctx, step); rerr != nil {
+			log.Error("releasing the reminder step failed", "error", rerr.Error())
+		}
+		return err
+	}
+	return nil
+}
+
+// settled queues again what an order settled without a verdict is owed:
+// the failure notice, or the review notice and (while quarantined) the
+// reminder chain. The mailer sends each notice once and the reminder steps
+// are taken once, so a repeat changes nothing.
+func (h *Handler) settled(ctx context.Context, log *slog.Logger, o oracle.Order) error {
+	kind := queue.MailReview
+	if o.Status == oracle.StatusFailed {
+		kind = queue.MailFailed
+	}
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: kind}); err != nil {
+		return fmt.Errorf("enqueue %s notice: %w", kind, err)
+	}
+	if o.Status == oracle.StatusQuarantined {
+		if err := h.scheduleQuarantineReminder(ctx, o.SessionID, 0); err != nil {
+			return err
+		}
+	}
+	log.Info("settled order's notices queued again", "status", string(o.Status), "kind", kind)
+	return nil
 }
 
 // quarantine sets aside a verdict the content filter stopped at gate 1: it

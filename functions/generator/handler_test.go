@@ -114,10 +114,10 @@ func newEnv(t *testing.T) *env {
 		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
-		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour,
+		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour, Once: e.ledger,
 		Hasher: hasher, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
-		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase, QuarantineReminder: DefaultQuarantineReminder,
+		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase, QuarantineReminder: quarantine.DefaultReminder,
 	}
 	return e
 }
@@ -908,6 +908,10 @@ func TestUnresolvedQuarantineIsAlertedAgainDaily(t *testing.T) {
 	}
 	for day := range 2 {
 		alerts := remind(day)
+		if day == 0 {
+			// The same step scheduled twice is taken once.
+			alerts = append(alerts, remind(day)...)
+		}
 		if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] CRITICAL |") || !strings.Contains(alerts[0], "| QUARANTINE_UNRESOLVED |") || !strings.Contains(alerts[0], "cat3.csdm") ||
 			strings.Contains(alerts[0], id) {
 			t.Fatalf("day %d: alerts %q, want one CRITICAL QUARANTINE_UNRESOLVED naming the entry and a cut session id", day, alerts)
@@ -1005,10 +1009,15 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 			if next := e.generateJobs(); len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || !next[0].NotBefore.Equal(e.clock.Now().Add(24*time.Hour)) {
 				t.Fatalf("reminders %+v, want one in 24 hours", next)
 			}
-			// A redelivery of the job changes nothing.
+			// A redelivery asks nothing of the model and queues again what the
+			// order is owed, in case the first attempt died before: the
+			// mailer sends the notice once, the reminder steps are taken once.
 			e.run(record("again", job(id), 2))
-			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || len(e.mailJobs()) != 0 {
-				t.Fatalf("after a redelivery: %s, %d model calls", o.Status, len(e.model.Calls()))
+			mails = mailKinds(e.mailJobs())
+			next := e.generateJobs()
+			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || !slices.Equal(mails, []string{queue.MailReview}) ||
+				len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || next[0].Attempt != 0 {
+				t.Fatalf("after a redelivery: %s, %d model calls, mails %v, reminders %+v", o.Status, len(e.model.Calls()), mails, next)
 			}
 		})
 	}
@@ -1057,4 +1066,41 @@ func (e *env) quarantineRecord(key string) quarantine.Record {
 		e.t.Fatal(err)
 	}
 	return r
+}
+
+// A job redelivered after its order was settled without a verdict (the
+// attempt that settled it may have died before queueing the notice) queues
+// the notice again and asks nothing of the model.
+func TestSettledOrderQueuesItsNoticeAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		settle func(e *env, id, lease string) (bool, error)
+		notice string
+	}{
+		{"failed", func(e *env, id, _ string) (bool, error) {
+			return e.orders.MarkFailed(context.Background(), id, "model_unavailable")
+		}, queue.MailFailed},
+		{"held", func(e *env, id, lease string) (bool, error) {
+			return e.orders.Hold(context.Background(), id, lease, "crosscheck_low_coherence")
+		}, queue.MailReview},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := "cs_test_settled" + tc.name
+			e.paid(id, oracle.TierQuick, "Open a second bakery")
+			_, lease, err := e.orders.StartGeneration(context.Background(), id, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := tc.settle(e, id, lease); err != nil || !ok {
+				t.Fatalf("settle: %v %v", ok, err)
+			}
+			if failed := e.run(record("again", job(id), 2)); len(failed) != 0 {
+				t.Fatal("the redelivery failed")
+			}
+			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []string{tc.notice}) || len(e.model.Calls()) != 0 || len(e.generateJobs()) != 0 {
+				t.Fatalf("mail jobs %v, %d model calls: want the %s notice only", kinds, len(e.model.Calls()), tc.notice)
+			}
+		})
+	}
 }

@@ -85,6 +85,7 @@ func main() {
 		Filter:             filter,
 		Quarantine:         quarantine.NewStore(awsenv.S3(aws), cfg.QuarantineBucket),
 		Originals:          ledger,
+		Once:               ledger,
 		OriginalRetention:  cfg.OriginalRetention,
 		Hasher:             cfg.Hasher,
 		Log:                log,

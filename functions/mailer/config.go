@@ -10,6 +10,7 @@ import (
 	"42sisters.ai/oracle/functions/mailer/letter"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -43,7 +44,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		QuarantineBucket:   env.String("QUARANTINE_BUCKET"),
 		MailQueue:          env.String("MAIL_QUEUE_URL"),
 		GenerateQueue:      env.String("GENERATE_QUEUE_URL"),
-		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", 24*time.Hour),
+		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", quarantine.DefaultReminder),
 		BaseURL:            env.URL("BASE_URL"),
 		StripeAPIBase:      env.Optional("STRIPE_API_BASE", ""),
 		Brand: letter.Brand{

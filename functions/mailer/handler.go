@@ -123,6 +123,10 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		log.Warn("mail job for an unknown order acknowledged")
 		return nil
 	}
+	if order.Status == oracle.StatusQuarantined && (job.Kind == queue.MailVerdict || job.Kind == queue.MailDivergence) {
+		log.Info("verdict quarantined; its follow-ups are queued again")
+		return h.quarantineFollowUps(ctx, order.SessionID)
+	}
 	// The email is built from the stored record, never from the message.
 	msg, err := h.compose(job.Kind, order)
 	if errors.Is(err, errNotReady) {
@@ -325,11 +329,20 @@ func (h *Handler) quarantine(ctx context.Context, log *slog.Logger, o oracle.Ord
 	if !held {
 		return nil // not a served verdict: the alert is the operator's whole task
 	}
-	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailReview}); err != nil {
+	return h.quarantineFollowUps(ctx, o.SessionID)
+}
+
+// quarantineFollowUps queues what a quarantined order is owed: the
+// customer's review notice and the operator's reminder chain. A job that
+// finds its verdict already quarantined runs it again, since the attempt
+// that quarantined it may have died first; the notice is sent once and
+// each reminder step is taken once, so a repeat changes nothing.
+func (h *Handler) quarantineFollowUps(ctx context.Context, sessionID string) error {
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: sessionID, Kind: queue.MailReview}); err != nil {
 		return fmt.Errorf("enqueue review notice: %w", err)
 	}
 	at := h.Now().Add(h.QuarantineReminder)
-	if err := h.Reminders.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonQuarantineReview, NotBefore: &at}); err != nil {
+	if err := h.Reminders.Send(ctx, queue.Job{SessionID: sessionID, Reason: queue.ReasonQuarantineReview, NotBefore: &at}); err != nil {
 		return fmt.Errorf("schedule the quarantine reminder: %w", err)
 	}
 	return nil

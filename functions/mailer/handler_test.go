@@ -601,6 +601,11 @@ func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
 	if got := e.inbox(addr); len(got) != 1 || !strings.Contains(got[0].Subject, "review") {
 		t.Fatalf("emails %+v, want only the review notice", got)
 	}
+	// That verdict job found the order quarantined and queued its follow-ups
+	// again, in case the attempt that quarantined it died first.
+	if n := len(e.reminders.jobs); n != 2 {
+		t.Fatalf("%d reminder jobs, want the first and the repeat", n)
+	}
 }
 
 // If the review record cannot be written, nothing is sent and the job is

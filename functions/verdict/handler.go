@@ -36,6 +36,7 @@ type Fulfiller interface {
 // Limiter is a "first caller in this window" guard (store.Ledger).
 type Limiter interface {
 	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	Release(ctx context.Context, key string) error
 }
 
 // Originals are the first verdicts kept past their orders (store.Ledger).
@@ -208,10 +209,9 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 // serve answers the stored verdict and records that it was served.
 func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, requestID string, arrived time.Time) httpapi.Response {
 	h.Metrics.Count("CacheHits", 1)
+	// Every load is served from the store, a regenerated verdict too: the
+	// generator's own record counts the regeneration, once.
 	status := audit.StatusCached
-	if o.Regen {
-		status = audit.StatusRegenerated
-	}
 	now := h.Now()
 	r := audit.Record{
 		Timestamp: now.UTC(), SessionID: o.SessionID, Tier: string(o.Tier), QueryHash: h.Hasher.Hash(o.Query),
@@ -244,12 +244,17 @@ func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, r
 // one, at most once per session per RegenWindow, and answers pending. The
 // generator itself resets the order, so a lost job leaves it as it was.
 func (h *Handler) regenerate(ctx context.Context, log *slog.Logger, o oracle.Order) httpapi.Response {
-	first, err := h.Regen.Mark(ctx, "regen#"+o.SessionID, RegenWindow)
+	key := "regen#" + o.SessionID
+	first, err := h.Regen.Mark(ctx, key, RegenWindow)
 	if err != nil {
 		return httpapi.Error(ctx, log, err)
 	}
 	if first {
 		if err := h.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonRegenerate}); err != nil {
+			// The next load may try again at once, not after the window.
+			if rerr := h.Regen.Release(ctx, key); rerr != nil {
+				log.Error("releasing the regeneration mark failed", "error", rerr.Error())
+			}
 			return httpapi.Error(ctx, log, err)
 		}
 		h.Metrics.Count("Regenerations", 1)

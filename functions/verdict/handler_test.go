@@ -304,6 +304,22 @@ func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].Reason != queue.ReasonRegenerate || e.counts["Regenerations"] != 1 {
 		t.Fatalf("jobs %+v, metrics %v, want one regeneration", jobs, e.counts)
 	}
+	// A regeneration whose job could not be queued holds nothing back: the
+	// next load queues it at once.
+	failing := e.session(oracle.TierQuick, "q", true)
+	e.ready(failing, time.Now().Add(time.Hour))
+	good := e.h.Generate
+	e.h.Generate = queue.NewSender(e.sqs, e.f.Ref("GenerateQueue")+"-missing", e.clock.Now)
+	if code, _ := e.get(failing); code != http.StatusInternalServerError {
+		t.Fatalf("a failed send answered %d, want 500", code)
+	}
+	e.h.Generate = good
+	if code, _ := e.get(failing); code != http.StatusAccepted {
+		t.Fatal("the retry was not accepted")
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 || jobs[0].SessionID != failing {
+		t.Fatalf("jobs %+v, want the retried regeneration at once", jobs)
+	}
 	e.clock.Add(RegenWindow + time.Second)
 	e.get(id)
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
@@ -356,6 +372,13 @@ func TestRegeneratedVerdictCarriesItsFlags(t *testing.T) {
 			}
 			if v, _ := body["verdict"].(map[string]any); v["verdict"] != string(tc.regen) {
 				t.Fatalf("verdict %v, want the regenerated %s", body["verdict"], tc.regen)
+			}
+			// Serving it is a cache hit; the regeneration is counted once,
+			// by the generator, not on every load.
+			for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+				if r.SessionID == id && r.Event == "verdict_served" && r.Status != audit.StatusCached {
+					t.Fatalf("served record %s, want CACHED", r.Status)
+				}
 			}
 			notice, _ := body["divergence_notice"].(bool)
 			original, hasOriginal := body["original_verdict"]

@@ -22,6 +22,10 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 )
 
+// DefaultReminder is how often an unresolved quarantine is alerted again:
+// the spec's 24-hour review promise.
+const DefaultReminder = 24 * time.Hour
+
 // Gates, as recorded.
 const (
 	GateGenerator = "generator" // gate 1: before the verdict is stored

@@ -146,3 +146,16 @@ func (l *Ledger) Original(ctx context.Context, sessionID string) (oracle.Origina
 	}
 	return oracle.Original{Verdict: rec.Verdict, Hash: rec.Hash}, true, nil
 }
+
+// Release deletes key, so that a guard taken by a step that then failed
+// does not hold off its retry for the whole window.
+func (l *Ledger) Release(ctx context.Context, key string) error {
+	_, err := l.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(l.table),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}},
+	})
+	if err != nil {
+		return fmt.Errorf("release ledger mark: %w", err)
+	}
+	return nil
+}

@@ -200,6 +200,13 @@ func TestLedgerMarkAndSeen(t *testing.T) {
 	if first, _ := ledger.Mark(ctx, "event#evt_1", time.Minute); !first {
 		t.Fatal("mark after expiry did not win")
 	}
+	// A released mark is free again at once.
+	if err := ledger.Release(ctx, "event#evt_1"); err != nil {
+		t.Fatal(err)
+	}
+	if first, _ := ledger.Mark(ctx, "event#evt_1", time.Minute); !first {
+		t.Fatal("mark after release did not win")
+	}
 }
 
 // The first verdict's label and hash outlive the order; a later call keeps
