@@ -8,7 +8,10 @@ export PATH := $(TOOLS):$(PATH)
 
 STATICCHECK_VERSION := v0.8.2
 STRIPE_MOCK_VERSION := v0.203.0
-FUZZTIME ?= 10s
+# Fuzz budgets are execution counts, not durations: a duration races Go's fuzz
+# coordinator at the deadline and fails with a bare "context deadline exceeded"
+# (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
+FUZZTIME ?=
 
 .PHONY: run test lint fmt-check vet staticcheck cfn-lint unit fuzz bench prompt-check build deploy invoke tools clean
 
@@ -57,11 +60,11 @@ unit:
 
 ## fuzz: short fuzz runs of the query chunking, the webhook's parsing, the model reply's parsing, the crosscheck and the content filter
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(FUZZTIME) ./shared/oracle
-	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(FUZZTIME) ./functions/webhook
-	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(FUZZTIME) ./shared/oracle
-	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./shared/crosscheck
-	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(FUZZTIME) ./shared/sosfilter
+	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/oracle
+	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(or $(FUZZTIME),20000x) ./functions/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(or $(FUZZTIME),100000x) ./shared/oracle
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
+	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),100000x) ./shared/sosfilter
 
 ## bench: the benchmarks behind the performance budgets in ARCHITECTURE.md
 bench:
