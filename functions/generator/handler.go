@@ -569,26 +569,9 @@ func (h *Handler) audit(ctx context.Context, o oracle.Order, status audit.Status
 }
 
 func (h *Handler) record(o oracle.Order, status audit.Status, detail *string, model string, started time.Time) audit.Record {
-	now := h.Now()
-	return audit.Record{
-		Timestamp:      now.UTC(),
-		SessionID:      o.SessionID,
-		Tier:           string(o.Tier),
-		QueryHash:      h.Hasher.Hash(o.Query),
-		VerdictHash:    o.VerdictHash,
-		Email:          o.EmailHash,
-		LatencyMS:      max(now.Sub(started).Milliseconds(), 0),
-		Status:         status,
-		Source:         audit.SourceGenerator,
-		ErrorDetail:    detail,
-		SessionCreated: o.SessionCreated,
-		Event:          "verdict_generated",
-		Livemode:       o.Livemode,
-		AmountTotal:    o.AmountTotal,
-		Currency:       o.Currency,
-		OrderStatus:    string(o.Status),
-		Model:          model,
-	}
+	r := audit.OfOrder(h.Hasher, o, audit.SourceGenerator, "verdict_generated", status, started, h.Now())
+	r.ErrorDetail, r.Model = detail, model
+	return r
 }
 
 func (h *Handler) write(ctx context.Context, r audit.Record, id string) {

@@ -6,20 +6,17 @@ package main
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/circuit"
+	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/gemini"
-	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -28,45 +25,23 @@ import (
 
 func main() {
 	ctx := context.Background()
-	log := obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL"))
-	aws, err := awsenv.Load(ctx)
-	if err != nil {
-		log.Error("cold start failed", "error", err.Error())
-		os.Exit(1)
-	}
-	cfg, err := loadConfig(ctx, aws)
-	if err != nil {
-		log.Error("cold start failed", "error", err.Error())
-		os.Exit(1)
-	}
+	fn, cfg := coldstart.Start(loadConfig)
+	log, aws := fn.Log, fn.AWS
 	client, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
-	if err != nil {
-		log.Error("cold start failed", "error", err.Error())
-		os.Exit(1)
-	}
+	fn.Check(err, "the model client")
 	caller := &gemini.Caller{Primary: client, Policy: gemini.Policy{CallTimeout: cfg.CallTimeout, BackoffBase: cfg.BackoffBase},
 		Rand: rand.Float64, Now: time.Now, Log: log}
 	if cfg.GeminiFallback != "" {
 		fallback, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiFallback, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
-		if err != nil {
-			log.Error("cold start failed", "error", err.Error())
-			os.Exit(1)
-		}
+		fn.Check(err, "the fallback model client")
 		caller.Fallback = fallback
 	}
 	filter, err := sosfilter.New()
-	if err != nil {
-		log.Error("cold start failed: the content filter's block list is unusable", "error", err.Error())
-		os.Exit(1)
-	}
+	fn.Check(err, "the content filter's block list is unusable")
 	db := dynamodb.NewFromConfig(aws)
 	queues := sqs.NewFromConfig(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
-	alerts := &alert.Alerter{
-		SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic,
-		Dedupe:  ledger,
-		Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
-	}
+	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	key := &KeyHealth{Check: client.CheckKey, Recheck: cfg.KeyRecheck, Alerts: alerts, Now: time.Now}
 	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	if !key.Verify(checkCtx) {

@@ -49,8 +49,8 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		StripeAPIBase:      env.Optional("STRIPE_API_BASE", ""),
 		Brand: letter.Brand{
 			Name:    env.Optional("MAIL_BRAND", ""),
-			Sender:  env.Optional("MAIL_FROM", ""),
-			Support: env.Optional("MAIL_SUPPORT", ""),
+			Sender:  env.Address("MAIL_FROM", letter.DefaultBrand().Sender),
+			Support: env.Address("SUPPORT_EMAIL", letter.DefaultBrand().Support),
 		},
 	}
 	key := env.Secret(ctx, "STRIPE_SECRET_KEY", true)

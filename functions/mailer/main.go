@@ -5,21 +5,17 @@
 package main
 
 import (
-	"context"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/mail"
-	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -28,35 +24,18 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-	log := obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL"))
-	aws, err := awsenv.Load(ctx)
-	if err != nil {
-		log.Error("cold start failed", "error", err.Error())
-		os.Exit(1)
-	}
-	cfg, err := loadConfig(ctx, aws)
-	if err != nil {
-		log.Error("cold start failed", "error", err.Error())
-		os.Exit(1)
-	}
+	fn, cfg := coldstart.Start(loadConfig)
+	log, aws := fn.Log, fn.AWS
 	filter, err := sosfilter.New()
-	if err != nil {
-		log.Error("cold start failed: the content filter's block list is unusable", "error", err.Error())
-		os.Exit(1)
-	}
+	fn.Check(err, "the content filter's block list is unusable")
 	db := dynamodb.NewFromConfig(aws)
 	queues := sqs.NewFromConfig(aws)
 	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
 	h := &Handler{
-		Orders:    store.NewOrders(db, cfg.OrdersTable, time.Now),
-		Transport: &mail.SES{Client: sesv2.NewFromConfig(aws), Now: time.Now},
-		Audit:     audit.NewWriter(buckets, cfg.AuditBucket),
-		Alerts: &alert.Alerter{
-			SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic,
-			Dedupe:  store.NewLedger(db, cfg.LedgerTable, time.Now),
-			Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now), Log: log,
-		},
+		Orders:             store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Transport:          &mail.SES{Client: sesv2.NewFromConfig(aws), Now: time.Now},
+		Audit:              audit.NewWriter(buckets, cfg.AuditBucket),
+		Alerts:             fn.Alerter(cfg.AlertsTopic, store.NewLedger(db, cfg.LedgerTable, time.Now)),
 		Filter:             filter,
 		Quarantine:         quarantine.NewStore(buckets, cfg.QuarantineBucket),
 		Mail:               queue.NewSender(queues, cfg.MailQueue, time.Now),
@@ -67,7 +46,7 @@ func main() {
 		BaseURL:            cfg.BaseURL,
 		Log:                log,
 		Now:                time.Now,
-		Lease:              time.Minute,
+		Lease:              DefaultLease,
 	}
 	if cfg.StripeLive != "" {
 		h.Live = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})

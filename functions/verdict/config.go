@@ -9,6 +9,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -24,6 +25,7 @@ type settings struct {
 	StripeTest    string // the key for test sessions, if any
 	StripeAPIBase string // empty in production: the real Stripe API
 	Retention     time.Duration
+	JobLease      time.Duration
 	Hasher        *audit.Hasher
 }
 
@@ -37,9 +39,10 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		MailQueue:     env.String("MAIL_QUEUE_URL"),
 		AuditBucket:   env.String("AUDIT_BUCKET"),
 		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
-		Support:       env.Optional("MAIL_SUPPORT", "oracle@42sisters.ai"),
+		Support:       env.Address("SUPPORT_EMAIL", "oracle@42sisters.ai"),
 		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
 		Retention:     time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		JobLease:      env.Duration("JOB_LEASE", fulfil.DefaultLease),
 	}
 	key := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
 	testKey := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)

@@ -211,14 +211,8 @@ func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, r
 	h.Metrics.Count("CacheHits", 1)
 	// Every load is served from the store, a regenerated verdict too: the
 	// generator's own record counts the regeneration, once.
-	status := audit.StatusCached
 	now := h.Now()
-	r := audit.Record{
-		Timestamp: now.UTC(), SessionID: o.SessionID, Tier: string(o.Tier), QueryHash: h.Hasher.Hash(o.Query),
-		VerdictHash: o.VerdictHash, Email: o.EmailHash, LatencyMS: max(now.Sub(arrived).Milliseconds(), 0),
-		Status: status, Source: audit.SourceCacheHit, SessionCreated: o.SessionCreated, Event: "verdict_served",
-		Livemode: o.Livemode, AmountTotal: o.AmountTotal, Currency: o.Currency, OrderStatus: string(o.Status),
-	}
+	r := audit.OfOrder(h.Hasher, o, audit.SourceCacheHit, "verdict_served", audit.StatusCached, arrived, now)
 	if requestID == "" {
 		requestID = fmt.Sprint(now.UnixNano())
 	}

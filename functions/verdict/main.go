@@ -5,44 +5,30 @@
 package main
 
 import (
-	"context"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/httpapi"
-	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
 func main() {
-	ctx := context.Background()
-	log := obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL"))
-	aws, err := awsenv.Load(ctx)
-	if err != nil {
-		log.Error("cold start failed", "error", err.Error())
-		os.Exit(1)
-	}
-	cfg, err := loadConfig(ctx, aws)
-	if err != nil {
-		log.Error("cold start failed", "error", err.Error())
-		os.Exit(1)
-	}
+	fn, cfg := coldstart.Start(loadConfig)
+	log, aws := fn.Log, fn.AWS
 	db := dynamodb.NewFromConfig(aws)
 	sq := sqs.NewFromConfig(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
-	metrics := obs.NewMetrics(os.Stdout, "Oracle", time.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(aws), Topic: cfg.AlertsTopic, Dedupe: ledger, Metrics: metrics, Log: log}
+	metrics := fn.Metrics
+	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
 	auditor := audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket)
 	generate := queue.NewSender(sq, cfg.GenerateQueue, time.Now)
@@ -51,7 +37,7 @@ func main() {
 		Fulfil: &fulfil.Service{
 			Orders: orders, Generate: generate, Mail: queue.NewSender(sq, cfg.MailQueue, time.Now),
 			Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: cfg.Hasher, Log: log, Now: time.Now,
-			Lease: 30 * time.Second, Retention: cfg.Retention,
+			Lease: cfg.JobLease, Retention: cfg.Retention,
 		},
 		Regen:     ledger,
 		Originals: ledger,

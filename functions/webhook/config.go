@@ -9,6 +9,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/fulfil"
 )
 
 type settings struct {
@@ -42,7 +43,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			Test: env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false),
 		},
 		Retention: time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
-		JobLease:  env.Duration("JOB_LEASE", 30*time.Second),
+		JobLease:  env.Duration("JOB_LEASE", fulfil.DefaultLease),
 	}
 	pepper := env.Secret(ctx, "HASH_PEPPER", true)
 	if err := env.Err(); err != nil {

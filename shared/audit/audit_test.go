@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/oracle"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -133,5 +135,26 @@ func TestWriterIsAppendOnlyAndIdempotent(t *testing.T) {
 	}
 	if _, err := w.Write(ctx, r, "../escape"); err == nil {
 		t.Fatal("an unsafe id was accepted")
+	}
+}
+
+func TestOfOrder(t *testing.T) {
+	h := hasher(t)
+	at := time.Date(2026, 11, 21, 14, 23, 7, 0, time.FixedZone("EST", -5*3600))
+	o := oracle.Order{SessionID: "cs_test_of", Tier: oracle.TierFull, Query: "Should I?", VerdictHash: h.Hash("{}"),
+		EmailHash: h.Email("a@b.co"), SessionCreated: at, Livemode: true, AmountTotal: 2500, Currency: "cad", Status: oracle.StatusReady}
+	r := audit.OfOrder(h, o, audit.SourceGenerator, "verdict_generated", audit.StatusOK, at.Add(-1500*time.Millisecond), at)
+	want := audit.Record{Timestamp: at.UTC(), SessionID: o.SessionID, Tier: "full", QueryHash: h.Hash("Should I?"), VerdictHash: o.VerdictHash,
+		Email: o.EmailHash, LatencyMS: 1500, Status: audit.StatusOK, Source: audit.SourceGenerator, SessionCreated: at,
+		Event: "verdict_generated", Livemode: true, AmountTotal: 2500, Currency: "cad", OrderStatus: "READY"}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("record\n%+v\nwant\n%+v", r, want)
+	}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// A clock that stepped back never gives a negative latency.
+	if r := audit.OfOrder(h, o, audit.SourceGenerator, "x", audit.StatusOK, at.Add(time.Second), at); r.LatencyMS != 0 {
+		t.Fatalf("latency %d", r.LatencyMS)
 	}
 }

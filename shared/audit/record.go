@@ -111,6 +111,29 @@ type Divergence struct {
 	DivergenceLevel string `json:"divergence_level"` // none, minor, significant, unknown
 }
 
+// OfOrder is the record of event on o at now: the order's identity, keyed
+// hashes and payment fields, with the latency measured from started. The
+// caller adds what is particular to the event (detail, model, event id).
+func OfOrder(h *Hasher, o oracle.Order, source Source, event string, status Status, started, now time.Time) Record {
+	return Record{
+		Timestamp:      now.UTC(),
+		SessionID:      o.SessionID,
+		Tier:           string(o.Tier),
+		QueryHash:      h.Hash(o.Query),
+		VerdictHash:    o.VerdictHash,
+		Email:          o.EmailHash,
+		LatencyMS:      max(now.Sub(started).Milliseconds(), 0),
+		Status:         status,
+		Source:         source,
+		SessionCreated: o.SessionCreated,
+		Event:          event,
+		Livemode:       o.Livemode,
+		AmountTotal:    o.AmountTotal,
+		Currency:       o.Currency,
+		OrderStatus:    string(o.Status),
+	}
+}
+
 // Detail returns a pointer for ErrorDetail.
 func Detail(s string) *string { return &s }
 

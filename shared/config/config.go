@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/mail"
 	"net/url"
 	"os"
 	"strconv"
@@ -59,6 +60,17 @@ func (e *Env) Optional(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// Address returns a plain email address (no display name), or def when
+// unset. Customers are told to write to it, so a malformed one is a problem.
+func (e *Env) Address(name, def string) string {
+	v := e.Optional(name, def)
+	if a, err := mail.ParseAddress(v); err != nil || a.Name != "" || a.Address != v {
+		e.problem("%s must be a plain address such as oracle@42sisters.ai, got %q", name, v)
+		return ""
+	}
+	return v
 }
 
 // Int returns an integer setting within [min, max], or def when unset.

@@ -92,3 +92,28 @@ func TestSecretsFromSecretsManagerAndSSM(t *testing.T) {
 		t.Fatalf("a secret that cannot be read was not reported: %v", err)
 	}
 }
+
+func TestAddress(t *testing.T) {
+	cases := []struct {
+		value, want string
+		ok          bool
+	}{
+		{"", "oracle@42sisters.ai", true}, // unset: the default
+		{"help@example.com", "help@example.com", true},
+		{"not an address", "", false},
+		{"Help <help@example.com>", "", false}, // a display name is no plain address
+		{"help@example.com, x@example.com", "", false},
+		{" help@example.com ", "help@example.com", true}, // settings are trimmed
+	}
+	for _, c := range cases {
+		env := config.New(lookup(map[string]string{"SUPPORT_EMAIL": c.value}), nil)
+		got := env.Address("SUPPORT_EMAIL", "oracle@42sisters.ai")
+		err := env.Err()
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("SUPPORT_EMAIL=%q: got %q, %v", c.value, got, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "SUPPORT_EMAIL must be a plain address") {
+			t.Errorf("SUPPORT_EMAIL=%q: the error does not name the setting: %v", c.value, err)
+		}
+	}
+}

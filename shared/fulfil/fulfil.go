@@ -52,6 +52,10 @@ type Counter interface {
 	Count(name string, n float64)
 }
 
+// DefaultLease is the job lease's default: three times the verdict API's
+// 10 s timeout, and the webhook's lease is lengthened to its own deadline.
+const DefaultLease = 30 * time.Second
+
 // Service claims orders.
 type Service struct {
 	Orders   Orders
@@ -240,24 +244,10 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 		// was written when it was first claimed.
 		return nil
 	}
-	now := f.Now()
-	r := audit.Record{
-		Timestamp:      now.UTC(),
-		SessionID:      s.ID,
-		Tier:           string(want.Tier), // a valid tier exactly as in metadata; for a dropped one, empty
-		QueryHash:      f.Hasher.Hash(want.Query),
-		Email:          want.EmailHash,
-		LatencyMS:      max(now.Sub(t.ReceivedAt).Milliseconds(), 0),
-		Status:         audit.StatusOK,
-		Source:         audit.Source(t.Source),
-		SessionCreated: want.SessionCreated,
-		Event:          t.Event,
-		EventID:        t.EventID,
-		Livemode:       s.Livemode,
-		AmountTotal:    s.AmountTotal,
-		Currency:       s.Currency,
-		OrderStatus:    string(stored.Status),
-	}
+	r := audit.OfOrder(f.Hasher, want, audit.Source(t.Source), t.Event, audit.StatusOK, t.ReceivedAt, f.Now())
+	// The payment fields as Stripe reported them now; the status the store kept.
+	r.SessionID, r.EventID, r.OrderStatus = s.ID, t.EventID, string(stored.Status)
+	r.Livemode, r.AmountTotal, r.Currency = s.Livemode, s.AmountTotal, s.Currency
 	switch want.Status {
 	case oracle.StatusDropped:
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("silent drop: "+string(want.DropReason))

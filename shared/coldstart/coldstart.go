@@ -1,0 +1,56 @@
+// Package coldstart is what every function's main does before it serves:
+// the logger, the AWS configuration, the function's settings read and
+// validated once, and the operator alerts. A failure ends the process with
+// one log line, so Lambda reports an init error instead of a function that
+// fails request by request.
+package coldstart
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/obs"
+)
+
+// Function is what a function's main wires its handler from.
+type Function struct {
+	Log     *slog.Logger
+	AWS     aws.Config
+	Metrics *obs.Metrics
+}
+
+// Start loads the AWS configuration and then the settings with load; it
+// ends the process when either fails.
+func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function, S) {
+	ctx := context.Background()
+	f := &Function{
+		Log:     obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL")),
+		Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now),
+	}
+	cfg, err := awsenv.Load(ctx)
+	f.Check(err, "AWS configuration")
+	f.AWS = cfg
+	settings, err := load(ctx, cfg)
+	f.Check(err, "settings")
+	return f, settings
+}
+
+// Check ends the process when err is not nil, naming what could not be set up.
+func (f *Function) Check(err error, what string) {
+	if err != nil {
+		f.Log.Error("cold start failed: "+what, "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+// Alerter raises alerts on topic, deduplicated through dedupe (the Ledger).
+func (f *Function) Alerter(topic string, dedupe alert.Deduper) *alert.Alerter {
+	return &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: topic, Dedupe: dedupe, Metrics: f.Metrics, Log: f.Log}
+}

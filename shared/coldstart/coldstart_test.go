@@ -1,0 +1,67 @@
+package coldstart_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/coldstart"
+)
+
+// The cold start runs in a child process, since a failure ends it.
+func TestMain(m *testing.M) {
+	switch os.Getenv("COLDSTART_CHILD") {
+	case "settings":
+		coldstart.Start(func(context.Context, aws.Config) (struct{}, error) {
+			return struct{}{}, errors.New("invalid configuration: ORDERS_TABLE is required")
+		})
+		os.Exit(0)
+	case "ok":
+		fn, n := coldstart.Start(func(_ context.Context, cfg aws.Config) (int, error) { return 7, nil })
+		if n != 7 || fn.AWS.Region != "ca-central-1" || fn.Alerter("arn:topic", nil).Topic != "arn:topic" {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestStart(t *testing.T) {
+	cases := []struct {
+		child, region string
+		exit          int
+		log           []string
+	}{
+		{"ok", "ca-central-1", 0, nil},
+		{"settings", "ca-central-1", 1, []string{`"msg":"cold start failed: settings"`, "ORDERS_TABLE is required"}},
+		{"ok", "", 1, []string{`"msg":"cold start failed: AWS configuration"`, "AWS_REGION is not set"}},
+	}
+	for _, c := range cases {
+		t.Run(c.child+"/"+c.region, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "COLDSTART_CHILD="+c.child, "AWS_REGION="+c.region, "AWS_DEFAULT_REGION=",
+				"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
+			out, err := cmd.CombinedOutput()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.exit {
+				t.Fatalf("exit code %d, want %d; output:\n%s", code, c.exit, out)
+			}
+			for _, want := range c.log {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the log lacks %s:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
