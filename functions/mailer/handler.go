@@ -96,6 +96,10 @@ type Handler struct {
 	Lease time.Duration
 }
 
+// DefaultLease outlasts one invocation of the mailer (30 s timeout), so a
+// live send is never taken over.
+const DefaultLease = time.Minute
+
 // Handle processes a batch and reports the records that failed, so that
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue).
@@ -172,6 +176,15 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		if mail.Retryable(err) {
 			_ = h.Orders.ReleaseMail(ctx, order.SessionID, job.Kind, token)
 			log.Warn("send failed; it will be retried", "error", err.Error())
+			return err
+		}
+		if mail.KindOf(err) == mail.Blocked {
+			// Nothing leaves this account until the operator acts; then
+			// every held email should. The job is retried and then kept on
+			// the dead-letter queue, from which the operator redrives it.
+			_ = h.Orders.ReleaseMail(ctx, order.SessionID, job.Kind, token)
+			h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "EMAIL_BLOCKED", Session: order.SessionID,
+				Detail: "SES will not send from this account: " + err.Error() + "; the " + job.Kind + " email waits on the mail queue, then its dead-letter queue (redrive it once SES sends again)"})
 			return err
 		}
 		// A refusal will not change on a retry: the delivery is closed as
@@ -262,25 +275,9 @@ func (h *Handler) audit(ctx context.Context, o oracle.Order, kind string, status
 
 // record is the audit record of an event of this function on o.
 func (h *Handler) record(o oracle.Order, event string, status audit.Status, detail *string, started time.Time) audit.Record {
-	now := h.Now()
-	return audit.Record{
-		Timestamp:      now.UTC(),
-		SessionID:      o.SessionID,
-		Tier:           string(o.Tier),
-		QueryHash:      h.Hasher.Hash(o.Query),
-		VerdictHash:    o.VerdictHash,
-		Email:          o.EmailHash,
-		LatencyMS:      max(now.Sub(started).Milliseconds(), 0),
-		Status:         status,
-		Source:         audit.SourceEmailService,
-		ErrorDetail:    detail,
-		SessionCreated: o.SessionCreated,
-		Event:          event,
-		Livemode:       o.Livemode,
-		AmountTotal:    o.AmountTotal,
-		Currency:       o.Currency,
-		OrderStatus:    string(o.Status),
-	}
+	r := audit.OfOrder(h.Hasher, o, audit.SourceEmailService, event, status, started, h.Now())
+	r.ErrorDetail = detail
+	return r
 }
 
 func (h *Handler) write(ctx context.Context, r audit.Record, id string) {

@@ -186,13 +186,13 @@ func (e *env) run(recs ...events.SQSMessage) int {
 }
 
 // inbox returns the messages moto accepted for addr.
-func (e *env) inbox(addr string) []mail.Sent {
+func (e *env) inbox(addr string) []motoserver.Sent {
 	e.t.Helper()
-	all, err := mail.Mailbox{}.Sent(context.Background(), motoserver.ForTest(e.t))
+	all, err := motoserver.Mailbox{}.Sent(context.Background(), motoserver.ForTest(e.t))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var out []mail.Sent
+	var out []motoserver.Sent
 	for _, m := range all {
 		for _, to := range m.To {
 			if to == addr {
@@ -363,6 +363,44 @@ func TestRefusedSendAlertsOnceAndIsNotRetried(t *testing.T) {
 	recs := e.mailRecords()
 	if len(recs) != 1 || recs[0].Status != audit.StatusEmailFailed {
 		t.Fatalf("audit %+v", recs)
+	}
+}
+
+// An account SES will not send from (sending paused, suspended) holds every
+// email, not just this one: the delivery is not closed as refused but kept
+// for after the operator's fix, with a CRITICAL alert that says so.
+func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
+	e := newEnv(t)
+	paused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-Errortype", "SendingPausedException")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"message":"Sending is paused for this account."}`))
+	}))
+	t.Cleanup(paused.Close)
+	working := e.h.Transport
+	e.h.Transport = &mail.SES{Client: sesv2.NewFromConfig(awsenv.ForEndpoint(paused.URL, provision.TestRegion),
+		func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} }), Now: time.Now}
+	addr := uniqueAddress(t)
+	id := e.paidSession(oracle.TierQuick, addr)
+	e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
+	if n := e.run(record(id, queue.MailVerdict)); n != 1 {
+		t.Fatal("the job was acknowledged: the email would be lost")
+	}
+	a := e.alerts()
+	if len(a) != 1 || !strings.Contains(a[0], "CRITICAL") || !strings.Contains(a[0], "| EMAIL_BLOCKED |") || strings.Contains(a[0], addr) {
+		t.Fatalf("alerts %q", a)
+	}
+	if recs := e.mailRecords(); len(recs) != 0 {
+		t.Fatalf("the delivery was recorded as finished: %+v", recs)
+	}
+	// The operator fixes the account and redrives the job: it is sent once.
+	e.h.Transport = working
+	if n := e.run(record(id, queue.MailVerdict), record(id, queue.MailVerdict)); n != 0 {
+		t.Fatal("the redriven job failed")
+	}
+	if got := e.inbox(addr); len(got) != 1 {
+		t.Fatalf("%d emails after the fix, want 1", len(got))
 	}
 }
 

@@ -27,7 +27,8 @@ const (
 	Rejected
 	// Blocked: the account cannot send (suspended, sending paused, the
 	// MAIL FROM domain unverified, credentials refused). No message will go
-	// until an operator acts: alert, and do not spend the retries.
+	// until an operator acts, and then every one should: alert, and keep
+	// the message (retries, then the dead-letter queue) rather than close it.
 	Blocked
 )
 
@@ -72,6 +73,15 @@ func (e *Error) Unwrap() error { return e.cause }
 func Retryable(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Kind.Retryable()
+}
+
+// KindOf returns the kind of a send failure, or 0 when err is none.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return 0
 }
 
 func refused(reason string) *Error { return &Error{Kind: Rejected, reason: reason} }

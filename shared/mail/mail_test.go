@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
 	"42sisters.ai/oracle/functions/mailer/letter"
+	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -54,9 +55,9 @@ func recipient(t *testing.T) string {
 }
 
 // received is the message moto accepted under id.
-func (fx *fixture) received(t *testing.T, id string) mail.Sent {
+func (fx *fixture) received(t *testing.T, id string) motoserver.Sent {
 	t.Helper()
-	all, err := mail.Mailbox{}.Sent(context.Background(), fx.endpoint)
+	all, err := motoserver.Mailbox{}.Sent(context.Background(), fx.endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func (fx *fixture) received(t *testing.T, id string) mail.Sent {
 		}
 	}
 	t.Fatalf("message %s is not in the mailbox (%d messages)", id, len(all))
-	return mail.Sent{}
+	return motoserver.Sent{}
 }
 
 // wire checks what SES demands of a raw message and moto does not: 7-bit

@@ -18,11 +18,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/infra/tools"
 	"42sisters.ai/oracle/shared/awsenv"
-	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -120,12 +120,12 @@ func TestBrowserEndToEnd(t *testing.T) {
 
 // mailbox waits up to 30 s for the customer's email in the local mailbox
 // (/_local/mail) and returns the messages sent to addr.
-func mailbox(t *testing.T, api, addr string) []mail.Sent {
+func mailbox(t *testing.T, api, addr string) []motoserver.Sent {
 	t.Helper()
-	var mine []mail.Sent
+	var mine []motoserver.Sent
 	testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
 		_, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", api+"/_local/mail?format=json"))
-		var all []mail.Sent // the page's lower-case keys match its fields
+		var all []motoserver.Sent // the page's lower-case keys match its fields
 		if err := json.Unmarshal(body, &all); err != nil {
 			t.Fatalf("local mailbox: %v: %.200s", err, body)
 		}

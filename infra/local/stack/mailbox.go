@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/infra/motoserver"
 )
 
 // mailboxPage lists what the mailer sent through moto's SES: the local
@@ -38,7 +38,7 @@ func (m mailboxPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	sent, err := mail.Mailbox{}.Sent(r.Context(), m.moto)
+	sent, err := motoserver.Mailbox{}.Sent(r.Context(), m.moto)
 	if err != nil {
 		http.Error(w, "cannot read the mailbox: "+err.Error(), http.StatusBadGateway)
 		return
