@@ -36,8 +36,6 @@ package circuit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -47,6 +45,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/condwrite"
 )
 
 // State is a circuit's state. Only CLOSED and OPEN are stored; HALF_OPEN is
@@ -255,39 +255,31 @@ func (b *Breaker) Allow(ctx context.Context) (Permit, error) {
 	return Permit{}, &OpenError{Name: b.name, Reason: it.Reason, Until: b.now().Add(b.o.ProbeLease)}
 }
 
-// takeProbe takes the probe slot of half-open episode gen. When another
-// caller changed the circuit first, it returns the circuit as it now is.
+// takeProbe takes the probe slot of half-open episode gen; the probe is a
+// lease, so a retried request whose first attempt took it still gets it.
+// When another caller changed the circuit first, it returns the circuit as
+// it now is.
 func (b *Breaker) takeProbe(ctx context.Context, gen int64, now time.Time) (Permit, *item, error) {
-	token, err := newToken()
-	if err != nil {
-		return Permit{}, nil, err
-	}
-	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	r, err := condwrite.UpdateLease(ctx, b.db, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(b.table),
 		Key:                 b.key,
-		UpdateExpression:    aws.String("SET probe = :token, probe_until = :until"),
+		UpdateExpression:    aws.String("SET probe = :wid, probe_until = :until"),
 		ConditionExpression: aws.String("gen = :gen AND (attribute_not_exists(probe_until) OR probe_until <= :now)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":token": str(token),
 			":until": num(now.Add(b.o.ProbeLease).UnixMilli()),
 			":now":   num(now.UnixMilli()),
 			":gen":   num(gen),
 		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		return Permit{known: true, gen: gen, token: token}, nil, nil
-	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
+	}, "probe")
+	if err != nil {
 		return Permit{}, nil, fmt.Errorf("take circuit %s probe: %w", b.name, err)
 	}
-	var it item
-	if err := attributevalue.UnmarshalMap(ccf.Item, &it); err != nil {
-		return Permit{}, nil, fmt.Errorf("decode circuit %s: %w", b.name, err)
+	if r.Applied {
+		return Permit{known: true, gen: gen, token: r.Token}, nil, nil
 	}
-	if it.Probe == token {
-		return Permit{known: true, gen: gen, token: token}, nil, nil // a retried request whose first attempt took the probe
+	var it item
+	if err := attributevalue.UnmarshalMap(r.Current, &it); err != nil {
+		return Permit{}, nil, fmt.Errorf("decode circuit %s: %w", b.name, err)
 	}
 	return Permit{}, &it, nil
 }
@@ -331,7 +323,7 @@ func (b *Breaker) Succeeded(ctx context.Context, p Permit, latency time.Duration
 		ExpressionAttributeNames:  map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": num(0), ":closed": str(string(Closed)), ":gen": num(p.gen)},
 	})
-	if err != nil && !conditionFailed(err) {
+	if err != nil && !condwrite.ConditionFailed(err) {
 		return Transition{}, fmt.Errorf("reset circuit %s: %w", b.name, err)
 	}
 	return Transition{}, nil
@@ -374,7 +366,7 @@ func (b *Breaker) count(ctx context.Context, p Permit, counter, set string) (n i
 		ExpressionAttributeValues: map[string]types.AttributeValue{":zero": num(0), ":one": num(1), ":closed": str(string(Closed)), ":gen": num(p.gen)},
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
-	if conditionFailed(err) {
+	if condwrite.ConditionFailed(err) {
 		return 0, false, nil
 	}
 	if err != nil {
@@ -394,92 +386,56 @@ func (b *Breaker) count(ctx context.Context, p Permit, counter, set string) (n i
 // trip opens the circuit of episode gen if counter still stands at limit or
 // more; of several racing callers only the first succeeds.
 func (b *Breaker) trip(ctx context.Context, gen int64, reason Reason, counter string, limit int) (Transition, error) {
-	writeID, err := newToken()
-	if err != nil {
-		return Transition{}, err
-	}
-	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(b.table),
-		Key:                      b.key,
+	return b.change(ctx, "open", Transition{From: Closed, To: Open, Reason: reason}, &dynamodb.UpdateItemInput{
 		UpdateExpression:         aws.String("SET #st = :open, opened_at = :now, reason = :reason, gen = gen + :one, write_id = :wid REMOVE probe, probe_until"),
 		ConditionExpression:      aws.String("#st = :closed AND gen = :gen AND #n >= :limit"),
 		ExpressionAttributeNames: map[string]string{"#st": "state", "#n": counter},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":wid":  str(writeID),
 			":open": str(string(Open)), ":closed": str(string(Closed)), ":now": num(b.now().UnixMilli()),
 			":reason": str(string(reason)), ":one": num(1), ":gen": num(gen), ":limit": num(int64(limit)),
 		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if appliedEarlier(err, writeID) {
-		err = nil // a retried request whose first attempt made the change
-	}
-	if conditionFailed(err) {
-		return Transition{}, nil
-	}
-	if err != nil {
-		return Transition{}, fmt.Errorf("open circuit %s: %w", b.name, err)
-	}
-	return Transition{From: Closed, To: Open, Reason: reason}, nil
 }
 
-// closeCircuit closes the circuit if p still holds the probe.
+// closeCircuit closes the circuit if p still holds the probe; when the
+// lease lapsed and another probe took over, it changes nothing.
 func (b *Breaker) closeCircuit(ctx context.Context, p Permit, slow int) (Transition, error) {
-	writeID, err := newToken()
-	if err != nil {
-		return Transition{}, err
-	}
-	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(b.table),
-		Key:                      b.key,
+	return b.change(ctx, "close", Transition{From: HalfOpen, To: Closed}, &dynamodb.UpdateItemInput{
 		UpdateExpression:         aws.String("SET #st = :closed, failures = :zero, slow = :slow, gen = gen + :one, write_id = :wid REMOVE probe, probe_until, opened_at, reason"),
 		ConditionExpression:      aws.String("probe = :token"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":wid":    str(writeID),
 			":closed": str(string(Closed)), ":zero": num(0), ":slow": num(int64(slow)), ":one": num(1), ":token": str(p.token),
 		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if appliedEarlier(err, writeID) {
-		err = nil // a retried request whose first attempt made the change
-	}
-	if conditionFailed(err) {
-		return Transition{}, nil // the lease lapsed and another probe took over
-	}
-	if err != nil {
-		return Transition{}, fmt.Errorf("close circuit %s: %w", b.name, err)
-	}
-	return Transition{From: HalfOpen, To: Closed}, nil
 }
 
 // reopen restarts OpenFor if p still holds the probe.
 func (b *Breaker) reopen(ctx context.Context, p Permit) (Transition, error) {
-	writeID, err := newToken()
-	if err != nil {
-		return Transition{}, err
-	}
-	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(b.table),
-		Key:                 b.key,
+	return b.change(ctx, "reopen", Transition{From: HalfOpen, To: Open, Reason: ReasonFailures}, &dynamodb.UpdateItemInput{
 		UpdateExpression:    aws.String("SET opened_at = :now, reason = :reason, gen = gen + :one, write_id = :wid REMOVE probe, probe_until"),
 		ConditionExpression: aws.String("probe = :token"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":wid": str(writeID),
 			":now": num(b.now().UnixMilli()), ":reason": str(string(ReasonFailures)), ":one": num(1), ":token": str(p.token),
 		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if appliedEarlier(err, writeID) {
-		err = nil // a retried request whose first attempt made the change
+}
+
+// change makes the write of transition tr on the circuit's item: in's
+// update must set write_id = :wid, so that a request the SDK retried after
+// its answer was lost recognises its own first attempt (condwrite). It
+// returns tr when the write was applied, the zero Transition when the
+// circuit had moved on; what names the change in errors.
+func (b *Breaker) change(ctx context.Context, what string, tr Transition, in *dynamodb.UpdateItemInput) (Transition, error) {
+	in.TableName, in.Key = aws.String(b.table), b.key
+	r, err := condwrite.Update(ctx, b.db, in)
+	if err != nil {
+		return Transition{}, fmt.Errorf("%s circuit %s: %w", what, b.name, err)
 	}
-	if conditionFailed(err) {
+	if !r.Applied {
 		return Transition{}, nil
 	}
-	if err != nil {
-		return Transition{}, fmt.Errorf("reopen circuit %s: %w", b.name, err)
-	}
-	return Transition{From: HalfOpen, To: Open, Reason: ReasonFailures}, nil
+	return tr, nil
 }
 
 // State returns the circuit's state for health checks and logs.
@@ -514,30 +470,6 @@ func (b *Breaker) get(ctx context.Context) (item, error) {
 		return item{}, fmt.Errorf("decode circuit %s: %w", b.name, err)
 	}
 	return it, nil
-}
-
-// appliedEarlier reports whether a failed condition check met this very
-// write already applied: the SDK retried a request whose answer was lost.
-func appliedEarlier(err error, writeID string) bool {
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) || ccf.Item == nil {
-		return false
-	}
-	v, ok := ccf.Item["write_id"].(*types.AttributeValueMemberS)
-	return ok && v.Value == writeID
-}
-
-func conditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
-}
-
-func newToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("probe token: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -28,14 +28,10 @@ func (e *ErrNotOwed) Error() string {
 // It returns the order and the lease token, or *ErrNotOwed.
 func (o *Orders) StartGeneration(ctx context.Context, sessionID string, lease time.Duration) (oracle.Order, string, error) {
 	now := o.now().UTC()
-	token, err := newToken()
-	if err != nil {
-		return oracle.Order{}, "", err
-	}
-	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	r, err := condwrite.UpdateLease(ctx, o.db, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(o.table),
 		Key:              key(sessionID),
-		UpdateExpression: aws.String("SET #s = :generating, gen_lease_until = :until, gen_lease = :token, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
+		UpdateExpression: aws.String("SET #s = :generating, gen_lease_until = :until, gen_lease = :wid, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
 		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(verdict) AND " +
 			"(#s = :paid OR (#s = :generating AND (attribute_not_exists(gen_lease_until) OR gen_lease_until < :nowms)))"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
@@ -44,36 +40,28 @@ func (o *Orders) StartGeneration(ctx context.Context, sessionID string, lease ti
 			":paid":       &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
 			":until":      &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(lease).UnixMilli())},
 			":nowms":      &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
-			":token":      &types.AttributeValueMemberS{Value: token},
 			":zero":       &types.AttributeValueMemberN{Value: "0"},
 			":one":        &types.AttributeValueMemberN{Value: "1"},
 			":now":        &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 		},
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		ord, err := decode(out.Attributes)
-		if err != nil {
-			return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
-		}
-		return ord, token, nil
+		ReturnValues: types.ReturnValueAllNew,
+	}, "gen_lease")
+	if err != nil {
+		return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		if ccf.Item == nil {
-			return oracle.Order{}, "", &ErrNotOwed{Order: oracle.Order{SessionID: sessionID}}
-		}
-		current, derr := decode(ccf.Item)
-		if derr != nil {
-			return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), derr)
-		}
-		if current.GenLease == token {
-			return current, token, nil // a retried request whose first attempt took the lease
-		}
+	if !r.Applied && r.Current == nil {
+		return oracle.Order{}, "", &ErrNotOwed{Order: oracle.Order{SessionID: sessionID}}
+	}
+	// r.Current is the leased order when Applied (also when a retried
+	// request's first attempt took the lease), else the order not owed.
+	current, err := decode(r.Current)
+	if err != nil {
+		return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
+	}
+	if !r.Applied {
 		return oracle.Order{}, "", &ErrNotOwed{Order: current}
 	}
-	return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
+	return current, r.Token, nil
 }
 
 // StoredVerdict is what the generator stores with a verdict.
@@ -102,10 +90,6 @@ type StoredVerdict struct {
 // is stored. It returns ErrLeaseLost when either no longer holds.
 func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v StoredVerdict) (oracle.Order, error) {
 	now := o.now().UTC()
-	writeID, err := newToken()
-	if err != nil {
-		return oracle.Order{}, err
-	}
 	values := map[string]types.AttributeValue{
 		":v":     &types.AttributeValueMemberS{Value: v.Canonical},
 		":h":     &types.AttributeValueMemberS{Value: v.Hash},
@@ -113,7 +97,6 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 		":m":     &types.AttributeValueMemberS{Value: v.Model},
 		":label": &types.AttributeValueMemberS{Value: string(v.Label)},
 		":score": &types.AttributeValueMemberN{Value: strconv.FormatFloat(v.CoherenceScore, 'g', -1, 64)},
-		":wid":   &types.AttributeValueMemberS{Value: writeID},
 		":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 		":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
 		":exp":   &types.AttributeValueMemberN{Value: fmt.Sprint(v.ExpiresAt.Unix())},
@@ -124,30 +107,25 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 	if v.Divergence != "" {
 		divergence, values[":div"] = ", divergence = :div", &types.AttributeValueMemberS{Value: v.Divergence}
 	}
-	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	r, err := condwrite.Update(ctx, o.db, &dynamodb.UpdateItemInput{
 		TableName: aws.String(o.table),
 		Key:       key(sessionID),
 		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, verdict_label = :label, coherence_score = :score, " +
 			"prompt_version = :pv, model = :m, filter_version = :fv, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now, write_id = :wid" + divergence +
 			" REMOVE gen_lease_until, gen_lease, parked_since"),
-		ConditionExpression:                 aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
-		ExpressionAttributeNames:            map[string]string{"#s": "status"},
-		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ConditionExpression:       aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
-	if appliedEarlier(err, writeID) {
-		var ccf *types.ConditionalCheckFailedException
-		errors.As(err, &ccf)
-		return decode(ccf.Item) // the store a retried request already made
-	}
-	if isConditionFailed(err) {
-		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), ErrLeaseLost)
-	}
 	if err != nil {
 		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), err)
 	}
-	ord, err := decode(out.Attributes)
+	if !r.Applied {
+		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), ErrLeaseLost)
+	}
+	// The order as stored, by this request or by a retried one's first attempt.
+	ord, err := decode(r.Current)
 	if err != nil {
 		return oracle.Order{}, fmt.Errorf("store verdict %s: %w", oracle.ShortID(sessionID), err)
 	}
@@ -167,7 +145,7 @@ func (o *Orders) AbandonGeneration(ctx context.Context, sessionID, lease string)
 			":lease": &types.AttributeValueMemberS{Value: lease},
 		},
 	})
-	if err != nil && !isConditionFailed(err) {
+	if err != nil && !condwrite.ConditionFailed(err) {
 		return fmt.Errorf("abandon generation %s: %w", oracle.ShortID(sessionID), err)
 	}
 	return nil
@@ -210,7 +188,7 @@ func (o *Orders) ResetForRegeneration(ctx context.Context, sessionID string, hol
 			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 		},
 	})
-	if isConditionFailed(err) {
+	if condwrite.ConditionFailed(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -239,9 +217,8 @@ func (o *Orders) Park(ctx context.Context, sessionID string) (time.Time, error) 
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		current, _ := decode(ccf.Item)
+	if item, failed := condwrite.Failed(err); failed {
+		current, _ := decode(item)
 		current.SessionID = sessionID
 		return time.Time{}, &ErrNotOwed{Order: current}
 	}
@@ -324,29 +301,17 @@ func (q Quarantine) values() map[string]types.AttributeValue {
 // was lost recognises its own first attempt instead of a lost race. "#s"
 // names the status attribute.
 func (o *Orders) transition(ctx context.Context, op, sessionID, update, cond string, values map[string]types.AttributeValue) (bool, error) {
-	writeID, err := newToken()
-	if err != nil {
-		return false, err
-	}
-	values[":wid"] = &types.AttributeValueMemberS{Value: writeID}
 	values[":now"] = &types.AttributeValueMemberS{Value: o.now().UTC().Format(time.RFC3339Nano)}
-	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(o.table),
-		Key:                                 key(sessionID),
-		UpdateExpression:                    aws.String("SET updated_at = :now, write_id = :wid, " + update),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            map[string]string{"#s": "status"},
-		ExpressionAttributeValues:           values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	r, err := condwrite.Update(ctx, o.db, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(o.table),
+		Key:                       key(sessionID),
+		UpdateExpression:          aws.String("SET updated_at = :now, write_id = :wid, " + update),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeValues: values,
 	})
-	if appliedEarlier(err, writeID) {
-		return true, nil // a retried request whose first attempt made the change
-	}
-	if isConditionFailed(err) {
-		return false, nil
-	}
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", op, oracle.ShortID(sessionID), err)
 	}
-	return true, nil
+	return r.Applied, nil
 }

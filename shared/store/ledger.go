@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -61,15 +62,12 @@ func (l *Ledger) Seen(ctx context.Context, key string) (bool, error) {
 // windows, event ids).
 func (l *Ledger) Mark(ctx context.Context, key string, ttl time.Duration) (first bool, err error) {
 	now := l.now()
-	writeID, err := newToken()
-	if err != nil {
-		return false, err
-	}
-	_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
+	// Put adds a write_id, so that a request the SDK retried after its
+	// answer was lost recognises its own first mark instead of a live one.
+	r, err := condwrite.Put(ctx, l.db, &dynamodb.PutItemInput{
 		TableName: aws.String(l.table),
 		Item: map[string]types.AttributeValue{
 			"pk":         &types.AttributeValueMemberS{Value: key},
-			"write_id":   &types.AttributeValueMemberS{Value: writeID},
 			"created_at": &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
 			"expires_at": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(ttl).Unix())},
 		},
@@ -77,18 +75,11 @@ func (l *Ledger) Mark(ctx context.Context, key string, ttl time.Duration) (first
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
 		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err == nil {
-		return true, nil
+	if err != nil {
+		return false, fmt.Errorf("write ledger: %w", err)
 	}
-	if appliedEarlier(err, writeID) {
-		return true, nil // a retried request whose first attempt made the mark
-	}
-	if isConditionFailed(err) {
-		return false, nil
-	}
-	return false, fmt.Errorf("write ledger: %w", err)
+	return r.Applied, nil
 }
 
 // originalKey is the Ledger key of a session's first verdict.

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -31,41 +32,33 @@ func mailAttrs(kind string) (sent, leaseUntil, lease, messageID string) {
 func (o *Orders) ClaimMail(ctx context.Context, sessionID, kind string, lease time.Duration) (string, error) {
 	sent, until, tok, _ := mailAttrs(kind)
 	now := o.now().UTC()
-	token, err := newToken()
-	if err != nil {
-		return "", err
-	}
-	_, err = o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	// The token is the claim's lease, so a retried request whose first
+	// attempt took the claim still gets it.
+	r, err := condwrite.UpdateLease(ctx, o.db, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(o.table),
 		Key:              key(sessionID),
-		UpdateExpression: aws.String("SET #until = :until, #tok = :token"),
+		UpdateExpression: aws.String("SET #until = :until, #tok = :wid"),
 		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(#sent) AND " +
 			"(attribute_not_exists(#until) OR #until < :nowms)"),
 		ExpressionAttributeNames: map[string]string{"#sent": sent, "#until": until, "#tok": tok},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":until": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(lease).UnixMilli())},
 			":nowms": &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
-			":token": &types.AttributeValueMemberS{Value: token},
 		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		return token, nil
+	}, tok)
+	if err != nil {
+		return "", fmt.Errorf("claim %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		if v, ok := ccf.Item[tok].(*types.AttributeValueMemberS); ok && v.Value == token {
-			return token, nil // a retried request whose first attempt took the claim
-		}
-		if _, done := ccf.Item[sent]; done {
-			return "", ErrAlreadySent
-		}
-		if ccf.Item == nil {
-			return "", fmt.Errorf("claim %s mail for %s: no such order", kind, oracle.ShortID(sessionID))
-		}
-		return "", ErrMailInFlight
+	if r.Applied {
+		return r.Token, nil
 	}
-	return "", fmt.Errorf("claim %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
+	if _, done := r.Current[sent]; done {
+		return "", ErrAlreadySent
+	}
+	if r.Current == nil {
+		return "", fmt.Errorf("claim %s mail for %s: no such order", kind, oracle.ShortID(sessionID))
+	}
+	return "", ErrMailInFlight
 }
 
 // MailSent records the send, by the holder of the claim only.
@@ -84,7 +77,7 @@ func (o *Orders) MailSent(ctx context.Context, sessionID, kind, token, messageID
 			":token": &types.AttributeValueMemberS{Value: token},
 		},
 	})
-	if isConditionFailed(err) {
+	if condwrite.ConditionFailed(err) {
 		return fmt.Errorf("record %s mail for %s: %w", kind, oracle.ShortID(sessionID), ErrLeaseLost)
 	}
 	if err != nil {
@@ -106,7 +99,7 @@ func (o *Orders) ReleaseMail(ctx context.Context, sessionID, kind, token string)
 			":token": &types.AttributeValueMemberS{Value: token},
 		},
 	})
-	if err != nil && !isConditionFailed(err) {
+	if err != nil && !condwrite.ConditionFailed(err) {
 		return fmt.Errorf("release %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
 	}
 	return nil

@@ -6,8 +6,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -69,7 +68,7 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 	want.CreatedAt, want.UpdatedAt = now, now
 	want.JobLeaseUntil, want.JobLease = 0, ""
 	if want.Status.OwesJob() {
-		token, err := newToken()
+		token, err := condwrite.Token()
 		if err != nil {
 			return oracle.Claim{}, err
 		}
@@ -119,7 +118,7 @@ func (o *Orders) advance(ctx context.Context, existing, want oracle.Order) (orac
 	if err != nil {
 		return oracle.Claim{}, false, fmt.Errorf("encode order: %w", err)
 	}
-	_, err = o.db.PutItem(ctx, &dynamodb.PutItemInput{
+	r, err := condwrite.Put(ctx, o.db, &dynamodb.PutItemInput{
 		TableName:           aws.String(o.table),
 		Item:                item,
 		ConditionExpression: aws.String("#s = :awaiting"),
@@ -130,13 +129,13 @@ func (o *Orders) advance(ctx context.Context, existing, want oracle.Order) (orac
 			":awaiting": &types.AttributeValueMemberS{Value: string(oracle.StatusAwaitingPayment)},
 		},
 	})
-	if err == nil {
-		return oracle.Claim{Outcome: oracle.Claimed, Order: want, Lease: want.JobLease}, true, nil
+	if err != nil {
+		return oracle.Claim{}, false, fmt.Errorf("advance order %s: %w", oracle.ShortID(want.SessionID), err)
 	}
-	if isConditionFailed(err) {
+	if !r.Applied {
 		return oracle.Claim{}, false, nil
 	}
-	return oracle.Claim{}, false, fmt.Errorf("advance order %s: %w", oracle.ShortID(want.SessionID), err)
+	return oracle.Claim{Outcome: oracle.Claimed, Order: want, Lease: want.JobLease}, true, nil
 }
 
 // resume takes the job lease of an order whose job was never enqueued.
@@ -144,38 +143,36 @@ func (o *Orders) resume(ctx context.Context, existing oracle.Order, now time.Tim
 	if !existing.Status.OwesJob() || existing.JobEnqueuedAt != nil {
 		return oracle.Claim{Outcome: oracle.Done, Order: existing}, nil
 	}
-	token, err := newToken()
-	if err != nil {
-		return oracle.Claim{}, err
-	}
-	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	// The token is the lease, so a retried request whose first attempt took
+	// it still holds it instead of finding the order in flight.
+	r, err := condwrite.UpdateLease(ctx, o.db, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(o.table),
 		Key:                 key(existing.SessionID),
-		UpdateExpression:    aws.String("SET job_lease_until = :until, job_lease = :token, updated_at = :now"),
+		UpdateExpression:    aws.String("SET job_lease_until = :until, job_lease = :wid, updated_at = :now"),
 		ConditionExpression: aws.String("#s = :status AND attribute_not_exists(job_enqueued_at) AND (attribute_not_exists(job_lease_until) OR job_lease_until < :nowms)"),
 		ExpressionAttributeNames: map[string]string{
 			"#s": "status",
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":until":  &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(lease).UnixMilli())},
-			":token":  &types.AttributeValueMemberS{Value: token},
 			":nowms":  &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
 			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
 			":status": &types.AttributeValueMemberS{Value: string(existing.Status)},
 		},
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		ord, err := decode(out.Attributes)
-		if err != nil {
-			return oracle.Claim{}, fmt.Errorf("resume order %s: %w", oracle.ShortID(existing.SessionID), err)
-		}
-		return oracle.Claim{Outcome: oracle.Resumed, Order: ord, Lease: token}, nil
+		ReturnValues: types.ReturnValueAllNew,
+	}, "job_lease")
+	if err != nil {
+		return oracle.Claim{}, fmt.Errorf("take job lease %s: %w", oracle.ShortID(existing.SessionID), err)
 	}
-	current, cerr := conditionFailedItem(err)
-	if cerr != nil {
-		return oracle.Claim{}, fmt.Errorf("take job lease %s: %w", oracle.ShortID(existing.SessionID), cerr)
+	if r.Current == nil {
+		return oracle.Claim{}, fmt.Errorf("take job lease %s: the order vanished during the claim", oracle.ShortID(existing.SessionID))
+	}
+	current, err := decode(r.Current)
+	if err != nil {
+		return oracle.Claim{}, fmt.Errorf("take job lease %s: %w", oracle.ShortID(existing.SessionID), err)
+	}
+	if r.Applied {
+		return oracle.Claim{Outcome: oracle.Resumed, Order: current, Lease: r.Token}, nil
 	}
 	if current.Status.OwesJob() && current.JobEnqueuedAt == nil && current.Status == existing.Status {
 		return oracle.Claim{Outcome: oracle.InFlight, Order: current}, nil
@@ -197,7 +194,7 @@ func (o *Orders) JobEnqueued(ctx context.Context, sessionID, lease string) error
 			":lease": &types.AttributeValueMemberS{Value: lease},
 		},
 	})
-	if isConditionFailed(err) {
+	if condwrite.ConditionFailed(err) {
 		return fmt.Errorf("record job enqueued for %s: %w", oracle.ShortID(sessionID), ErrLeaseLost)
 	}
 	if err != nil {
@@ -219,7 +216,7 @@ func (o *Orders) ReleaseJobLease(ctx context.Context, sessionID, lease string) e
 			":lease": &types.AttributeValueMemberS{Value: lease},
 		},
 	})
-	if err != nil && !isConditionFailed(err) {
+	if err != nil && !condwrite.ConditionFailed(err) {
 		return fmt.Errorf("release job lease for %s: %w", oracle.ShortID(sessionID), err)
 	}
 	return nil
@@ -227,15 +224,6 @@ func (o *Orders) ReleaseJobLease(ctx context.Context, sessionID, lease string) e
 
 // ErrLeaseLost means another attempt took over the order's job lease.
 var ErrLeaseLost = errors.New("the job lease was taken over by another attempt")
-
-// newToken returns a random lease token.
-func newToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("lease token: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
 
 func key(sessionID string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"session_id": &types.AttributeValueMemberS{Value: sessionID}}
@@ -249,35 +237,15 @@ func decode(item map[string]types.AttributeValue) (oracle.Order, error) {
 	return ord, nil
 }
 
-func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
-}
-
-// conditionFailedItem returns the item a failed condition check reported, or
+// conditionFailedItem returns the order a failed condition check reported, or
 // err itself when the failure was something else.
 func conditionFailedItem(err error) (oracle.Order, error) {
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
+	item, ok := condwrite.Failed(err)
+	if !ok {
 		return oracle.Order{}, err
 	}
-	if ccf.Item == nil {
+	if item == nil {
 		return oracle.Order{}, fmt.Errorf("condition failed without the current item: %w", err)
 	}
-	return decode(ccf.Item)
-}
-
-// appliedEarlier reports whether a failed condition check met this very
-// write, already applied: the SDK retries a request whose answer was lost
-// (a dropped connection, a garbled response), and the retry's condition
-// then fails on the state the first attempt made. Such writes set
-// write_id to a token of their own, which the item the failure returns
-// (ReturnValuesOnConditionCheckFailure ALL_OLD) still carries.
-func appliedEarlier(err error, writeID string) bool {
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) || ccf.Item == nil {
-		return false
-	}
-	v, ok := ccf.Item["write_id"].(*types.AttributeValueMemberS)
-	return ok && v.Value == writeID
+	return decode(item)
 }

@@ -49,6 +49,35 @@ func TestRetriedWritesKnowTheirOwnFirstAttempt(t *testing.T) {
 				t.Fatalf("the claimer's lease: %v", err)
 			}
 		}},
+		{"advance a pending payment", "PutItem", func(t *testing.T, id string) {
+			l.Arm("")
+			if c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusAwaitingPayment), lease); err != nil || c.Outcome != oracle.Claimed {
+				t.Fatalf("pending claim %+v %v", c, err)
+			}
+			l.ArmAfter("PutItem", 1) // the create attempt is answered; the advance's answer is lost
+			c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
+			if err != nil || c.Outcome != oracle.Claimed || c.Lease == "" {
+				t.Fatalf("claim %+v %v", c, err)
+			}
+			if err := orders.JobEnqueued(ctx, id, c.Lease); err != nil {
+				t.Fatalf("the claimer's lease: %v", err)
+			}
+		}},
+		{"resume an abandoned claim", "UpdateItem", func(t *testing.T, id string) {
+			l.Arm("")
+			if c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease); err != nil || c.Outcome != oracle.Claimed {
+				t.Fatalf("first claim %+v %v", c, err)
+			}
+			clk.Add(lease + time.Second) // the first claimer died before enqueueing
+			l.Arm("UpdateItem")
+			c, err := orders.ClaimOrder(ctx, order(id, oracle.StatusPaid), lease)
+			if err != nil || c.Outcome != oracle.Resumed || c.Lease == "" {
+				t.Fatalf("resume %+v %v", c, err)
+			}
+			if err := orders.JobEnqueued(ctx, id, c.Lease); err != nil {
+				t.Fatalf("the resumer's lease: %v", err)
+			}
+		}},
 		{"start generation", "UpdateItem", func(t *testing.T, id string) {
 			l.Arm("")
 			paidOrder(t, orders, id)
