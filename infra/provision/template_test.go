@@ -3,6 +3,7 @@ package provision_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -80,31 +81,41 @@ func TestAlarmsCanFire(t *testing.T) {
 	}
 }
 
-// settingRead matches a setting a function's code reads by name: the
-// getters of shared/config and os.Getenv. A secret is read as NAME_ARN
-// (deployed) or NAME (local).
-var settingRead = regexp.MustCompile(`\b(String|Optional|Int|Duration|URL|List|Secret|Getenv)\((?:ctx, )?"([A-Z][A-Z0-9_]*)"`)
+// settingRead matches a setting code reads by name: the getters of
+// shared/config and os.Getenv. A secret is read as NAME_ARN (deployed) or
+// NAME (local).
+var settingRead = regexp.MustCompile(`\b(String|Optional|Int|Duration|URL|List|Address|Secret|Getenv)\((?:ctx, )?"([A-Z][A-Z0-9_]*)"`)
 
-// settingsRead returns the settings the non-test Go files of dir read.
+// settingsRead returns the settings the function in dir reads: in the
+// non-test Go files of its own package and of every package of this module
+// it imports (shared/coldstart reads LOG_LEVEL for all of them).
 func settingsRead(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Go files in %s: %v", dir, err)
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{if .Module}}{{if eq .Module.Path "42sisters.ai/oracle"}}{{.Dir}}{{end}}{{end}}`, ".")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", dir, err)
 	}
 	read := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+	for _, pkg := range strings.Fields(string(out)) {
+		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Go files in %s: %v", pkg, err)
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range settingRead.FindAllStringSubmatch(string(b), -1) {
-			read[m[2]] = true
-			if m[1] == "Secret" {
-				read[m[2]+"_ARN"] = true
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range settingRead.FindAllStringSubmatch(string(b), -1) {
+				read[m[2]] = true
+				if m[1] == "Secret" {
+					read[m[2]+"_ARN"] = true
+				}
 			}
 		}
 	}
