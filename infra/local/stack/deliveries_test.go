@@ -120,7 +120,7 @@ func TestStripeDeliveryOrders(t *testing.T) {
 
 // pay buys a verdict as a customer does, without a browser: checkout, then
 // the fake Stripe's pay page. It returns the session id.
-func pay(t *testing.T, s *stack.Stack, tier, query, addr string) string {
+func pay(t testing.TB, s *stack.Stack, tier, query, addr string) string {
 	t.Helper()
 	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	body, _ := json.Marshal(map[string]string{"tier": tier, "query": query})
@@ -223,7 +223,7 @@ func post(t *testing.T, u, body string) []byte {
 	return out
 }
 
-func mustRequest(t *testing.T, method, u string) *http.Request {
+func mustRequest(t testing.TB, method, u string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, u, nil)
 	if err != nil {

@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 
 // options are stack options for a test: free ports, the test's moto, a
 // unique prefix, the package's build directory, and logs shown on failure.
-func options(t *testing.T) stack.Options {
+func options(t testing.TB) stack.Options {
 	t.Helper()
 	tools.Find(t, "moto_server")
 	var ports [3]int
@@ -232,7 +232,7 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 }
 
 // orderItem reads the session's order as stored.
-func orderItem(t *testing.T, s *stack.Stack, session string) map[string]ddbtypes.AttributeValue {
+func orderItem(t testing.TB, s *stack.Stack, session string) map[string]ddbtypes.AttributeValue {
 	t.Helper()
 	out, err := dynamodb.NewFromConfig(s.AWS).GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName:      aws.String(s.Resources.Ref("OrdersTable")),
@@ -274,7 +274,7 @@ func drained(ctx context.Context, t *testing.T, q *sqs.Client, s *stack.Stack) {
 	}
 }
 
-func send(t *testing.T, c *http.Client, req *http.Request) (int, []byte, http.Header) {
+func send(t testing.TB, c *http.Client, req *http.Request) (int, []byte, http.Header) {
 	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
