@@ -1,6 +1,7 @@
 package provision_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -174,6 +175,54 @@ func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 		redrive, _ := queue["RedrivePolicy"].(map[string]any)
 		if got, want := fmt.Sprint(fn.Env["GENERATE_MAX_RECEIVES"]), fmt.Sprint(redrive["maxReceiveCount"]); got != want {
 			t.Errorf("GENERATE_MAX_RECEIVES is %s but %s's maxReceiveCount is %s: the generator would mark orders FAILED too early or never", got, fn.Queues[0].QueueLogicalID, want)
+		}
+	}
+}
+
+// The dashboard's body is JSON once CloudFormation substitutes its
+// references, and it charts every function's errors and duration.
+func TestDashboardChartsEveryFunction(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	switch v := tmpl.Resources["OperationsDashboard"].Properties["DashboardBody"].(type) {
+	case sam.Intrinsic:
+		body, _ = v.Arg.(string)
+	case *sam.Intrinsic:
+		body, _ = v.Arg.(string)
+	}
+	var dash struct {
+		Widgets []struct {
+			Properties struct{ Metrics [][]any } `json:"properties"`
+		} `json:"widgets"`
+	}
+	refs := regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`)
+	if err := json.Unmarshal([]byte(refs.ReplaceAllString(body, "ref:$1")), &dash); err != nil || len(dash.Widgets) == 0 {
+		t.Fatalf("the dashboard body is not JSON with widgets: %v\n%s", err, body)
+	}
+	// Each Lambda chart names its metric in its first row; the rows after
+	// it ("...") repeat it for other functions.
+	charted := map[string]bool{} // "Errors ref:WebhookFunction"
+	for _, w := range dash.Widgets {
+		rows := w.Properties.Metrics
+		if len(rows) == 0 || len(rows[0]) < 2 || rows[0][0] != "AWS/Lambda" {
+			continue
+		}
+		for _, row := range rows {
+			for _, v := range row {
+				if ref, ok := v.(string); ok && strings.HasPrefix(ref, "ref:") {
+					charted[fmt.Sprint(rows[0][1])+" "+ref] = true
+				}
+			}
+		}
+	}
+	for _, fn := range tmpl.Functions() {
+		for _, metric := range []string{"Errors", "Duration"} {
+			if !charted[metric+" ref:"+fn.LogicalID] {
+				t.Errorf("the dashboard has no %s chart for %s", metric, fn.LogicalID)
+			}
 		}
 	}
 }
