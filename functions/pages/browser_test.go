@@ -585,6 +585,8 @@ func (s *suite) states(t *testing.T) {
 		{name: "dropped", answer: answer{200, map[string]string{"status": "dropped", "message": "We received your payment but could not process your submission."}}, state: "dropped", heading: "We could not process your submission", message: "We received your payment but could not process your submission."},
 		{name: "under-review", answer: answer{202, map[string]string{"status": "under_review", "message": "Your verdict is under review. We will email you when it is ready."}}, state: "under_review", heading: "Your verdict is under review", message: "Your verdict is under review. We will email you when it is ready."},
 		{name: "refunded", answer: answer{200, map[string]string{"status": "refunded", "message": "This order was refunded."}}, state: "refunded", heading: "This order was refunded", message: "This order was refunded."},
+		{name: "expired", answer: answer{410, map[string]string{"status": "expired", "message": "This order is more than 90 days old and we no longer keep it. Write to oracle@42sisters.ai and we will help."}},
+			state: "expired", heading: "This order is no longer kept", message: "This order is more than 90 days old and we no longer keep it. Write to oracle@42sisters.ai and we will help."},
 		{name: "payment-required", answer: answer{402, map[string]string{"error": "the payment for this session is not complete"}}, state: "unpaid", heading: "Payment not complete"},
 		{name: "not-found", answer: answer{404, map[string]string{"error": "unknown checkout session"}}, state: "unknown", heading: "We could not find this verdict"},
 		{name: "bad-request", answer: answer{400, map[string]string{"error": "session_id is missing or malformed"}}, state: "unknown", heading: "We could not find this verdict"},

@@ -255,7 +255,7 @@ func TestResultPageHasTheDimensionsInOrder(t *testing.T) {
 // Every state the script can show has its section, and its words.
 func TestResultPageHasEveryState(t *testing.T) {
 	body := get(t, newHandler(), "GET", "/oracle/result", map[string]string{"session_id": "cs_test_abc"}).Body
-	for _, state := range []string{"pending", "ready", "under_review", "dropped", "refunded", "failed", "unpaid", "unknown", "timeout"} {
+	for _, state := range []string{"pending", "ready", "under_review", "dropped", "refunded", "expired", "failed", "unpaid", "unknown", "timeout"} {
 		if n := strings.Count(body, `<section class="state" data-state="`+state+`"`); n != 1 {
 			t.Errorf("state %s has %d sections", state, n)
 		}

@@ -189,6 +189,14 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 	if kept {
 		trigger.Original = &orig
 	}
+	if !kept && !s.Created.IsZero() && arrived.Sub(s.Created) > h.Retention {
+		// Past the retention the order is gone and no verdict of it is
+		// kept: claiming it again would count the payment twice and could
+		// email a second, different verdict (or one for a refunded order).
+		log.Warn("paid session past its retention with nothing kept; not claimed again")
+		return httpapi.JSON(http.StatusGone, answer{Status: "expired", Message: fmt.Sprintf(
+			"This order is more than %d days old and we no longer keep it. Write to %s and we will help.", int(h.Retention/(24*time.Hour)), h.Support)})
+	}
 	res, err := h.Fulfil.Fulfil(ctx, s, trigger)
 	if kept && err == nil && res.Outcome == oracle.Claimed {
 		h.Metrics.Count("Regenerations", 1)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -435,6 +436,43 @@ func TestDeletedOrderComesBackAsARegeneration(t *testing.T) {
 	}
 	if n := payments(); n != 1 {
 		t.Fatalf("%d payment records after the restore, want still 1", n)
+	}
+}
+
+// A paid session whose order is gone after its retention, with no verdict
+// kept (it failed, was held, quarantined or refunded, or the kept verdict
+// expired too), is not claimed again: that would count the payment twice
+// and could email a verdict the customer was told they would not get.
+func TestOrderGoneAfterItsRetentionIsNotClaimedAgain(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
+	if code, _ := e.get(id); code != http.StatusAccepted {
+		t.Fatalf("claim: %d", code)
+	}
+	e.jobs("GenerateQueue")
+	if ok, err := e.orders.MarkFailed(ctx, id, "model_unavailable"); err != nil || !ok {
+		t.Fatalf("mark failed: %v %v", ok, err)
+	}
+	records := func() int { return len(testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))) }
+	before := records()
+	e.clock.Add(91 * 24 * time.Hour)
+	if _, err := dynamodb.NewFromConfig(e.f.AWS).DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.f.Ref("OrdersTable")),
+		Key: map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}}}); err != nil {
+		t.Fatal(err)
+	}
+	code, body := e.get(id)
+	if code != http.StatusGone || body["status"] != "expired" || !strings.Contains(fmt.Sprint(body["message"]), "oracle@42sisters.ai") {
+		t.Fatalf("%d %v, want 410 expired naming the support address", code, body)
+	}
+	if _, found, _ := e.orders.Get(ctx, id); found {
+		t.Fatal("the order was claimed again")
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	if n := records(); n != before {
+		t.Fatalf("%d audit records written", n-before)
 	}
 }
 

@@ -113,6 +113,7 @@
       case 'under_review':
       case 'dropped':
       case 'refunded':
+      case 'expired':
         show(body.status, body.message);
         return true;
       case 'failed':
