@@ -87,7 +87,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
-	db := dynamodb.NewFromConfig(f.AWS)
+	db := awsenv.NewTables(f.AWS)
 	hasher, err := audit.NewHasher("generator-test-pepper-0123456789")
 	if err != nil {
 		t.Fatal(err)
@@ -525,7 +525,7 @@ func TestAnswerAfterRetriesCountsAsSlow(t *testing.T) {
 		e.clock.Add(d)
 		return ctx.Err()
 	}
-	e.breaker = circuit.New(dynamodb.NewFromConfig(e.f.AWS), e.f.Ref("LedgerTable"), "gemini",
+	e.breaker = circuit.New(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable"), "gemini",
 		circuit.Options{SlowThreshold: time.Second, SlowCalls: 1}, e.clock.Now)
 	e.h.Circuit = e.breaker
 	id := "cs_test_slowretries"

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/shared/audit"
@@ -38,7 +37,7 @@ func main() {
 	}
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter's block list is unusable")
-	db := dynamodb.NewFromConfig(aws)
+	db := awsenv.NewTables(aws)
 	queues := sqs.NewFromConfig(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)

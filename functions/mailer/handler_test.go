@@ -85,7 +85,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
-	db := dynamodb.NewFromConfig(f.AWS)
+	db := awsenv.NewTables(f.AWS)
 	hasher, _ := audit.NewHasher("mailer-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)

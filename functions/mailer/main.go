@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -28,7 +27,7 @@ func main() {
 	log, aws := fn.Log, fn.AWS
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter's block list is unusable")
-	db := dynamodb.NewFromConfig(aws)
+	db := awsenv.NewTables(aws)
 	queues := sqs.NewFromConfig(aws)
 	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
 	h := &Handler{

@@ -59,7 +59,7 @@ func newEnv(t *testing.T) *env {
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), counts: counts{}}
-	db := dynamodb.NewFromConfig(f.AWS)
+	db := awsenv.NewTables(f.AWS)
 	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
@@ -398,7 +398,7 @@ func TestDeletedOrderComesBackAsARegeneration(t *testing.T) {
 	ctx := context.Background()
 	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
 	e.ready(id, e.clock.Now().Add(time.Hour))
-	ledger := store.NewLedger(dynamodb.NewFromConfig(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
+	ledger := store.NewLedger(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
 	original := oracle.Original{Verdict: oracle.VerdictGreen, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef"}
 	if err := ledger.KeepOriginal(ctx, id, original, 730*24*time.Hour); err != nil {
 		t.Fatal(err)

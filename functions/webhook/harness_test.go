@@ -47,7 +47,7 @@ type env struct {
 	f   *provision.Fixture
 	h   *Handler
 	svc *fulfil.Service
-	db  *dynamodb.Client
+	db  *awsenv.Tables
 	sqs *sqs.Client
 	s3  *s3.Client
 	// alertTexts drains the alerts published so far.
@@ -60,7 +60,7 @@ type env struct {
 func newEnv(t testing.TB, secrets Secrets) *env {
 	t.Helper()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, db: dynamodb.NewFromConfig(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
+	e := &env{t: t, f: f, db: awsenv.NewTables(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
 	e.clock = testkit.NewClock(time.Now())
 	e.created = time.Now().Add(-time.Minute).Unix()
 
