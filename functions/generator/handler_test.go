@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
@@ -111,7 +110,7 @@ func newEnv(t *testing.T) *env {
 		Mail:    queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
 		Requeue: &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
 		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
-		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour, Once: e.ledger,

@@ -24,7 +24,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/functions/mailer/letter"
@@ -100,7 +99,7 @@ func newEnv(t *testing.T) *env {
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
 		Transport: &mail.SES{Client: ses, Now: time.Now},
 		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
-		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), time.Now), Reminders: e.reminders,

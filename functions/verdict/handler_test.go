@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
@@ -63,7 +62,7 @@ func newEnv(t *testing.T) *env {
 	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
+	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
 	metrics := obs.NewMetrics(io.Discard, "Oracle", e.clock.Now)
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
 	auditor := audit.NewWriter(e.s3, f.Ref("AuditBucket"))

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
@@ -77,7 +76,7 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 	}
 	ledger := store.NewLedger(e.db, f.Ref("LedgerTable"), e.clock.Now)
 	metrics := obs.NewMetrics(e.logs, "Oracle", e.clock.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics, Now: e.clock.Now}
+	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics, Now: e.clock.Now}
 	e.svc = &fulfil.Service{
 		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
 		Generate:  queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now),

@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	log := obs.NewLogger(fx.logs, "DEBUG")
 	fx.al = &alert.Alerter{
-		SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+		SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 		Dedupe:  store.NewLedger(awsenv.NewTables(f.AWS), f.Ref("LedgerTable"), fx.clk.Now),
 		Metrics: obs.NewMetrics(fx.logs, "Oracle", fx.clk.Now), Log: log, Now: fx.clk.Now,
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 )
 
 // The functions do not keep SDK clients: they keep the types below and
@@ -20,10 +21,10 @@ import (
 // struct holding the SDK client would not do: the linker keeps the methods
 // of a stored value's field types too.
 //
-// Every function that uses AWS calls DynamoDB, so its type is here; a
-// service that only some functions use has its type with its one user,
-// because importing an SDK service package costs a function hundreds of KB
-// of generated code even when it calls nothing in it.
+// Every function that uses AWS calls DynamoDB and SNS, so their types are
+// here; a service that only some functions use has its type with its one
+// user, because importing an SDK service package costs a function hundreds
+// of KB of generated code even when it calls nothing in it.
 //
 // S3 has no such type: the SDK itself stores its S3 client in an interface
 // (the S3 Express credentials provider), so all of S3 is linked anyway.
@@ -55,4 +56,17 @@ func (c *Tables) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o
 // DeleteItem is dynamodb.Client.DeleteItem.
 func (c *Tables) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	return (*dynamodb.Client)(c).DeleteItem(ctx, in, optFns...)
+}
+
+// Topics is an SNS client that publishes.
+type Topics sns.Client
+
+// NewTopics returns an SNS client for cfg.
+func NewTopics(cfg aws.Config, optFns ...func(*sns.Options)) *Topics {
+	return (*Topics)(sns.NewFromConfig(cfg, optFns...))
+}
+
+// Publish is sns.Client.Publish.
+func (c *Topics) Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error) {
+	return (*sns.Client)(c).Publish(ctx, in, optFns...)
 }
