@@ -47,6 +47,7 @@ type env struct {
 	orders  *store.Orders
 	ledger  *store.Ledger
 	sqs     *sqs.Client
+	queues  *queue.Client
 	s3      *s3.Client
 	alerts  func() []string
 	logs    *testkit.Buffer
@@ -77,7 +78,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
+	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
 	e.model = fakegemini.New(fakegemini.Options{})
 	srv := httptest.NewServer(e.model)
 	t.Cleanup(srv.Close)
@@ -107,8 +108,8 @@ func newEnv(t *testing.T) *env {
 		Orders:  e.orders,
 		Model:   e.caller,
 		Circuit: e.breaker,
-		Mail:    queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
-		Requeue: &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
+		Mail:    queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
+		Requeue: &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
 		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},

@@ -52,6 +52,7 @@ type env struct {
 	stripe    string // the fake Stripe's URL
 	s3        *s3.Client
 	sqs       *sqs.Client
+	queues    *queue.Client
 	alerts    func() []string
 	logs      *testkit.Buffer
 	reminders *recorder
@@ -75,7 +76,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), logs: &testkit.Buffer{}}
+	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), logs: &testkit.Buffer{}}
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
 	e.stripe = srv.URL
@@ -89,7 +90,7 @@ func newEnv(t *testing.T) *env {
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)
 	// Reminders wait 24 hours on the queue; the test reads what was sent.
-	e.reminders = &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), time.Now)}
+	e.reminders = &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), time.Now)}
 	filter, err := sosfilter.New()
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func newEnv(t *testing.T) *env {
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
-		Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), time.Now), Reminders: e.reminders,
+		Mail: queue.NewSender(e.queues, f.Ref("MailQueue"), time.Now), Reminders: e.reminders,
 		QuarantineReminder: 24 * time.Hour,
 		Hasher:             hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Log: log, Now: time.Now, Lease: time.Minute,

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -28,7 +27,7 @@ func main() {
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter's block list is unusable")
 	db := awsenv.NewTables(aws)
-	queues := sqs.NewFromConfig(aws)
+	queues := queue.NewClient(aws)
 	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
 	h := &Handler{
 		Orders:             store.NewOrders(db, cfg.OrdersTable, time.Now),

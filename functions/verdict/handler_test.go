@@ -41,6 +41,7 @@ type env struct {
 	orders *store.Orders
 	stripe string
 	sqs    *sqs.Client
+	queues *queue.Client
 	s3     *s3.Client
 	logs   *testkit.Buffer
 	clock  *testkit.Clock
@@ -57,7 +58,7 @@ func newEnv(t *testing.T) *env {
 	f := provision.ForTest(t, nil)
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
-	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), counts: counts{}}
+	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), counts: counts{}}
 	db := awsenv.NewTables(f.AWS)
 	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
@@ -66,8 +67,8 @@ func newEnv(t *testing.T) *env {
 	metrics := obs.NewMetrics(io.Discard, "Oracle", e.clock.Now)
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
 	auditor := audit.NewWriter(e.s3, f.Ref("AuditBucket"))
-	generate := queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now)
-	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
+	generate := queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now)
+	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
 		Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: 30 * time.Second, Retention: 90 * 24 * time.Hour}
 	e.h = &Handler{Orders: e.orders, Test: stripex.New("sk_test_verdict", stripex.Options{BaseURL: srv.URL}), Fulfil: e.svc,
 		Regen: ledger, Originals: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: e.counts, Hasher: hasher, Log: log, Now: e.clock.Now,
@@ -308,7 +309,7 @@ func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 	failing := e.session(oracle.TierQuick, "q", true)
 	e.ready(failing, time.Now().Add(time.Hour))
 	good := e.h.Generate
-	e.h.Generate = queue.NewSender(e.sqs, e.f.Ref("GenerateQueue")+"-missing", e.clock.Now)
+	e.h.Generate = queue.NewSender(e.queues, e.f.Ref("GenerateQueue")+"-missing", e.clock.Now)
 	if code, _ := e.get(failing); code != http.StatusInternalServerError {
 		t.Fatalf("a failed send answered %d, want 500", code)
 	}
