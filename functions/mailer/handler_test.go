@@ -98,7 +98,7 @@ func newEnv(t *testing.T) *env {
 	e.h = &Handler{
 		Orders:    e.orders,
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
-		Transport: &mail.SES{Client: ses, Now: time.Now},
+		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
 		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
@@ -379,7 +379,7 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 	}))
 	t.Cleanup(paused.Close)
 	working := e.h.Transport
-	e.h.Transport = &mail.SES{Client: sesv2.NewFromConfig(awsenv.ForEndpoint(paused.URL, provision.TestRegion),
+	e.h.Transport = &mail.SES{Client: mail.NewClient(awsenv.ForEndpoint(paused.URL, provision.TestRegion),
 		func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} }), Now: time.Now}
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)

@@ -9,9 +9,9 @@ import (
 )
 
 // The functions do not keep SDK clients: they keep the types below and
-// their like in other packages (queue.Client, the clients inside
-// config.AWSSecrets). A client stored in an interface, or in a struct that
-// is, keeps every one of its exported methods in the binary as soon as
+// their like in other packages (queue.Client, mail.Client, the clients
+// inside config.AWSSecrets). A client stored in an interface, or in a struct
+// that is, keeps every one of its exported methods in the binary as soon as
 // anything in it can call methods by reflection (text/template in the
 // mailer, go-cmp under genai in the generator): the linker can no longer
 // tell which ones are called. For an SDK client that is every operation of
