@@ -10,16 +10,17 @@ import (
 
 // The functions do not keep SDK clients: they keep the types below and
 // their like in other packages (queue.Client, mail.Client, the clients
-// inside config.AWSSecrets). A client stored in an interface, or in a struct
-// that is, keeps every one of its exported methods in the binary as soon as
-// anything in it can call methods by reflection (text/template in the
-// mailer, go-cmp under genai in the generator): the linker can no longer
-// tell which ones are called. For an SDK client that is every operation of
-// its service, up to megabytes of code. Each type here is its SDK client
-// under another name (nothing is copied or wrapped) whose only methods are
-// the operations the functions call, so only those are linked; a new call
-// is a new forwarding method. A struct holding the SDK client would not do:
-// the linker keeps the methods of a stored value's field types too.
+// inside config.AWSSecrets and gemini.Client). A client stored in an
+// interface, or in a struct that is, keeps every one of its exported
+// methods in the binary as soon as anything in it can call methods by
+// reflection (text/template in the mailer, go-cmp under genai in the
+// generator): the linker can no longer tell which ones are called. For an
+// SDK client that is every operation of its service, up to megabytes of
+// code. Each type here is its SDK client under another name (nothing is
+// copied or wrapped) whose only methods are the operations the functions
+// call, so only those are linked; a new call is a new forwarding method. A
+// struct holding the SDK client would not do: the linker keeps the methods
+// of a stored value's field types too.
 //
 // Every function that uses AWS calls DynamoDB and SNS, so their types are
 // here; a service that only some functions use has its type with its one
