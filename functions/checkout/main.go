@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/store"
@@ -22,7 +22,7 @@ func main() {
 		BaseURL: cfg.BaseURL,
 		CORS:    httpapi.CORS{Origins: cfg.AllowedOrigins, Methods: "POST, OPTIONS"},
 		Log:     log,
-		Alerts:  fn.Alerter(cfg.AlertsTopic, store.NewLedger(dynamodb.NewFromConfig(aws), cfg.LedgerTable, time.Now)),
+		Alerts:  fn.Alerter(cfg.AlertsTopic, store.NewLedger(awsenv.NewTables(aws), cfg.LedgerTable, time.Now)),
 	}
 	lambda.Start(httpapi.Recover(log, h.Handle))
 }

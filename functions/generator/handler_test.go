@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
@@ -48,6 +47,7 @@ type env struct {
 	orders  *store.Orders
 	ledger  *store.Ledger
 	sqs     *sqs.Client
+	queues  *queue.Client
 	s3      *s3.Client
 	alerts  func() []string
 	logs    *testkit.Buffer
@@ -78,7 +78,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
+	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
 	e.model = fakegemini.New(fakegemini.Options{})
 	srv := httptest.NewServer(e.model)
 	t.Cleanup(srv.Close)
@@ -87,7 +87,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
-	db := dynamodb.NewFromConfig(f.AWS)
+	db := awsenv.NewTables(f.AWS)
 	hasher, err := audit.NewHasher("generator-test-pepper-0123456789")
 	if err != nil {
 		t.Fatal(err)
@@ -108,10 +108,10 @@ func newEnv(t *testing.T) *env {
 		Orders:  e.orders,
 		Model:   e.caller,
 		Circuit: e.breaker,
-		Mail:    queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
-		Requeue: &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
+		Mail:    queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
+		Requeue: &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
 		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
-		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour, Once: e.ledger,
@@ -525,7 +525,7 @@ func TestAnswerAfterRetriesCountsAsSlow(t *testing.T) {
 		e.clock.Add(d)
 		return ctx.Err()
 	}
-	e.breaker = circuit.New(dynamodb.NewFromConfig(e.f.AWS), e.f.Ref("LedgerTable"), "gemini",
+	e.breaker = circuit.New(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable"), "gemini",
 		circuit.Options{SlowThreshold: time.Second, SlowCalls: 1}, e.clock.Now)
 	e.h.Circuit = e.breaker
 	id := "cs_test_slowretries"

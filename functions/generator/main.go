@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -38,8 +36,8 @@ func main() {
 	}
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter's block list is unusable")
-	db := dynamodb.NewFromConfig(aws)
-	queues := sqs.NewFromConfig(aws)
+	db := awsenv.NewTables(aws)
+	queues := queue.NewClient(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	key := &KeyHealth{Check: client.CheckKey, Recheck: cfg.KeyRecheck, Alerts: alerts, Now: time.Now}

@@ -24,7 +24,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/functions/mailer/letter"
@@ -53,6 +52,7 @@ type env struct {
 	stripe    string // the fake Stripe's URL
 	s3        *s3.Client
 	sqs       *sqs.Client
+	queues    *queue.Client
 	alerts    func() []string
 	logs      *testkit.Buffer
 	reminders *recorder
@@ -76,7 +76,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), logs: &testkit.Buffer{}}
+	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), logs: &testkit.Buffer{}}
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
 	e.stripe = srv.URL
@@ -85,12 +85,12 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
-	db := dynamodb.NewFromConfig(f.AWS)
+	db := awsenv.NewTables(f.AWS)
 	hasher, _ := audit.NewHasher("mailer-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)
 	// Reminders wait 24 hours on the queue; the test reads what was sent.
-	e.reminders = &recorder{Sender: queue.NewSender(e.sqs, f.Ref("GenerateQueue"), time.Now)}
+	e.reminders = &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), time.Now)}
 	filter, err := sosfilter.New()
 	if err != nil {
 		t.Fatal(err)
@@ -98,12 +98,12 @@ func newEnv(t *testing.T) *env {
 	e.h = &Handler{
 		Orders:    e.orders,
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
-		Transport: &mail.SES{Client: ses, Now: time.Now},
+		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
 		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
-		Alerts: &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
-		Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), time.Now), Reminders: e.reminders,
+		Mail: queue.NewSender(e.queues, f.Ref("MailQueue"), time.Now), Reminders: e.reminders,
 		QuarantineReminder: 24 * time.Hour,
 		Hasher:             hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Log: log, Now: time.Now, Lease: time.Minute,
@@ -379,7 +379,7 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 	}))
 	t.Cleanup(paused.Close)
 	working := e.h.Transport
-	e.h.Transport = &mail.SES{Client: sesv2.NewFromConfig(awsenv.ForEndpoint(paused.URL, provision.TestRegion),
+	e.h.Transport = &mail.SES{Client: mail.NewClient(awsenv.ForEndpoint(paused.URL, provision.TestRegion),
 		func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} }), Now: time.Now}
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -28,12 +25,12 @@ func main() {
 	log, aws := fn.Log, fn.AWS
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter's block list is unusable")
-	db := dynamodb.NewFromConfig(aws)
-	queues := sqs.NewFromConfig(aws)
+	db := awsenv.NewTables(aws)
+	queues := queue.NewClient(aws)
 	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
 	h := &Handler{
 		Orders:             store.NewOrders(db, cfg.OrdersTable, time.Now),
-		Transport:          &mail.SES{Client: sesv2.NewFromConfig(aws), Now: time.Now},
+		Transport:          &mail.SES{Client: mail.NewClient(aws), Now: time.Now},
 		Audit:              audit.NewWriter(buckets, cfg.AuditBucket),
 		Alerts:             fn.Alerter(cfg.AlertsTopic, store.NewLedger(db, cfg.LedgerTable, time.Now)),
 		Filter:             filter,

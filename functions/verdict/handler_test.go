@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
@@ -43,6 +42,7 @@ type env struct {
 	orders *store.Orders
 	stripe string
 	sqs    *sqs.Client
+	queues *queue.Client
 	s3     *s3.Client
 	logs   *testkit.Buffer
 	clock  *testkit.Clock
@@ -59,17 +59,17 @@ func newEnv(t *testing.T) *env {
 	f := provision.ForTest(t, nil)
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
-	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), counts: counts{}}
-	db := dynamodb.NewFromConfig(f.AWS)
+	e := &env{t: t, f: f, stripe: srv.URL, sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), counts: counts{}}
+	db := awsenv.NewTables(f.AWS)
 	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
+	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
 	metrics := obs.NewMetrics(io.Discard, "Oracle", e.clock.Now)
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
 	auditor := audit.NewWriter(e.s3, f.Ref("AuditBucket"))
-	generate := queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now)
-	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
+	generate := queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now)
+	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
 		Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: 30 * time.Second, Retention: 90 * 24 * time.Hour}
 	e.h = &Handler{Orders: e.orders, Test: stripex.New("sk_test_verdict", stripex.Options{BaseURL: srv.URL}), Fulfil: e.svc,
 		Regen: ledger, Originals: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: e.counts, Hasher: hasher, Log: log, Now: e.clock.Now,
@@ -310,7 +310,7 @@ func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 	failing := e.session(oracle.TierQuick, "q", true)
 	e.ready(failing, time.Now().Add(time.Hour))
 	good := e.h.Generate
-	e.h.Generate = queue.NewSender(e.sqs, e.f.Ref("GenerateQueue")+"-missing", e.clock.Now)
+	e.h.Generate = queue.NewSender(e.queues, e.f.Ref("GenerateQueue")+"-missing", e.clock.Now)
 	if code, _ := e.get(failing); code != http.StatusInternalServerError {
 		t.Fatalf("a failed send answered %d, want 500", code)
 	}
@@ -399,7 +399,7 @@ func TestDeletedOrderComesBackAsARegeneration(t *testing.T) {
 	ctx := context.Background()
 	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)
 	e.ready(id, e.clock.Now().Add(time.Hour))
-	ledger := store.NewLedger(dynamodb.NewFromConfig(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
+	ledger := store.NewLedger(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
 	original := oracle.Original{Verdict: oracle.VerdictGreen, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef"}
 	if err := ledger.KeepOriginal(ctx, id, original, 730*24*time.Hour); err != nil {
 		t.Fatal(err)

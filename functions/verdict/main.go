@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -24,8 +22,8 @@ import (
 func main() {
 	fn, cfg := coldstart.Start(loadConfig)
 	log, aws := fn.Log, fn.AWS
-	db := dynamodb.NewFromConfig(aws)
-	sq := sqs.NewFromConfig(aws)
+	db := awsenv.NewTables(aws)
+	sq := queue.NewClient(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	metrics := fn.Metrics
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)

@@ -454,7 +454,7 @@ func TestEnqueueFailureIsRetriedByStripe(t *testing.T) {
 	// would stop the retry, and the retry finishes the work.
 	e := newEnv(t, Secrets{Test: testSecret})
 	good := e.svc.Generate
-	e.svc.Generate = queue.NewSender(e.sqs, e.f.Ref("GenerateQueue")+"-missing", time.Now)
+	e.svc.Generate = queue.NewSender(e.queues, e.f.Ref("GenerateQueue")+"-missing", time.Now)
 	s := paidSession("cs_test_enqfail", oracle.TierQuick, "q")
 	body := e.event("evt_enqfail", fulfil.EventCompleted, s)
 	if resp := e.send(body); resp.StatusCode != http.StatusInternalServerError || strings.Contains(resp.Body, "missing") {

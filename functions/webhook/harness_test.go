@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
@@ -43,13 +42,14 @@ const (
 // env is a webhook handler wired to a fresh copy of the template's resources
 // in moto, with everything it wrote observable.
 type env struct {
-	t   testing.TB
-	f   *provision.Fixture
-	h   *Handler
-	svc *fulfil.Service
-	db  *dynamodb.Client
-	sqs *sqs.Client
-	s3  *s3.Client
+	t      testing.TB
+	f      *provision.Fixture
+	h      *Handler
+	svc    *fulfil.Service
+	db     *awsenv.Tables
+	sqs    *sqs.Client
+	queues *queue.Client
+	s3     *s3.Client
 	// alertTexts drains the alerts published so far.
 	alertTexts func() []string
 	logs       *testkit.Buffer
@@ -60,7 +60,7 @@ type env struct {
 func newEnv(t testing.TB, secrets Secrets) *env {
 	t.Helper()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, db: dynamodb.NewFromConfig(f.AWS), sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
+	e := &env{t: t, f: f, db: awsenv.NewTables(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
 	e.clock = testkit.NewClock(time.Now())
 	e.created = time.Now().Add(-time.Minute).Unix()
 
@@ -77,11 +77,11 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 	}
 	ledger := store.NewLedger(e.db, f.Ref("LedgerTable"), e.clock.Now)
 	metrics := obs.NewMetrics(e.logs, "Oracle", e.clock.Now)
-	alerts := &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics, Now: e.clock.Now}
+	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics, Now: e.clock.Now}
 	e.svc = &fulfil.Service{
 		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
-		Generate:  queue.NewSender(e.sqs, f.Ref("GenerateQueue"), e.clock.Now),
-		Mail:      queue.NewSender(e.sqs, f.Ref("MailQueue"), e.clock.Now),
+		Generate:  queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now),
+		Mail:      queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
 		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
 		Alerts:    alerts,
 		Metrics:   metrics,

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -47,8 +47,8 @@ func newFixture(t *testing.T) *fixture {
 	}
 	log := obs.NewLogger(fx.logs, "DEBUG")
 	fx.al = &alert.Alerter{
-		SNS: sns.NewFromConfig(f.AWS), Topic: f.Ref("AlertsTopic"),
-		Dedupe:  store.NewLedger(dynamodb.NewFromConfig(f.AWS), f.Ref("LedgerTable"), fx.clk.Now),
+		SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Dedupe:  store.NewLedger(awsenv.NewTables(f.AWS), f.Ref("LedgerTable"), fx.clk.Now),
 		Metrics: obs.NewMetrics(fx.logs, "Oracle", fx.clk.Now), Log: log, Now: fx.clk.Now,
 	}
 	return fx

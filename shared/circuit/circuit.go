@@ -46,6 +46,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/condwrite"
 )
 
@@ -181,7 +182,7 @@ type Snapshot struct {
 // It holds no state of its own, so any number of Breakers in any number of
 // containers share the circuit.
 type Breaker struct {
-	db    *dynamodb.Client
+	db    *awsenv.Tables
 	table string
 	name  string
 	key   map[string]types.AttributeValue
@@ -191,7 +192,7 @@ type Breaker struct {
 
 // New returns the breaker name in table through db; now is the clock
 // (time.Now when nil).
-func New(db *dynamodb.Client, table, name string, o Options, now func() time.Time) *Breaker {
+func New(db *awsenv.Tables, table, name string, o Options, now func() time.Time) *Breaker {
 	if now == nil {
 		now = time.Now
 	}

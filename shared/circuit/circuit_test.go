@@ -13,6 +13,7 @@ import (
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/circuit"
 )
 
@@ -20,10 +21,10 @@ var ctx = context.Background()
 
 // ledger provisions the template into moto and returns a client, the Ledger
 // table's name and a settable clock.
-func ledger(tb testing.TB) (*dynamodb.Client, string, *testkit.Clock) {
+func ledger(tb testing.TB) (*awsenv.Tables, string, *testkit.Clock) {
 	tb.Helper()
 	f := provision.ForTest(tb, nil)
-	return dynamodb.NewFromConfig(f.AWS), f.Ref("LedgerTable"), testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	return awsenv.NewTables(f.AWS), f.Ref("LedgerTable"), testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 }
 
 // containers returns n breakers sharing one circuit, as n generator
@@ -409,7 +410,7 @@ func BenchmarkAllowClosed(b *testing.B) {
 func TestRetriedChangesKnowTheirOwnFirstAttempt(t *testing.T) {
 	f := provision.ForTest(t, nil)
 	l := &testkit.Lossy{}
-	db := dynamodb.NewFromConfig(f.AWS, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: l} })
+	db := awsenv.NewTables(f.AWS, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: l} })
 	clk := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	b := circuit.New(db, f.Ref("LedgerTable"), "gemini", circuit.Options{}, clk.Now)
 	lost := func(what string) {

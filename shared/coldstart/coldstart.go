@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -52,5 +51,5 @@ func (f *Function) Check(err error, what string) {
 
 // Alerter raises alerts on topic, deduplicated through dedupe (the Ledger).
 func (f *Function) Alerter(topic string, dedupe alert.Deduper) *alert.Alerter {
-	return &alert.Alerter{SNS: sns.NewFromConfig(f.AWS), Topic: topic, Dedupe: dedupe, Metrics: f.Metrics, Log: f.Log}
+	return &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: topic, Dedupe: dedupe, Metrics: f.Metrics, Log: f.Log}
 }

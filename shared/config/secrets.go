@@ -13,13 +13,33 @@ import (
 // AWSSecrets reads secrets from Secrets Manager or SSM Parameter Store,
 // chosen by the ARN's service.
 type AWSSecrets struct {
-	SecretsManager *secretsmanager.Client
-	SSM            *ssm.Client
+	secretsManager *secretsManagerClient
+	ssm            *ssmClient
 }
 
 // NewAWSSecrets builds both clients from one configuration.
 func NewAWSSecrets(cfg aws.Config) *AWSSecrets {
-	return &AWSSecrets{SecretsManager: secretsmanager.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg)}
+	return &AWSSecrets{
+		secretsManager: (*secretsManagerClient)(secretsmanager.NewFromConfig(cfg)),
+		ssm:            (*ssmClient)(ssm.NewFromConfig(cfg)),
+	}
+}
+
+// secretsManagerClient and ssmClient are the SDK clients with only the call
+// AWSSecrets makes, so that a function links that call and not the whole
+// service (see package awsenv; they are here because config, unlike awsenv,
+// is also imported by the pages function, which uses no other AWS service).
+type (
+	secretsManagerClient secretsmanager.Client
+	ssmClient            ssm.Client
+)
+
+func (c *secretsManagerClient) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput) (*secretsmanager.GetSecretValueOutput, error) {
+	return (*secretsmanager.Client)(c).GetSecretValue(ctx, in)
+}
+
+func (c *ssmClient) GetParameter(ctx context.Context, in *ssm.GetParameterInput) (*ssm.GetParameterOutput, error) {
+	return (*ssm.Client)(c).GetParameter(ctx, in)
 }
 
 // Secret fetches the value behind arn.
@@ -30,14 +50,14 @@ func (s *AWSSecrets) Secret(ctx context.Context, arn string) (string, error) {
 	}
 	switch parts[2] {
 	case "secretsmanager":
-		out, err := s.SecretsManager.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+		out, err := s.secretsManager.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
 		if err != nil {
 			return "", fmt.Errorf("read secret %s: %w", arn, err)
 		}
 		return aws.ToString(out.SecretString), nil
 	case "ssm":
 		// GetParameter takes the ARN itself as the name.
-		out, err := s.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(arn), WithDecryption: aws.Bool(true)})
+		out, err := s.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(arn), WithDecryption: aws.Bool(true)})
 		if err != nil {
 			return "", fmt.Errorf("read parameter %s: %w", arn, err)
 		}

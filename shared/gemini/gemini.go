@@ -53,9 +53,23 @@ type Options struct {
 // Client calls the Gemini API with one key and model. It is safe for
 // concurrent use.
 type Client struct {
-	models  *genai.Models
+	models  *models
 	model   string
 	timeout time.Duration
+}
+
+// models is genai.Models with only the calls a Client makes. A Client is
+// stored in interfaces, and in the generator, where reflection can call
+// methods, the linker keeps every method of the types inside a stored value:
+// with *genai.Models here, every Gemini API operation (see package awsenv).
+type models genai.Models
+
+func (m *models) GenerateContent(ctx context.Context, model string, contents []*genai.Content, config *genai.GenerateContentConfig) (*genai.GenerateContentResponse, error) {
+	return (*genai.Models)(m).GenerateContent(ctx, model, contents, config)
+}
+
+func (m *models) Get(ctx context.Context, model string, config *genai.GetModelConfig) (*genai.Model, error) {
+	return (*genai.Models)(m).Get(ctx, model, config)
 }
 
 // New returns a Client for o. It fails when the API key is empty, the
@@ -87,7 +101,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		// genai's messages can print the whole configuration, key included.
 		return nil, fmt.Errorf("gemini: new client: %w", redacted{err: err, secret: o.APIKey})
 	}
-	return &Client{models: c.Models, model: o.Model, timeout: o.Timeout}, nil
+	return &Client{models: (*models)(c.Models), model: o.Model, timeout: o.Timeout}, nil
 }
 
 // Model is the model the client calls, as configured.

@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	clock := testkit.NewClock(time.Date(2026, 11, 21, 14, 23, 7, 0, time.UTC))
-	return &fixture{ses: &mail.SES{Client: c, Now: clock.Now}, client: c, endpoint: aws.ToString(f.AWS.BaseEndpoint), clock: clock}
+	return &fixture{ses: &mail.SES{Client: mail.NewClient(f.AWS), Now: clock.Now}, client: c, endpoint: aws.ToString(f.AWS.BaseEndpoint), clock: clock}
 }
 
 func recipient(t *testing.T) string {
@@ -232,7 +232,7 @@ func fakeSES(t *testing.T, status int, code, message string) *mail.SES {
 
 func client(endpoint string) *mail.SES {
 	// No SDK retries: each case is one request and one answer.
-	c := sesv2.NewFromConfig(awsenv.ForEndpoint(endpoint, provision.TestRegion), func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} })
+	c := mail.NewClient(awsenv.ForEndpoint(endpoint, provision.TestRegion), func(o *sesv2.Options) { o.Retryer = aws.NopRetryer{} })
 	return &mail.SES{Client: c}
 }
 

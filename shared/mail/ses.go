@@ -34,9 +34,25 @@ type Outgoing struct {
 	HTML    string // the HTML alternative, if any
 }
 
+// Client is the SES v2 client SES sends through: sesv2.Client with only
+// SendEmail, so that the mailer links that one operation and not all of SES,
+// which it would because its templates can call methods by reflection (see
+// package awsenv).
+type Client sesv2.Client
+
+// NewClient returns an SES v2 client for cfg.
+func NewClient(cfg aws.Config, optFns ...func(*sesv2.Options)) *Client {
+	return (*Client)(sesv2.NewFromConfig(cfg, optFns...))
+}
+
+// SendEmail is sesv2.Client.SendEmail.
+func (c *Client) SendEmail(ctx context.Context, in *sesv2.SendEmailInput, optFns ...func(*sesv2.Options)) (*sesv2.SendEmailOutput, error) {
+	return (*sesv2.Client)(c).SendEmail(ctx, in, optFns...)
+}
+
 // SES sends through Amazon SES v2.
 type SES struct {
-	Client *sesv2.Client
+	Client *Client
 	// Now stamps the Date header; time.Now when nil.
 	Now func() time.Time
 }

@@ -85,15 +85,31 @@ func Parse(body string) (Job, error) {
 // re-sending with the remaining delay.
 const maxDelay = 15 * time.Minute
 
+// Client is the SQS client Senders send through: sqs.Client with only
+// SendMessage, so that a function links that one operation and not all of
+// SQS, which it would where reflection can call methods (see package
+// awsenv).
+type Client sqs.Client
+
+// NewClient returns an SQS client for cfg.
+func NewClient(cfg aws.Config, optFns ...func(*sqs.Options)) *Client {
+	return (*Client)(sqs.NewFromConfig(cfg, optFns...))
+}
+
+// SendMessage is sqs.Client.SendMessage.
+func (c *Client) SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	return (*sqs.Client)(c).SendMessage(ctx, in, optFns...)
+}
+
 // Sender sends jobs to one queue.
 type Sender struct {
-	sqs *sqs.Client
+	sqs *Client
 	url string
 	now func() time.Time
 }
 
-// NewSender sends to the queue at url.
-func NewSender(c *sqs.Client, url string, now func() time.Time) *Sender {
+// NewSender sends to the queue at url through c.
+func NewSender(c *Client, url string, now func() time.Time) *Sender {
 	if now == nil {
 		now = time.Now
 	}

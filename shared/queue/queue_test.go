@@ -50,7 +50,7 @@ func TestSendDelaysUpToTheSQSCap(t *testing.T) {
 	f := provision.ForTest(t, nil)
 	c := sqs.NewFromConfig(f.AWS)
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	s := queue.NewSender(c, f.Ref("GenerateQueue"), func() time.Time { return now })
+	s := queue.NewSender(queue.NewClient(f.AWS), f.Ref("GenerateQueue"), func() time.Time { return now })
 	if err := s.Send(ctx, queue.Job{SessionID: "bad", Reason: queue.ReasonPaid}); err == nil {
 		t.Fatal("an invalid job was sent")
 	}

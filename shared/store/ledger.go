@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -19,13 +20,13 @@ import (
 // breaker, health counters and first verdicts kept past their orders. Each
 // record expires by TTL.
 type Ledger struct {
-	db    *dynamodb.Client
+	db    *awsenv.Tables
 	table string
 	now   func() time.Time
 }
 
 // NewLedger uses table through db; now is the clock (time.Now when nil).
-func NewLedger(db *dynamodb.Client, table string, now func() time.Time) *Ledger {
+func NewLedger(db *awsenv.Tables, table string, now func() time.Time) *Ledger {
 	if now == nil {
 		now = time.Now
 	}

@@ -15,19 +15,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
 // Orders is the orders table.
 type Orders struct {
-	db    *dynamodb.Client
+	db    *awsenv.Tables
 	table string
 	now   func() time.Time
 }
 
 // NewOrders uses table through db; now is the clock (time.Now when nil).
-func NewOrders(db *dynamodb.Client, table string, now func() time.Time) *Orders {
+func NewOrders(db *awsenv.Tables, table string, now func() time.Time) *Orders {
 	if now == nil {
 		now = time.Now
 	}

@@ -11,6 +11,7 @@ import (
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -21,7 +22,7 @@ import (
 func TestRetriedWritesKnowTheirOwnFirstAttempt(t *testing.T) {
 	f := provision.ForTest(t, nil)
 	l := &testkit.Lossy{}
-	db := dynamodb.NewFromConfig(f.AWS, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: l} })
+	db := awsenv.NewTables(f.AWS, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: l} })
 	clk := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	orders := store.NewOrders(db, f.Ref("OrdersTable"), clk.Now)
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), clk.Now)

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -20,7 +19,7 @@ import (
 func newOrders(t *testing.T) (*store.Orders, *store.Ledger, *testkit.Clock) {
 	t.Helper()
 	f := provision.ForTest(t, nil)
-	db := dynamodb.NewFromConfig(f.AWS)
+	db := awsenv.NewTables(f.AWS)
 	c := testkit.NewClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	return store.NewOrders(db, f.Ref("OrdersTable"), c.Now), store.NewLedger(db, f.Ref("LedgerTable"), c.Now), c
 }

@@ -14,14 +14,19 @@ import (
 	"time"
 
 	"github.com/stripe/stripe-go/v76"
-	"github.com/stripe/stripe-go/v76/client"
+	"github.com/stripe/stripe-go/v76/checkout/session"
 
 	"42sisters.ai/oracle/shared/oracle"
 )
 
 // Client is a Stripe API client for one secret key.
+//
+// It holds the Checkout Sessions client alone, not stripe-go's client.API:
+// that one holds a client for every Stripe resource, and where reflection
+// can call methods (the mailer's templates) the linker keeps every method
+// of the types inside a value stored in an interface, as a Client is.
 type Client struct {
-	api *client.API
+	sessions *session.Client
 }
 
 // Options configure the client.
@@ -50,13 +55,7 @@ func New(key string, o Options) *Client {
 	if o.BaseURL != "" {
 		cfg.URL = stripe.String(o.BaseURL)
 	}
-	api := &client.API{}
-	api.Init(key, &stripe.Backends{
-		API:     stripe.GetBackendWithConfig(stripe.APIBackend, cfg),
-		Connect: stripe.GetBackendWithConfig(stripe.ConnectBackend, cfg),
-		Uploads: stripe.GetBackendWithConfig(stripe.UploadsBackend, cfg),
-	})
-	return &Client{api: api}
+	return &Client{sessions: &session.Client{B: stripe.GetBackendWithConfig(stripe.APIBackend, cfg), Key: key}}
 }
 
 // CheckoutRequest is what a Checkout Session is made of.
@@ -105,7 +104,7 @@ func Params(r CheckoutRequest) *stripe.CheckoutSessionParams {
 func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (CheckoutSession, error) {
 	p := Params(r)
 	p.Context = ctx
-	s, err := c.api.CheckoutSessions.New(p)
+	s, err := c.sessions.New(p)
 	if err != nil {
 		return CheckoutSession{}, classify(err, "create checkout session")
 	}
@@ -116,7 +115,7 @@ func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (
 func (c *Client) RetrieveSession(ctx context.Context, id string) (oracle.Session, error) {
 	p := &stripe.CheckoutSessionParams{}
 	p.Context = ctx
-	s, err := c.api.CheckoutSessions.Get(id, p)
+	s, err := c.sessions.Get(id, p)
 	if err != nil {
 		return oracle.Session{}, classify(err, "retrieve checkout session")
 	}

@@ -1,0 +1,73 @@
+package awsenv
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+)
+
+// The functions do not keep SDK clients: they keep the types below and
+// their like in other packages (queue.Client, mail.Client, the clients
+// inside config.AWSSecrets and gemini.Client). A client stored in an
+// interface, or in a struct that is, keeps every one of its exported
+// methods in the binary as soon as anything in it can call methods by
+// reflection (text/template in the mailer, go-cmp under genai in the
+// generator): the linker can no longer tell which ones are called. For an
+// SDK client that is every operation of its service, up to megabytes of
+// code. Each type here is its SDK client under another name (nothing is
+// copied or wrapped) whose only methods are the operations the functions
+// call, so only those are linked; a new call is a new forwarding method. A
+// struct holding the SDK client would not do: the linker keeps the methods
+// of a stored value's field types too.
+//
+// Every function that uses AWS calls DynamoDB and SNS, so their types are
+// here; a service that only some functions use has its type with its one
+// user, because importing an SDK service package costs a function hundreds
+// of KB of generated code even when it calls nothing in it.
+//
+// S3 has no such type: the SDK itself stores its S3 client in an interface
+// (the S3 Express credentials provider), so all of S3 is linked anyway.
+
+// Tables is a DynamoDB client with the item operations of the store and the
+// circuit breaker.
+type Tables dynamodb.Client
+
+// NewTables returns a DynamoDB client for cfg.
+func NewTables(cfg aws.Config, optFns ...func(*dynamodb.Options)) *Tables {
+	return (*Tables)(dynamodb.NewFromConfig(cfg, optFns...))
+}
+
+// GetItem is dynamodb.Client.GetItem.
+func (c *Tables) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return (*dynamodb.Client)(c).GetItem(ctx, in, optFns...)
+}
+
+// PutItem is dynamodb.Client.PutItem.
+func (c *Tables) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return (*dynamodb.Client)(c).PutItem(ctx, in, optFns...)
+}
+
+// UpdateItem is dynamodb.Client.UpdateItem.
+func (c *Tables) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return (*dynamodb.Client)(c).UpdateItem(ctx, in, optFns...)
+}
+
+// DeleteItem is dynamodb.Client.DeleteItem.
+func (c *Tables) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return (*dynamodb.Client)(c).DeleteItem(ctx, in, optFns...)
+}
+
+// Topics is an SNS client that publishes.
+type Topics sns.Client
+
+// NewTopics returns an SNS client for cfg.
+func NewTopics(cfg aws.Config, optFns ...func(*sns.Options)) *Topics {
+	return (*Topics)(sns.NewFromConfig(cfg, optFns...))
+}
+
+// Publish is sns.Client.Publish.
+func (c *Topics) Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error) {
+	return (*sns.Client)(c).Publish(ctx, in, optFns...)
+}
