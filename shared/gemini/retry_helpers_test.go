@@ -10,29 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/gemini"
 )
-
-// clock is a settable time source: sleeps and the stub's latencies move it
-// forward, nothing waits.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Now()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // step is one scripted answer of a stub: a reply, or an error, after a
 // latency on the clock.
@@ -45,7 +25,7 @@ type step struct {
 // stub is a scripted Generator. Calls beyond its script answer validReply.
 type stub struct {
 	model string
-	clock *clock
+	clock *testkit.Clock
 	steps []step
 
 	mu       sync.Mutex
@@ -70,7 +50,7 @@ func (s *stub) Generate(ctx context.Context, r gemini.Request) (gemini.Reply, er
 		st = s.steps[i]
 	}
 	if s.clock != nil {
-		s.clock.advance(st.latency)
+		s.clock.Add(st.latency)
 	}
 	return st.reply, st.err
 }
@@ -120,7 +100,7 @@ func ok(model string, latency time.Duration) step {
 // harness wires a Caller to a clock, scripted randomness, recorded sleeps
 // and recorded logs.
 type harness struct {
-	clock *clock
+	clock *testkit.Clock
 	logs  *recorder
 
 	mu     sync.Mutex
@@ -130,7 +110,7 @@ type harness struct {
 }
 
 func newHarness(rands ...float64) *harness {
-	return &harness{clock: newClock(), logs: &recorder{}, rands: rands}
+	return &harness{clock: testkit.NewClock(time.Now()), logs: &recorder{}, rands: rands}
 }
 
 func (h *harness) caller(primary, fallback gemini.Generator, p gemini.Policy) *gemini.Caller {
@@ -152,7 +132,7 @@ func (h *harness) caller(primary, fallback gemini.Generator, p gemini.Policy) *g
 			h.mu.Lock()
 			h.sleeps = append(h.sleeps, d)
 			h.mu.Unlock()
-			h.clock.advance(d)
+			h.clock.Add(d)
 			return ctx.Err()
 		},
 		Now: h.clock.Now,
