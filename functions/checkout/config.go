@@ -35,7 +35,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		return settings{}, err
 	}
 	if _, _, err := stripex.ModeKeys(s.StripeKey, ""); err != nil {
-		return settings{}, fmt.Errorf("invalid configuration: %w", err)
+		return settings{}, fmt.Errorf("invalid configuration: STRIPE_SECRET_KEY: %w", err)
 	}
 	if err := validOrigins(s.AllowedOrigins); err != nil {
 		return settings{}, fmt.Errorf("invalid configuration: ALLOWED_ORIGINS: %w", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,14 +78,9 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	// A half-open probe holds its slot for one whole model call: every
 	// attempt and the longest backoffs between them.
 	s.Circuit.ProbeLease = gemini.MaxAttempts*s.CallTimeout + (gemini.MaxAttempts-1)*gemini.DefaultBackoffCap
-	pepper := env.Secret(ctx, "HASH_PEPPER", true)
+	s.Hasher = audit.HasherFrom(ctx, env)
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	h, err := audit.NewHasher(pepper)
-	if err != nil {
-		return settings{}, fmt.Errorf("invalid configuration: HASH_PEPPER: %w", err)
-	}
-	s.Hasher = h
 	return s, nil
 }

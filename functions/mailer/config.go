@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -53,21 +52,10 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			Support: env.Address("SUPPORT_EMAIL", letter.DefaultBrand().Support),
 		},
 	}
-	key := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
-	testKey := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
-	pepper := env.Secret(ctx, "HASH_PEPPER", true)
+	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
+	s.Hasher = audit.HasherFrom(ctx, env)
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	live, test, err := stripex.ModeKeys(key, testKey)
-	if err != nil {
-		return settings{}, fmt.Errorf("invalid configuration: %w", err)
-	}
-	s.StripeLive, s.StripeTest = live, test
-	h, err := audit.NewHasher(pepper)
-	if err != nil {
-		return settings{}, fmt.Errorf("invalid configuration: HASH_PEPPER: %w", err)
-	}
-	s.Hasher = h
 	return s, nil
 }

@@ -41,7 +41,7 @@ var DefaultPolling = Polling{First: time.Second, Cap: 10 * time.Second, GiveUp: 
 // The defaults of the two settings (see loadConfig).
 const (
 	defaultSite    = "42 Sisters AI"
-	defaultSupport = "oracle@42sisters.ai"
+	defaultSupport = oracle.SupportAddress
 )
 
 //go:embed templates

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,6 +9,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -39,26 +39,15 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		MailQueue:     env.String("MAIL_QUEUE_URL"),
 		AuditBucket:   env.String("AUDIT_BUCKET"),
 		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
-		Support:       env.Address("SUPPORT_EMAIL", "oracle@42sisters.ai"),
+		Support:       env.Address("SUPPORT_EMAIL", oracle.SupportAddress),
 		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
 		Retention:     time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
 		JobLease:      env.Duration("JOB_LEASE", fulfil.DefaultLease),
 	}
-	key := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
-	testKey := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
-	pepper := env.Secret(ctx, "HASH_PEPPER", true)
+	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
+	s.Hasher = audit.HasherFrom(ctx, env)
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	live, test, err := stripex.ModeKeys(key, testKey)
-	if err != nil {
-		return settings{}, fmt.Errorf("invalid configuration: %w", err)
-	}
-	s.StripeLive, s.StripeTest = live, test
-	h, err := audit.NewHasher(pepper)
-	if err != nil {
-		return settings{}, fmt.Errorf("invalid configuration: HASH_PEPPER: %w", err)
-	}
-	s.Hasher = h
 	return s, nil
 }

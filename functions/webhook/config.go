@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,14 +44,9 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		Retention: time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
 		JobLease:  env.Duration("JOB_LEASE", fulfil.DefaultLease),
 	}
-	pepper := env.Secret(ctx, "HASH_PEPPER", true)
+	s.Hasher = audit.HasherFrom(ctx, env)
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	h, err := audit.NewHasher(pepper)
-	if err != nil {
-		return settings{}, fmt.Errorf("invalid configuration: HASH_PEPPER: %w", err)
-	}
-	s.Hasher = h
 	return s, nil
 }

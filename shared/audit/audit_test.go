@@ -11,6 +11,7 @@ import (
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -156,5 +157,29 @@ func TestOfOrder(t *testing.T) {
 	// A clock that stepped back never gives a negative latency.
 	if r := audit.OfOrder(h, o, audit.SourceGenerator, "x", audit.StatusOK, at.Add(time.Second), at); r.LatencyMS != 0 {
 		t.Fatalf("latency %d", r.LatencyMS)
+	}
+}
+
+func TestHasherFrom(t *testing.T) {
+	cases := []struct {
+		pepper, problem string
+	}{
+		{"0123456789abcdef-pepper", ""},
+		{"", "HASH_PEPPER_ARN (or HASH_PEPPER for local runs) is required"},
+		{"short", "HASH_PEPPER: hash pepper must be at least 16 bytes"},
+	}
+	for _, c := range cases {
+		env := config.New(func(k string) (string, bool) { return map[string]string{"HASH_PEPPER": c.pepper}[k], true }, nil)
+		h := audit.HasherFrom(context.Background(), env)
+		err := env.Err()
+		if c.problem == "" {
+			if err != nil || h == nil || h.Hash("x") != hasher(t).Hash("x") {
+				t.Errorf("pepper %q: %v", c.pepper, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.problem) || strings.Count(err.Error(), "HASH_PEPPER") != strings.Count(c.problem, "HASH_PEPPER") {
+			t.Errorf("pepper %q: %v, want exactly the problem %q", c.pepper, err, c.problem)
+		}
 	}
 }

@@ -4,11 +4,14 @@
 package audit
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"strings"
+
+	"42sisters.ai/oracle/shared/config"
 )
 
 // HashPrefix marks a keyed hash; the schema check requires it on the email
@@ -29,6 +32,20 @@ func NewHasher(pepper string) (*Hasher, error) {
 		return nil, errors.New("hash pepper must be at least 16 bytes")
 	}
 	return &Hasher{pepper: []byte(pepper)}, nil
+}
+
+// HasherFrom reads the HASH_PEPPER secret from env, recording a missing or
+// short pepper as env's problem (nil is returned then).
+func HasherFrom(ctx context.Context, env *config.Env) *Hasher {
+	pepper := env.Secret(ctx, "HASH_PEPPER", true)
+	if pepper == "" {
+		return nil // missing: already env's problem
+	}
+	h, err := NewHasher(pepper)
+	if err != nil {
+		env.Invalid("HASH_PEPPER", err)
+	}
+	return h
 }
 
 // Hash returns the keyed hash of s: the prefix and 32 hex digits (128 bits),

@@ -45,6 +45,12 @@ func (e *Env) problem(format string, args ...any) {
 	e.problems = append(e.problems, fmt.Sprintf(format, args...))
 }
 
+// Invalid records that the setting name, read by another package's getter,
+// is unusable.
+func (e *Env) Invalid(name string, err error) {
+	e.problem("%s: %v", name, err)
+}
+
 // String returns a required setting.
 func (e *Env) String(name string) string {
 	v := e.get(name)

@@ -74,3 +74,7 @@ func FormatAmount(cents int64, currency string) string {
 	}
 	return fmt.Sprintf("%d_%s", cents, strings.ToUpper(currency))
 }
+
+// SupportAddress is where customers are told to write, and the emails'
+// sender, unless SUPPORT_EMAIL and MAIL_FROM say otherwise.
+const SupportAddress = "oracle@42sisters.ai"

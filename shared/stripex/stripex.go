@@ -16,6 +16,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/checkout/session"
 
+	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -200,6 +201,22 @@ func (quiet) Infof(string, ...any)  {}
 func (quiet) Warnf(string, ...any)  {}
 func (quiet) Errorf(string, ...any) {}
 
+// KeysFrom reads STRIPE_SECRET_KEY (required) and STRIPE_TEST_SECRET_KEY
+// from env and sorts them with ModeKeys, recording a key that is not one as
+// env's problem.
+func KeysFrom(ctx context.Context, env *config.Env) (liveKey, testKey string) {
+	key := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
+	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
+	if key == "" {
+		return "", "" // missing: already env's problem
+	}
+	liveKey, testKey, err := ModeKeys(key, test)
+	if err != nil {
+		env.Invalid("STRIPE_SECRET_KEY", err)
+	}
+	return liveKey, testKey
+}
+
 // ModeKeys sorts the configured secret keys by the mode they serve: the
 // main key serves its own mode, and the optional test key serves test-mode
 // (smoke) sessions when the main key is live. A session is always read
@@ -211,5 +228,5 @@ func ModeKeys(main, test string) (liveKey, testKey string, err error) {
 	case strings.HasPrefix(main, "sk_test_") || strings.HasPrefix(main, "rk_test_"):
 		return "", main, nil
 	}
-	return "", "", errors.New("STRIPE_SECRET_KEY is not a Stripe secret key")
+	return "", "", errors.New("not a Stripe secret key (sk_ or rk_, live or test)")
 }

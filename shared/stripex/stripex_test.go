@@ -1,6 +1,7 @@
 package stripex
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 
+	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -111,5 +113,25 @@ func TestModeKeys(t *testing.T) {
 	}
 	if _, _, err := ModeKeys("pk_live_publishable", ""); err == nil {
 		t.Error("a publishable key was accepted")
+	}
+}
+
+func TestKeysFrom(t *testing.T) {
+	cases := []struct {
+		key, test, live, forTest, problem string
+	}{
+		{"sk_live_a", "sk_test_b", "sk_live_a", "sk_test_b", ""},
+		{"sk_test_a", "", "", "sk_test_a", ""},
+		{"", "", "", "", "STRIPE_SECRET_KEY_ARN (or STRIPE_SECRET_KEY for local runs) is required"},
+		{"pk_live_publishable", "", "", "", "STRIPE_SECRET_KEY: not a Stripe secret key"},
+	}
+	for _, c := range cases {
+		vars := map[string]string{"STRIPE_SECRET_KEY": c.key, "STRIPE_TEST_SECRET_KEY": c.test}
+		env := config.New(func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, nil)
+		live, test := KeysFrom(context.Background(), env)
+		err := env.Err()
+		if live != c.live || test != c.forTest || (err == nil) != (c.problem == "") || (err != nil && !strings.Contains(err.Error(), c.problem)) {
+			t.Errorf("key %q, test key %q: %q, %q, %v", c.key, c.test, live, test, err)
+		}
 	}
 }

@@ -24,8 +24,8 @@ import (
 // Brand is who the letters come from. A zero field takes its default.
 type Brand struct {
 	Name    string // the company name in subjects and signatures; default "42 Sisters AI"
-	Sender  string // the From address; default "oracle@42sisters.ai"
-	Support string // the address printed in footers, where replies go; default "oracle@42sisters.ai"
+	Sender  string // the From address; default oracle.SupportAddress
+	Support string // the address printed in footers, where replies go; default oracle.SupportAddress
 }
 
 // DefaultBrand is the brand of SPEC_ORACLE_VERDICT_PIPELINE "Outputs 3".
@@ -36,10 +36,10 @@ func (b Brand) withDefaults() Brand {
 		b.Name = "42 Sisters AI"
 	}
 	if b.Sender == "" {
-		b.Sender = "oracle@42sisters.ai"
+		b.Sender = oracle.SupportAddress
 	}
 	if b.Support == "" {
-		b.Support = "oracle@42sisters.ai"
+		b.Support = oracle.SupportAddress
 	}
 	return b
 }
