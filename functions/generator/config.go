@@ -10,6 +10,7 @@ import (
 	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 )
 
@@ -62,8 +63,8 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		CallTimeout:       env.Duration("GEMINI_CALL_TIMEOUT", gemini.DefaultTimeout),
 		BackoffBase:       env.Duration("GEMINI_BACKOFF_BASE", gemini.DefaultBackoffBase),
 		MaxReceives:       env.Int("GENERATE_MAX_RECEIVES", 5, 1, 1000),
-		Retention:         time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
-		OriginalRetention: time.Duration(env.Int("ORIGINAL_RETENTION_DAYS", 730, 1, 3650)) * 24 * time.Hour,
+		Retention:         env.Days("ORDER_RETENTION_DAYS", 90, oracle.MinRetentionDays, 3650),
+		OriginalRetention: env.Days("ORIGINAL_RETENTION_DAYS", 730, 1, 3650),
 		Circuit: circuit.Options{
 			FailureThreshold: env.Int("GEMINI_CIRCUIT_OPEN_THRESHOLD", 5, 1, 1000),
 			OpenFor:          env.Duration("GEMINI_CIRCUIT_OPEN_FOR", 60*time.Second),

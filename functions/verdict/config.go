@@ -41,7 +41,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
 		Support:       env.Address("SUPPORT_EMAIL", oracle.SupportAddress),
 		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
-		Retention:     time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		Retention:     env.Days("ORDER_RETENTION_DAYS", 90, oracle.MinRetentionDays, 3650),
 		JobLease:      env.Duration("JOB_LEASE", fulfil.DefaultLease),
 	}
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)

@@ -193,6 +193,8 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 		// Past the retention the order is gone and no verdict of it is
 		// kept: claiming it again would count the payment twice and could
 		// email a second, different verdict (or one for a refunded order).
+		// The webhook never meets such a session: an order outlives every
+		// Stripe retry (oracle.MinRetentionDays).
 		log.Warn("paid session past its retention with nothing kept; not claimed again")
 		return httpapi.JSON(http.StatusGone, answer{Status: "expired", Message: fmt.Sprintf(
 			"This order is more than %d days old and we no longer keep it. Write to %s and we will help.", int(h.Retention/(24*time.Hour)), h.Support)})

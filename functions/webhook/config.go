@@ -9,6 +9,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 type settings struct {
@@ -41,7 +42,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			Live: env.Secret(ctx, "STRIPE_WEBHOOK_SECRET", false),
 			Test: env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false),
 		},
-		Retention: time.Duration(env.Int("ORDER_RETENTION_DAYS", 90, 1, 3650)) * 24 * time.Hour,
+		Retention: env.Days("ORDER_RETENTION_DAYS", 90, oracle.MinRetentionDays, 3650),
 		JobLease:  env.Duration("JOB_LEASE", fulfil.DefaultLease),
 	}
 	s.Hasher = audit.HasherFrom(ctx, env)

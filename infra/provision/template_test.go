@@ -85,7 +85,7 @@ func TestAlarmsCanFire(t *testing.T) {
 // settingRead matches a setting code reads by name: the getters of
 // shared/config and os.Getenv. A secret is read as NAME_ARN (deployed) or
 // NAME (local).
-var settingRead = regexp.MustCompile(`\b(String|Optional|Int|Duration|URL|List|Address|Secret|Getenv)\((?:ctx, )?"([A-Z][A-Z0-9_]*)"`)
+var settingRead = regexp.MustCompile(`\b(String|Optional|Int|Days|Duration|URL|List|Address|Secret|Getenv)\((?:ctx, )?"([A-Z][A-Z0-9_]*)"`)
 
 // settingsRead returns the settings the function in dir reads: in the
 // non-test Go files of its own package and of every package of this module

@@ -93,6 +93,12 @@ func (e *Env) Int(name string, def, min, max int) int {
 	return n
 }
 
+// Days returns a whole number of days within [min, max] as a duration, or
+// def days when unset.
+func (e *Env) Days(name string, def, min, max int) time.Duration {
+	return time.Duration(e.Int(name, def, min, max)) * 24 * time.Hour
+}
+
 // Duration returns a Go duration setting (e.g. "45s"), or def when unset.
 func (e *Env) Duration(name string, def time.Duration) time.Duration {
 	v := e.get(name)

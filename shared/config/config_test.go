@@ -20,18 +20,19 @@ func lookup(m map[string]string) func(string) (string, bool) {
 
 func TestEveryProblemIsReportedAtOnce(t *testing.T) {
 	env := config.New(lookup(map[string]string{
-		"BASE_URL": "ftp://nope", "N": "x", "D": "-1s",
+		"BASE_URL": "ftp://nope", "N": "x", "D": "-1s", "DAYS": "1",
 	}), nil)
 	env.String("ORDERS_TABLE")
 	env.URL("BASE_URL")
 	env.Int("N", 1, 0, 10)
 	env.Duration("D", time.Second)
+	env.Days("DAYS", 90, 4, 3650)
 	env.Secret(context.Background(), "STRIPE_SECRET_KEY", true)
 	err := env.Err()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"ORDERS_TABLE is required", "BASE_URL must be", "N must be", "D must be", "STRIPE_SECRET_KEY_ARN (or STRIPE_SECRET_KEY"} {
+	for _, want := range []string{"ORDERS_TABLE is required", "BASE_URL must be", "N must be", "D must be", "DAYS must be", "STRIPE_SECRET_KEY_ARN (or STRIPE_SECRET_KEY"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -53,6 +54,9 @@ func TestValuesAndDefaults(t *testing.T) {
 	}
 	if env.Duration("D", time.Second) != 45*time.Second {
 		t.Error("Duration")
+	}
+	if env.Days("N", 90, 4, 3650) != 7*24*time.Hour || env.Days("MISSING", 90, 4, 3650) != 90*24*time.Hour {
+		t.Error("Days")
 	}
 	if env.Optional("MISSING", "def") != "def" {
 		t.Error("Optional")

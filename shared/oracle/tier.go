@@ -78,3 +78,8 @@ func FormatAmount(cents int64, currency string) string {
 // SupportAddress is where customers are told to write, and the emails'
 // sender, unless SUPPORT_EMAIL and MAIL_FROM say otherwise.
 const SupportAddress = "oracle@42sisters.ai"
+
+// MinRetentionDays is the shortest order retention: Stripe retries a webhook
+// for up to 3 days, and an order must outlive every retry of its events, or
+// a late one would claim the deleted order again.
+const MinRetentionDays = 4
