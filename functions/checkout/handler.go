@@ -79,7 +79,7 @@ func (h *Handler) checkout(ctx context.Context, req httpapi.Request) (string, er
 	s, err := h.Stripe.CreateCheckoutSession(ctx, r)
 	if err != nil {
 		if errors.Is(err, stripex.ErrAuth) {
-			h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "STRIPE_AUTH", Detail: "Stripe rejected the API key; no customer can pay"})
+			h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.StripeAuth, Detail: "Stripe rejected the API key; no customer can pay"})
 		}
 		return "", err
 	}

@@ -110,7 +110,7 @@ func newEnv(t *testing.T) *env {
 		Circuit: e.breaker,
 		Mail:    queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
 		Requeue: &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
-		Audit:   audit.NewWriter(e.s3, f.Ref("AuditBucket")),
+
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
@@ -119,6 +119,7 @@ func newEnv(t *testing.T) *env {
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
 		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase, QuarantineReminder: quarantine.DefaultReminder,
 	}
+	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
 	return e
 }
 
@@ -193,7 +194,7 @@ func (e *env) byEvent() map[string]int {
 	e.t.Helper()
 	n := map[string]int{}
 	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
-		n[r.Event+"/"+string(r.Status)]++
+		n[string(r.Event)+"/"+string(r.Status)]++
 	}
 	return n
 }
@@ -344,7 +345,7 @@ func TestLastFailureMarksFailedAndAlerts(t *testing.T) {
 		t.Fatalf("alerts %q", alerts)
 	}
 	// The customer is told, once: the failure notice.
-	if jobs := e.mailJobs(); len(jobs) != 1 || jobs[0].Kind != queue.MailFailed {
+	if jobs := e.mailJobs(); len(jobs) != 1 || jobs[0].Kind != oracle.MailFailed {
 		t.Fatalf("mail jobs %+v", jobs)
 	}
 }
@@ -438,7 +439,7 @@ func TestSampleEvent(t *testing.T) {
 func TestFailedAuditWriteAlertsAndTheVerdictIsStillMailed(t *testing.T) {
 	e := newEnv(t)
 	// A bucket name no test creates: the fixture's own, suffixed.
-	e.h.Audit = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
+	e.h.Audit.Writer = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
 	id := "cs_test_genauditfail"
 	query := "Should I sell my grandmother's recipe book?"
 	e.paid(id, oracle.TierQuick, query)
@@ -450,7 +451,7 @@ func TestFailedAuditWriteAlertsAndTheVerdictIsStillMailed(t *testing.T) {
 		t.Fatalf("order %+v, want READY with the verdict", o)
 	}
 	jobs := e.mailJobs()
-	if len(jobs) != 1 || jobs[0].SessionID != id || jobs[0].Kind != queue.MailVerdict {
+	if len(jobs) != 1 || jobs[0].SessionID != id || jobs[0].Kind != oracle.MailVerdict {
 		t.Fatalf("mail jobs %+v, want one verdict mail for %s", jobs, id)
 	}
 	alerts := e.alerts()
@@ -645,7 +646,7 @@ func TestParkingBudgetEndsInFailedWithNotice(t *testing.T) {
 	if len(e.model.Calls()) != 0 {
 		t.Fatal("the model was called through an open circuit")
 	}
-	if jobs := e.mailJobs(); len(jobs) != 1 || jobs[0].Kind != queue.MailFailed {
+	if jobs := e.mailJobs(); len(jobs) != 1 || jobs[0].Kind != oracle.MailFailed {
 		t.Fatalf("mail jobs %+v, want the failure notice", jobs)
 	}
 	failed := 0
@@ -757,12 +758,12 @@ func TestCrosscheckFailureHoldsTheOrder(t *testing.T) {
 			}
 			jobs := e.mailJobs()
 			if tc.want == oracle.StatusReady {
-				if len(jobs) != 1 || jobs[0].Kind != queue.MailVerdict {
+				if len(jobs) != 1 || jobs[0].Kind != oracle.MailVerdict {
 					t.Fatalf("mail jobs %+v", jobs)
 				}
 				return
 			}
-			if o.Verdict != "" || len(jobs) != 1 || jobs[0].Kind != queue.MailReview {
+			if o.Verdict != "" || len(jobs) != 1 || jobs[0].Kind != oracle.MailReview {
 				t.Fatalf("held order %+v with mail jobs %+v, want no verdict and the review notice", o, jobs)
 			}
 			if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "VERDICT_HELD") {
@@ -790,7 +791,7 @@ func TestRegenerationIsConsistentAndChecked(t *testing.T) {
 			e.paid(id, oracle.TierFull, "Open a second bakery")
 			e.control(fakegemini.Scenario{Verdict: oracle.VerdictGreen})
 			e.run(record("g", job(id), 1))
-			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []string{queue.MailVerdict}) {
+			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []oracle.MailKind{oracle.MailVerdict}) {
 				t.Fatalf("first generation's mail jobs %v, want one verdict", kinds)
 			}
 			first := e.order(id)
@@ -826,9 +827,9 @@ func TestRegenerationIsConsistentAndChecked(t *testing.T) {
 			}
 			// The emailed verdict stands: no second verdict email, only the
 			// notice when the divergence owes it; the original is kept.
-			var want []string
+			var want []oracle.MailKind
 			if tc.notice {
-				want = []string{queue.MailDivergence}
+				want = []oracle.MailKind{oracle.MailDivergence}
 			}
 			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, want) {
 				t.Fatalf("regeneration's mail jobs %v, want %v", kinds, want)
@@ -862,14 +863,14 @@ func TestRestoredOrderIsComparedWithTheKeptOriginal(t *testing.T) {
 	if o := e.order(id); o.Status != oracle.StatusReady || o.VerdictLabel != oracle.VerdictRed || o.Divergence != oracle.DivergenceSignificant {
 		t.Fatalf("restored order %+v", o)
 	}
-	if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []string{queue.MailDivergence}) {
+	if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []oracle.MailKind{oracle.MailDivergence}) {
 		t.Fatalf("mail jobs %v, want only the divergence notice", kinds)
 	}
 	e.wantOriginal(id, original)
 }
 
-func mailKinds(jobs []queue.Job) []string {
-	var kinds []string
+func mailKinds(jobs []queue.Job) []oracle.MailKind {
+	var kinds []oracle.MailKind
 	for _, j := range jobs {
 		kinds = append(kinds, j.Kind)
 	}
@@ -983,7 +984,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 			alerts := e.alerts()
 			mails := mailKinds(e.mailJobs())
 			if !tc.quarantined {
-				if o.Status != oracle.StatusReady || o.FilterVersion != filter.Version || !slices.Equal(mails, []string{queue.MailVerdict}) || len(alerts) != 0 {
+				if o.Status != oracle.StatusReady || o.FilterVersion != filter.Version || !slices.Equal(mails, []oracle.MailKind{oracle.MailVerdict}) || len(alerts) != 0 {
 					t.Fatalf("order %s (filter %q), mails %v, alerts %q: want READY and mailed", o.Status, o.FilterVersion, mails, alerts)
 				}
 				if strings.Contains(o.Verdict, "TMM") != (tc.action == "PASS") {
@@ -994,7 +995,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 			if o.Status != oracle.StatusQuarantined || o.Verdict != "" || o.QuarantineGate != "generator" || !slices.Equal(o.QuarantineTerms, tc.terms) || o.QuarantineRecord == "" {
 				t.Fatalf("order %+v, want QUARANTINED with nothing stored", o)
 			}
-			if !slices.Equal(mails, []string{queue.MailReview}) {
+			if !slices.Equal(mails, []oracle.MailKind{oracle.MailReview}) {
 				t.Fatalf("mail jobs %v, want only the review notice", mails)
 			}
 			if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] CRITICAL |") || !strings.Contains(alerts[0], "| VERDICT_QUARANTINED |") ||
@@ -1015,7 +1016,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 			e.run(record("again", job(id), 2))
 			mails = mailKinds(e.mailJobs())
 			next := e.generateJobs()
-			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || !slices.Equal(mails, []string{queue.MailReview}) ||
+			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || !slices.Equal(mails, []oracle.MailKind{oracle.MailReview}) ||
 				len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || next[0].Attempt != 0 {
 				t.Fatalf("after a redelivery: %s, %d model calls, mails %v, reminders %+v", o.Status, len(e.model.Calls()), mails, next)
 			}
@@ -1075,14 +1076,14 @@ func TestSettledOrderQueuesItsNoticeAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		settle func(e *env, id, lease string) (bool, error)
-		notice string
+		notice oracle.MailKind
 	}{
 		{"failed", func(e *env, id, _ string) (bool, error) {
 			return e.orders.MarkFailed(context.Background(), id, "model_unavailable")
-		}, queue.MailFailed},
+		}, oracle.MailFailed},
 		{"held", func(e *env, id, lease string) (bool, error) {
 			return e.orders.Hold(context.Background(), id, lease, "crosscheck_low_coherence")
-		}, queue.MailReview},
+		}, oracle.MailReview},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -1098,7 +1099,7 @@ func TestSettledOrderQueuesItsNoticeAgain(t *testing.T) {
 			if failed := e.run(record("again", job(id), 2)); len(failed) != 0 {
 				t.Fatal("the redelivery failed")
 			}
-			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []string{tc.notice}) || len(e.model.Calls()) != 0 || len(e.generateJobs()) != 0 {
+			if kinds := mailKinds(e.mailJobs()); !slices.Equal(kinds, []oracle.MailKind{tc.notice}) || len(e.model.Calls()) != 0 || len(e.generateJobs()) != 0 {
 				t.Fatalf("mail jobs %v, %d model calls: want the %s notice only", kinds, len(e.model.Calls()), tc.notice)
 			}
 		})

@@ -37,7 +37,7 @@ func (k *KeyHealth) Verify(ctx context.Context) bool {
 		return true
 	}
 	k.Reject(k.Now())
-	k.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "GEMINI_AUTH_FAILURE",
+	k.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.GeminiAuthFailure,
 		Detail: "the model refused the API key on a key check; the generator is unhealthy and parks orders until a working key is deployed"})
 	return false
 }

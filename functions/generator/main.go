@@ -53,7 +53,7 @@ func main() {
 		Key:                key,
 		Mail:               queue.NewSender(queues, cfg.MailQueue, time.Now),
 		Requeue:            queue.NewSender(queues, cfg.GenerateQueue, time.Now),
-		Audit:              audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
+		Audit:              &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log},
 		Alerts:             alerts,
 		Filter:             filter,
 		Quarantine:         quarantine.NewStore(awsenv.S3(aws), cfg.QuarantineBucket),

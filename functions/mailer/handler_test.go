@@ -99,7 +99,7 @@ func newEnv(t *testing.T) *env {
 		Orders:    e.orders,
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
 		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
-		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
+
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
@@ -108,6 +108,7 @@ func newEnv(t *testing.T) *env {
 		Hasher:             hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Log: log, Now: time.Now, Lease: time.Minute,
 	}
+	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
 	return e
 }
 
@@ -170,7 +171,7 @@ func (e *env) ready(id string, tier oracle.Tier, v oracle.Verdict) {
 	}
 }
 
-func record(session, kind string) events.SQSMessage {
+func record(session string, kind oracle.MailKind) events.SQSMessage {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return events.SQSMessage{MessageId: hex.EncodeToString(b), Body: fmt.Sprintf(`{"session_id":%q,"kind":%q,"attempt":0}`, session, kind)}
@@ -208,7 +209,7 @@ func (e *env) mailRecords() []audit.Record {
 	e.t.Helper()
 	var out []audit.Record
 	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
-		if strings.HasPrefix(r.Event, "mail_") {
+		if strings.HasPrefix(string(r.Event), "mail_") {
 			out = append(out, r)
 		}
 	}
@@ -284,11 +285,11 @@ func (noEmail) RetrieveSession(_ context.Context, id string) (oracle.Session, er
 func TestNoAddressMeansNoSendAndAnAuditRecord(t *testing.T) {
 	// Both kinds: a verdict (the page still serves it) and the silent-drop
 	// notice (the operator's [SILENT-DROP] alert is then all there is).
-	for _, kind := range []string{"verdict", "silent_drop"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, kind := range []oracle.MailKind{oracle.MailVerdict, oracle.MailSilentDrop} {
+		t.Run(string(kind), func(t *testing.T) {
 			e := newEnv(t)
 			e.h.Test = noEmail{}
-			id := "cs_test_noaddress" + strings.ReplaceAll(kind, "_", "") + "xxxxxxxx"
+			id := "cs_test_noaddress" + strings.ReplaceAll(string(kind), "_", "") + "xxxxxxxx"
 			if kind == "verdict" {
 				e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
 			} else if _, err := e.orders.ClaimOrder(context.Background(), oracle.Order{SessionID: id, Status: oracle.StatusDropped, DropReason: oracle.DropTierMissing,
@@ -384,7 +385,7 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)
 	e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
-	if n := e.run(record(id, queue.MailVerdict)); n != 1 {
+	if n := e.run(record(id, oracle.MailVerdict)); n != 1 {
 		t.Fatal("the job was acknowledged: the email would be lost")
 	}
 	a := e.alerts()
@@ -396,7 +397,7 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 	}
 	// The operator fixes the account and redrives the job: it is sent once.
 	e.h.Transport = working
-	if n := e.run(record(id, queue.MailVerdict), record(id, queue.MailVerdict)); n != 0 {
+	if n := e.run(record(id, oracle.MailVerdict), record(id, oracle.MailVerdict)); n != 0 {
 		t.Fatal("the redriven job failed")
 	}
 	if got := e.inbox(addr); len(got) != 1 {
@@ -410,7 +411,7 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 func TestFailedAuditWriteAlertsAndTheVerdictIsStillSentOnce(t *testing.T) {
 	e := newEnv(t)
 	// A bucket name no test creates: the fixture's own, suffixed.
-	e.h.Audit = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
+	e.h.Audit.Writer = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)
 	e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
@@ -510,16 +511,17 @@ func (e *env) setState(id string, status oracle.Status, divergence string) {
 
 func TestOrderNoticesAreSentOnceAndOnlyInTheirState(t *testing.T) {
 	tests := []struct {
-		kind, notice string
-		status       oracle.Status
-		divergence   string
+		kind       oracle.MailKind
+		notice     string
+		status     oracle.Status
+		divergence string
 	}{
-		{queue.MailFailed, letter.Failed, oracle.StatusFailed, ""},
-		{queue.MailReview, letter.Review, oracle.StatusHeld, ""},
-		{queue.MailDivergence, letter.Divergence, oracle.StatusReady, oracle.DivergenceSignificant},
+		{oracle.MailFailed, letter.Failed, oracle.StatusFailed, ""},
+		{oracle.MailReview, letter.Review, oracle.StatusHeld, ""},
+		{oracle.MailDivergence, letter.Divergence, oracle.StatusReady, oracle.DivergenceSignificant},
 	}
 	for _, tc := range tests {
-		t.Run(tc.kind, func(t *testing.T) {
+		t.Run(string(tc.kind), func(t *testing.T) {
 			e := newEnv(t)
 			addr := uniqueAddress(t)
 			id := e.paidSession(oracle.TierFull, addr)
@@ -591,7 +593,7 @@ func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)
 	e.readyWith(id, "The CSDM reading says the timing is wrong.")
-	if n := e.run(record(id, queue.MailVerdict)); n != 0 {
+	if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
 		t.Fatal("the job failed")
 	}
 	if got := e.inbox(addr); len(got) != 0 {
@@ -629,13 +631,13 @@ func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
 		mails = append(mails, j)
 	}
 	reminders := e.reminders.jobs
-	if len(mails) != 1 || mails[0].Kind != queue.MailReview || len(reminders) != 1 || reminders[0].Reason != queue.ReasonQuarantineReview ||
+	if len(mails) != 1 || mails[0].Kind != oracle.MailReview || len(reminders) != 1 || reminders[0].Reason != queue.ReasonQuarantineReview ||
 		reminders[0].NotBefore == nil || time.Until(*reminders[0].NotBefore) < 23*time.Hour {
 		t.Fatalf("mail jobs %+v, reminders %+v: want the review notice and one reminder", mails, reminders)
 	}
 	// The review notice itself passes the gate and is sent; the verdict
 	// job again sends nothing.
-	e.run(record(id, queue.MailReview), record(id, queue.MailVerdict))
+	e.run(record(id, oracle.MailReview), record(id, oracle.MailVerdict))
 	if got := e.inbox(addr); len(got) != 1 || !strings.Contains(got[0].Subject, "review") {
 		t.Fatalf("emails %+v, want only the review notice", got)
 	}
@@ -654,7 +656,7 @@ func TestGateTwoFailsClosedWhenItsRecordCannotBeWritten(t *testing.T) {
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)
 	e.readyWith(id, "Our LATTICE model is unsure.")
-	if n := e.run(record(id, queue.MailVerdict)); n != 1 {
+	if n := e.run(record(id, oracle.MailVerdict)); n != 1 {
 		t.Fatal("the job did not fail for a retry")
 	}
 	if got := e.inbox(addr); len(got) != 0 {
@@ -668,7 +670,7 @@ func TestGateTwoFailsClosedWhenItsRecordCannotBeWritten(t *testing.T) {
 	}
 	// The claim was released: the retry is not refused as "in flight".
 	e.h.Quarantine = quarantine.NewStore(e.s3, e.f.Ref("QuarantineBucket"))
-	if n := e.run(record(id, queue.MailVerdict)); n != 0 {
+	if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
 		t.Fatal("the retry failed")
 	}
 	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusQuarantined {
@@ -699,13 +701,13 @@ func TestGateTwoRetriesWhenTheOrderCannotBeQuarantined(t *testing.T) {
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)
 	e.readyWith(id, "The CSDM reading says the timing is wrong.")
-	if n := e.run(record(id, queue.MailVerdict)); n != 1 {
+	if n := e.run(record(id, oracle.MailVerdict)); n != 1 {
 		t.Fatal("the job did not fail for a retry")
 	}
 	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusReady {
 		t.Fatalf("order %s after the failed write", o.Status)
 	}
-	if n := e.run(record(id, queue.MailVerdict)); n != 0 {
+	if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
 		t.Fatal("the retry failed")
 	}
 	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusQuarantined || o.QuarantineGate != "mailer" {

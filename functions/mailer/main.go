@@ -28,11 +28,12 @@ func main() {
 	db := awsenv.NewTables(aws)
 	queues := queue.NewClient(aws)
 	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
+	alerts := fn.Alerter(cfg.AlertsTopic, store.NewLedger(db, cfg.LedgerTable, time.Now))
 	h := &Handler{
 		Orders:             store.NewOrders(db, cfg.OrdersTable, time.Now),
 		Transport:          &mail.SES{Client: mail.NewClient(aws), Now: time.Now},
-		Audit:              audit.NewWriter(buckets, cfg.AuditBucket),
-		Alerts:             fn.Alerter(cfg.AlertsTopic, store.NewLedger(db, cfg.LedgerTable, time.Now)),
+		Audit:              &audit.Recorder{Writer: audit.NewWriter(buckets, cfg.AuditBucket), Alerts: alerts, Log: log},
+		Alerts:             alerts,
 		Filter:             filter,
 		Quarantine:         quarantine.NewStore(buckets, cfg.QuarantineBucket),
 		Mail:               queue.NewSender(queues, cfg.MailQueue, time.Now),

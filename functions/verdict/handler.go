@@ -49,9 +49,10 @@ type Sender interface {
 	Send(ctx context.Context, j queue.Job) error
 }
 
-// Auditor appends audit records.
+// Auditor appends audit records, alerting when one cannot be written
+// (audit.Recorder).
 type Auditor interface {
-	Write(ctx context.Context, r audit.Record, id string) (bool, error)
+	Record(ctx context.Context, r audit.Record, id string)
 }
 
 // Counter emits a metric (obs.Metrics).
@@ -181,7 +182,7 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 	// An order deleted at the end of its retention whose first verdict is
 	// still kept comes back as a regeneration, compared with that verdict
 	// and not emailed again.
-	trigger := fulfil.Trigger{Source: oracle.SourceResultPage, Event: "landing", ReceivedAt: arrived}
+	trigger := fulfil.Trigger{Source: oracle.SourceResultPage, Event: audit.EventLanding, ReceivedAt: arrived}
 	orig, kept, err := h.Originals.Original(ctx, id)
 	if err != nil {
 		return httpapi.Error(ctx, log, err)
@@ -222,15 +223,12 @@ func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, r
 	// Every load is served from the store, a regenerated verdict too: the
 	// generator's own record counts the regeneration, once.
 	now := h.Now()
-	r := audit.OfOrder(h.Hasher, o, audit.SourceCacheHit, "verdict_served", audit.StatusCached, arrived, now)
+	r := audit.OfOrder(h.Hasher, o, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, arrived, now)
 	if requestID == "" {
 		requestID = fmt.Sprint(now.UnixNano())
 	}
-	if _, err := h.Audit.Write(ctx, r, o.SessionID+".served-"+safeID(requestID)); err != nil {
-		// A failed audit write alerts; the customer still gets the verdict.
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: o.SessionID, Detail: "served-verdict audit record not written"})
-		log.Error("audit write failed", "error", err.Error())
-	}
+	// A failed audit write alerts; the customer still gets the verdict.
+	h.Audit.Record(ctx, r, audit.RecordID(o.SessionID, audit.NameServed, safeID(requestID)))
 	a := answer{
 		Status: "ready", Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query, Verdict: json.RawMessage(o.Verdict),
 		CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),

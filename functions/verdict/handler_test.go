@@ -67,7 +67,7 @@ func newEnv(t *testing.T) *env {
 	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
 	metrics := obs.NewMetrics(io.Discard, "Oracle", e.clock.Now)
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
-	auditor := audit.NewWriter(e.s3, f.Ref("AuditBucket"))
+	auditor := &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: alerts, Log: log}
 	generate := queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now)
 	e.svc = &fulfil.Service{Orders: e.orders, Generate: generate, Mail: queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
 		Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: 30 * time.Second, Retention: 90 * 24 * time.Hour}
@@ -186,7 +186,7 @@ func TestLandingFirstThenTheLateWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Fulfil(context.Background(), s, fulfil.Trigger{Source: oracle.SourceWebhook, Event: fulfil.EventCompleted, EventID: "evt_late", ReceivedAt: time.Now()}); err != nil {
+	if _, err := e.svc.Fulfil(context.Background(), s, fulfil.Trigger{Source: oracle.SourceWebhook, Event: audit.EventCheckoutCompleted, EventID: "evt_late", ReceivedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
@@ -235,7 +235,7 @@ func TestFailedAuditWriteAlertsAndTheVerdictIsStillServed(t *testing.T) {
 	e.ready(id, time.Now().Add(time.Hour))
 	// Only the serve's write fails (the claim above audited normally); a
 	// bucket name no test creates: the fixture's own, suffixed.
-	e.h.Audit = audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing")
+	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing"), Alerts: e.h.Alerts, Log: e.h.Log}
 
 	code, body := e.get(id)
 	if code != http.StatusOK || body["status"] != "ready" || body["query"] != query {

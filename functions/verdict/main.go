@@ -28,7 +28,7 @@ func main() {
 	metrics := fn.Metrics
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
-	auditor := audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket)
+	auditor := &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log}
 	generate := queue.NewSender(sq, cfg.GenerateQueue, time.Now)
 	h := &Handler{
 		Orders: orders,

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"42sisters.ai/oracle/shared/audit"
-	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
@@ -24,7 +23,7 @@ import (
 func BenchmarkWebhookOwnWork(b *testing.B) {
 	e := &env{t: b, created: time.Now().Unix()}
 	s := paidSession("cs_test_bench", oracle.TierStrategy, "Acquire a failing restaurant and convert to ghost kitchen")
-	body := e.event("evt_bench", fulfil.EventCompleted, s)
+	body := e.event("evt_bench", audit.EventCheckoutCompleted, s)
 	sig := sign(body, testSecret, time.Now())
 	h := &Handler{Secrets: Secrets{Live: liveSecret, Test: testSecret}, Metrics: obs.NewMetrics(&bytes.Buffer{}, "Oracle", time.Now), Log: obs.NewLogger(&bytes.Buffer{}, "ERROR"), Now: time.Now}
 	hasher, _ := audit.NewHasher(pepper)
@@ -51,7 +50,7 @@ func BenchmarkWebhookEndToEnd(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		s := paidSession(fmt.Sprintf("cs_test_bench%d", i), oracle.TierQuick, "Should I open a bakery?")
-		body := e.event(fmt.Sprintf("evt_bench%d", i), fulfil.EventCompleted, s)
+		body := e.event(fmt.Sprintf("evt_bench%d", i), audit.EventCheckoutCompleted, s)
 		resp, err := e.h.Handle(context.Background(), request(body, sign(body, testSecret, time.Now())))
 		if err != nil || resp.StatusCode != 200 {
 			b.Fatalf("%v %d %s", err, resp.StatusCode, resp.Body)

@@ -13,6 +13,7 @@ import (
 	"github.com/stripe/stripe-go/v76/webhook"
 
 	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
@@ -88,7 +89,7 @@ var received = map[string]bool{"received": true}
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	arrived := h.Now()
 	if h.Secrets.Live == "" && h.Secrets.Test == "" {
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: "WEBHOOK_SECRET_MISSING", Detail: "no Stripe webhook signing secret is configured; events are refused with 503 and Stripe will retry"})
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.WebhookSecretMissing, Detail: "no Stripe webhook signing secret is configured; events are refused with 503 and Stripe will retry"})
 		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeUnavailable, "webhook is not configured")), nil
 	}
 	if d, ok := ctx.Deadline(); ok {
@@ -110,8 +111,8 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
 
-	switch string(event.Type) {
-	case fulfil.EventCompleted, fulfil.EventAsyncSucceeded, fulfil.EventAsyncFailed:
+	switch audit.Event(event.Type) {
+	case audit.EventCheckoutCompleted, audit.EventAsyncSucceeded, audit.EventAsyncFailed:
 	default:
 		log.Info("event type ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
@@ -136,7 +137,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	log = log.With(obs.Session(session.ID))
 	res, err := h.Fulfil.Fulfil(ctx, session, fulfil.Trigger{
 		Source:     oracle.SourceWebhook,
-		Event:      string(event.Type),
+		Event:      audit.Event(event.Type),
 		EventID:    event.ID,
 		ReceivedAt: arrived,
 	})
@@ -161,7 +162,7 @@ func (h *Handler) unreadable(ctx context.Context, log *slog.Logger, eventID stri
 	if eventID != "" {
 		detail += " (event " + eventID + ")"
 	}
-	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "WEBHOOK_UNREADABLE", Session: eventID, Detail: detail})
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.WebhookUnreadable, Session: eventID, Detail: detail})
 	return httpapi.Error(ctx, log, oracle.Wrap(oracle.CodeInternal, err, "internal error"))
 }
 

@@ -24,7 +24,7 @@ import (
 func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	e := newEnv(t, Secrets{Test: testSecret})
 	s := paidSession("cs_test_paid1", oracle.TierFull, "Launch a subscription newsletter about AI for executives")
-	resp := e.send(e.event("evt_paid1", fulfil.EventCompleted, s))
+	resp := e.send(e.event("evt_paid1", audit.EventCheckoutCompleted, s))
 	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"received":true`) {
 		t.Fatalf("got %s", status(resp))
 	}
@@ -71,7 +71,7 @@ func TestSignatureGate(t *testing.T) {
 	// written: no order, no event record, no job, no audit record.
 	e := newEnv(t, Secrets{Test: testSecret})
 	s := paidSession("cs_test_sig", oracle.TierQuick, "Should I quit my job to start this business?")
-	body := e.event("evt_sig", fulfil.EventCompleted, s)
+	body := e.event("evt_sig", audit.EventCheckoutCompleted, s)
 	tampered := []byte(strings.Replace(string(body), `"tier":"quick"`, `"tier":"strategy"`, 1))
 	if string(tampered) == string(body) {
 		t.Fatal("tampering did not change the body")
@@ -122,7 +122,7 @@ func TestSignatureGate(t *testing.T) {
 func TestBase64BodyFromAPIGateway(t *testing.T) {
 	e := newEnv(t, Secrets{Test: testSecret})
 	s := paidSession("cs_test_b64", oracle.TierQuick, "Crème brûlée truck? 🍮")
-	body := e.event("evt_b64", fulfil.EventCompleted, s)
+	body := e.event("evt_b64", audit.EventCheckoutCompleted, s)
 	resp := e.deliver(base64Request(body, sign(body, testSecret, time.Now())))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %s", status(resp))
@@ -143,10 +143,10 @@ func TestModeMustMatchSecret(t *testing.T) {
 		secret string
 		want   int
 	}{
-		{"test event under the live secret", e.event("evt_m1", fulfil.EventCompleted, test), liveSecret, http.StatusBadRequest},
-		{"live event under the test secret", e.event("evt_m2", fulfil.EventCompleted, live), testSecret, http.StatusBadRequest},
-		{"test event under the test secret", e.event("evt_m3", fulfil.EventCompleted, test), testSecret, http.StatusOK},
-		{"live event under the live secret", e.event("evt_m4", fulfil.EventCompleted, live), liveSecret, http.StatusOK},
+		{"test event under the live secret", e.event("evt_m1", audit.EventCheckoutCompleted, test), liveSecret, http.StatusBadRequest},
+		{"live event under the test secret", e.event("evt_m2", audit.EventCheckoutCompleted, live), testSecret, http.StatusBadRequest},
+		{"test event under the test secret", e.event("evt_m3", audit.EventCheckoutCompleted, test), testSecret, http.StatusOK},
+		{"live event under the live secret", e.event("evt_m4", audit.EventCheckoutCompleted, live), liveSecret, http.StatusOK},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,7 +165,7 @@ func TestModeMustMatchSecret(t *testing.T) {
 
 func TestMissingSecretAnswers503AndAlerts(t *testing.T) {
 	e := newEnv(t, Secrets{})
-	body := e.event("evt_nosecret", fulfil.EventCompleted, paidSession("cs_test_nosecret", oracle.TierQuick, "q"))
+	body := e.event("evt_nosecret", audit.EventCheckoutCompleted, paidSession("cs_test_nosecret", oracle.TierQuick, "q"))
 	for i := 0; i < 3; i++ {
 		if resp := e.deliver(request(body, sign(body, testSecret, time.Now()))); resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("got %s, want 503", status(resp))
@@ -226,8 +226,8 @@ func TestBodyLimitAndMalformedEvents(t *testing.T) {
 func TestOtherEventTypesAreAcknowledged(t *testing.T) {
 	e := newEnv(t, Secrets{Test: testSecret})
 	s := paidSession("cs_test_other", oracle.TierQuick, "q")
-	for _, typ := range []string{"checkout.session.expired", "payment_intent.succeeded", "charge.refunded"} {
-		if resp := e.send(e.event("evt_"+strings.ReplaceAll(typ, ".", "_"), typ, s)); resp.StatusCode != http.StatusOK {
+	for _, typ := range []audit.Event{"checkout.session.expired", "payment_intent.succeeded", "charge.refunded"} {
+		if resp := e.send(e.event("evt_"+strings.ReplaceAll(string(typ), ".", "_"), typ, s)); resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %s", typ, status(resp))
 		}
 	}
@@ -244,7 +244,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 	// sequence: one order, one generate job, one audit webhook record.
 	e := newEnv(t, Secrets{Test: testSecret})
 	s := paidSession("cs_test_dup", oracle.TierStrategy, "Acquire a failing restaurant and convert to ghost kitchen")
-	body := e.event("evt_dup", fulfil.EventCompleted, s)
+	body := e.event("evt_dup", audit.EventCheckoutCompleted, s)
 	var wg sync.WaitGroup
 	codes := make(chan int, 10)
 	for i := 0; i < 10; i++ {
@@ -314,14 +314,14 @@ func TestSilentDrop(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, Secrets{Test: testSecret})
 			s := session{ID: "cs_test_drop" + string(rune('a'+i)) + "xxxxxxxxxxxx", Paid: true, Meta: c.meta, Idea: c.idea, Email: "drop@example.com", Amount: 500}
-			body := e.event("evt_drop", fulfil.EventCompleted, s)
+			body := e.event("evt_drop", audit.EventCheckoutCompleted, s)
 			for n := 0; n < 3; n++ {
 				if resp := e.send(body); resp.StatusCode != http.StatusOK {
 					t.Fatalf("delivery %d: %s", n, status(resp))
 				}
 			}
 			// A second event for the same session (Stripe can emit several).
-			if resp := e.send(e.event("evt_drop_again", fulfil.EventCompleted, s)); resp.StatusCode != http.StatusOK {
+			if resp := e.send(e.event("evt_drop_again", audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
 				t.Fatalf("second event: %s", status(resp))
 			}
 			o, ok := e.order(s.ID)
@@ -331,7 +331,7 @@ func TestSilentDrop(t *testing.T) {
 			if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
 				t.Fatalf("generation enqueued for a dropped order: %+v", jobs)
 			}
-			if mails := e.jobs("MailQueue"); len(mails) != 1 || mails[0].Kind != queue.MailSilentDrop {
+			if mails := e.jobs("MailQueue"); len(mails) != 1 || mails[0].Kind != oracle.MailSilentDrop {
 				t.Fatalf("notice jobs %+v, want one silent_drop", mails)
 			}
 			if n := strings.Count(e.logs.String(), `"SilentDrops":1`); n != 1 {
@@ -386,7 +386,7 @@ func TestAsyncPayment(t *testing.T) {
 			s := paidSession("cs_test_async"+string(rune('a'+i)), oracle.TierQuick, "Should I open a bakery?")
 			for n, ev := range c.events {
 				s.Paid = ev == "succeeded"
-				typ := map[string]string{"completed": fulfil.EventCompleted, "succeeded": fulfil.EventAsyncSucceeded, "failed": fulfil.EventAsyncFailed}[ev]
+				typ := map[string]audit.Event{"completed": audit.EventCheckoutCompleted, "succeeded": audit.EventAsyncSucceeded, "failed": audit.EventAsyncFailed}[ev]
 				id := "evt_" + ev
 				if n == 2 {
 					id += "_redelivered_as_new_event"
@@ -418,7 +418,7 @@ func TestDropAlertSurvivesAClaimerThatDied(t *testing.T) {
 	if c, err := e.svc.Orders.ClaimOrder(context.Background(), dead, e.svc.Lease); err != nil || c.Outcome != oracle.Claimed {
 		t.Fatalf("dead claimer: %v %v", c.Outcome, err)
 	}
-	body := e.event("evt_died", fulfil.EventCompleted, s)
+	body := e.event("evt_died", audit.EventCheckoutCompleted, s)
 	if resp := e.send(body); resp.StatusCode != http.StatusConflict {
 		t.Fatalf("within the dead claimer's lease: %s, want 409", status(resp))
 	}
@@ -438,7 +438,7 @@ func TestDropsOfSessionsSharingAPrefixAreAlertedApart(t *testing.T) {
 	e := newEnv(t, Secrets{Test: testSecret})
 	for i, id := range []string{"cs_live_a1B2AAAAAAAAAAAAAAAAAAAA", "cs_live_a1B2BBBBBBBBBBBBBBBBBBBB"} {
 		s := session{ID: id, Paid: true, Livemode: true, Meta: map[string]string{"tier": "gold", "q0": "x", "qn": "1"}, Amount: 100}
-		body := e.event(fmt.Sprintf("evt_prefix%d", i), fulfil.EventCompleted, s)
+		body := e.event(fmt.Sprintf("evt_prefix%d", i), audit.EventCheckoutCompleted, s)
 		e.h.Secrets.Live = liveSecret
 		if resp := e.deliver(request(body, sign(body, liveSecret, time.Now()))); resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %s", id, status(resp))
@@ -456,7 +456,7 @@ func TestEnqueueFailureIsRetriedByStripe(t *testing.T) {
 	good := e.svc.Generate
 	e.svc.Generate = queue.NewSender(e.queues, e.f.Ref("GenerateQueue")+"-missing", time.Now)
 	s := paidSession("cs_test_enqfail", oracle.TierQuick, "q")
-	body := e.event("evt_enqfail", fulfil.EventCompleted, s)
+	body := e.event("evt_enqfail", audit.EventCheckoutCompleted, s)
 	if resp := e.send(body); resp.StatusCode != http.StatusInternalServerError || strings.Contains(resp.Body, "missing") {
 		t.Fatalf("got %s, want a bare 500", status(resp))
 	}
@@ -492,7 +492,7 @@ func TestJobSentButNotRecordedStillAnswers200(t *testing.T) {
 	e := newEnv(t, Secrets{Test: testSecret})
 	e.svc.Orders = unrecorded{e.svc.Orders}
 	s := paidSession("cs_test_unrecorded", oracle.TierQuick, "q")
-	if resp := e.send(e.event("evt_unrecorded", fulfil.EventCompleted, s)); resp.StatusCode != http.StatusOK {
+	if resp := e.send(e.event("evt_unrecorded", audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %s", status(resp))
 	}
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
@@ -511,7 +511,7 @@ func TestPaymentLinkPathMatchesMetadataPath(t *testing.T) {
 	viaMeta := paidSession("cs_test_viameta", oracle.TierFull, query)
 	viaLink := session{ID: "cs_test_vialink", Paid: true, Meta: map[string]string{"tier": "full"}, Idea: &query, Email: "customer@example.com", Amount: 500}
 	for _, s := range []session{viaMeta, viaLink} {
-		if resp := e.send(e.event("evt_"+s.ID, fulfil.EventCompleted, s)); resp.StatusCode != http.StatusOK {
+		if resp := e.send(e.event("evt_"+s.ID, audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %s", s.ID, status(resp))
 		}
 	}

@@ -82,7 +82,7 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
 		Generate:  queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now),
 		Mail:      queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
-		Audit:     audit.NewWriter(e.s3, f.Ref("AuditBucket")),
+		Audit:     &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: alerts, Log: log},
 		Alerts:    alerts,
 		Metrics:   metrics,
 		Hasher:    hasher,
@@ -138,7 +138,7 @@ func (s session) object() map[string]any {
 	return o
 }
 
-func (e *env) event(id, typ string, s session) []byte {
+func (e *env) event(id string, typ audit.Event, s session) []byte {
 	b, err := json.Marshal(map[string]any{
 		"id": id, "object": "event", "api_version": stripe.APIVersion, "type": typ,
 		"created": e.created, "livemode": s.Livemode, "pending_webhooks": 1,

@@ -39,7 +39,7 @@ func main() {
 			Orders:    store.NewOrders(db, cfg.OrdersTable, time.Now),
 			Generate:  queue.NewSender(sq, cfg.GenerateQueue, time.Now),
 			Mail:      queue.NewSender(sq, cfg.MailQueue, time.Now),
-			Audit:     audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket),
+			Audit:     &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log},
 			Alerts:    alerts,
 			Metrics:   metrics,
 			Hasher:    cfg.Hasher,

@@ -30,9 +30,9 @@ const (
 // Alert is one operator alert.
 type Alert struct {
 	Severity Severity
-	// Kind names what happened, e.g. "SILENT-DROP" or "WEBHOOK_SECRET_MISSING";
-	// with the session it is the dedupe key.
-	Kind string
+	// Kind names what happened (kinds.go); with the session it is the
+	// dedupe key.
+	Kind Kind
 	// Session is the session id concerned, if any. Only its first 12
 	// characters are ever shown; the whole id keys the dedupe window, since
 	// live ids share their first 8 characters and prefixes collide.
@@ -108,13 +108,13 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	text := a.Text(now())
-	attrs := []any{"severity", string(a.Severity), "kind", a.Kind, "session", oracle.ShortID(a.Session), "alert", text}
+	attrs := []any{"severity", string(a.Severity), "kind", string(a.Kind), "session", oracle.ShortID(a.Session), "alert", text}
 
 	if a.Severity == Critical && al.Metrics != nil {
 		al.Metrics.Count("CriticalAlerts", 1)
 	}
 	if al.Dedupe != nil {
-		first, err := al.Dedupe.Mark(ctx, "alert#"+a.Kind+"#"+a.Session, window)
+		first, err := al.Dedupe.Mark(ctx, "alert#"+string(a.Kind)+"#"+a.Session, window)
 		switch {
 		case err != nil:
 			// Better a duplicate alert than a missing one.

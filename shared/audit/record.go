@@ -59,7 +59,7 @@ type Record struct {
 	// partitioned by it, so every record of a session, and every retried
 	// write of one, lands in the same partition whatever day it is written.
 	SessionCreated time.Time `json:"session_created"`
-	Event          string    `json:"event"`              // what happened, e.g. "checkout.session.completed"
+	Event          Event     `json:"event"`              // what happened (vocabulary.go)
 	EventID        string    `json:"event_id,omitempty"` // the Stripe event id
 	Livemode       bool      `json:"livemode"`
 	AmountTotal    int64     `json:"amount_total"`
@@ -87,9 +87,9 @@ type Filter struct {
 	TermIDs []string `json:"term_ids"`
 	// Exempted are the entries the customer's own query holds, repeated by
 	// the verdict and so not a leak.
-	Exempted []string `json:"exempted,omitempty"`
-	Version  string   `json:"version"`
-	MailKind string   `json:"mail_kind,omitempty"`
+	Exempted []string        `json:"exempted,omitempty"`
+	Version  string          `json:"version"`
+	MailKind oracle.MailKind `json:"mail_kind,omitempty"`
 }
 
 // Crosscheck is the decision of one TMM crosscheck.
@@ -114,7 +114,7 @@ type Divergence struct {
 // OfOrder is the record of event on o at now: the order's identity, keyed
 // hashes and payment fields, with the latency measured from started. The
 // caller adds what is particular to the event (detail, model, event id).
-func OfOrder(h *Hasher, o oracle.Order, source Source, event string, status Status, started, now time.Time) Record {
+func OfOrder(h *Hasher, o oracle.Order, source Source, event Event, status Status, started, now time.Time) Record {
 	return Record{
 		Timestamp:      now.UTC(),
 		SessionID:      o.SessionID,

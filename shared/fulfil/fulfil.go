@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -16,13 +15,6 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
-)
-
-// Stripe event types the service acts on.
-const (
-	EventCompleted      = "checkout.session.completed"
-	EventAsyncSucceeded = "checkout.session.async_payment_succeeded"
-	EventAsyncFailed    = "checkout.session.async_payment_failed"
 )
 
 // Orders is the order store (shared/store).
@@ -37,9 +29,10 @@ type Sender interface {
 	Send(ctx context.Context, j queue.Job) error
 }
 
-// Auditor appends audit records.
+// Auditor appends audit records, alerting when one cannot be written
+// (audit.Recorder).
 type Auditor interface {
-	Write(ctx context.Context, r audit.Record, id string) (bool, error)
+	Require(ctx context.Context, r audit.Record, id string) error
 }
 
 // Alerter raises operator alerts.
@@ -78,9 +71,9 @@ type Service struct {
 // Trigger is what caused a claim.
 type Trigger struct {
 	Source     oracle.Source
-	Event      string    // the Stripe event type, or "landing"
-	EventID    string    // the Stripe event id, when there is one
-	ReceivedAt time.Time // when this request arrived, for latency
+	Event      audit.Event // the Stripe event type, or landing
+	EventID    string      // the Stripe event id, when there is one
+	ReceivedAt time.Time   // when this request arrived, for latency
 	// Original is set when the session's order has expired and been
 	// deleted but its first verdict is still kept: the order claimed again
 	// is a regeneration, compared with that verdict, and it is not a new
@@ -129,7 +122,7 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 		}
 	}
 	if err := f.audit(ctx, s, want, claim.Order, t); err != nil {
-		f.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: "AUDIT_WRITE_FAILED", Session: s.ID, Detail: "audit record not written; the trigger will be retried"})
+		// Alerted by the recorder; the trigger is retried.
 		return res, err
 	}
 	log.Info("session fulfilled")
@@ -162,7 +155,7 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 	case oracle.StatusDropped:
 		f.Metrics.Count("SilentDrops", 1)
 		f.Alerts.Raise(ctx, f.silentDrop(s, o))
-		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: queue.MailSilentDrop})
+		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailSilentDrop})
 	default:
 		return nil
 	}
@@ -200,7 +193,7 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		o.SessionCreated = now.UTC()
 	}
 	switch {
-	case t.Event == EventAsyncFailed:
+	case t.Event == audit.EventAsyncFailed:
 		o.Status = oracle.StatusPaymentFailed
 	case !s.Paid():
 		o.Status = oracle.StatusAwaitingPayment
@@ -230,7 +223,7 @@ func (f *Service) silentDrop(s oracle.Session, o oracle.Order) alert.Alert {
 	line := fmt.Sprintf("[SILENT-DROP] session=%s tier=%q query_len=%d email=%s amount=%s %s",
 		oracle.ShortID(s.ID), oracle.Clip(o.TierRaw, 32), oracle.QueryUnits(o.Query), email,
 		oracle.FormatAmount(s.AmountTotal, s.Currency), f.Now().UTC().Format(time.RFC3339))
-	return alert.Alert{Severity: alert.Critical, Kind: "SILENT-DROP", Session: s.ID, Detail: string(o.DropReason), Line: line}
+	return alert.Alert{Severity: alert.Critical, Kind: alert.SilentDrop, Session: s.ID, Detail: string(o.DropReason), Line: line}
 }
 
 // audit writes the record of what the session says (want), with the
@@ -254,9 +247,15 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 	case oracle.StatusPaymentFailed:
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("delayed payment failed")
 	}
-	id := fmt.Sprintf("%s.%s", s.ID, strings.ToLower(string(want.Status)))
-	if _, err := f.Audit.Write(ctx, r, id); err != nil {
+	if err := f.Audit.Require(ctx, r, audit.RecordID(s.ID, claimRecords[want.Status])); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
+}
+
+// claimRecords name the record of each outcome of a claim that is audited.
+var claimRecords = map[oracle.Status]audit.RecordName{
+	oracle.StatusPaid:          audit.NamePaid,
+	oracle.StatusDropped:       audit.NameDropped,
+	oracle.StatusPaymentFailed: audit.NamePaymentFailed,
 }

@@ -46,10 +46,10 @@ type Record struct {
 	PromptVersion string   `json:"prompt_version,omitempty"`
 	Model         string   `json:"model,omitempty"`
 	// What a refund or a cleaned delivery needs.
-	Livemode    bool   `json:"livemode"`
-	AmountTotal int64  `json:"amount_total"`
-	Currency    string `json:"currency"`
-	MailKind    string `json:"mail_kind,omitempty"` // gate 2: the email stopped
+	Livemode    bool            `json:"livemode"`
+	AmountTotal int64           `json:"amount_total"`
+	Currency    string          `json:"currency"`
+	MailKind    oracle.MailKind `json:"mail_kind,omitempty"` // gate 2: the email stopped
 	// Raw is the payload as it reached the gate: the model's reply at gate
 	// 1, the final email's parts at gate 2.
 	Raw json.RawMessage `json:"raw_payload"`

@@ -16,31 +16,26 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 )
 
-// Generation reasons and mail kinds.
+// Reason says why a generate job was sent.
+type Reason string
+
+// The reasons.
 const (
-	ReasonPaid       = "paid"       // first generation after payment
-	ReasonRegenerate = "regenerate" // the stored verdict expired
+	ReasonPaid       Reason = "paid"       // first generation after payment
+	ReasonRegenerate Reason = "regenerate" // the stored verdict expired
 	// ReasonQuarantineReview re-alerts the operator while an order the
 	// content filter stopped is still unresolved.
-	ReasonQuarantineReview = "quarantine_review"
-
-	MailVerdict    = "verdict"     // the verdict email
-	MailSilentDrop = "silent_drop" // SPEC_ORACLE_SILENT_DROP output 1
-	MailFailed     = "failed"      // no verdict within the parking budget: the refund notice
-	MailReview     = "review"      // the verdict is held for review
-	MailDivergence = "divergence"  // a regenerated verdict differs significantly from the emailed one
+	ReasonQuarantineReview Reason = "quarantine_review"
 )
-
-var mailKinds = []string{MailVerdict, MailSilentDrop, MailFailed, MailReview, MailDivergence}
 
 // Job is one message on the generate or mail queue. It carries no email
 // address and no query: consumers read the order by session id.
 type Job struct {
-	SessionID string     `json:"session_id"`
-	Reason    string     `json:"reason,omitempty"` // generate jobs
-	Kind      string     `json:"kind,omitempty"`   // mail jobs
-	Attempt   int        `json:"attempt"`
-	NotBefore *time.Time `json:"not_before,omitempty"`
+	SessionID string          `json:"session_id"`
+	Reason    Reason          `json:"reason,omitempty"` // generate jobs
+	Kind      oracle.MailKind `json:"kind,omitempty"`   // mail jobs
+	Attempt   int             `json:"attempt"`
+	NotBefore *time.Time      `json:"not_before,omitempty"`
 }
 
 // Validate checks a job's fields.
@@ -53,7 +48,7 @@ func (j Job) Validate() error {
 		return fmt.Errorf("job has both reason and kind")
 	case j.Reason != "" && j.Reason != ReasonPaid && j.Reason != ReasonRegenerate && j.Reason != ReasonQuarantineReview:
 		return fmt.Errorf("job has unknown reason %q", j.Reason)
-	case j.Kind != "" && !slices.Contains(mailKinds, j.Kind):
+	case j.Kind != "" && !slices.Contains(oracle.MailKinds(), j.Kind):
 		return fmt.Errorf("job has unknown kind %q", j.Kind)
 	case j.Reason == "" && j.Kind == "":
 		return fmt.Errorf("job has neither reason nor kind")
@@ -143,4 +138,11 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 		return fmt.Errorf("send job for %s: %w", oracle.ShortID(j.SessionID), err)
 	}
 	return nil
+}
+
+// QuarantineReminder is the job that alerts the operator again, at at,
+// while the session's order is still quarantined; attempt numbers the
+// reminders, so that each is sent once.
+func QuarantineReminder(session string, attempt int, at time.Time) Job {
+	return Job{SessionID: session, Reason: ReasonQuarantineReview, Attempt: attempt, NotBefore: &at}
 }

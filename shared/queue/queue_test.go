@@ -69,3 +69,14 @@ func TestSendDelaysUpToTheSQSCap(t *testing.T) {
 		t.Fatalf("%d delayed messages, want 1", n)
 	}
 }
+
+func TestQuarantineReminderIsAValidDelayedGenerateJob(t *testing.T) {
+	at := time.Date(2025, 3, 2, 9, 0, 0, 0, time.UTC)
+	j := queue.QuarantineReminder("cs_test_abc", 3, at)
+	if err := j.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if j.Reason != queue.ReasonQuarantineReview || j.Kind != "" || j.Attempt != 3 || j.NotBefore == nil || !j.NotBefore.Equal(at) {
+		t.Fatalf("reminder %+v, want a quarantine review, attempt 3, not before %s", j, at)
+	}
+}

@@ -21,15 +21,15 @@ var ErrAlreadySent = errors.New("this mail was already sent")
 var ErrMailInFlight = errors.New("this mail is being sent by another attempt")
 
 // mailAttrs are the order's delivery attributes for one mail kind.
-func mailAttrs(kind string) (sent, leaseUntil, lease, messageID string) {
-	p := "mail_" + kind + "_"
+func mailAttrs(kind oracle.MailKind) (sent, leaseUntil, lease, messageID string) {
+	p := "mail_" + string(kind) + "_"
 	return p + "sent_at", p + "lease_until", p + "lease", p + "message_id"
 }
 
 // ClaimMail takes the right to send the mail of kind for the session: at
 // most one send per session and kind. It returns a token, or
 // ErrAlreadySent, or ErrMailInFlight while another attempt's lease lives.
-func (o *Orders) ClaimMail(ctx context.Context, sessionID, kind string, lease time.Duration) (string, error) {
+func (o *Orders) ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, lease time.Duration) (string, error) {
 	sent, until, tok, _ := mailAttrs(kind)
 	now := o.now().UTC()
 	// The token is the claim's lease, so a retried request whose first
@@ -62,7 +62,7 @@ func (o *Orders) ClaimMail(ctx context.Context, sessionID, kind string, lease ti
 }
 
 // MailSent records the send, by the holder of the claim only.
-func (o *Orders) MailSent(ctx context.Context, sessionID, kind, token, messageID string) error {
+func (o *Orders) MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, messageID string) error {
 	sent, until, tok, msg := mailAttrs(kind)
 	now := o.now().UTC()
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -87,7 +87,7 @@ func (o *Orders) MailSent(ctx context.Context, sessionID, kind, token, messageID
 }
 
 // ReleaseMail gives up a claim after a failed send, so the retry may send.
-func (o *Orders) ReleaseMail(ctx context.Context, sessionID, kind, token string) error {
+func (o *Orders) ReleaseMail(ctx context.Context, sessionID string, kind oracle.MailKind, token string) error {
 	_, until, tok, _ := mailAttrs(kind)
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(o.table),

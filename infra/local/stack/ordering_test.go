@@ -13,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 )
 
@@ -47,7 +48,7 @@ func (w *dispatchWatch) see(q string, batch events.SQSEvent) {
 	}
 	for _, m := range batch.Records {
 		job, err := queue.Parse(m.Body)
-		if err != nil || job.Kind != queue.MailVerdict {
+		if err != nil || job.Kind != oracle.MailVerdict {
 			continue
 		}
 		at := time.Now()

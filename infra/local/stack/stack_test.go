@@ -204,7 +204,7 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 	drained(ctx, t, q, s)
 	for queueID, job := range map[string]queue.Job{
 		"GenerateQueue": {SessionID: sessionID, Reason: queue.ReasonPaid, Attempt: 1},
-		"MailQueue":     {SessionID: sessionID, Kind: queue.MailVerdict, Attempt: 1},
+		"MailQueue":     {SessionID: sessionID, Kind: oracle.MailVerdict, Attempt: 1},
 	} {
 		body, _ := json.Marshal(job)
 		var entries []sqstypes.SendMessageBatchRequestEntry

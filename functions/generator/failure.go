@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/crosscheck"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// failed handles a generation that produced no verdict, as remedyFor
+// decides; nothing partial is stored whatever the cause.
+func (h *Handler) failed(ctx context.Context, t *task, cause error) error {
+	class := failureClass(cause)
+	r := remedyFor(cause, t.receives, h.MaxReceives)
+	t.log.Warn("generation failed", "class", class, "remedy", r.String(), "error", cause.Error())
+	if r == remedyHold {
+		var rej *rejected
+		errors.As(cause, &rej)
+		return h.hold(ctx, t, rej.decision)
+	}
+	h.abandon(ctx, t)
+	h.audit(ctx, t, audit.StatusError, audit.Detail("generation failed: "+class), audit.RecordID(t.order.SessionID, audit.NameAttempt, t.order.Attempts), "")
+	switch r {
+	case remedyParkKey:
+		until := h.Key.Reject(h.Now())
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.GeminiAuthFailure,
+			Detail: "the model refused the API key; orders are parked until a working key is deployed"})
+		return h.park(ctx, t, until, "the model key is refused")
+	case remedyGiveUp:
+		return h.giveUp(ctx, t, class)
+	case remedyRetry:
+		t.job.Attempt++
+		return h.park(ctx, t, h.Now().Add(backoff(h.RetryBase, t.job.Attempt, h.Rand())), "the model failed ("+class+")")
+	case remedyLastDelivery:
+		_ = h.giveUp(ctx, t, class)
+	}
+	return cause
+}
+
+// abandon gives up the task's generation lease after an attempt that
+// stored nothing, so that the next attempt may start at once.
+func (h *Handler) abandon(ctx context.Context, t *task) {
+	if err := h.Orders.AbandonGeneration(ctx, t.order.SessionID, t.lease); err != nil {
+		t.log.Error("releasing the generation lease failed", "error", err.Error())
+	}
+}
+
+// park puts the job back on the queue until the model can be asked again,
+// keeping the order as it is; past the parking budget the order fails.
+func (h *Handler) park(ctx context.Context, t *task, until time.Time, why string) error {
+	since, err := h.Orders.Park(ctx, t.order.SessionID)
+	var notOwed *store.ErrNotOwed
+	if errors.As(err, &notOwed) {
+		t.log.Info("generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	at, ok := parkUntil(since, until, h.Now(), h.ParkingBudget)
+	if !ok {
+		return h.giveUp(ctx, t, "model_unavailable")
+	}
+	job := t.job
+	job.NotBefore = &at
+	if err := h.Requeue.Send(ctx, job); err != nil {
+		return fmt.Errorf("park: %w", err) // the item fails; SQS brings it back
+	}
+	t.log.Info("job parked", "why", why, "until", at.UTC().Format(time.RFC3339), "parked_since", since.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// giveUp marks the order FAILED, tells the operator and the customer once.
+func (h *Handler) giveUp(ctx context.Context, t *task, class string) error {
+	changed, err := h.Orders.MarkFailed(ctx, t.order.SessionID, class)
+	if err != nil {
+		return fmt.Errorf("mark failed: %w", err)
+	}
+	if !changed {
+		return nil
+	}
+	t.log.Error("generation failed for good", "class", class)
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.GenerationFailed, Session: t.order.SessionID,
+		Detail: "no verdict (" + class + "); the customer is told to ask for a refund"})
+	return h.Mail.Send(ctx, queue.Job{SessionID: t.order.SessionID, Kind: oracle.MailFailed})
+}
+
+// hold sets aside an order whose replies failed the crosscheck twice: never
+// stored, never sent, never replaced by anything else.
+func (h *Handler) hold(ctx context.Context, t *task, d crosscheck.Decision) error {
+	o := t.order
+	held, err := h.Orders.Hold(ctx, o.SessionID, t.lease, "crosscheck_"+string(d.Reason))
+	if err != nil {
+		h.abandon(ctx, t)
+		return err
+	}
+	if !held {
+		t.log.Warn("generation lease lost before holding the order")
+		return nil
+	}
+	t.log.Error("verdict held for review", "crosscheck_reason", string(d.Reason), "coherence", d.CoherenceScore)
+	h.audit(ctx, t, audit.StatusError, audit.Detail("held for review: crosscheck "+string(d.Reason)), audit.RecordID(o.SessionID, audit.NameHeld), "")
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.VerdictHeld, Session: o.SessionID,
+		Detail: fmt.Sprintf("two replies failed the crosscheck (%s, C=%.4f); the order is HELD for review", d.Reason, d.CoherenceScore)})
+	return h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailReview})
+}
+
+// settled queues again what an order settled without a verdict is owed:
+// the failure notice, or the review notice and (while quarantined) the
+// reminder chain. The mailer sends each notice once and the reminder steps
+// are taken once, so a repeat changes nothing.
+func (h *Handler) settled(ctx context.Context, t *task) error {
+	o := t.order
+	kind := oracle.MailReview
+	if o.Status == oracle.StatusFailed {
+		kind = oracle.MailFailed
+	}
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: kind}); err != nil {
+		return fmt.Errorf("enqueue %s notice: %w", kind, err)
+	}
+	if o.Status == oracle.StatusQuarantined {
+		if err := h.scheduleQuarantineReminder(ctx, o.SessionID, 0); err != nil {
+			return err
+		}
+	}
+	t.log.Info("settled order's notices queued again", "status", string(o.Status), "kind", kind)
+	return nil
+}

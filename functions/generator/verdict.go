@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/prompt"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// store passes a generation through gate 1 and stores it as the order's
+// one verdict.
+func (h *Handler) store(ctx context.Context, t *task, g generation) error {
+	// Gate 1: what the model wrote reaches the store only through the
+	// content filter, on first generations and regenerations alike.
+	filtered, rep := h.Filter.Analysis(g.analysis, t.order.Query)
+	h.auditFilter(ctx, t, rep)
+	if rep.Action == sosfilter.Quarantine {
+		return h.quarantine(ctx, t, g, rep)
+	}
+	if rep.Action == sosfilter.Replace {
+		t.log.Warn("content filter replaced terms in the verdict", "terms", strings.Join(rep.Terms(), ","), "filter_version", rep.Version)
+	}
+	g.analysis = filtered
+	canonical, err := g.analysis.CanonicalJSON()
+	if err != nil {
+		return h.failed(ctx, t, err)
+	}
+	v := store.StoredVerdict{
+		Canonical:      string(canonical),
+		Hash:           h.Hasher.Hash(string(canonical)),
+		PromptVersion:  prompt.Version,
+		Model:          g.result.Model,
+		Label:          g.analysis.Verdict,
+		CoherenceScore: g.decision.CoherenceScore,
+		FilterVersion:  rep.Version,
+		ExpiresAt:      h.Now().Add(h.Retention),
+	}
+	if t.order.Regen {
+		v.Divergence = oracle.Diverge(t.order.OriginalVerdict, g.analysis.Verdict)
+	}
+	stored, err := h.Orders.StoreVerdict(ctx, t.order.SessionID, t.lease, v)
+	if errors.Is(err, store.ErrLeaseLost) {
+		// Another generator overtook this slow one; whichever stored first
+		// is the verdict, and its own job finishes the work.
+		t.log.Warn("generation lease lost before storing; the verdict of the other attempt stands")
+		return nil
+	}
+	if err != nil {
+		h.abandon(ctx, t)
+		return err
+	}
+	t.log.Info("verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
+		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(t.started).Milliseconds())
+	t.order = stored
+	return h.afterStore(ctx, t)
+}
+
+// divergenceCheck compares a regenerated verdict with the first one: an
+// audit record (one per regeneration, however often this runs) and, when it
+// moved far, the customer's notice (SPEC_ORACLE_REGEN_CONSISTENCY), which
+// the mailer sends once.
+func (h *Handler) divergenceCheck(ctx context.Context, t *task) error {
+	o := t.order
+	original := string(o.OriginalVerdict)
+	if original == "" {
+		original = "UNKNOWN"
+	}
+	h.auditDivergence(ctx, t, original)
+	t.log.Info("regenerated verdict compared", "original", original, "regenerated", string(o.VerdictLabel), "divergence", o.Divergence)
+	if !oracle.NotifyDivergence(o.Divergence) {
+		return nil
+	}
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailDivergence}); err != nil {
+		return fmt.Errorf("enqueue divergence notice: %w", err)
+	}
+	return nil
+}
+
+// afterStore audits the stored verdict, checks a regenerated one's
+// divergence, keeps the first verdict past the order and enqueues a first
+// verdict's email; a redelivery of a READY order runs it again, so
+// everything here is idempotent. A failed audit write alerts but
+// does not withhold the customer's email.
+func (h *Handler) afterStore(ctx context.Context, t *task) error {
+	o := t.order
+	status, id := audit.StatusOK, audit.RecordID(o.SessionID, audit.NameGenerated)
+	if o.Regen && o.GeneratedAt != nil {
+		status, id = audit.StatusRegenerated, audit.RecordID(o.SessionID, audit.NameRegenerated, o.GeneratedAt.Unix())
+		if err := h.divergenceCheck(ctx, t); err != nil {
+			return err
+		}
+	}
+	h.audit(ctx, t, status, nil, id, o.Model)
+	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
+	if o.Regen {
+		original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}
+	}
+	if err := h.Originals.KeepOriginal(ctx, o.SessionID, original, h.OriginalRetention); err != nil {
+		return err
+	}
+	if o.Regen {
+		// The emailed verdict stands (REGEN_CONSISTENCY invariant 4): a
+		// regeneration only reaches the customer's inbox as the divergence
+		// notice.
+		return nil
+	}
+	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailVerdict}); err != nil {
+		return fmt.Errorf("enqueue verdict mail: %w", err)
+	}
+	t.log.Info("verdict mail enqueued")
+	return nil
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/quarantine"
+	"42sisters.ai/oracle/shared/sosfilter"
+)
+
+// The mailer's audit records. Each has an id unique for what it records, so
+// a redelivered job writes nothing twice; a record that cannot be written
+// alerts (audit.Recorder) and withholds nothing from the customer.
+
+// record is the audit record of an event of this function on the task's
+// order.
+func (h *Handler) record(t *task, event audit.Event, status audit.Status, detail *string) audit.Record {
+	r := audit.OfOrder(h.Hasher, t.order, audit.SourceEmailService, event, status, t.started, h.Now())
+	r.ErrorDetail = detail
+	return r
+}
+
+// auditMail writes the record of the task's delivery; to is the address it
+// went to, kept as a keyed hash ("" keeps the order's own hash).
+func (h *Handler) auditMail(ctx context.Context, t *task, status audit.Status, detail *string, to string) {
+	r := h.record(t, audit.MailEvent(t.job.Kind), status, detail)
+	if to != "" {
+		r.Email = h.Hasher.Email(to)
+	}
+	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameMail, t.job.Kind))
+}
+
+// auditFilter writes the record of gate 2's decision on the task's email:
+// the entries' ids, never the text.
+func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report) {
+	status, detail := audit.StatusOK, (*string)(nil)
+	if rep.Action != sosfilter.Pass {
+		status, detail = audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason))
+	}
+	r := h.record(t, audit.EventFilter, status, detail)
+	r.Filter = &audit.Filter{Gate: quarantine.GateMailer, Action: rep.Action.String(), Reason: string(rep.Reason),
+		TermIDs: rep.Terms(), Exempted: rep.Exempted(), Version: rep.Version, MailKind: t.job.Kind}
+	if r.Filter.TermIDs == nil {
+		r.Filter.TermIDs = []string{}
+	}
+	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameFilterMail, t.job.Kind))
+}

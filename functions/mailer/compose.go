@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"42sisters.ai/oracle/functions/mailer/letter"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// compose renders the mail of kind from the stored order; next has
+// decided that the order is owed it.
+func (h *Handler) compose(kind oracle.MailKind, o oracle.Order) (letter.Message, error) {
+	switch kind {
+	case oracle.MailVerdict:
+		a, err := oracle.ParseAnalysis(o.Tier, []byte(o.Verdict))
+		if err != nil {
+			return letter.Message{}, fmt.Errorf("stored verdict of %s: %w", oracle.ShortID(o.SessionID), err)
+		}
+		return letter.Verdict(h.Brand, o.Tier, o.Query, a, h.link(o))
+	case oracle.MailSilentDrop:
+		return letter.SilentDropNotice(h.Brand)
+	case oracle.MailFailed:
+		return letter.Notice(h.Brand, letter.Failed, h.link(o))
+	case oracle.MailReview:
+		return letter.Notice(h.Brand, letter.Review, h.link(o))
+	case oracle.MailDivergence:
+		return letter.Notice(h.Brand, letter.Divergence, h.link(o))
+	}
+	return letter.Message{}, fmt.Errorf("unknown mail kind %q", kind)
+}
+
+// link is the order's result page.
+func (h *Handler) link(o oracle.Order) string {
+	return h.BaseURL + "/oracle/result?session_id=" + url.QueryEscape(o.SessionID)
+}
+
+// recipient reads the address from Stripe at send time:
+// customer_details.email, then customer_email.
+func (h *Handler) recipient(ctx context.Context, o oracle.Order) (string, error) {
+	src := h.Live
+	if !o.Livemode {
+		src = h.Test
+	}
+	if src == nil {
+		return "", fmt.Errorf("no Stripe key for %s sessions", map[bool]string{true: "live", false: "test"}[o.Livemode])
+	}
+	s, err := src.RetrieveSession(ctx, o.SessionID)
+	if err != nil {
+		return "", fmt.Errorf("recipient: %w", err)
+	}
+	return s.Email, nil
+}

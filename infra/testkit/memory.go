@@ -1,0 +1,75 @@
+package testkit
+
+import (
+	"context"
+	"sync"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+)
+
+// Alerts keeps the alerts raised, for tests that run a function without
+// SNS.
+type Alerts struct {
+	mu     sync.Mutex
+	raised []alert.Alert
+}
+
+// Raise keeps a.
+func (s *Alerts) Raise(_ context.Context, a alert.Alert) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raised = append(s.raised, a)
+}
+
+// Kinds are the kinds of the alerts raised so far, in order.
+func (s *Alerts) Kinds() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, a := range s.raised {
+		out = append(out, string(a.Kind))
+	}
+	return out
+}
+
+// AuditLog is the audit bucket in memory: append-only, the first record
+// written under an id stands (as audit.Writer).
+type AuditLog struct {
+	mu      sync.Mutex
+	records map[string]audit.Record
+}
+
+// Write keeps r under id unless a record is there, and reports whether it
+// did.
+func (l *AuditLog) Write(_ context.Context, r audit.Record, id string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.records[id]; ok {
+		return false, nil
+	}
+	if l.records == nil {
+		l.records = map[string]audit.Record{}
+	}
+	l.records[id] = r
+	return true, nil
+}
+
+// Record returns the record written under id.
+func (l *AuditLog) Record(id string) (audit.Record, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.records[id]
+	return r, ok
+}
+
+// Events counts the records by "event/status", as "tmm_crosscheck/ERROR".
+func (l *AuditLog) Events() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := map[string]int{}
+	for _, r := range l.records {
+		n[string(r.Event)+"/"+string(r.Status)]++
+	}
+	return n
+}

@@ -1,0 +1,87 @@
+package alert
+
+// Kind names what happened. Every kind the service raises is defined here,
+// once, with what it means and what the operator does about it;
+// docs/operating.md lists the same kinds (a test keeps the two equal).
+type Kind string
+
+// The kinds, grouped by where they are raised.
+const (
+	// SilentDrop (CRITICAL): a paid session arrived without a usable tier
+	// or query. The order is DROPPED and the customer was asked to reply
+	// with their question. Answer the reply, then re-run the order or
+	// refund it.
+	SilentDrop Kind = "SILENT-DROP"
+	// WebhookSecretMissing (CRITICAL): no Stripe signing secret is
+	// configured, so every event is refused with 503 and Stripe retries.
+	// Set the secret's ARN and deploy within Stripe's three days of retries.
+	WebhookSecretMissing Kind = "WEBHOOK_SECRET_MISSING"
+	// WebhookUnreadable (ERROR): a correctly signed event could not be
+	// read; it was answered 500, so Stripe retries it. Read the event in
+	// Stripe's Dashboard and fix the parser if the retries keep failing.
+	WebhookUnreadable Kind = "WEBHOOK_UNREADABLE"
+	// StripeAuth (CRITICAL): Stripe refused the API key; no customer can
+	// pay. Rotate or restore the key in its secret.
+	StripeAuth Kind = "STRIPE_AUTH"
+	// AuditWriteFailed (ERROR): an audit record could not be written. The
+	// customer was served regardless; check the audit bucket's health and
+	// permissions. Claims are retried until their record is written.
+	AuditWriteFailed Kind = "AUDIT_WRITE_FAILED"
+	// GarbageJob (ERROR): a queue message that is not a valid job. It is
+	// failed until it reaches the dead-letter queue; read it there and find
+	// who sent it.
+	GarbageJob Kind = "GARBAGE_JOB"
+
+	// GeminiAuthFailure (CRITICAL): the model refused the Gemini key. Jobs
+	// are parked, not failed; fix the key in its secret and they resume.
+	GeminiAuthFailure Kind = "GEMINI_AUTH_FAILURE"
+	// CircuitOpen (ERROR): the shared model circuit opened; paid orders are
+	// parked until the model answers again. Check Gemini's status and quota.
+	CircuitOpen Kind = "CIRCUIT_OPEN"
+	// CircuitClosed (WARN): the model circuit closed; parked orders resume.
+	// Nothing to do.
+	CircuitClosed Kind = "CIRCUIT_CLOSED"
+	// GenerationFailed (ERROR): no verdict within the parking budget. The
+	// order is FAILED and the customer was sent the refund notice; refund
+	// the payment.
+	GenerationFailed Kind = "GENERATION_FAILED"
+	// VerdictHeld (ERROR): two replies failed the crosscheck. The order is
+	// HELD and the customer was told it is under review; regenerate it or
+	// refund it.
+	VerdictHeld Kind = "VERDICT_HELD"
+
+	// VerdictQuarantined (CRITICAL): gate 1 of the content filter stopped
+	// a verdict. Nothing reached the customer; review the quarantine record,
+	// then deliver a cleaned verdict, regenerate, or refund.
+	VerdictQuarantined Kind = "VERDICT_QUARANTINED"
+	// EmailQuarantined (CRITICAL): gate 2 stopped an email (and the order
+	// is no longer served). Review it as a quarantined verdict.
+	EmailQuarantined Kind = "EMAIL_QUARANTINED"
+	// QuarantineUnresolved (CRITICAL): an order is still QUARANTINED; the
+	// alert repeats every QUARANTINE_REMINDER until it is resolved.
+	QuarantineUnresolved Kind = "QUARANTINE_UNRESOLVED"
+	// QuarantineRecordFailed (CRITICAL): the review record of a stopped
+	// payload could not be written. Nothing was delivered and the job is
+	// retried; check the quarantine bucket.
+	QuarantineRecordFailed Kind = "QUARANTINE_RECORD_FAILED"
+
+	// EmailFailed (ERROR): SES refused one message (its address or
+	// content); it is not retried and the result page still serves the
+	// verdict. Reach the customer another way if needed.
+	EmailFailed Kind = "EMAIL_FAILED"
+	// EmailBlocked (CRITICAL): SES will not send from the account (sending
+	// paused, account suspended, sender unverified, credentials refused).
+	// No delivery was closed; fix the account, then redrive the mail
+	// dead-letter queue.
+	EmailBlocked Kind = "EMAIL_BLOCKED"
+)
+
+// Kinds is every kind, in the order above.
+func Kinds() []Kind {
+	return []Kind{
+		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, GarbageJob,
+		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld,
+		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
+		EmailFailed, EmailBlocked,
+	}
+}

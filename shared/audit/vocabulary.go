@@ -1,0 +1,81 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Event names what a record records. Every event the service writes is
+// defined here, once.
+type Event string
+
+// The events.
+const (
+	// Stripe's events, as the webhook received them: the record of the
+	// session's claim (paid, dropped, awaiting or failed payment).
+	EventCheckoutCompleted Event = "checkout.session.completed"
+	EventAsyncSucceeded    Event = "checkout.session.async_payment_succeeded"
+	EventAsyncFailed       Event = "checkout.session.async_payment_failed"
+	// EventLanding is the claim made by the result page when the customer
+	// arrived before the webhook.
+	EventLanding Event = "landing"
+
+	// The generator's: a verdict stored, stored again after its retention,
+	// or no verdict (the cause in error_detail); each crosscheck of a reply;
+	// each decision of the content filter (the mailer's gate writes it
+	// too); a regenerated verdict compared with the one emailed.
+	EventVerdictGenerated   Event = "verdict_generated"
+	EventVerdictRegenerated Event = "verdict_regenerated"
+	EventGenerationFailed   Event = "generation_failed"
+	EventCrosscheck         Event = "tmm_crosscheck"
+	EventFilter             Event = "sos_filter"
+	EventDivergenceCheck    Event = "regen_divergence_check"
+
+	// EventVerdictServed is one load of a stored verdict by the verdict API.
+	EventVerdictServed Event = "verdict_served"
+)
+
+// MailEvent is the event of one delivery of a mail kind ("mail_verdict").
+func MailEvent(kind oracle.MailKind) Event { return Event("mail_" + string(kind)) }
+
+// RecordName says what a record's id records. With the session, and the
+// parts that tell a session's several records of one name apart, it makes
+// the id unique for what happened, so a retried write finds its record
+// already there and the log holds each event once.
+type RecordName string
+
+// The record names, with the parts RecordID takes after them.
+const (
+	NamePaid          RecordName = "paid"           // the claim of a paid session
+	NameDropped       RecordName = "dropped"        // the claim of a silently dropped session
+	NamePaymentFailed RecordName = "payment_failed" // an asynchronous payment that failed
+
+	NameGenerated            RecordName = "generated"             // the first verdict
+	NameRegenerated          RecordName = "regenerated"           // -<generated at, Unix seconds>
+	NameAttempt              RecordName = "attempt"               // -<attempt>: a failed generation
+	NameHeld                 RecordName = "held"                  // the crosscheck held the order
+	NameCrosscheck           RecordName = "crosscheck"            // -<attempt>-<reply>
+	NameFilterGenerator      RecordName = "filter-generator"      // -<attempt>: gate 1's decision
+	NameQuarantinedGenerator RecordName = "quarantined-generator" // gate 1 stopped the verdict
+	NameDivergence           RecordName = "divergence"            // -<generated at, Unix seconds>
+
+	NameMail       RecordName = "mail"        // -<mail kind>: a delivery
+	NameFilterMail RecordName = "filter-mail" // -<mail kind>: gate 2's decision
+
+	NameServed RecordName = "served" // -<request id>: one load of the verdict
+)
+
+// RecordID is the id of session's record of name: "<session>.<name>", then
+// "-<part>" for each part.
+func RecordID(session string, name RecordName, parts ...any) string {
+	var b strings.Builder
+	b.WriteString(session)
+	b.WriteByte('.')
+	b.WriteString(string(name))
+	for _, p := range parts {
+		fmt.Fprintf(&b, "-%v", p)
+	}
+	return b.String()
+}
