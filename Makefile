@@ -13,7 +13,14 @@ STRIPE_MOCK_VERSION := v0.203.0
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint unit fuzz bench prompt-check build deploy invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy invoke tools clean
+
+# How every function's bootstrap is built, by `make build` and by `sam build`
+# (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
+LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
+LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
+# The template's functions: <Name>Function builds ./functions/<name>.
+FUNCTIONS    := Checkout Webhook Generator Mailer Verdict Pages
 
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
 run:
@@ -28,7 +35,7 @@ invoke:
 ## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test), then short fuzz runs
 test: tools lint unit fuzz
 
-lint: fmt-check vet staticcheck cfn-lint
+lint: fmt-check vet staticcheck cfn-lint tracked-files
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -41,6 +48,10 @@ staticcheck:
 
 cfn-lint:
 	cfn-lint template.yaml
+
+# No built binary and no file over 1 MB is tracked (generated goldens excepted).
+tracked-files:
+	$(GO) run ./infra/trackedfiles
 
 # One moto server serves every test package; each test provisions its own
 # uniquely named copy of the template's resources. serve.py applies DynamoDB
@@ -75,17 +86,21 @@ MAX_RATE ?= 0
 prompt-check:
 	$(GO) run ./infra/promptcheck -n 50 -max-rate $(MAX_RATE)
 
-## build: every function's bootstrap for Lambda (linux/arm64), as `sam build` makes them
+## build: every function's bootstrap for Lambda (linux/arm64) into .build/lambda/<name>/, exactly as `sam build` makes them
 build:
-	@for main in functions/*/main.go; do \
-		dir=$$(dirname $$main); name=$$(basename $$dir); \
-		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags='-s -w' -tags lambda.norpc -o .build/lambda/$$name/bootstrap ./$$dir || exit 1; \
+	@set -e; for fn in $(FUNCTIONS); do \
+		name=$$(echo $$fn | tr A-Z a-z); \
+		$(MAKE) --no-print-directory build-$${fn}Function ARTIFACTS_DIR=$(CURDIR)/.build/lambda/$$name; \
 		echo "built .build/lambda/$$name/bootstrap"; \
 	done
 
-## deploy: build with SAM and deploy (guided the first time)
+# sam build's entry point, one per function (make build uses it too).
+build-%Function:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(shell echo $* | tr A-Z a-z)
+
+## deploy: build with SAM and deploy with samconfig.toml's settings (run `sam deploy --guided` once first)
 deploy:
-	sam build && sam deploy --guided
+	sam build && sam deploy
 
 ## tools: install what the tests need when it is missing
 tools:
