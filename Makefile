@@ -77,7 +77,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),100000x) ./shared/sosfilter
 
-## bench: the benchmarks behind the performance budgets in ARCHITECTURE.md
+## bench: the benchmarks behind the performance budgets in docs/performance.md
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 

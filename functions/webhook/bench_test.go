@@ -13,7 +13,7 @@ import (
 	"42sisters.ai/oracle/shared/stripex"
 )
 
-// The budget (ARCHITECTURE.md): the webhook's own work is at most 20% of the
+// The budget (docs/performance.md): the webhook's own work is at most 20% of the
 // store and queue calls it cannot avoid. BenchmarkWebhookOwnWork is that own
 // work (signature check, decoding, resolution, hashing);
 // BenchmarkWebhookEndToEnd adds the real calls (moto locally, so the ratio

@@ -124,7 +124,7 @@ func settingsRead(t *testing.T, dir string) map[string]bool {
 }
 
 // Every variable the template gives a function is one its code reads, every
-// setting a function reads is in the README's configuration table, and the
+// setting a function reads is in docs/configuration.md's table, and the
 // generator's idea of the generate queue's maxReceiveCount is the queue's.
 func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 	root := filepath.Dir(provision.TemplatePath())
@@ -132,14 +132,14 @@ func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, _ := strings.Cut(string(readme), "\n## Configuration\n")
+	_, table, _ := strings.Cut(string(doc), "\n## Settings\n")
 	table, _, _ = strings.Cut(table, "\n## ")
 	if table == "" {
-		t.Fatal("the README has no Configuration section")
+		t.Fatal("docs/configuration.md has no Settings section")
 	}
 	for _, fn := range tmpl.Functions() {
 		read := settingsRead(t, filepath.Join(root, fn.CodeURI))
@@ -159,7 +159,7 @@ func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 			}
 			// A secret is documented by its _ARN form, how it is deployed.
 			if !strings.Contains(table, "`"+name+"`") && !(read[name+"_ARN"] && strings.Contains(table, "`"+name+"_ARN`")) {
-				t.Errorf("%s reads %s, which the README's configuration table does not name", fn.CodeURI, name)
+				t.Errorf("%s reads %s, which docs/configuration.md's settings table does not name", fn.CodeURI, name)
 			}
 		}
 		if fn.LogicalID != "GeneratorFunction" {

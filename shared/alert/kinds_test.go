@@ -75,6 +75,37 @@ func TestKindsAreDistinct(t *testing.T) {
 	}
 }
 
+// TestOperatingGuideListsEveryKind keeps docs/operating.md's alert table
+// the list of kinds the code raises: no kind without its operator's line,
+// no line for a kind that no longer exists.
+func TestOperatingGuideListsEveryKind(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(moduleRoot(t), "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n## Alerts\n")
+	if !ok {
+		t.Fatal("docs/operating.md has no Alerts section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	var listed []string
+	for _, line := range strings.Split(table, "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			kind, _, _ := strings.Cut(rest, "`")
+			listed = append(listed, kind)
+		}
+	}
+	var want []string
+	for _, k := range alert.Kinds() {
+		want = append(want, string(k))
+	}
+	slices.Sort(listed)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("docs/operating.md lists the alert kinds\n  %q\nthe code defines\n  %q", listed, want)
+	}
+}
+
 // literalKinds lists the string literals used as an alert.Alert's Kind or
 // converted to alert.Kind in the file at path.
 func literalKinds(t *testing.T, path, rel string) []string {

@@ -4,7 +4,7 @@ package oracle
 // that name the expected current state (see shared/store).
 type Status string
 
-// Order states (ARCHITECTURE.md "Data").
+// Order states (docs/architecture.md "Order states").
 const (
 	StatusAwaitingPayment Status = "AWAITING_PAYMENT" // completed, payment not yet confirmed (delayed methods)
 	StatusPaymentFailed   Status = "PAYMENT_FAILED"   // the delayed payment failed: nothing is owed
@@ -15,7 +15,7 @@ const (
 	StatusHeld            Status = "HELD"    // crosscheck failed twice
 	StatusQuarantined     Status = "QUARANTINED"
 	StatusFailed          Status = "FAILED"
-	StatusRefunded        Status = "REFUNDED"
+	StatusRefunded        Status = "REFUNDED" // refunded by the operator; nothing sets it yet
 )
 
 // Paid reports whether an order in this state was paid for.

@@ -8,7 +8,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 )
 
-// The performance budget (ARCHITECTURE.md): at least 20x a regular
+// The performance budget (docs/performance.md): at least 20x a regular
 // expression alternation over the same block list, no allocation on clean
 // text. The baseline is what one would write first: every term of the
 // list, case-insensitive, \b around words, one alternation. It only finds

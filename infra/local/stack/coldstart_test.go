@@ -12,7 +12,7 @@ import (
 	"42sisters.ai/oracle/infra/provision"
 )
 
-// BenchmarkColdStart measures the cold-start budget of ARCHITECTURE.md for
+// BenchmarkColdStart measures the cold-start budget of docs/performance.md for
 // every function: each iteration starts a fresh bootstrap process (which
 // reads its configuration and secrets, as at a Lambda cold start) and
 // serves one event that needs no further I/O. It also reports the size of

@@ -17,7 +17,7 @@ import (
 // that even a single iteration gives a p95 worth reading.
 const ordersPerRound = 20
 
-// BenchmarkPaidToEmail measures the pipeline budget of ARCHITECTURE.md:
+// BenchmarkPaidToEmail measures the pipeline budget of docs/performance.md:
 // from the customer's payment to the verdict email accepted by SES, with
 // the fake model answering at once, through the whole local stack (fake
 // Stripe's webhook, the webhook, SQS, the generator, SQS, the mailer, SES
