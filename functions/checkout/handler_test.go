@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"42sisters.ai/oracle/infra/fakes/stripe"
+	"42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"

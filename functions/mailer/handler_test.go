@@ -27,7 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/functions/mailer/letter"
-	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
@@ -81,7 +81,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(srv.Close)
 	e.stripe = srv.URL
 	ses := sesv2.NewFromConfig(f.AWS)
-	if err := mail.VerifySender(ctx, ses, letter.DefaultBrand().Sender); err != nil {
+	if err := motoserver.VerifySender(ctx, ses, letter.DefaultBrand().Sender); err != nil {
 		t.Fatal(err)
 	}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"

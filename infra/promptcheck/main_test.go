@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/prompt"
 )

@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/genai"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
 )

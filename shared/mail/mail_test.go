@@ -38,7 +38,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := provision.ForTest(t, nil)
 	c := sesv2.NewFromConfig(f.AWS)
-	if err := mail.VerifySender(context.Background(), c, letter.DefaultBrand().From()); err != nil {
+	if err := motoserver.VerifySender(context.Background(), c, letter.DefaultBrand().From()); err != nil {
 		t.Fatal(err)
 	}
 	clock := testkit.NewClock(time.Date(2026, 11, 21, 14, 23, 7, 0, time.UTC))
@@ -202,11 +202,11 @@ func TestUnverifiedSenderIsPermanent(t *testing.T) {
 func TestVerifySenderIsIdempotent(t *testing.T) {
 	fx := newFixture(t)
 	for i := 0; i < 2; i++ {
-		if err := mail.VerifySender(context.Background(), fx.client, "Sender <sender@42sisters.ai>"); err != nil {
+		if err := motoserver.VerifySender(context.Background(), fx.client, "Sender <sender@42sisters.ai>"); err != nil {
 			t.Fatalf("attempt %d: %v", i+1, err)
 		}
 	}
-	if err := mail.VerifySender(context.Background(), fx.client, "not an address"); err == nil {
+	if err := motoserver.VerifySender(context.Background(), fx.client, "not an address"); err == nil {
 		t.Fatal("an invalid address was accepted")
 	}
 	id, err := fx.ses.Send(context.Background(), mail.Outgoing{From: "sender@42sisters.ai", To: recipient(t), Subject: "s", Text: "t"})

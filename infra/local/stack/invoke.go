@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
-	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/sam"
 )
 

@@ -21,7 +21,6 @@ import (
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/awsenv"
-	"42sisters.ai/oracle/shared/mail"
 )
 
 // Secrets of the local stack, fixed so that every run and every tool agrees.
@@ -222,7 +221,7 @@ func verifySenders(ctx context.Context, b *backend) error {
 			return err
 		}
 		if from := env["MAIL_FROM"]; from != "" {
-			if err := mail.VerifySender(ctx, ses, from); err != nil {
+			if err := motoserver.VerifySender(ctx, ses, from); err != nil {
 				return fmt.Errorf("verify the sender of %s: %w", fn.LogicalID, err)
 			}
 		}

@@ -23,8 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
-	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/local/gateway"
 	"42sisters.ai/oracle/infra/local/poller"
 	"42sisters.ai/oracle/infra/local/runtimeapi"

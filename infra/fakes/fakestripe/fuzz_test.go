@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 )
 
 // FuzzAPI feeds arbitrary form bodies to the API: every answer must be a

@@ -13,7 +13,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
 
-	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/shared/oracle"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 
-	fakestripe "42sisters.ai/oracle/infra/fakes/stripe"
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/shared/oracle"
 )
 

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/shared/oracle"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/shared/oracle"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	fakegemini "42sisters.ai/oracle/infra/fakes/gemini"
+	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 )
 
 // FuzzGenerateContent feeds arbitrary paths and bodies to the fake: every
