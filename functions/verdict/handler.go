@@ -138,7 +138,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	switch o.Status {
 	case oracle.StatusReady:
-		if o.ExpiresAt > 0 && o.ExpiresAt <= arrived.Unix() {
+		if !o.Expires.IsZero() && !o.Expires.After(arrived) {
 			return h.regenerate(ctx, log, o), nil
 		}
 		return h.serve(ctx, log, o, req.RequestContext.RequestID, arrived), nil

@@ -186,7 +186,7 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		EmailHash:   f.Hasher.Email(s.Email),
 		Referral:    s.Metadata[oracle.MetaReferral],
 		Source:      t.Source,
-		ExpiresAt:   now.Add(f.Retention).Unix(),
+		Expires:     now.Add(f.Retention),
 	}
 	o.SessionCreated = s.Created.UTC()
 	if s.Created.IsZero() {

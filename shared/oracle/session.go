@@ -72,12 +72,10 @@ type Order struct {
 	// JobEnqueuedAt is set once the job the order is owed (generation for
 	// PAID, the notice mail for DROPPED) is on its queue.
 	JobEnqueuedAt *time.Time `dynamodbav:"job_enqueued_at,omitempty"`
-	// JobLeaseUntil (epoch milliseconds, so DynamoDB can compare it) and
-	// JobLease (a random token) guard the enqueue: only the holder of a live
-	// lease sends the job, and only it may record or release it.
-	JobLeaseUntil int64  `dynamodbav:"job_lease_until,omitempty"`
-	JobLease      string `dynamodbav:"job_lease,omitempty"`
-	ExpiresAt     int64  `dynamodbav:"expires_at"` // DynamoDB TTL, epoch seconds
+	// Expires is when the order, and its verdict, are deleted: the
+	// retention promised on the result page, counted from the claim and
+	// then from the verdict. The store keeps it as the table's TTL.
+	Expires time.Time `dynamodbav:"-"`
 
 	// The verdict, once generated: canonical JSON (see Analysis.CanonicalJSON),
 	// stored once and never replaced; the page and the email both read it.
@@ -87,8 +85,7 @@ type Order struct {
 	PromptVersion string     `dynamodbav:"prompt_version,omitempty"`
 	Model         string     `dynamodbav:"model,omitempty"`
 	GeneratedAt   *time.Time `dynamodbav:"generated_at,omitempty"`
-	// Attempts counts generation attempts; GenLeaseUntil (epoch ms) and
-	// GenLease (a token) let one generator at a time work on the order.
+	// Attempts counts generation attempts.
 	Attempts int    `dynamodbav:"attempts,omitempty"`
 	Failure  string `dynamodbav:"failure,omitempty"` // why generation failed for good (a class, never model text)
 	// Regen marks a verdict generated again after the first one expired;
@@ -100,8 +97,6 @@ type Order struct {
 	// the regenerated one moved from it (none, minor or significant).
 	OriginalVerdict Verdict `dynamodbav:"original_verdict,omitempty"`
 	Divergence      string  `dynamodbav:"divergence,omitempty"`
-	GenLeaseUntil   int64   `dynamodbav:"gen_lease_until,omitempty"`
-	GenLease        string  `dynamodbav:"gen_lease,omitempty"`
 	// CoherenceScore is the stored verdict's crosscheck score.
 	CoherenceScore float64 `dynamodbav:"coherence_score,omitempty"`
 	// ParkedSince is when the order's job was first parked because the

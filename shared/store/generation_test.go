@@ -53,10 +53,10 @@ func TestGenerationLeaseStoresOneVerdict(t *testing.T) {
 	v := verdict
 	v.ExpiresAt = clk.Now().Add(90 * 24 * time.Hour)
 	stored, err := orders.StoreVerdict(ctx, id, token, v)
-	if err != nil || stored.Status != oracle.StatusReady || stored.Verdict != v.Canonical || stored.GenLease != "" || stored.GeneratedAt == nil {
+	if err != nil || stored.Status != oracle.StatusReady || stored.Verdict != v.Canonical || store.GenLease(t, orders, id) != "" || stored.GeneratedAt == nil {
 		t.Fatalf("store: %+v %v", stored, err)
 	}
-	if stored.ExpiresAt != v.ExpiresAt.Unix() {
+	if !stored.Expires.Equal(v.ExpiresAt.Truncate(time.Second)) {
 		t.Fatal("retention not restarted from the verdict")
 	}
 	// Nothing can replace it, not even the same holder.
@@ -155,7 +155,7 @@ func TestMarkFailed(t *testing.T) {
 		t.Fatalf("mark failed: %v %v", changed, err)
 	}
 	o, _, _ := orders.Get(ctx, id)
-	if o.Status != oracle.StatusFailed || o.Failure != "model_unavailable" || o.GenLease != "" {
+	if o.Status != oracle.StatusFailed || o.Failure != "model_unavailable" || store.GenLease(t, orders, id) != "" {
 		t.Fatalf("order %+v", o)
 	}
 	if changed, _ := orders.MarkFailed(ctx, id, "again"); changed {
@@ -195,7 +195,7 @@ func TestResetForRegenerationOnlyOnceExpired(t *testing.T) {
 	}
 	o, _, _ := orders.Get(ctx, id)
 	if o.Status != oracle.StatusPaid || o.Verdict != "" || !o.Regen || o.OriginalVerdictHash != verdict.Hash || o.OriginalVerdict != oracle.VerdictGreen ||
-		o.VerdictLabel != "" || o.ExpiresAt <= clk.Now().Unix() {
+		o.VerdictLabel != "" || !o.Expires.After(clk.Now()) {
 		t.Fatalf("after reset: %+v", o)
 	}
 	if reset, _ := orders.ResetForRegeneration(ctx, id, time.Hour); reset {
@@ -277,7 +277,7 @@ func TestHoldNeedsTheLease(t *testing.T) {
 		t.Fatalf("hold: %v %v", held, err)
 	}
 	o, _, _ := orders.Get(ctx, id)
-	if o.Status != oracle.StatusHeld || o.Failure != "crosscheck_low_coherence" || o.GenLease != "" {
+	if o.Status != oracle.StatusHeld || o.Failure != "crosscheck_low_coherence" || store.GenLease(t, orders, id) != "" {
 		t.Fatalf("held order: %+v", o)
 	}
 	if _, _, err := orders.StartGeneration(ctx, id, time.Minute); err == nil {
@@ -302,7 +302,7 @@ func TestQuarantineAtEitherGate(t *testing.T) {
 	}
 	o, _, _ := orders.Get(ctx, gen)
 	if o.Status != oracle.StatusQuarantined || o.QuarantineGate != "generator" || !slices.Equal(o.QuarantineTerms, q.Terms) ||
-		o.QuarantineRecord != q.Record || o.FilterVersion != q.FilterVersion || o.QuarantinedAt == nil || o.GenLease != "" || o.Verdict != "" {
+		o.QuarantineRecord != q.Record || o.FilterVersion != q.FilterVersion || o.QuarantinedAt == nil || store.GenLease(t, orders, gen) != "" || o.Verdict != "" {
 		t.Fatalf("quarantined order: %+v", o)
 	}
 	if _, err := orders.StoreVerdict(ctx, gen, token, store.StoredVerdict{Canonical: "{}", Hash: "h"}); err == nil {

@@ -67,15 +67,15 @@ func (o *Orders) Get(ctx context.Context, sessionID string) (oracle.Order, bool,
 func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error) {
 	now := o.now().UTC()
 	want.CreatedAt, want.UpdatedAt = now, now
-	want.JobLeaseUntil, want.JobLease = 0, ""
+	row := storedOf(want)
 	if want.Status.OwesJob() {
 		token, err := condwrite.Token()
 		if err != nil {
 			return oracle.Claim{}, err
 		}
-		want.JobLeaseUntil, want.JobLease = now.Add(lease).UnixMilli(), token
+		row.JobLeaseUntil, row.JobLease = now.Add(lease).UnixMilli(), token
 	}
-	item, err := attributevalue.MarshalMap(want)
+	item, err := attributevalue.MarshalMap(row)
 	if err != nil {
 		return oracle.Claim{}, fmt.Errorf("encode order: %w", err)
 	}
@@ -86,18 +86,19 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		return oracle.Claim{Outcome: oracle.Claimed, Order: want, Lease: want.JobLease}, nil
+		return oracle.Claim{Outcome: oracle.Claimed, Order: want, Lease: row.JobLease}, nil
 	}
-	existing, err := conditionFailedItem(err)
+	old, err := conditionFailedItem(err)
 	if err != nil {
 		return oracle.Claim{}, fmt.Errorf("claim order %s: %w", oracle.ShortID(want.SessionID), err)
 	}
-	if want.JobLease != "" && existing.JobLease == want.JobLease {
+	existing := old.order()
+	if row.JobLease != "" && old.JobLease == row.JobLease {
 		// A retried request whose first attempt created the order.
-		return oracle.Claim{Outcome: oracle.Claimed, Order: existing, Lease: want.JobLease}, nil
+		return oracle.Claim{Outcome: oracle.Claimed, Order: existing, Lease: row.JobLease}, nil
 	}
 	if existing.Status == oracle.StatusAwaitingPayment && want.Status != oracle.StatusAwaitingPayment {
-		c, ok, err := o.advance(ctx, existing, want)
+		c, ok, err := o.advance(ctx, existing, row)
 		if err != nil || ok {
 			return c, err
 		}
@@ -113,7 +114,7 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 
 // advance moves an AWAITING_PAYMENT order to want's state; ok is false when
 // another caller changed it first.
-func (o *Orders) advance(ctx context.Context, existing, want oracle.Order) (oracle.Claim, bool, error) {
+func (o *Orders) advance(ctx context.Context, existing oracle.Order, want stored) (oracle.Claim, bool, error) {
 	want.CreatedAt = existing.CreatedAt
 	item, err := attributevalue.MarshalMap(want)
 	if err != nil {
@@ -136,7 +137,7 @@ func (o *Orders) advance(ctx context.Context, existing, want oracle.Order) (orac
 	if !r.Applied {
 		return oracle.Claim{}, false, nil
 	}
-	return oracle.Claim{Outcome: oracle.Claimed, Order: want, Lease: want.JobLease}, true, nil
+	return oracle.Claim{Outcome: oracle.Claimed, Order: want.order(), Lease: want.JobLease}, true, nil
 }
 
 // resume takes the job lease of an order whose job was never enqueued.
@@ -231,22 +232,27 @@ func key(sessionID string) map[string]types.AttributeValue {
 }
 
 func decode(item map[string]types.AttributeValue) (oracle.Order, error) {
-	var ord oracle.Order
-	if err := attributevalue.UnmarshalMap(item, &ord); err != nil {
-		return oracle.Order{}, fmt.Errorf("decode order: %w", err)
+	row, err := decodeStored(item)
+	return row.order(), err
+}
+
+func decodeStored(item map[string]types.AttributeValue) (stored, error) {
+	var row stored
+	if err := attributevalue.UnmarshalMap(item, &row); err != nil {
+		return stored{}, fmt.Errorf("decode order: %w", err)
 	}
-	return ord, nil
+	return row, nil
 }
 
 // conditionFailedItem returns the order a failed condition check reported, or
 // err itself when the failure was something else.
-func conditionFailedItem(err error) (oracle.Order, error) {
+func conditionFailedItem(err error) (stored, error) {
 	item, ok := condwrite.Failed(err)
 	if !ok {
-		return oracle.Order{}, err
+		return stored{}, err
 	}
 	if item == nil {
-		return oracle.Order{}, fmt.Errorf("condition failed without the current item: %w", err)
+		return stored{}, fmt.Errorf("condition failed without the current item: %w", err)
 	}
-	return decode(item)
+	return decodeStored(item)
 }

@@ -84,7 +84,7 @@ func TestRetriedWritesKnowTheirOwnFirstAttempt(t *testing.T) {
 			paidOrder(t, orders, id)
 			l.Arm("UpdateItem")
 			o, tok, err := orders.StartGeneration(ctx, id, time.Minute)
-			if err != nil || tok == "" || o.GenLease != tok || o.Attempts != 1 {
+			if err != nil || tok == "" || store.GenLease(t, orders, id) != tok || o.Attempts != 1 {
 				t.Fatalf("start %+v %q %v", o, tok, err)
 			}
 		}},
