@@ -71,7 +71,7 @@ unit:
 
 ## fuzz: short fuzz runs of the query chunking, the webhook's parsing, the model reply's parsing, the crosscheck and the content filter
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/oracle
+	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/stripex
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(or $(FUZZTIME),20000x) ./functions/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(or $(FUZZTIME),100000x) ./shared/oracle
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck

@@ -115,7 +115,7 @@ func TestQueryTravelsInChunks(t *testing.T) {
 		body, _ := json.Marshal(map[string]string{"tier": "full", "query": q, "referral_code": "FRIEND_1"})
 		resp := f.call(t, post(string(body)))
 		_, _, _, meta, _ := f.session(t, resp)
-		got, reason := oracle.ReassembleQuery(meta)
+		got, reason := stripex.ReassembleQuery(meta)
 		if reason != oracle.DropNone || got != q {
 			t.Fatalf("query of %d bytes did not survive Stripe metadata", len(q))
 		}

@@ -38,8 +38,7 @@ func BenchmarkWebhookOwnWork(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, q, _ := oracle.Resolve(sess.Metadata, sess.Idea)
-		_ = hasher.Hash(q)
+		_ = hasher.Hash(sess.Query)
 		_ = hasher.Email(sess.Email)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 const (
@@ -114,8 +115,11 @@ type session struct {
 }
 
 func paidSession(id string, tier oracle.Tier, query string) session {
-	meta := oracle.QueryMetadata(query)
-	meta["tier"] = string(tier)
+	meta, err := stripex.QueryMetadata(query)
+	if err != nil {
+		panic(err) // the tests' queries fit
+	}
+	meta[stripex.MetaTier] = string(tier)
 	return session{ID: id, Paid: true, Meta: meta, Email: "customer@example.com", Amount: tier.PriceCents()}
 }
 

@@ -173,18 +173,18 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 
 // order is the order that s implies.
 func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order {
-	tier, query, drop := oracle.Resolve(s.Metadata, s.Idea)
+	tier, query, drop := s.Tier, s.Query, s.Drop
 	o := oracle.Order{
 		SessionID:   s.ID,
 		Tier:        tier,
-		TierRaw:     oracle.Clip(s.Metadata[oracle.MetaTier], 64),
+		TierRaw:     oracle.Clip(s.TierRaw, 64),
 		Query:       query,
 		Livemode:    s.Livemode,
-		Smoke:       !s.Livemode && s.Metadata[oracle.MetaSmoke] == "1",
+		Smoke:       !s.Livemode && s.Smoke,
 		AmountTotal: s.AmountTotal,
 		Currency:    s.Currency,
 		EmailHash:   f.Hasher.Email(s.Email),
-		Referral:    s.Metadata[oracle.MetaReferral],
+		Referral:    s.Referral,
 		Source:      t.Source,
 		Expires:     now.Add(f.Retention),
 	}

@@ -10,13 +10,21 @@ import (
 type Session struct {
 	ID            string
 	PaymentStatus string // "paid", "unpaid" or "no_payment_required"
-	Metadata      map[string]string
-	Idea          string // the Payment Link `idea` custom field, if any
-	Email         string // transient: used for its keyed hash only, never stored or logged
-	AmountTotal   int64
-	Currency      string
-	Livemode      bool
-	Created       time.Time
+	// Tier and Query as the session carried them (shared/stripex reads
+	// Stripe's metadata and the Payment Link field); Drop says why they
+	// cannot be fulfilled, if so. TierRaw is the tier as written, for the
+	// operator's alert on a drop.
+	Tier        Tier
+	Query       string
+	Drop        DropReason
+	TierRaw     string
+	Referral    string
+	Smoke       bool   // flagged by the smoke test; honoured only in test mode
+	Email       string // transient: used for its keyed hash only, never stored or logged
+	AmountTotal int64
+	Currency    string
+	Livemode    bool
+	Created     time.Time
 }
 
 // Paid reports whether Stripe confirmed the payment. Only "paid" counts

@@ -77,11 +77,14 @@ type CheckoutSession struct {
 // Params builds the Checkout Session parameters. The amount comes only from
 // the tier's fixed price; the query travels as metadata chunks q0..qN with
 // qn their count.
-func Params(r CheckoutRequest) *stripe.CheckoutSessionParams {
-	meta := oracle.QueryMetadata(r.Query)
-	meta[oracle.MetaTier] = string(r.Tier)
+func Params(r CheckoutRequest) (*stripe.CheckoutSessionParams, error) {
+	meta, err := QueryMetadata(r.Query)
+	if err != nil {
+		return nil, err
+	}
+	meta[MetaTier] = string(r.Tier)
 	if r.Referral != "" {
-		meta[oracle.MetaReferral] = r.Referral
+		meta[MetaReferral] = r.Referral
 	}
 	return &stripe.CheckoutSessionParams{
 		Mode:       stripe.String(string(stripe.CheckoutSessionModePayment)),
@@ -98,12 +101,15 @@ func Params(r CheckoutRequest) *stripe.CheckoutSessionParams {
 			},
 		}},
 		Metadata: meta,
-	}
+	}, nil
 }
 
 // CreateCheckoutSession creates a session for r.
 func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (CheckoutSession, error) {
-	p := Params(r)
+	p, err := Params(r)
+	if err != nil {
+		return CheckoutSession{}, err
+	}
 	p.Context = ctx
 	s, err := c.sessions.New(p)
 	if err != nil {
@@ -153,12 +159,15 @@ func classify(err error, op string) error {
 	return cause
 }
 
-// Session converts Stripe's session object.
+// Session converts Stripe's session object, resolving its tier and query
+// from the metadata and the Payment Link field.
 func Session(s *stripe.CheckoutSession) oracle.Session {
 	out := oracle.Session{
 		ID:            s.ID,
 		PaymentStatus: string(s.PaymentStatus),
-		Metadata:      s.Metadata,
+		TierRaw:       s.Metadata[MetaTier],
+		Referral:      s.Metadata[MetaReferral],
+		Smoke:         s.Metadata[MetaSmoke] == "1",
 		AmountTotal:   s.AmountTotal,
 		Currency:      string(s.Currency),
 		Livemode:      s.Livemode,
@@ -168,14 +177,13 @@ func Session(s *stripe.CheckoutSession) oracle.Session {
 	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
 		out.Email = s.CustomerDetails.Email
 	}
+	idea := ""
 	for _, f := range s.CustomFields {
-		if f != nil && f.Key == oracle.IdeaFieldKey && f.Text != nil {
-			out.Idea = f.Text.Value
+		if f != nil && f.Key == IdeaField && f.Text != nil {
+			idea = f.Text.Value
 		}
 	}
-	if out.Metadata == nil {
-		out.Metadata = map[string]string{}
-	}
+	out.Tier, out.Query, out.Drop = Resolve(s.Metadata, idea)
 	return out
 }
 

@@ -17,7 +17,10 @@ import (
 func TestParamsTakePricesOnlyFromTheTierTable(t *testing.T) {
 	for _, tier := range oracle.Tiers() {
 		q := strings.Repeat("é", 700) + "🚀"
-		p := Params(CheckoutRequest{Tier: tier, Query: q, SuccessURL: "https://x/oracle/result?session_id={CHECKOUT_SESSION_ID}", CancelURL: "https://x/"})
+		p, err := Params(CheckoutRequest{Tier: tier, Query: q, SuccessURL: "https://x/oracle/result?session_id={CHECKOUT_SESSION_ID}", CancelURL: "https://x/"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		li := p.LineItems[0]
 		if *li.PriceData.UnitAmount != tier.PriceCents() || *li.PriceData.Currency != "cad" || *li.Quantity != 1 {
 			t.Errorf("%s: amount %d %s x%d", tier, *li.PriceData.UnitAmount, *li.PriceData.Currency, *li.Quantity)
@@ -25,15 +28,15 @@ func TestParamsTakePricesOnlyFromTheTierTable(t *testing.T) {
 		if p.Metadata["tier"] != string(tier) {
 			t.Errorf("%s: metadata tier %q", tier, p.Metadata["tier"])
 		}
-		got, reason := oracle.ReassembleQuery(p.Metadata)
+		got, reason := ReassembleQuery(p.Metadata)
 		if reason != oracle.DropNone || got != q {
 			t.Errorf("%s: metadata does not carry the query", tier)
 		}
-		if len(p.Metadata) > oracle.StripeMaxMetadataKeys {
+		if len(p.Metadata) > MaxMetadataKeys {
 			t.Errorf("%s: %d metadata keys", tier, len(p.Metadata))
 		}
 		for k, v := range p.Metadata {
-			if oracle.QueryUnits(v) > oracle.StripeMaxMetadataValue || len(k) > 40 {
+			if oracle.QueryUnits(v) > MaxMetadataValue || len(k) > 40 {
 				t.Errorf("%s: metadata %s exceeds Stripe's limits", tier, k)
 			}
 		}
@@ -42,19 +45,21 @@ func TestParamsTakePricesOnlyFromTheTierTable(t *testing.T) {
 
 func TestSessionConversion(t *testing.T) {
 	raw := `{"id":"cs_test_conv","object":"checkout.session","payment_status":"paid","amount_total":500,"currency":"cad",
-	"livemode":false,"created":1763700000,"metadata":{"tier":"full"},"customer_email":"fallback@example.com",
+	"livemode":false,"created":1763700000,"metadata":{"tier":"full","referral_code":"FRIEND","smoke":"1"},"customer_email":"fallback@example.com",
 	"customer_details":{"email":"details@example.com"},
 	"custom_fields":[{"key":"other","type":"text","text":{"value":"no"}},{"key":"idea","type":"text","text":{"value":"my idea"}}]}`
 	s, err := SessionFromJSON(json.RawMessage(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Email != "details@example.com" || s.Idea != "my idea" || !s.Paid() || s.AmountTotal != 500 || s.Currency != "cad" || s.Metadata["tier"] != "full" {
+	// The rest of the service gets a tier and a query, never Stripe's metadata.
+	if s.Email != "details@example.com" || s.Query != "my idea" || s.Tier != oracle.TierFull || s.Drop != oracle.DropNone ||
+		s.TierRaw != "full" || s.Referral != "FRIEND" || !s.Smoke || !s.Paid() || s.AmountTotal != 500 || s.Currency != "cad" {
 		t.Fatalf("%+v", s)
 	}
 	s, _ = SessionFromJSON(json.RawMessage(`{"id":"cs_test_conv2","customer_email":"fallback@example.com","customer_details":null}`))
-	if s.Email != "fallback@example.com" || s.Metadata == nil {
-		t.Fatalf("fallback email/metadata: %+v", s)
+	if s.Email != "fallback@example.com" || s.Drop != oracle.DropTierMissing {
+		t.Fatalf("fallback email, no metadata: %+v", s)
 	}
 	for _, bad := range []string{`{"id":"pi_123"}`, `[]`, `{"id":`} {
 		if _, err := SessionFromJSON(json.RawMessage(bad)); err == nil {

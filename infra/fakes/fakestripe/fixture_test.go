@@ -19,6 +19,7 @@ import (
 
 	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 const (
@@ -84,8 +85,12 @@ func sessionParams(tier oracle.Tier) *stripe.CheckoutSessionParams {
 			Quantity: stripe.Int64(1),
 		}},
 	}
-	p.AddMetadata(oracle.MetaTier, string(tier))
-	for k, v := range oracle.QueryMetadata("Should I open a bakery?") {
+	p.AddMetadata(stripex.MetaTier, string(tier))
+	meta, err := stripex.QueryMetadata("Should I open a bakery?")
+	if err != nil {
+		panic(err)
+	}
+	for k, v := range meta {
 		p.AddMetadata(k, v)
 	}
 	return p

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // maxMetadataKeyLen is Stripe's metadata key limit in characters.
@@ -37,13 +38,13 @@ func parseMetadata(form url.Values) (map[string]string, error) {
 		if v == "" {
 			continue
 		}
-		if oracle.QueryUnits(v) > oracle.StripeMaxMetadataValue {
-			return nil, invalidParam("", param, "Invalid metadata: values can be at most %d characters long.", oracle.StripeMaxMetadataValue)
+		if oracle.QueryUnits(v) > stripex.MaxMetadataValue {
+			return nil, invalidParam("", param, "Invalid metadata: values can be at most %d characters long.", stripex.MaxMetadataValue)
 		}
 		md[key] = v
 	}
-	if len(md) > oracle.StripeMaxMetadataKeys {
-		return nil, invalidParam("", "metadata", "Invalid metadata: metadata can have at most %d keys, got %d.", oracle.StripeMaxMetadataKeys, len(md))
+	if len(md) > stripex.MaxMetadataKeys {
+		return nil, invalidParam("", "metadata", "Invalid metadata: metadata can have at most %d keys, got %d.", stripex.MaxMetadataKeys, len(md))
 	}
 	return md, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 func TestPayFlow(t *testing.T) {
@@ -49,7 +50,7 @@ func TestPayFlow(t *testing.T) {
 	ev := h.Session(t)
 	if ev.ID != cs.ID || ev.Status != stripe.CheckoutSessionStatusComplete || ev.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid ||
 		ev.CustomerDetails == nil || ev.CustomerDetails.Email != "ada@example.com" || ev.PaymentIntent == nil || !strings.HasPrefix(ev.PaymentIntent.ID, "pi_") ||
-		ev.Metadata[oracle.MetaTier] != "full" || ev.AmountTotal != 500 {
+		ev.Metadata[stripex.MetaTier] != "full" || ev.AmountTotal != 500 {
 		t.Errorf("event session = %+v", ev)
 	}
 
@@ -412,7 +413,7 @@ func TestPaymentLinkFlow(t *testing.T) {
 			if err != nil {
 				t.Fatalf("retrieve: %v", err)
 			}
-			if len(cs.Metadata) != 1 || cs.Metadata[oracle.MetaTier] != string(tier) || cs.AmountTotal != tier.PriceCents() || cs.Currency != oracle.Currency || cs.PaymentLink == nil {
+			if len(cs.Metadata) != 1 || cs.Metadata[stripex.MetaTier] != string(tier) || cs.AmountTotal != tier.PriceCents() || cs.Currency != oracle.Currency || cs.PaymentLink == nil {
 				t.Errorf("link session metadata %v amount %d %s payment_link %v", cs.Metadata, cs.AmountTotal, cs.Currency, cs.PaymentLink)
 			}
 			if len(cs.CustomFields) != 1 || cs.CustomFields[0].Key != "idea" || cs.CustomFields[0].Label.Custom != "Your idea" ||
@@ -437,8 +438,8 @@ func TestPaymentLinkFlow(t *testing.T) {
 			if ev.ID != id || len(ev.CustomFields) != 1 || ev.CustomFields[0].Text.Value != idea || ev.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid {
 				t.Errorf("event session %s custom_fields %+v payment_status %s", ev.ID, ev.CustomFields, ev.PaymentStatus)
 			}
-			if gotTier, query, drop := oracle.Resolve(ev.Metadata, ev.CustomFields[0].Text.Value); gotTier != tier || query != idea || drop != oracle.DropNone {
-				t.Errorf("oracle.Resolve = %s %q %q", gotTier, query, drop)
+			if gotTier, query, drop := stripex.Resolve(ev.Metadata, ev.CustomFields[0].Text.Value); gotTier != tier || query != idea || drop != oracle.DropNone {
+				t.Errorf("stripex.Resolve = %s %q %q", gotTier, query, drop)
 			}
 		})
 	}

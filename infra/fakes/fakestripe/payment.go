@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // paymentIntent is the money side of a completed session.
@@ -174,7 +175,7 @@ func (s *Server) newLinkSession(r *http.Request, tier oracle.Tier) (*sessionReco
 	}
 	p := sessionParams{
 		items:    []lineItem{{Name: tier.Name(), Currency: oracle.Currency, UnitAmount: tier.PriceCents(), Quantity: 1}},
-		metadata: map[string]string{oracle.MetaTier: string(tier)},
+		metadata: map[string]string{stripex.MetaTier: string(tier)},
 	}
 	if u := s.opts.LinkSuccessURL; u != "" {
 		p.successURL = &u
@@ -185,7 +186,7 @@ func (s *Server) newLinkSession(r *http.Request, tier oracle.Tier) (*sessionReco
 	}
 	rec.s.PaymentLink = &plink
 	rec.s.CustomFields = []customField{{
-		Key:   oracle.IdeaFieldKey,
+		Key:   stripex.IdeaField,
 		Label: customFieldLabel{Type: "custom", Custom: "Your idea"},
 		Type:  "text",
 		Text:  customFieldText{MaximumLength: ideaMaxLength},

@@ -12,6 +12,7 @@ import (
 
 	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 func TestCreateAndRetrieveSessionPerTier(t *testing.T) {
@@ -42,7 +43,7 @@ func TestCreateAndRetrieveSessionPerTier(t *testing.T) {
 				if cs.Livemode || cs.Mode != stripe.CheckoutSessionModePayment || cs.Created != f.now.Unix() || cs.ExpiresAt != f.now.Unix()+86400 {
 					t.Errorf("livemode, mode, created, expires_at = %v, %s, %d, %d", cs.Livemode, cs.Mode, cs.Created, cs.ExpiresAt)
 				}
-				if cs.Metadata[oracle.MetaTier] != string(tier) || cs.Metadata[oracle.MetaChunks] != "1" || cs.Metadata["q0"] != "Should I open a bakery?" {
+				if cs.Metadata[stripex.MetaTier] != string(tier) || cs.Metadata[stripex.MetaChunks] != "1" || cs.Metadata["q0"] != "Should I open a bakery?" {
 					t.Errorf("metadata = %v", cs.Metadata)
 				}
 				if cs.PaymentIntent != nil || cs.CustomerDetails != nil || len(cs.CustomFields) != 0 {
