@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"42sisters.ai/oracle/infra/fakes/fakestripe"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
@@ -19,21 +19,10 @@ import (
 	"42sisters.ai/oracle/shared/stripex"
 )
 
-type alerts struct {
-	mu  sync.Mutex
-	got []alert.Alert
-}
-
-func (a *alerts) Raise(_ context.Context, al alert.Alert) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got = append(a.got, al)
-}
-
 type fixture struct {
 	h      *Handler
 	stripe *fakestripe.Server
-	alerts *alerts
+	alerts *testkit.Alerts
 	logs   *bytes.Buffer
 }
 
@@ -42,7 +31,7 @@ func newFixture(t *testing.T, key string) *fixture {
 	fs := fakestripe.New(fakestripe.Options{})
 	srv := httptest.NewServer(fs)
 	t.Cleanup(srv.Close)
-	f := &fixture{stripe: fs, alerts: &alerts{}, logs: &bytes.Buffer{}}
+	f := &fixture{stripe: fs, alerts: &testkit.Alerts{}, logs: &bytes.Buffer{}}
 	f.h = &Handler{
 		Stripe:  stripex.New(key, stripex.Options{BaseURL: srv.URL}),
 		BaseURL: "https://42sisters.ai",
@@ -185,8 +174,8 @@ func TestRejectedStripeKeyAnswers503AndAlerts(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(resp.Body, "sk_") || strings.Contains(resp.Body, "API Key") {
 		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
 	}
-	if len(f.alerts.got) != 1 || f.alerts.got[0].Severity != alert.Critical || f.alerts.got[0].Kind != "STRIPE_AUTH" {
-		t.Fatalf("alerts %+v", f.alerts.got)
+	if got := f.alerts.Raised(); len(got) != 1 || got[0].Severity != alert.Critical || got[0].Kind != alert.StripeAuth {
+		t.Fatalf("alerts %+v", got)
 	}
 }
 

@@ -22,6 +22,13 @@ func (s *Alerts) Raise(_ context.Context, a alert.Alert) {
 	s.raised = append(s.raised, a)
 }
 
+// Raised are the alerts raised so far, in order.
+func (s *Alerts) Raised() []alert.Alert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]alert.Alert(nil), s.raised...)
+}
+
 // Kinds are the kinds of the alerts raised so far, in order.
 func (s *Alerts) Kinds() []string {
 	s.mu.Lock()
