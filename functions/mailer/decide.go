@@ -77,9 +77,9 @@ func afterSend(err error) outcome {
 	switch {
 	case err == nil:
 		return sent
-	case mail.Retryable(err):
+	case mail.ClassOf(err) == mail.Transient:
 		return retry
-	case mail.KindOf(err) == mail.Blocked:
+	case mail.ClassOf(err) == mail.Blocked:
 		return blocked
 	}
 	return refused

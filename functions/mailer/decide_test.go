@@ -55,11 +55,11 @@ func TestOutcomeOfASendFollowsItsFailureClass(t *testing.T) {
 		want outcome
 	}{
 		{"sent", nil, sent},
-		{"SES did not answer", &mail.Error{Kind: mail.Temporary}, retry},
-		{"throttled", &mail.Error{Kind: mail.Throttled, Code: "TooManyRequestsException", Status: 429}, retry},
-		{"wrapped temporary", fmt.Errorf("send: %w", &mail.Error{Kind: mail.Temporary}), retry},
-		{"account blocked", &mail.Error{Kind: mail.Blocked, Code: "AccountSuspendedException", Status: 400}, blocked},
-		{"message refused", &mail.Error{Kind: mail.Rejected, Code: "MessageRejected", Status: 400}, refused},
+		{"SES did not answer", &mail.Error{Class: mail.Transient}, retry},
+		{"throttled", &mail.Error{Class: mail.Transient, Code: "TooManyRequestsException", Status: 429}, retry},
+		{"wrapped temporary", fmt.Errorf("send: %w", &mail.Error{Class: mail.Transient}), retry},
+		{"account blocked", &mail.Error{Class: mail.Blocked, Code: "AccountSuspendedException", Status: 400}, blocked},
+		{"message refused", &mail.Error{Class: mail.Permanent, Code: "MessageRejected", Status: 400}, refused},
 		{"a failure nobody classified", errors.New("transport"), refused},
 	}
 	for _, tc := range tests {

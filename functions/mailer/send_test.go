@@ -145,10 +145,10 @@ func TestSendOutcomeClosesOrReleasesTheDelivery(t *testing.T) {
 		alerts []string
 	}{
 		{"sent", nil, false, "ses-message-1", audit.StatusEmailSent, nil},
-		{"temporary", &mail.Error{Kind: mail.Temporary}, true, "", "", nil},
-		{"throttled", &mail.Error{Kind: mail.Throttled, Code: "TooManyRequestsException", Status: 429}, true, "", "", nil},
-		{"blocked", &mail.Error{Kind: mail.Blocked, Code: "SendingPausedException", Status: 400}, true, "", "", []string{string(alert.EmailBlocked)}},
-		{"refused", &mail.Error{Kind: mail.Rejected, Code: "MessageRejected", Status: 400}, false, "refused", audit.StatusEmailFailed, []string{string(alert.EmailFailed)}},
+		{"temporary", &mail.Error{Class: mail.Transient}, true, "", "", nil},
+		{"throttled", &mail.Error{Class: mail.Transient, Code: "TooManyRequestsException", Status: 429}, true, "", "", nil},
+		{"blocked", &mail.Error{Class: mail.Blocked, Code: "SendingPausedException", Status: 400}, true, "", "", []string{string(alert.EmailBlocked)}},
+		{"refused", &mail.Error{Class: mail.Permanent, Code: "MessageRejected", Status: 400}, false, "refused", audit.StatusEmailFailed, []string{string(alert.EmailFailed)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

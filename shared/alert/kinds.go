@@ -65,15 +65,37 @@ const (
 	// retried; check the quarantine bucket.
 	QuarantineRecordFailed Kind = "QUARANTINE_RECORD_FAILED"
 
-	// EmailFailed (ERROR): SES refused one message (its address or
-	// content); it is not retried and the result page still serves the
-	// verdict. Reach the customer another way if needed.
+	// EmailFailed (ERROR): the transport refused one message for good (an
+	// address that cannot be encoded or is invalid, a rejected message, a
+	// 400). It is not retried; the mail dead-letter record keeps what a
+	// resend needs and the result page says the email could not be
+	// delivered, while still serving the verdict. Reach the customer
+	// another way if needed.
 	EmailFailed Kind = "EMAIL_FAILED"
-	// EmailBlocked (CRITICAL): SES will not send from the account (sending
-	// paused, account suspended, sender unverified, credentials refused).
-	// No delivery was closed; fix the account, then redrive the mail
-	// dead-letter queue.
+	// EmailBlocked (CRITICAL): the account cannot send (SES sending paused
+	// or the account suspended, the sender unverified, credentials or the
+	// Graph token refused, 403). Mail jobs are parked without spending an
+	// attempt and resume by themselves once a send works again; fix the
+	// account.
 	EmailBlocked Kind = "EMAIL_BLOCKED"
+	// EmailDeadLetter (CRITICAL): an email failed on every attempt of the
+	// retry schedule. Its dead-letter record (Ledger, maildead#<session>#<kind>)
+	// lists each attempt's time and failure class; the result page still
+	// serves the verdict and says the email could not be delivered.
+	EmailDeadLetter Kind = "EMAIL_DEAD_LETTER"
+	// EmailBounced (WARN): the recipient's server refused a sent email for
+	// good. The result page says so and still serves the verdict; nothing
+	// to do unless the customer writes in.
+	EmailBounced Kind = "EMAIL_BOUNCED"
+	// EmailComplaint (WARN): a recipient marked an email as spam. Their
+	// address (as a keyed hash) is on the suppression list and is not
+	// emailed again.
+	EmailComplaint Kind = "EMAIL_COMPLAINT"
+	// JobDeadLettered (CRITICAL): a message reached a dead-letter queue
+	// (a garbage job, or a job whose function failed on every delivery).
+	// Its dead-letter record (Ledger, deadletter#<queue>#<message id>)
+	// keeps the job; find the cause in the function's logs.
+	JobDeadLettered Kind = "JOB_DEAD_LETTERED"
 )
 
 // Kinds is every kind, in the order above.
@@ -82,6 +104,6 @@ func Kinds() []Kind {
 		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, GarbageJob,
 		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld,
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
-		EmailFailed, EmailBlocked,
+		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
 	}
 }

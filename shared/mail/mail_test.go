@@ -191,8 +191,8 @@ func TestUnverifiedSenderIsPermanent(t *testing.T) {
 	if !errors.As(err, &e) {
 		t.Fatalf("want a *mail.Error, got %v", err)
 	}
-	if e.Kind != mail.Rejected || mail.Retryable(err) || e.Code != "MessageRejected" || e.Status != http.StatusBadRequest {
-		t.Errorf("classified %s (code %q, status %d), want a permanent rejection", e.Kind, e.Code, e.Status)
+	if e.Class != mail.Permanent || e.Code != "MessageRejected" || e.Status != http.StatusBadRequest {
+		t.Errorf("classified %s (code %q, status %d), want a permanent rejection", e.Class, e.Code, e.Status)
 	}
 	if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(to)) {
 		t.Errorf("the recipient is in the error: %v", err)
@@ -244,22 +244,22 @@ func TestErrorClassification(t *testing.T) {
 	cases := []struct {
 		status int
 		code   string
-		kind   mail.Kind
+		class  mail.Class
 	}{
-		{429, "TooManyRequestsException", mail.Throttled},
-		{400, "LimitExceededException", mail.Throttled},
-		{400, "MessageRejected", mail.Rejected},
-		{400, "BadRequestException", mail.Rejected},
-		{404, "NotFoundException", mail.Rejected},
+		{429, "TooManyRequestsException", mail.Transient},
+		{400, "LimitExceededException", mail.Transient},
+		{400, "MessageRejected", mail.Permanent},
+		{400, "BadRequestException", mail.Permanent},
+		{404, "NotFoundException", mail.Permanent},
 		{400, "AccountSuspendedException", mail.Blocked},
 		{400, "SendingPausedException", mail.Blocked},
 		{400, "MailFromDomainNotVerifiedException", mail.Blocked},
 		{403, "AccessDeniedException", mail.Blocked},
-		{403, "ExpiredTokenException", mail.Temporary},
-		{500, "InternalFailure", mail.Temporary},
-		{503, "ServiceUnavailable", mail.Temporary},
-		{400, "SomeFutureException", mail.Rejected},
-		{429, "SomeFutureThrottle", mail.Throttled},
+		{403, "ExpiredTokenException", mail.Transient},
+		{500, "InternalFailure", mail.Transient},
+		{503, "ServiceUnavailable", mail.Transient},
+		{400, "SomeFutureException", mail.Permanent},
+		{429, "SomeFutureThrottle", mail.Transient},
 	}
 	message := "Email address is not verified. The following identities failed the check in region US-EAST-1: " + victim
 	for _, c := range cases {
@@ -270,11 +270,11 @@ func TestErrorClassification(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("want a *mail.Error, got %v", err)
 			}
-			if e.Kind != c.kind || e.Code != c.code || e.Status != c.status || e.RequestID != "req-1234" {
-				t.Errorf("got kind %s code %q status %d request %q, want %s", e.Kind, e.Code, e.Status, e.RequestID, c.kind)
+			if e.Class != c.class || e.Code != c.code || e.Status != c.status || e.RequestID != "req-1234" || e.Transport != "SES" {
+				t.Errorf("got %s %s code %q status %d request %q, want %s", e.Transport, e.Class, e.Code, e.Status, e.RequestID, c.class)
 			}
-			if mail.Retryable(err) != (c.kind == mail.Temporary || c.kind == mail.Throttled) {
-				t.Errorf("Retryable = %v for %s", mail.Retryable(err), c.kind)
+			if mail.ClassOf(err) != c.class {
+				t.Errorf("ClassOf = %s, want %s", mail.ClassOf(err), c.class)
 			}
 			if s := strings.ToLower(err.Error()); strings.Contains(s, "jane.doe") || strings.Contains(s, "identities failed") {
 				t.Errorf("SES's message reached the error: %v", err)
@@ -283,12 +283,12 @@ func TestErrorClassification(t *testing.T) {
 	}
 }
 
-func TestNoAnswerIsTemporary(t *testing.T) {
+func TestNoAnswerIsTransient(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	endpoint := srv.URL
 	srv.Close() // nothing listens there any more
 	_, err := client(endpoint).Send(context.Background(), mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
-	if !mail.Retryable(err) || strings.Contains(strings.ToLower(err.Error()), "jane.doe") {
+	if mail.ClassOf(err) != mail.Transient || strings.Contains(strings.ToLower(err.Error()), "jane.doe") {
 		t.Fatalf("connection refused: %v", err)
 	}
 	// A context that has run out is a temporary failure that still says so.
@@ -296,7 +296,7 @@ func TestNoAnswerIsTemporary(t *testing.T) {
 	cancel()
 	_, err = client(endpoint).Send(ctx, mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
 	var e *mail.Error
-	if !errors.As(err, &e) || e.Kind != mail.Temporary || !errors.Is(err, context.Canceled) {
+	if !errors.As(err, &e) || e.Class != mail.Transient || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
@@ -327,7 +327,7 @@ func TestMalformedMessagesAreRefusedBeforeSending(t *testing.T) {
 			mutate(&m)
 			_, err := ses.Send(context.Background(), m)
 			var e *mail.Error
-			if !errors.As(err, &e) || e.Kind != mail.Rejected || mail.Retryable(err) {
+			if !errors.As(err, &e) || e.Class != mail.Permanent {
 				t.Fatalf("want a permanent rejection, got %v", err)
 			}
 			if strings.Contains(strings.ToLower(err.Error()), "jane.doe") {

@@ -82,7 +82,7 @@ func (s *SES) Send(ctx context.Context, m Outgoing) (string, error) {
 		Content:          &types.EmailContent{Raw: &types.RawMessage{Data: raw}},
 	})
 	if err != nil {
-		return "", classify(err)
+		return "", classifySES(err)
 	}
 	return aws.ToString(out.MessageId), nil
 }

@@ -17,3 +17,34 @@ const (
 func MailKinds() []MailKind {
 	return []MailKind{MailVerdict, MailSilentDrop, MailFailed, MailReview, MailDivergence}
 }
+
+// MailState is how far one email of an order got. The mailer sets the
+// first states at send time; SES's delivery events move a sent email on.
+type MailState string
+
+// The mail states.
+const (
+	// MailSent: the transport accepted the message.
+	MailSent MailState = "sent"
+	// MailDelivered: the recipient's mail server accepted it (SES's
+	// Delivery event).
+	MailDelivered MailState = "delivered"
+	// MailBounced: the recipient's server refused it for good (a permanent
+	// bounce).
+	MailBounced MailState = "bounced"
+	// MailComplained: the recipient marked it as spam; the address is on
+	// the suppression list.
+	MailComplained MailState = "complained"
+	// MailUndeliverable: it could not be sent: refused for good (an address
+	// that cannot be encoded, a rejected message) or failed on every attempt
+	// of the retry schedule. A dead-letter record says why.
+	MailUndeliverable MailState = "undeliverable"
+	// MailSuppressed: not sent, because the address complained before.
+	MailSuppressed MailState = "suppressed"
+)
+
+// Undelivered reports whether the email is known not to have reached its
+// recipient, which the result page then says.
+func (s MailState) Undelivered() bool {
+	return s == MailBounced || s == MailUndeliverable || s == MailSuppressed
+}

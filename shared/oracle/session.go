@@ -118,6 +118,10 @@ type Order struct {
 	QuarantineTerms  []string   `dynamodbav:"quarantine_terms,omitempty"`
 	QuarantineRecord string     `dynamodbav:"quarantine_record,omitempty"`
 	QuarantinedAt    *time.Time `dynamodbav:"quarantined_at,omitempty"`
+
+	// Mail is how far each email the order owed got, by kind; a kind not
+	// in it was not sent (yet). The store keeps it per kind.
+	Mail map[MailKind]MailState `dynamodbav:"-"`
 }
 
 // OwesJob reports whether an order in this state is owed a queued job.
