@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -14,23 +16,48 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 )
 
-// ErrAlreadySent means the mail of that kind was sent for the session.
+// ErrAlreadySent means the mail of that kind was sent for the session (or
+// its delivery was otherwise closed: refused, dead-lettered, quarantined).
 var ErrAlreadySent = errors.New("this mail was already sent")
 
 // ErrMailInFlight means another attempt is sending that mail right now.
 var ErrMailInFlight = errors.New("this mail is being sent by another attempt")
 
-// mailAttrs are the order's delivery attributes for one mail kind.
-func mailAttrs(kind oracle.MailKind) (sent, leaseUntil, lease, messageID string) {
-	p := "mail_" + string(kind) + "_"
-	return p + "sent_at", p + "lease_until", p + "lease", p + "message_id"
+// ErrAttemptSpent means the job's attempt was already made and failed: a
+// duplicate of a job the retry schedule has moved past.
+var ErrAttemptSpent = errors.New("this attempt of the mail was already made")
+
+// mailAttrs names the order's delivery attributes for one mail kind:
+// sent_at marks the delivery closed (whatever its outcome), lease_until and
+// lease the claim of one attempt, message_id what the transport answered
+// (or why nothing left), state how far the email got (oracle.MailState),
+// next_attempt the lowest attempt number still to be made, next_at when it
+// is due, and tries the failed attempts.
+type mailAttrs struct {
+	sent, leaseUntil, lease, messageID, state, nextAttempt, nextAt, tries string
 }
 
-// ClaimMail takes the right to send the mail of kind for the session: at
-// most one send per session and kind. It returns a token, or
-// ErrAlreadySent, or ErrMailInFlight while another attempt's lease lives.
-func (o *Orders) ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, lease time.Duration) (string, error) {
-	sent, until, tok, _ := mailAttrs(kind)
+func attrsOf(kind oracle.MailKind) mailAttrs {
+	p := "mail_" + string(kind) + "_"
+	return mailAttrs{p + "sent_at", p + "lease_until", p + "lease", p + "message_id", p + "state", p + "next_attempt", p + "next_at", p + "tries"}
+}
+
+// Try is one failed attempt of an email: when, its number (0 is the first)
+// and its failure class and code, never the address or the message.
+type Try struct {
+	Attempt int       `dynamodbav:"attempt" json:"attempt"`
+	At      time.Time `dynamodbav:"at" json:"at"`
+	Class   string    `dynamodbav:"class" json:"class"`
+	Code    string    `dynamodbav:"code,omitempty" json:"code,omitempty"`
+}
+
+// ClaimMail takes the right to make attempt (0 for the first) of the mail of
+// kind for the session: at most one attempt in flight per session and kind,
+// none after the delivery is closed, and none of an attempt already made
+// and recorded as failed. It returns a token, or ErrAlreadySent,
+// ErrAttemptSpent, or ErrMailInFlight while another attempt's lease lives.
+func (o *Orders) ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, attempt int, lease time.Duration) (string, error) {
+	a := attrsOf(kind)
 	now := o.now().UTC()
 	// The token is the claim's lease, so a retried request whose first
 	// attempt took the claim still gets it.
@@ -39,43 +66,59 @@ func (o *Orders) ClaimMail(ctx context.Context, sessionID string, kind oracle.Ma
 		Key:              key(sessionID),
 		UpdateExpression: aws.String("SET #until = :until, #tok = :wid"),
 		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(#sent) AND " +
-			"(attribute_not_exists(#until) OR #until < :nowms)"),
-		ExpressionAttributeNames: map[string]string{"#sent": sent, "#until": until, "#tok": tok},
+			"(attribute_not_exists(#until) OR #until < :nowms) AND (attribute_not_exists(#next) OR #next <= :attempt)"),
+		ExpressionAttributeNames: map[string]string{"#sent": a.sent, "#until": a.leaseUntil, "#tok": a.lease, "#next": a.nextAttempt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":until": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(lease).UnixMilli())},
-			":nowms": &types.AttributeValueMemberN{Value: fmt.Sprint(now.UnixMilli())},
+			":until":   number(now.Add(lease).UnixMilli()),
+			":nowms":   number(now.UnixMilli()),
+			":attempt": number(int64(attempt)),
 		},
-	}, tok)
+	}, a.lease)
 	if err != nil {
 		return "", fmt.Errorf("claim %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
 	}
 	if r.Applied {
 		return r.Token, nil
 	}
-	if _, done := r.Current[sent]; done {
-		return "", ErrAlreadySent
-	}
 	if r.Current == nil {
 		return "", fmt.Errorf("claim %s mail for %s: no such order", kind, oracle.ShortID(sessionID))
+	}
+	if _, done := r.Current[a.sent]; done {
+		return "", ErrAlreadySent
+	}
+	if next, ok := r.Current[a.nextAttempt].(*types.AttributeValueMemberN); ok {
+		if n, err := strconv.Atoi(next.Value); err == nil && n > attempt {
+			return "", ErrAttemptSpent
+		}
 	}
 	return "", ErrMailInFlight
 }
 
-// MailSent records the send, by the holder of the claim only.
-func (o *Orders) MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, messageID string) error {
-	sent, until, tok, msg := mailAttrs(kind)
+// MailSent closes the delivery, by the holder of the claim only: result is
+// the transport's message id, or why nothing left; state is how far the
+// email got ("" when it was never sent: no address, quarantined).
+func (o *Orders) MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, result string, state oracle.MailState) error {
+	a := attrsOf(kind)
 	now := o.now().UTC()
+	set := "SET #sent = :now, #msg = :msg, updated_at = :now"
+	values := map[string]types.AttributeValue{
+		":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		":msg":   &types.AttributeValueMemberS{Value: result},
+		":token": &types.AttributeValueMemberS{Value: token},
+	}
+	names := map[string]string{"#sent": a.sent, "#until": a.leaseUntil, "#tok": a.lease, "#msg": a.messageID, "#nextat": a.nextAt}
+	if state != "" {
+		set += ", #state = :state"
+		names["#state"] = a.state
+		values[":state"] = &types.AttributeValueMemberS{Value: string(state)}
+	}
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(o.table),
-		Key:                      key(sessionID),
-		UpdateExpression:         aws.String("SET #sent = :now, #msg = :msg, updated_at = :now REMOVE #until, #tok"),
-		ConditionExpression:      aws.String("#tok = :token"),
-		ExpressionAttributeNames: map[string]string{"#sent": sent, "#until": until, "#tok": tok, "#msg": msg},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
-			":msg":   &types.AttributeValueMemberS{Value: messageID},
-			":token": &types.AttributeValueMemberS{Value: token},
-		},
+		TableName:                 aws.String(o.table),
+		Key:                       key(sessionID),
+		UpdateExpression:          aws.String(set + " REMOVE #until, #tok, #nextat"),
+		ConditionExpression:       aws.String("#tok = :token"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	if condwrite.ConditionFailed(err) {
 		return fmt.Errorf("record %s mail for %s: %w", kind, oracle.ShortID(sessionID), ErrLeaseLost)
@@ -86,15 +129,72 @@ func (o *Orders) MailSent(ctx context.Context, sessionID string, kind oracle.Mai
 	return nil
 }
 
-// ReleaseMail gives up a claim after a failed send, so the retry may send.
+// MailFailed records a failed attempt, by the holder of the claim only,
+// and gives the claim up. With nextAt set, the schedule goes on: no claim
+// of this attempt or an earlier one is granted again, and the next attempt
+// is due at nextAt. With nextAt zero, the attempt was the last one (or the
+// failure is permanent): the delivery is closed as undeliverable. It
+// returns every failed attempt recorded so far, this one included.
+func (o *Orders) MailFailed(ctx context.Context, sessionID string, kind oracle.MailKind, token string, try Try, nextAt time.Time) ([]Try, error) {
+	a := attrsOf(kind)
+	now := o.now().UTC()
+	entry, err := attributevalue.MarshalMap(try)
+	if err != nil {
+		return nil, fmt.Errorf("record failed %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
+	}
+	names := map[string]string{"#until": a.leaseUntil, "#tok": a.lease, "#next": a.nextAttempt, "#tries": a.tries, "#nextat": a.nextAt}
+	values := map[string]types.AttributeValue{
+		":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+		":token": &types.AttributeValueMemberS{Value: token},
+		":next":  number(int64(try.Attempt + 1)),
+		":try":   &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: entry}}},
+		":none":  &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+	}
+	set := "SET #next = :next, #tries = list_append(if_not_exists(#tries, :none), :try), updated_at = :now, write_id = :wid"
+	remove := " REMOVE #until, #tok"
+	if nextAt.IsZero() {
+		set += ", #sent = :now, #msg = :dead, #state = :undeliverable"
+		remove += ", #nextat"
+		names["#sent"], names["#msg"], names["#state"] = a.sent, a.messageID, a.state
+		values[":dead"] = &types.AttributeValueMemberS{Value: "undeliverable"}
+		values[":undeliverable"] = &types.AttributeValueMemberS{Value: string(oracle.MailUndeliverable)}
+	} else {
+		set += ", #nextat = :nextat"
+		values[":nextat"] = &types.AttributeValueMemberS{Value: nextAt.UTC().Format(time.RFC3339Nano)}
+	}
+	r, err := condwrite.Update(ctx, o.db, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(o.table),
+		Key:                       key(sessionID),
+		UpdateExpression:          aws.String(set + remove),
+		ConditionExpression:       aws.String("#tok = :token"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record failed %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
+	}
+	if !r.Applied {
+		return nil, fmt.Errorf("record failed %s mail for %s: %w", kind, oracle.ShortID(sessionID), ErrLeaseLost)
+	}
+	var tries []Try
+	if err := attributevalue.Unmarshal(r.Current[a.tries], &tries); err != nil {
+		return nil, fmt.Errorf("read failed %s mail attempts for %s: %w", kind, oracle.ShortID(sessionID), err)
+	}
+	return tries, nil
+}
+
+// ReleaseMail gives up a claim without spending its attempt (the account
+// could not send, or the send was never tried), so the same attempt may be
+// made again.
 func (o *Orders) ReleaseMail(ctx context.Context, sessionID string, kind oracle.MailKind, token string) error {
-	_, until, tok, _ := mailAttrs(kind)
+	a := attrsOf(kind)
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(o.table),
 		Key:                      key(sessionID),
 		UpdateExpression:         aws.String("REMOVE #until, #tok"),
 		ConditionExpression:      aws.String("#tok = :token"),
-		ExpressionAttributeNames: map[string]string{"#until": until, "#tok": tok},
+		ExpressionAttributeNames: map[string]string{"#until": a.leaseUntil, "#tok": a.lease},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":token": &types.AttributeValueMemberS{Value: token},
 		},
@@ -103,4 +203,74 @@ func (o *Orders) ReleaseMail(ctx context.Context, sessionID string, kind oracle.
 		return fmt.Errorf("release %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
 	}
 	return nil
+}
+
+// mailMoves lists the states a feedback event may move an email from: a
+// later event never undoes a worse one (a Delivery arriving after the
+// Complaint leaves it complained).
+var mailMoves = map[oracle.MailState][]oracle.MailState{
+	oracle.MailDelivered:  {oracle.MailSent},
+	oracle.MailBounced:    {oracle.MailSent, oracle.MailDelivered},
+	oracle.MailComplained: {oracle.MailSent, oracle.MailDelivered},
+}
+
+// MailFeedback moves the email of kind, sent as messageID, to state, as
+// the transport's feedback tells. It reports whether the state changed:
+// false when the event is for another message (a stale or forged id), is a
+// repeat, or would move the state backwards.
+func (o *Orders) MailFeedback(ctx context.Context, sessionID string, kind oracle.MailKind, messageID string, state oracle.MailState) (bool, error) {
+	from, ok := mailMoves[state]
+	if !ok {
+		return false, fmt.Errorf("feedback %s for %s mail: not a state feedback sets", state, kind)
+	}
+	a := attrsOf(kind)
+	values := map[string]types.AttributeValue{
+		":id":    &types.AttributeValueMemberS{Value: messageID},
+		":state": &types.AttributeValueMemberS{Value: string(state)},
+		":now":   &types.AttributeValueMemberS{Value: o.now().UTC().Format(time.RFC3339Nano)},
+	}
+	cond := "#msg = :id AND #state IN ("
+	for i, s := range from {
+		p := ":from" + strconv.Itoa(i)
+		values[p] = &types.AttributeValueMemberS{Value: string(s)}
+		if i > 0 {
+			cond += ", "
+		}
+		cond += p
+	}
+	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(o.table),
+		Key:                       key(sessionID),
+		UpdateExpression:          aws.String("SET #state = :state, updated_at = :now"),
+		ConditionExpression:       aws.String(cond + ")"),
+		ExpressionAttributeNames:  map[string]string{"#msg": a.messageID, "#state": a.state},
+		ExpressionAttributeValues: values,
+	})
+	if condwrite.ConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("feedback %s for %s mail of %s: %w", state, kind, oracle.ShortID(sessionID), err)
+	}
+	return true, nil
+}
+
+// mailStates reads each kind's state from an order item.
+func mailStates(item map[string]types.AttributeValue) map[oracle.MailKind]oracle.MailState {
+	var out map[oracle.MailKind]oracle.MailState
+	for _, kind := range oracle.MailKinds() {
+		v, ok := item[attrsOf(kind).state].(*types.AttributeValueMemberS)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[oracle.MailKind]oracle.MailState{}
+		}
+		out[kind] = oracle.MailState(v.Value)
+	}
+	return out
+}
+
+func number(n int64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }

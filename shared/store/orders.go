@@ -233,7 +233,9 @@ func key(sessionID string) map[string]types.AttributeValue {
 
 func decode(item map[string]types.AttributeValue) (oracle.Order, error) {
 	row, err := decodeStored(item)
-	return row.order(), err
+	o := row.order()
+	o.Mail = mailStates(item)
+	return o, err
 }
 
 func decodeStored(item map[string]types.AttributeValue) (stored, error) {

@@ -125,11 +125,11 @@ func TestRetriedWritesKnowTheirOwnFirstAttempt(t *testing.T) {
 			l.Arm("")
 			paidOrder(t, orders, id)
 			l.Arm("UpdateItem")
-			tok, err := orders.ClaimMail(ctx, id, "verdict", time.Minute)
+			tok, err := orders.ClaimMail(ctx, id, "verdict", 0, time.Minute)
 			if err != nil || tok == "" {
 				t.Fatalf("claim mail %q %v", tok, err)
 			}
-			if err := orders.MailSent(ctx, id, "verdict", tok, "msg-1"); err != nil {
+			if err := orders.MailSent(ctx, id, "verdict", tok, "msg-1", oracle.MailSent); err != nil {
 				t.Fatalf("the claimer's token: %v", err)
 			}
 		}},
