@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -312,7 +313,6 @@ func TestMalformedMessagesAreRefusedBeforeSending(t *testing.T) {
 		"recipient not an address":   func(m *mail.Outgoing) { m.To = "Jane.Doe at example.com" },
 		"two recipients":             func(m *mail.Outgoing) { m.To = victim + ", Jane.Doe2@example.com" },
 		"recipient header injection": func(m *mail.Outgoing) { m.To = victim + "\r\nBcc: Jane.Doe3@example.com" },
-		"non-ASCII domain":           func(m *mail.Outgoing) { m.To = "Jane.Doe@bücher.example" },
 		"sender not an address":      func(m *mail.Outgoing) { m.From = "oracle" },
 		"reply-to not an address":    func(m *mail.Outgoing) { m.ReplyTo = "Jane.Doe@" },
 		"subject header injection":   func(m *mail.Outgoing) { m.Subject = "hi\r\nBcc: Jane.Doe@example.com" },
@@ -334,5 +334,108 @@ func TestMalformedMessagesAreRefusedBeforeSending(t *testing.T) {
 				t.Errorf("an address is in the error: %v", err)
 			}
 		})
+	}
+}
+
+// Item 7 of the email work: a customer whose address has an internationalised
+// domain gets the email, sent to the domain's punycode; an address whose
+// local part is not ASCII cannot be sent through SES at all and is refused
+// for good, without quoting it.
+func TestInternationalisedAddresses(t *testing.T) {
+	fx := newFixture(t)
+	local := strings.TrimSuffix(recipient(t), "@example.com")
+	id, err := fx.ses.Send(context.Background(), mail.Outgoing{From: letter.DefaultBrand().From(), To: local + "@bücher.example", Subject: "s", Text: "t"})
+	if err != nil {
+		t.Fatalf("an IDN domain: %v", err)
+	}
+	got := fx.received(t, id)
+	if len(got.To) != 1 || got.To[0] != local+"@xn--bcher-kva.example" {
+		t.Fatalf("sent to %q, want the punycode domain", got.To)
+	}
+	for name, to := range map[string]string{"non-ASCII local part": "jösé@example.com", "a domain IDNA refuses": "jane@bü\u200dcher.example"} {
+		_, err := fx.ses.Send(context.Background(), mail.Outgoing{From: letter.DefaultBrand().From(), To: to, Subject: "s", Text: "t"})
+		if mail.ClassOf(err) != mail.Permanent {
+			t.Errorf("%s: %v, want a permanent refusal", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), strings.Split(to, "@")[0]) {
+			t.Errorf("%s: the address is in the error: %v", name, err)
+		}
+	}
+}
+
+// VER-07: the same email sent again is the same bytes but for its Date
+// header (the multipart boundary follows from the content).
+func TestTheSameEmailIsTheSameBytes(t *testing.T) {
+	fx := newFixture(t)
+	m := mail.Outgoing{From: letter.DefaultBrand().From(), To: recipient(t), Subject: "Your verdict", Text: "GREEN\n\nGo.", HTML: "<p>GREEN</p>"}
+	var raws []string
+	for i := 0; i < 2; i++ {
+		id, err := fx.ses.Send(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, withoutDate(fx.received(t, id).Raw))
+		fx.clock.Add(time.Hour)
+	}
+	if raws[0] != raws[1] {
+		t.Fatalf("two sends of one email differ:\n%s\n---\n%s", raws[0], raws[1])
+	}
+	m.Text += " Changed."
+	id, err := fx.ses.Send(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withoutDate(fx.received(t, id).Raw) == raws[0] {
+		t.Fatal("a different email has the same bytes: the comparison proves nothing")
+	}
+}
+
+func withoutDate(raw string) string {
+	var keep []string
+	for _, line := range strings.Split(raw, "\r\n") {
+		if !strings.HasPrefix(line, "Date: ") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\r\n")
+}
+
+// The configuration set and the tags travel with the message, so that SES's
+// events about it name the session and the kind.
+func TestConfigurationSetAndTagsAreSent(t *testing.T) {
+	var body string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		body = string(b)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"MessageId":"msg-1"}`))
+	}))
+	t.Cleanup(srv.Close)
+	ses := client(srv.URL)
+	ses.ConfigurationSet = "oracle-mail"
+	id, err := ses.Send(context.Background(), mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t",
+		Tags: map[string]string{"session_id": "cs_test_abc", "mail_kind": "verdict"}})
+	if err != nil || id != "msg-1" {
+		t.Fatalf("send: %q %v", id, err)
+	}
+	for _, want := range []string{`"ConfigurationSetName":"oracle-mail"`, `{"Name":"mail_kind","Value":"verdict"}`, `{"Name":"session_id","Value":"cs_test_abc"}`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the request lacks %s: %s", want, body)
+		}
+	}
+}
+
+// A throttled SES that says when to come back is heard.
+func TestSESRetryAfterIsKept(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Amzn-Errortype", "TooManyRequestsException")
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"message":"slow down"}`))
+	}))
+	t.Cleanup(srv.Close)
+	_, err := client(srv.URL).Send(context.Background(), mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
+	if mail.ClassOf(err) != mail.Transient || mail.RetryAfter(err) != 120*time.Second {
+		t.Fatalf("%v: class %s, retry after %s", err, mail.ClassOf(err), mail.RetryAfter(err))
 	}
 }
