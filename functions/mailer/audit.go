@@ -45,3 +45,20 @@ func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report
 	}
 	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameFilterMail, t.job.Kind))
 }
+
+// auditAttempt writes the record of one attempt of the task's delivery:
+// its number and the message's hash (the same on every attempt), and the
+// failure's class when it failed.
+func (h *Handler) auditAttempt(ctx context.Context, t *task, err error, to string) {
+	status, detail := audit.StatusEmailSent, (*string)(nil)
+	if err != nil {
+		status, detail = audit.StatusEmailFailed, audit.Detail(err.Error())
+	}
+	r := h.record(t, audit.EventMailAttempt, status, detail)
+	r.Email = h.Hasher.Email(to)
+	r.Mail = &audit.MailAttempt{Kind: t.job.Kind, Attempt: t.job.Attempt, MessageHash: t.hash, Transport: h.transportOf(err)}
+	if err != nil {
+		r.Mail.Class, r.Mail.Code = failureClass(err), failureCode(err)
+	}
+	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameMailAttempt, t.job.Kind, t.job.Attempt))
+}

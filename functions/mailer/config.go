@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +31,22 @@ type settings struct {
 	StripeAPIBase      string // empty in production: the real Stripe API
 	Brand              letter.Brand
 	Hasher             *audit.Hasher
+	// Transport is "ses" (the default) or "graph"; SES sends through the
+	// ConfigurationSet, whose events say what became of each email.
+	Transport        string
+	ConfigurationSet string
+	// Graph: the app's credentials (a JSON secret: tenant_id, client_id,
+	// client_secret), the mailbox it sends as, and the endpoints (empty in
+	// production: Microsoft's).
+	GraphCredentials string
+	GraphSender      string
+	GraphAPIBase     string
+	GraphLoginBase   string
+	// Schedule is the delay before each attempt of an email; BlockedRetry
+	// how often a job parked while the account cannot send tries again.
+	Schedule            []time.Duration
+	BlockedRetry        time.Duration
+	DeadLetterRetention time.Duration
 }
 
 // loadConfig reads and validates every setting once, at cold start.
@@ -52,6 +69,25 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			Support: env.Address("SUPPORT_EMAIL", letter.DefaultBrand().Support),
 		},
 	}
+	s.Transport = env.Optional("MAIL_TRANSPORT", "ses")
+	s.ConfigurationSet = env.Optional("MAIL_CONFIGURATION_SET", "")
+	switch s.Transport {
+	case "ses":
+	case "graph":
+		s.GraphCredentials = env.Secret(ctx, "GRAPH_CREDENTIALS", true)
+		s.GraphSender = env.Address("GRAPH_SENDER", s.Brand.Sender)
+		s.GraphAPIBase = env.Optional("GRAPH_API_BASE", "")
+		s.GraphLoginBase = env.Optional("GRAPH_LOGIN_BASE", "")
+	default:
+		env.Invalid("MAIL_TRANSPORT", fmt.Errorf("must be ses or graph, got %q", s.Transport))
+	}
+	schedule, err := parseSchedule(env.Optional("MAIL_RETRY_SCHEDULE", DefaultSchedule))
+	if err != nil {
+		env.Invalid("MAIL_RETRY_SCHEDULE", err)
+	}
+	s.Schedule = schedule
+	s.BlockedRetry = env.Duration("MAIL_BLOCKED_RETRY", DefaultBlockedRetry)
+	s.DeadLetterRetention = env.Days("DEAD_LETTER_RETENTION_DAYS", 90, 14, 3650)
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
 	s.Hasher = audit.HasherFrom(ctx, env)
 	if err := env.Err(); err != nil {

@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
@@ -48,23 +51,61 @@ func TestNextStepOfAMailJobFollowsItsOrder(t *testing.T) {
 	}
 }
 
-func TestOutcomeOfASendFollowsItsFailureClass(t *testing.T) {
+func TestOutcomeOfASendFollowsItsClassAndTheSchedule(t *testing.T) {
+	schedule := []time.Duration{0, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour}
+	busy := &mail.Error{Class: mail.Transient, Status: 503}
 	tests := []struct {
-		name string
-		err  error
-		want outcome
+		name    string
+		err     error
+		attempt int
+		want    outcome
+		wait    time.Duration
 	}{
-		{"sent", nil, sent},
-		{"SES did not answer", &mail.Error{Class: mail.Transient}, retry},
-		{"throttled", &mail.Error{Class: mail.Transient, Code: "TooManyRequestsException", Status: 429}, retry},
-		{"wrapped temporary", fmt.Errorf("send: %w", &mail.Error{Class: mail.Transient}), retry},
-		{"account blocked", &mail.Error{Class: mail.Blocked, Code: "AccountSuspendedException", Status: 400}, blocked},
-		{"message refused", &mail.Error{Class: mail.Permanent, Code: "MessageRejected", Status: 400}, refused},
-		{"a failure nobody classified", errors.New("transport"), refused},
+		{"sent", nil, 0, sent, 0},
+		{"first attempt failed", busy, 0, retry, 5 * time.Minute},
+		{"second attempt failed", busy, 1, retry, 30 * time.Minute},
+		{"third attempt failed", busy, 2, retry, 2 * time.Hour},
+		{"the last attempt failed", busy, 3, deadLetter, 0},
+		{"wrapped transient", fmt.Errorf("send: %w", busy), 0, retry, 5 * time.Minute},
+		{"Retry-After later than the step", &mail.Error{Class: mail.Transient, Status: 429, RetryAfter: 40 * time.Minute}, 1, retry, 40 * time.Minute},
+		{"Retry-After sooner than the step", &mail.Error{Class: mail.Transient, Status: 429, RetryAfter: 2 * time.Minute}, 0, retry, 5 * time.Minute},
+		{"Retry-After on the last attempt", &mail.Error{Class: mail.Transient, Status: 429, RetryAfter: time.Minute}, 3, deadLetter, 0},
+		{"permanent on the first attempt", &mail.Error{Class: mail.Permanent, Status: 400}, 0, refused, 0},
+		{"blocked on the last attempt", &mail.Error{Class: mail.Blocked, Status: 403}, 3, blocked, 0},
+		{"a failure nobody classified", errors.New("transport"), 0, retry, 5 * time.Minute},
 	}
 	for _, tc := range tests {
-		if got := afterSend(tc.err); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		got, wait := afterSend(tc.err, tc.attempt, schedule)
+		if got != tc.want || wait != tc.wait {
+			t.Errorf("%s: %s after %s, want %s after %s", tc.name, got, wait, tc.want, tc.wait)
+		}
+	}
+}
+
+func TestScheduleSetting(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []time.Duration
+		problem string
+	}{
+		{DefaultSchedule, []time.Duration{0, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour}, ""},
+		{"0, 1s, 2s", []time.Duration{0, time.Second, 2 * time.Second}, ""},
+		{"0", []time.Duration{0}, ""},
+		{"5m,30m", nil, "at once"},
+		{"0,-1s", nil, "negative"},
+		{"0,soon", nil, "not a duration"},
+		{"0,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s", nil, "at most 10"},
+	}
+	for _, tc := range tests {
+		got, err := parseSchedule(tc.in)
+		if tc.problem != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.problem) {
+				t.Errorf("%q: %v, want a problem saying %q", tc.in, err, tc.problem)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v %v, want %v", tc.in, got, err, tc.want)
 		}
 	}
 }

@@ -25,10 +25,17 @@ import (
 // Orders is the order store (shared/store).
 type Orders interface {
 	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
-	ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, lease time.Duration) (string, error)
-	MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, messageID string) error
+	ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, attempt int, lease time.Duration) (string, error)
+	MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, result string, state oracle.MailState) error
+	MailFailed(ctx context.Context, sessionID string, kind oracle.MailKind, token string, try store.Try, nextAt time.Time) ([]store.Try, error)
 	ReleaseMail(ctx context.Context, sessionID string, kind oracle.MailKind, token string) error
 	QuarantineReady(ctx context.Context, sessionID string, q store.Quarantine) (bool, error)
+}
+
+// Ledger keeps the mail dead letters and the suppression list (shared/store).
+type Ledger interface {
+	RecordMailDeadLetter(ctx context.Context, d store.MailDeadLetter, ttl time.Duration) (bool, error)
+	Suppressed(ctx context.Context, emailHash string) (bool, error)
 }
 
 // Sessions retrieves Checkout Sessions, for the recipient at send time.
@@ -64,10 +71,20 @@ type Sender interface {
 // Handler consumes the mail queue.
 type Handler struct {
 	Orders Orders
+	Ledger Ledger
 	// Live and Test retrieve sessions of each mode; Test may be nil when
 	// test-mode orders are not expected.
 	Live, Test Sessions
 	Transport  Transport
+	// TransportName names the transport in records ("SES" or "Graph").
+	TransportName string
+	// Schedule is the delay before each attempt of an email (the first
+	// 0); after the last one fails the email is dead-lettered.
+	Schedule []time.Duration
+	// BlockedRetry is how long a job waits while the account cannot send.
+	BlockedRetry time.Duration
+	// DeadLetterRetention is how long a mail dead-letter record is kept.
+	DeadLetterRetention time.Duration
 	// Audit writes the mailer's records, alerting when one is lost.
 	Audit  *audit.Recorder
 	Alerts Alerter
@@ -93,6 +110,11 @@ type Handler struct {
 // live send is never taken over.
 const DefaultLease = time.Minute
 
+// DefaultBlockedRetry is how often a job parked while the account cannot
+// send tries again: often enough that mail resumes soon after the fix, and
+// within one SQS delay, so a parked job needs no hops.
+const DefaultBlockedRetry = 15 * time.Minute
+
 // task is one mail job on its way through the Handler.
 type task struct {
 	job     queue.Job
@@ -101,6 +123,8 @@ type task struct {
 	order   oracle.Order
 	// token is this task's claim on the delivery, once taken.
 	token string
+	// hash is the keyed hash of the message, the same on every attempt.
+	hash string
 }
 
 // Handle processes a batch and reports the records that failed, so that
@@ -121,11 +145,19 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			Detail: "unreadable message on the mail queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
-	return h.run(ctx, &task{job: job, started: h.Now(), log: h.Log.With(obs.Session(job.SessionID), "kind", job.Kind)})
+	return h.run(ctx, &task{job: job, started: h.Now(), log: h.Log.With(obs.Session(job.SessionID), "kind", job.Kind, "attempt", job.Attempt)})
 }
 
 // run does what the job calls for, given its order.
 func (h *Handler) run(ctx context.Context, t *task) error {
+	if t.job.NotBefore != nil && t.job.NotBefore.After(t.started) {
+		// A wait longer than SQS's 15-minute delay goes in hops.
+		if err := h.Mail.Send(ctx, t.job); err != nil {
+			return fmt.Errorf("hop: %w", err)
+		}
+		t.log.Debug("mail job not due yet; sent on", "attempt", t.job.Attempt, "not_before", t.job.NotBefore.UTC().Format(time.RFC3339))
+		return nil
+	}
 	order, found, err := h.Orders.Get(ctx, t.job.SessionID)
 	if err != nil {
 		return err
@@ -146,17 +178,21 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 }
 
 // deliver composes the email from the stored order (never from the
-// message), claims its delivery, passes it through gate 2 and sends it.
+// message), claims this attempt of its delivery, passes it through gate 2
+// and sends it; what a failure calls for, afterSend decides.
 func (h *Handler) deliver(ctx context.Context, t *task) error {
 	o, kind := t.order, t.job.Kind
 	msg, err := h.compose(kind, o)
 	if err != nil {
 		return err
 	}
-	token, err := h.Orders.ClaimMail(ctx, o.SessionID, kind, h.Lease)
+	token, err := h.Orders.ClaimMail(ctx, o.SessionID, kind, t.job.Attempt, h.Lease)
 	switch {
 	case errors.Is(err, store.ErrAlreadySent):
 		t.log.Info("mail already sent; duplicate job acknowledged")
+		return nil
+	case errors.Is(err, store.ErrAttemptSpent):
+		t.log.Info("this attempt was already made; duplicate job acknowledged")
 		return nil
 	case errors.Is(err, store.ErrMailInFlight):
 		return err // redelivered later; by then the other attempt has finished or died
@@ -180,42 +216,143 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		// drop alert for a dropped order.
 		t.log.Warn("no email address on the session; nothing sent")
 		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("no customer email on the session"), "")
-		h.close(ctx, t, "none: no address")
+		h.close(ctx, t, "none: no address", "")
 		return nil
 	}
-	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML})
-	switch afterSend(err) {
+	suppressed, err := h.Ledger.Suppressed(ctx, h.Hasher.Email(to))
+	if err != nil {
+		h.release(ctx, t)
+		return err
+	}
+	if suppressed {
+		t.log.Warn("the address complained about an earlier email; nothing sent")
+		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), to)
+		h.close(ctx, t, "none: suppressed", oracle.MailSuppressed)
+		return nil
+	}
+	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
+	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
+		Tags: map[string]string{TagSession: o.SessionID, TagKind: string(kind)}})
+	h.auditAttempt(ctx, t, err, to)
+	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:
-		h.release(ctx, t)
-		t.log.Warn("send failed; it will be retried", "error", err.Error())
-		return err
+		return h.retryLater(ctx, t, err, wait)
 	case blocked:
-		h.release(ctx, t)
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.EmailBlocked, Session: o.SessionID,
-			Detail: "SES will not send from this account: " + err.Error() + "; the " + string(kind) + " email waits on the mail queue, then its dead-letter queue (redrive it once SES sends again)"})
-		return err
-	case refused:
-		h.close(ctx, t, "refused")
-		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("send refused: "+err.Error()), to)
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.EmailFailed, Session: o.SessionID, Detail: "the " + string(kind) + " email was refused and will not be retried: " + err.Error()})
-		return nil
+		return h.park(ctx, t, err)
+	case deadLetter, refused:
+		return h.giveUp(ctx, t, err, oc, to)
 	}
-	h.close(ctx, t, id)
+	h.close(ctx, t, id, oracle.MailSent)
 	h.auditMail(ctx, t, audit.StatusEmailSent, nil, to)
 	t.log.Info("mail sent")
 	return nil
 }
 
+// The tags a sent email carries, which SES's feedback events repeat.
+const (
+	TagSession = "session_id"
+	TagKind    = "mail_kind"
+)
+
+// retryLater queues the next attempt of the schedule, due after wait, and
+// records this one as failed. The next job is queued first: if that fails,
+// the claim is released and SQS brings this job back for the same attempt.
+func (h *Handler) retryLater(ctx context.Context, t *task, cause error, wait time.Duration) error {
+	at := h.Now().Add(wait)
+	next := t.job
+	next.Attempt++
+	next.NotBefore = &at
+	if err := h.Mail.Send(ctx, next); err != nil {
+		h.release(ctx, t)
+		return fmt.Errorf("queue attempt %d: %w", next.Attempt, err)
+	}
+	if _, err := h.Orders.MailFailed(ctx, t.order.SessionID, t.job.Kind, t.token, h.try(t, cause), at); err != nil {
+		// The next attempt is queued and claims once this lease ends.
+		t.log.Error("recording the failed attempt failed", "error", err.Error())
+	}
+	t.log.Warn("send failed; the next attempt is queued", "class", failureClass(cause), "error", cause.Error(),
+		"next_attempt", next.Attempt, "next_at", at.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// park holds the job while the account cannot send: its attempt is not
+// spent, and it comes back by itself every BlockedRetry, so mail resumes
+// once a send works again. One alert a minute at most, for every job held.
+func (h *Handler) park(ctx context.Context, t *task, cause error) error {
+	h.release(ctx, t)
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.EmailBlocked,
+		Detail: "the account cannot send (" + cause.Error() + "); mail jobs such as the " + string(t.job.Kind) + " email of " +
+			oracle.ShortID(t.order.SessionID) + " are parked and try again every " + h.BlockedRetry.String()})
+	at := h.Now().Add(h.BlockedRetry)
+	job := t.job
+	job.NotBefore = &at
+	if err := h.Mail.Send(ctx, job); err != nil {
+		return fmt.Errorf("park: %w", err) // SQS brings the job back all the same
+	}
+	t.log.Warn("the account cannot send; job parked", "error", cause.Error(), "until", at.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// giveUp closes the delivery as undeliverable after the schedule's last
+// attempt failed or the message was refused for good, records the dead
+// letter and alerts once. The result page still serves the verdict and
+// says the email could not be delivered.
+func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, to string) error {
+	o, kind := t.order, t.job.Kind
+	try := h.try(t, cause)
+	tries, err := h.Orders.MailFailed(ctx, o.SessionID, kind, t.token, try, time.Time{})
+	if err != nil {
+		// The record still goes out: the attempt is what it says.
+		t.log.Error("closing the undeliverable email failed", "error", err.Error())
+		tries = []store.Try{try}
+	}
+	first, err := h.Ledger.RecordMailDeadLetter(ctx, store.MailDeadLetter{SessionID: o.SessionID, Kind: kind, Transport: h.transportOf(cause),
+		Class: failureClass(cause), Livemode: o.Livemode, Tries: tries, DeadAt: h.Now().UTC()}, h.DeadLetterRetention)
+	recorded := "its dead-letter record in the Ledger keeps what a resend needs"
+	if err != nil {
+		// FM-04: the alert goes out even when the record cannot be written.
+		t.log.Error("writing the mail dead-letter record failed", "error", err.Error())
+		first, recorded = true, "its dead-letter record could NOT be written ("+err.Error()+")"
+	}
+	h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()), to)
+	t.log.Error("email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
+	if !first {
+		return nil
+	}
+	a := alert.Alert{Severity: alert.Error, Kind: alert.EmailFailed, Session: o.SessionID,
+		Detail: fmt.Sprintf("the %s email was refused for good and will not be retried (%s); the result page still serves the verdict and says the email could not be delivered; %s", kind, cause.Error(), recorded)}
+	if oc == deadLetter {
+		a.Severity, a.Kind = alert.Critical, alert.EmailDeadLetter
+		a.Detail = fmt.Sprintf("the %s email failed on all %d attempts (last: %s); the result page still serves the verdict and says the email could not be delivered; %s", kind, len(h.Schedule), cause.Error(), recorded)
+	}
+	h.Alerts.Raise(ctx, a)
+	return nil
+}
+
+// try is the record of the task's failed attempt.
+func (h *Handler) try(t *task, cause error) store.Try {
+	return store.Try{Attempt: t.job.Attempt, At: h.Now().UTC(), Class: failureClass(cause), Code: failureCode(cause)}
+}
+
+// transportOf names the transport that failed, or the configured one.
+func (h *Handler) transportOf(err error) string {
+	var e *mail.Error
+	if errors.As(err, &e) && e.Transport != "" {
+		return e.Transport
+	}
+	return h.TransportName
+}
+
 // close records the delivery as done with result (the message id, or why
-// nothing left). A failure is logged: the audit record and the alert still
-// say what happened.
-func (h *Handler) close(ctx context.Context, t *task, result string) {
-	if err := h.Orders.MailSent(ctx, t.order.SessionID, t.job.Kind, t.token, result); err != nil {
+// nothing left) and the email's state. A failure is logged: the audit
+// record and the alert still say what happened.
+func (h *Handler) close(ctx context.Context, t *task, result string, state oracle.MailState) {
+	if err := h.Orders.MailSent(ctx, t.order.SessionID, t.job.Kind, t.token, result, state); err != nil {
 		t.log.Error("recording the delivery failed", "result", result, "error", err.Error())
 	}
 }
 
-// release gives up the task's claim, so that the retry may send.
+// release gives up the task's claim without spending its attempt.
 func (h *Handler) release(ctx context.Context, t *task) {
 	if err := h.Orders.ReleaseMail(ctx, t.order.SessionID, t.job.Kind, t.token); err != nil {
 		t.log.Error("releasing the delivery failed", "error", err.Error())

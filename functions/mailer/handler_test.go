@@ -49,6 +49,7 @@ type env struct {
 	f         *provision.Fixture
 	h         *Handler
 	orders    *store.Orders
+	ledger    *store.Ledger
 	stripe    string // the fake Stripe's URL
 	s3        *s3.Client
 	sqs       *sqs.Client
@@ -56,6 +57,7 @@ type env struct {
 	alerts    func() []string
 	logs      *testkit.Buffer
 	reminders *recorder
+	mailSent  *recorder
 }
 
 // recorder keeps the jobs it sends.
@@ -91,19 +93,27 @@ func newEnv(t *testing.T) *env {
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)
 	// Reminders wait 24 hours on the queue; the test reads what was sent.
 	e.reminders = &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), time.Now)}
+	e.mailSent = &recorder{Sender: queue.NewSender(e.queues, f.Ref("MailQueue"), time.Now)}
 	filter, err := sosfilter.New()
 	if err != nil {
 		t.Fatal(err)
 	}
+	schedule, err := parseSchedule(DefaultSchedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ledger = store.NewLedger(db, f.Ref("LedgerTable"), time.Now)
 	e.h = &Handler{
 		Orders:    e.orders,
+		Ledger:    e.ledger,
+		Schedule:  schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour, TransportName: "SES",
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
 		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
 
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
-		Mail: queue.NewSender(e.queues, f.Ref("MailQueue"), time.Now), Reminders: e.reminders,
+		Mail: e.mailSent, Reminders: e.reminders,
 		QuarantineReminder: 24 * time.Hour,
 		Hasher:             hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Log: log, Now: time.Now, Lease: time.Minute,
@@ -209,7 +219,7 @@ func (e *env) mailRecords() []audit.Record {
 	e.t.Helper()
 	var out []audit.Record
 	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
-		if strings.HasPrefix(string(r.Event), "mail_") {
+		if strings.HasPrefix(string(r.Event), "mail_") && r.Event != audit.EventMailAttempt {
 			out = append(out, r)
 		}
 	}
@@ -368,8 +378,9 @@ func TestRefusedSendAlertsOnceAndIsNotRetried(t *testing.T) {
 }
 
 // An account SES will not send from (sending paused, suspended) holds every
-// email, not just this one: the delivery is not closed as refused but kept
-// for after the operator's fix, with a CRITICAL alert that says so.
+// email, not just this one: the delivery is not closed as refused and no
+// attempt is spent; the job is parked on the mail queue, and a CRITICAL
+// alert says so. Once the account sends, the parked job sends the email once.
 func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 	e := newEnv(t)
 	paused := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -385,8 +396,8 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierQuick, addr)
 	e.ready(id, oracle.TierQuick, oracle.VerdictGreen)
-	if n := e.run(record(id, oracle.MailVerdict)); n != 1 {
-		t.Fatal("the job was acknowledged: the email would be lost")
+	if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
+		t.Fatal("the job failed: SQS would spend its receives instead of parking it")
 	}
 	a := e.alerts()
 	if len(a) != 1 || !strings.Contains(a[0], "CRITICAL") || !strings.Contains(a[0], "| EMAIL_BLOCKED |") || strings.Contains(a[0], addr) {
@@ -395,14 +406,31 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 	if recs := e.mailRecords(); len(recs) != 0 {
 		t.Fatalf("the delivery was recorded as finished: %+v", recs)
 	}
-	// The operator fixes the account and redrives the job: it is sent once.
+	parked := e.mailJobs()
+	if len(parked) != 1 || parked[0].Attempt != 0 || parked[0].NotBefore == nil || parked[0].NotBefore.Sub(time.Now()) < DefaultBlockedRetry-time.Minute {
+		t.Fatalf("parked jobs %+v, want the first attempt again in %s", parked, DefaultBlockedRetry)
+	}
+	// The account sends again; the parked job comes back (with a duplicate).
 	e.h.Transport = working
-	if n := e.run(record(id, oracle.MailVerdict), record(id, oracle.MailVerdict)); n != 0 {
-		t.Fatal("the redriven job failed")
+	due := parked[0]
+	due.NotBefore = nil
+	body, _ := json.Marshal(due)
+	msg := events.SQSMessage{MessageId: "parked", Body: string(body)}
+	if n := e.run(msg, msg); n != 0 {
+		t.Fatal("the parked job failed")
 	}
 	if got := e.inbox(addr); len(got) != 1 {
 		t.Fatalf("%d emails after the fix, want 1", len(got))
 	}
+}
+
+// mailJobs are the jobs the handler sent to the mail queue: SQS hides
+// delayed ones from a receive, so the test reads them as they are sent.
+func (e *env) mailJobs() []queue.Job {
+	e.t.Helper()
+	e.mailSent.mu.Lock()
+	defer e.mailSent.mu.Unlock()
+	return append([]queue.Job(nil), e.mailSent.jobs...)
 }
 
 // VC-5: a failed audit write alerts and the customer still gets the
@@ -430,7 +458,7 @@ func TestFailedAuditWriteAlertsAndTheVerdictIsStillSentOnce(t *testing.T) {
 	if got[0].Subject != "Your 42 Sisters AI Verdict" {
 		t.Fatalf("subject %q, want the verdict's", got[0].Subject)
 	}
-	if _, err := e.orders.ClaimMail(context.Background(), id, "verdict", time.Minute); !errors.Is(err, store.ErrAlreadySent) {
+	if _, err := e.orders.ClaimMail(context.Background(), id, "verdict", 0, time.Minute); !errors.Is(err, store.ErrAlreadySent) {
 		t.Fatalf("ClaimMail after the send: %v, want ErrAlreadySent (the delivery was not recorded)", err)
 	}
 	alerts := e.alerts()
@@ -549,7 +577,7 @@ func TestOrderNoticesAreSentOnceAndOnlyInTheirState(t *testing.T) {
 			recs := testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket"))
 			sent := 0
 			for _, r := range recs {
-				if r.Status == audit.StatusEmailSent {
+				if r.Status == audit.StatusEmailSent && r.Event != audit.EventMailAttempt {
 					sent++
 				}
 			}

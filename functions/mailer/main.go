@@ -28,23 +28,29 @@ func main() {
 	db := awsenv.NewTables(aws)
 	queues := queue.NewClient(aws)
 	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
-	alerts := fn.Alerter(cfg.AlertsTopic, store.NewLedger(db, cfg.LedgerTable, time.Now))
+	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
+	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	h := &Handler{
-		Orders:             store.NewOrders(db, cfg.OrdersTable, time.Now),
-		Transport:          &mail.SES{Client: mail.NewClient(aws), Now: time.Now},
-		Audit:              &audit.Recorder{Writer: audit.NewWriter(buckets, cfg.AuditBucket), Alerts: alerts, Log: log},
-		Alerts:             alerts,
-		Filter:             filter,
-		Quarantine:         quarantine.NewStore(buckets, cfg.QuarantineBucket),
-		Mail:               queue.NewSender(queues, cfg.MailQueue, time.Now),
-		Reminders:          queue.NewSender(queues, cfg.GenerateQueue, time.Now),
-		QuarantineReminder: cfg.QuarantineReminder,
-		Hasher:             cfg.Hasher,
-		Brand:              cfg.Brand,
-		BaseURL:            cfg.BaseURL,
-		Log:                log,
-		Now:                time.Now,
-		Lease:              DefaultLease,
+		Orders:              store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Ledger:              ledger,
+		Transport:           &mail.SES{Client: mail.NewClient(aws), ConfigurationSet: cfg.ConfigurationSet, Now: time.Now},
+		TransportName:       "SES",
+		Schedule:            cfg.Schedule,
+		BlockedRetry:        cfg.BlockedRetry,
+		DeadLetterRetention: cfg.DeadLetterRetention,
+		Audit:               &audit.Recorder{Writer: audit.NewWriter(buckets, cfg.AuditBucket), Alerts: alerts, Log: log},
+		Alerts:              alerts,
+		Filter:              filter,
+		Quarantine:          quarantine.NewStore(buckets, cfg.QuarantineBucket),
+		Mail:                queue.NewSender(queues, cfg.MailQueue, time.Now),
+		Reminders:           queue.NewSender(queues, cfg.GenerateQueue, time.Now),
+		QuarantineReminder:  cfg.QuarantineReminder,
+		Hasher:              cfg.Hasher,
+		Brand:               cfg.Brand,
+		BaseURL:             cfg.BaseURL,
+		Log:                 log,
+		Now:                 time.Now,
+		Lease:               DefaultLease,
 	}
 	if cfg.StripeLive != "" {
 		h.Live = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,17 +33,21 @@ import (
 
 // memOrders is the order store's mail deliveries in memory, keeping the
 // rules of shared/store the mailer relies on: one claim at a time per
-// kind, and a delivery once closed never claimed again.
+// kind, a delivery once closed never claimed again, and an attempt
+// recorded as failed never made again.
 type memOrders struct {
 	mu       sync.Mutex
 	orders   map[string]oracle.Order
 	claims   map[string]string // session#kind: the live claim's token
 	closed   map[string]string // session#kind: the message id, or why nothing left
+	next     map[string]int    // session#kind: the lowest attempt still to be made
+	tries    map[string][]store.Try
 	released int
 }
 
 func newMemOrders(orders ...oracle.Order) *memOrders {
-	m := &memOrders{orders: map[string]oracle.Order{}, claims: map[string]string{}, closed: map[string]string{}}
+	m := &memOrders{orders: map[string]oracle.Order{}, claims: map[string]string{}, closed: map[string]string{},
+		next: map[string]int{}, tries: map[string][]store.Try{}}
 	for _, o := range orders {
 		m.orders[o.SessionID] = o
 	}
@@ -56,7 +61,7 @@ func (m *memOrders) Get(_ context.Context, id string) (oracle.Order, bool, error
 	return o, ok, nil
 }
 
-func (m *memOrders) ClaimMail(_ context.Context, id string, kind oracle.MailKind, _ time.Duration) (string, error) {
+func (m *memOrders) ClaimMail(_ context.Context, id string, kind oracle.MailKind, attempt int, _ time.Duration) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := id + "#" + string(kind)
@@ -65,12 +70,14 @@ func (m *memOrders) ClaimMail(_ context.Context, id string, kind oracle.MailKind
 		return "", store.ErrAlreadySent
 	case m.claims[k] != "":
 		return "", store.ErrMailInFlight
+	case m.next[k] > attempt:
+		return "", store.ErrAttemptSpent
 	}
-	m.claims[k] = "claim-" + strconv.Itoa(len(m.claims)+m.released+1)
+	m.claims[k] = "claim-" + strconv.Itoa(len(m.claims)+m.released+len(m.tries[k])+1)
 	return m.claims[k], nil
 }
 
-func (m *memOrders) MailSent(_ context.Context, id string, kind oracle.MailKind, token, messageID string) error {
+func (m *memOrders) MailSent(_ context.Context, id string, kind oracle.MailKind, token, result string, state oracle.MailState) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := id + "#" + string(kind)
@@ -78,8 +85,38 @@ func (m *memOrders) MailSent(_ context.Context, id string, kind oracle.MailKind,
 		return errors.New("the claim is not the caller's")
 	}
 	delete(m.claims, k)
-	m.closed[k] = messageID
+	m.closed[k] = result
+	m.setState(id, kind, state)
 	return nil
+}
+
+func (m *memOrders) MailFailed(_ context.Context, id string, kind oracle.MailKind, token string, try store.Try, nextAt time.Time) ([]store.Try, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := id + "#" + string(kind)
+	if m.claims[k] != token {
+		return nil, errors.New("the claim is not the caller's")
+	}
+	delete(m.claims, k)
+	m.next[k] = try.Attempt + 1
+	m.tries[k] = append(m.tries[k], try)
+	if nextAt.IsZero() {
+		m.closed[k] = "undeliverable"
+		m.setState(id, kind, oracle.MailUndeliverable)
+	}
+	return append([]store.Try(nil), m.tries[k]...), nil
+}
+
+func (m *memOrders) setState(id string, kind oracle.MailKind, state oracle.MailState) {
+	if state == "" {
+		return
+	}
+	o := m.orders[id]
+	if o.Mail == nil {
+		o.Mail = map[oracle.MailKind]oracle.MailState{}
+	}
+	o.Mail[kind] = state
+	m.orders[id] = o
 }
 
 func (m *memOrders) ReleaseMail(_ context.Context, id string, kind oracle.MailKind, token string) error {
@@ -91,6 +128,38 @@ func (m *memOrders) ReleaseMail(_ context.Context, id string, kind oracle.MailKi
 		m.released++
 	}
 	return nil
+}
+
+// memLedger keeps the mail dead letters and the suppression list.
+type memLedger struct {
+	mu         sync.Mutex
+	dead       map[string]store.MailDeadLetter
+	suppressed map[string]bool
+	fail       error // when set, every dead-letter write fails with it
+}
+
+func newMemLedger() *memLedger {
+	return &memLedger{dead: map[string]store.MailDeadLetter{}, suppressed: map[string]bool{}}
+}
+
+func (l *memLedger) RecordMailDeadLetter(_ context.Context, d store.MailDeadLetter, _ time.Duration) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail != nil {
+		return false, l.fail
+	}
+	k := store.MailDeadLetterKey(d.SessionID, d.Kind)
+	if _, ok := l.dead[k]; ok {
+		return false, nil
+	}
+	l.dead[k] = d
+	return true, nil
+}
+
+func (l *memLedger) Suppressed(_ context.Context, emailHash string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.suppressed[emailHash], nil
 }
 
 func (m *memOrders) QuarantineReady(_ context.Context, id string, q store.Quarantine) (bool, error) {
@@ -112,14 +181,34 @@ func (s session) RetrieveSession(_ context.Context, id string) (oracle.Session, 
 	return oracle.Session{ID: id, Email: string(s)}, nil
 }
 
-// transport answers every send with err, or a message id.
-type transport struct{ err error }
+// transport answers each send with the next of errs (nil: sent), and
+// sends once they are spent; it keeps every message it was given.
+type transport struct {
+	mu   sync.Mutex
+	errs []error
+	got  []mail.Outgoing
+}
 
-func (t transport) Send(context.Context, mail.Outgoing) (string, error) {
-	if t.err != nil {
-		return "", t.err
+func failing(errs ...error) *transport { return &transport{errs: errs} }
+
+func (t *transport) Send(_ context.Context, m mail.Outgoing) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.got = append(t.got, m)
+	if len(t.errs) > 0 {
+		err := t.errs[0]
+		t.errs = t.errs[1:]
+		if err != nil {
+			return "", err
+		}
 	}
-	return "ses-message-1", nil
+	return "ses-message-" + strconv.Itoa(len(t.got)), nil
+}
+
+func (t *transport) sends() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.got)
 }
 
 type jobs struct{ sent []queue.Job }
@@ -135,65 +224,271 @@ func (memQuarantine) Put(_ context.Context, r quarantine.Record) (string, error)
 	return "quarantine/" + r.SessionID, nil
 }
 
-func TestSendOutcomeClosesOrReleasesTheDelivery(t *testing.T) {
+// memEnv is a Handler over memory, with a clock and the schedule
+// compressed into minutes of the test's clock.
+type memEnv struct {
+	h         *Handler
+	orders    *memOrders
+	ledger    *memLedger
+	transport *transport
+	mail      *jobs
+	alerts    *testkit.Alerts
+	audit     *testkit.AuditLog
+	clock     *testkit.Clock
+	logs      *testkit.Buffer
+}
+
+const memSession = "cs_test_outcome"
+
+func newMemEnv(t *testing.T, tr *transport) *memEnv {
+	t.Helper()
+	verdict, err := oracle.Analysis{Verdict: oracle.VerdictGreen, Summary: "The instinct is sound; start small."}.CanonicalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter, err := sosfilter.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasher, err := audit.NewHasher("mailer-test-pepper-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &memEnv{
+		orders: newMemOrders(oracle.Order{SessionID: memSession, Status: oracle.StatusReady, Tier: oracle.TierQuick, Query: "Should I open a bakery?",
+			Verdict: string(verdict), AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}),
+		ledger: newMemLedger(), transport: tr, mail: &jobs{}, alerts: &testkit.Alerts{}, audit: &testkit.AuditLog{},
+		clock: testkit.NewClock(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)), logs: &testkit.Buffer{},
+	}
+	log := obs.NewLogger(e.logs, "DEBUG")
+	schedule, err := parseSchedule(DefaultSchedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h = &Handler{Orders: e.orders, Ledger: e.ledger, Test: session("customer@example.com"), Transport: tr, TransportName: "SES",
+		Schedule: schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour,
+		Audit:  &audit.Recorder{Writer: e.audit, Alerts: e.alerts, Log: log},
+		Alerts: e.alerts, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail, Reminders: &jobs{},
+		QuarantineReminder: 24 * time.Hour, Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
+		Log: log, Now: e.clock.Now, Lease: time.Minute}
+	return e
+}
+
+// deliver hands the handler one job and reports whether its item failed.
+func (e *memEnv) deliver(t *testing.T, j queue.Job) bool {
+	t.Helper()
+	body, _ := json.Marshal(j)
+	resp, err := e.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: string(body)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.BatchItemFailures) != 0
+}
+
+// queued takes the jobs sent to the mail queue since the last call.
+func (e *memEnv) queued() []queue.Job {
+	out := e.mail.sent
+	e.mail.sent = nil
+	return out
+}
+
+// runQueue delivers each queued job when it is due, advancing the clock
+// to it (as SQS's delays and the hops do), until the queue is empty; it
+// returns the times of the sends.
+func (e *memEnv) runQueue(t *testing.T, first queue.Job) []time.Time {
+	t.Helper()
+	var at []time.Time
+	pending := []queue.Job{first}
+	for steps := 0; len(pending) > 0; steps++ {
+		if steps > 100 {
+			t.Fatal("the queue never empties")
+		}
+		j := pending[0]
+		pending = pending[1:]
+		if j.NotBefore != nil && j.NotBefore.After(e.clock.Now()) {
+			e.clock.Add(j.NotBefore.Sub(e.clock.Now()))
+		}
+		before := e.transport.sends()
+		if e.deliver(t, j) {
+			t.Fatalf("job %+v failed", j)
+		}
+		if e.transport.sends() > before {
+			at = append(at, e.clock.Now())
+		}
+		pending = append(pending, e.queued()...)
+	}
+	return at
+}
+
+var start = queue.Job{SessionID: memSession, Kind: oracle.MailVerdict}
+
+// VER-02, over memory: 503 on the first two attempts, then sent on the
+// third, 5 and 35 minutes after the first; one email, the delivery closed
+// as sent, every attempt's record with the same message hash.
+func TestRetryScheduleFiresOnTime(t *testing.T) {
+	busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
+	e := newMemEnv(t, failing(busy, busy))
+	t0 := e.clock.Now()
+	at := e.runQueue(t, start)
+	want := []time.Time{t0, t0.Add(5 * time.Minute), t0.Add(35 * time.Minute)}
+	if !slices.EqualFunc(at, want, time.Time.Equal) {
+		t.Fatalf("sends at %v, want %v", at, want)
+	}
+	if got := e.orders.closed[memSession+"#verdict"]; got != "ses-message-3" {
+		t.Fatalf("delivery closed with %q", got)
+	}
+	if e.orders.orders[memSession].Mail[oracle.MailVerdict] != oracle.MailSent {
+		t.Fatalf("mail state %q", e.orders.orders[memSession].Mail[oracle.MailVerdict])
+	}
+	var hashes []string
+	for n := range 3 {
+		r, ok := e.audit.Record(audit.RecordID(memSession, audit.NameMailAttempt, oracle.MailVerdict, n))
+		if !ok || r.Mail == nil || r.Mail.Attempt != n {
+			t.Fatalf("attempt %d has no record: %+v", n, r)
+		}
+		hashes = append(hashes, r.Mail.MessageHash)
+	}
+	if hashes[0] == "" || hashes[0] != hashes[1] || hashes[1] != hashes[2] {
+		t.Fatalf("attempts' message hashes %q: not one message", hashes)
+	}
+	if len(e.alerts.Raised()) != 0 {
+		t.Fatalf("alerts %q for an email that arrived", e.alerts.Kinds())
+	}
+}
+
+// VER-03, over memory: 503 on all four attempts; no fifth, one dead-letter
+// record listing the four, one CRITICAL alert naming the session.
+func TestDeadLetterAfterTheLastAttempt(t *testing.T) {
+	busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
+	e := newMemEnv(t, failing(busy, busy, busy, busy, nil))
+	t0 := e.clock.Now()
+	at := e.runQueue(t, start)
+	if len(at) != 4 || !at[3].Equal(t0.Add(5*time.Minute+30*time.Minute+2*time.Hour)) {
+		t.Fatalf("sends at %v, want four, the last at +2h35m", at)
+	}
+	d, ok := e.ledger.dead[store.MailDeadLetterKey(memSession, oracle.MailVerdict)]
+	if !ok || len(d.Tries) != 4 || d.Class != "transient" || d.Transport != "SES" || d.Tries[3].Code != "ServiceUnavailable" {
+		t.Fatalf("dead letter %+v %v", d, ok)
+	}
+	raised := e.alerts.Raised()
+	if len(raised) != 1 || raised[0].Kind != alert.EmailDeadLetter || raised[0].Severity != alert.Critical || raised[0].Session != memSession {
+		t.Fatalf("alerts %+v, want one CRITICAL EMAIL_DEAD_LETTER for the session", raised)
+	}
+	if !strings.Contains(raised[0].Text(e.clock.Now()), oracle.ShortID(memSession)) {
+		t.Fatalf("the alert does not name the session: %s", raised[0].Text(e.clock.Now()))
+	}
+	if !e.orders.orders[memSession].Mail[oracle.MailVerdict].Undelivered() {
+		t.Fatal("the page would not say the email could not be delivered")
+	}
+	// A late duplicate of the last job changes nothing.
+	last := start
+	last.Attempt = 3
+	if e.deliver(t, last) || e.transport.sends() != 4 || len(e.alerts.Raised()) != 1 {
+		t.Fatalf("a duplicate of the last attempt sent or alerted again: %d sends, %q", e.transport.sends(), e.alerts.Kinds())
+	}
+}
+
+// VER-04 and VER-05, over memory, and the other failure classes: what one
+// attempt's failure calls for.
+func TestEachFailureClassIsHandledOnce(t *testing.T) {
 	tests := []struct {
-		name   string
-		err    error
-		failed bool   // the item fails: SQS delivers it again
-		closed string // the delivery's result; "" while it can be claimed again
-		status audit.Status
-		alerts []string
+		name      string
+		err       error
+		closed    string        // the delivery's result; "" while it stays open
+		next      time.Duration // the wait before the job queued next; -1 for none
+		nextTry   int           // that job's attempt
+		deadClass string        // the dead letter's class; "" for none
+		alerts    []string
 	}{
-		{"sent", nil, false, "ses-message-1", audit.StatusEmailSent, nil},
-		{"temporary", &mail.Error{Class: mail.Transient}, true, "", "", nil},
-		{"throttled", &mail.Error{Class: mail.Transient, Code: "TooManyRequestsException", Status: 429}, true, "", "", nil},
-		{"blocked", &mail.Error{Class: mail.Blocked, Code: "SendingPausedException", Status: 400}, true, "", "", []string{string(alert.EmailBlocked)}},
-		{"refused", &mail.Error{Class: mail.Permanent, Code: "MessageRejected", Status: 400}, false, "refused", audit.StatusEmailFailed, []string{string(alert.EmailFailed)}},
+		{"sent", nil, "ses-message-1", -1, 0, "", nil},
+		{"503", &mail.Error{Class: mail.Transient, Status: 503}, "", 5 * time.Minute, 1, "", nil},
+		{"429 with a shorter Retry-After", &mail.Error{Class: mail.Transient, Status: 429, RetryAfter: time.Minute}, "", 5 * time.Minute, 1, "", nil},
+		{"429 with a longer Retry-After", &mail.Error{Class: mail.Transient, Status: 429, RetryAfter: 20 * time.Minute}, "", 20 * time.Minute, 1, "", nil},
+		{"unclassified", errors.New("transport"), "", 5 * time.Minute, 1, "", nil},
+		{"400", &mail.Error{Class: mail.Permanent, Code: "MessageRejected", Status: 400}, "undeliverable", -1, 0, "permanent", []string{string(alert.EmailFailed)}},
+		{"blocked", &mail.Error{Class: mail.Blocked, Code: "SendingPausedException", Status: 400}, "", DefaultBlockedRetry, 0, "", []string{string(alert.EmailBlocked)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			const id = "cs_test_outcome"
-			verdict, err := oracle.Analysis{Verdict: oracle.VerdictGreen, Summary: "The instinct is sound; start small."}.CanonicalJSON()
-			if err != nil {
-				t.Fatal(err)
+			e := newMemEnv(t, failing(tc.err))
+			if e.deliver(t, start) {
+				t.Fatal("the item failed: SQS would deliver it again instead of the schedule")
 			}
-			orders := newMemOrders(oracle.Order{SessionID: id, Status: oracle.StatusReady, Tier: oracle.TierQuick, Query: "Should I open a bakery?",
-				Verdict: string(verdict), AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()})
-			filter, err := sosfilter.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			hasher, err := audit.NewHasher("mailer-test-pepper-0123456789")
-			if err != nil {
-				t.Fatal(err)
-			}
-			raised, records := &testkit.Alerts{}, &testkit.AuditLog{}
-			log := obs.NewLogger(&testkit.Buffer{}, "DEBUG")
-			h := &Handler{Orders: orders, Test: session("customer@example.com"), Transport: transport{tc.err},
-				Audit:  &audit.Recorder{Writer: records, Alerts: raised, Log: log},
-				Alerts: raised, Filter: filter, Quarantine: memQuarantine{}, Mail: &jobs{}, Reminders: &jobs{},
-				QuarantineReminder: 24 * time.Hour, Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
-				Log: log, Now: time.Now, Lease: time.Minute}
-			body, _ := json.Marshal(queue.Job{SessionID: id, Kind: oracle.MailVerdict})
-			resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: string(body)}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if failed := len(resp.BatchItemFailures) != 0; failed != tc.failed {
-				t.Errorf("item failed %v, want %v", failed, tc.failed)
-			}
-			if got := orders.closed[id+"#"+string(oracle.MailVerdict)]; got != tc.closed {
+			if got := e.orders.closed[memSession+"#verdict"]; got != tc.closed {
 				t.Errorf("delivery closed with %q, want %q", got, tc.closed)
 			}
-			if tc.closed == "" && (orders.released != 1 || len(orders.claims) != 0) {
-				t.Errorf("%d claims released and %d live, want the one released for the retry", orders.released, len(orders.claims))
+			if len(e.orders.claims) != 0 {
+				t.Errorf("%d claims still held", len(e.orders.claims))
 			}
-			if r, ok := records.Record(audit.RecordID(id, audit.NameMail, oracle.MailVerdict)); ok != (tc.status != "") || r.Status != tc.status {
-				t.Errorf("mail record %v %q, want %q", ok, r.Status, tc.status)
+			q := e.queued()
+			switch {
+			case tc.next < 0 && len(q) != 0:
+				t.Errorf("queued %+v, want nothing", q)
+			case tc.next >= 0 && (len(q) != 1 || q[0].Attempt != tc.nextTry || !q[0].NotBefore.Equal(e.clock.Now().Add(tc.next))):
+				t.Errorf("queued %+v, want attempt %d after %s", q, tc.nextTry, tc.next)
 			}
-			if kinds := raised.Kinds(); !slices.Equal(kinds, tc.alerts) {
+			d, dead := e.ledger.dead[store.MailDeadLetterKey(memSession, oracle.MailVerdict)]
+			if dead != (tc.deadClass != "") || d.Class != tc.deadClass {
+				t.Errorf("dead letter %+v, want class %q", d, tc.deadClass)
+			}
+			if kinds := e.alerts.Kinds(); !slices.Equal(kinds, tc.alerts) {
 				t.Errorf("alerts %q, want %q", kinds, tc.alerts)
 			}
 		})
+	}
+}
+
+// A blocked account spends no attempt: the schedule starts where it was
+// once the account sends again, and nothing is dropped however long it lasts.
+func TestBlockedAccountParksWithoutSpendingAttempts(t *testing.T) {
+	blocked := &mail.Error{Class: mail.Blocked, Code: "AccountSuspendedException", Status: 400}
+	busy := &mail.Error{Class: mail.Transient, Status: 503}
+	errs := []error{busy}
+	for range 20 { // five hours blocked
+		errs = append(errs, blocked)
+	}
+	e := newMemEnv(t, failing(errs...))
+	at := e.runQueue(t, start)
+	if len(at) != 22 || e.orders.closed[memSession+"#verdict"] == "" || e.orders.closed[memSession+"#verdict"] == "undeliverable" {
+		t.Fatalf("%d sends, closed %q: want the email sent once the account works", len(at), e.orders.closed[memSession+"#verdict"])
+	}
+	if tries := e.orders.tries[memSession+"#verdict"]; len(tries) != 1 {
+		t.Fatalf("attempts spent %+v, want only the 503", tries)
+	}
+}
+
+// FM-04: when the dead-letter record cannot be written, the alert still
+// goes out and says so.
+func TestDeadLetterAlertSurvivesALostRecord(t *testing.T) {
+	e := newMemEnv(t, failing(&mail.Error{Class: mail.Permanent, Status: 400}))
+	e.ledger.fail = errors.New("ledger unavailable")
+	e.deliver(t, start)
+	raised := e.alerts.Raised()
+	if len(raised) != 1 || raised[0].Kind != alert.EmailFailed || !strings.Contains(raised[0].Detail, "could NOT be written") {
+		t.Fatalf("alerts %+v", raised)
+	}
+}
+
+// A job due later is sent on (a hop), not delivered early.
+func TestAJobIsNotDeliveredBeforeItsTime(t *testing.T) {
+	e := newMemEnv(t, failing())
+	later := start
+	at := e.clock.Now().Add(2 * time.Hour)
+	later.NotBefore, later.Attempt = &at, 3
+	if e.deliver(t, later) || e.transport.sends() != 0 {
+		t.Fatal("delivered before its time")
+	}
+	if q := e.queued(); len(q) != 1 || !q[0].NotBefore.Equal(at) || q[0].Attempt != 3 {
+		t.Fatalf("hop %+v", q)
+	}
+}
+
+// A complained address is not emailed again.
+func TestSuppressedAddressIsNotEmailed(t *testing.T) {
+	e := newMemEnv(t, failing())
+	e.ledger.suppressed[e.h.Hasher.Email("customer@example.com")] = true
+	e.deliver(t, start)
+	if e.transport.sends() != 0 || e.orders.orders[memSession].Mail[oracle.MailVerdict] != oracle.MailSuppressed {
+		t.Fatalf("%d sends, state %q", e.transport.sends(), e.orders.orders[memSession].Mail[oracle.MailVerdict])
 	}
 }

@@ -77,6 +77,20 @@ type Record struct {
 	// Filter is set on sos_filter records: what the content filter decided
 	// at one gate, by entry id, never with the text it read.
 	Filter *Filter `json:"filter,omitempty"`
+	// Mail is set on mail_attempt records: one attempt of an email.
+	Mail *MailAttempt `json:"mail,omitempty"`
+}
+
+// MailAttempt is one attempt to send an email (SPEC_ORACLE_EMAIL_RETRY):
+// the same message hash on every attempt shows they sent the same bytes.
+type MailAttempt struct {
+	Kind    oracle.MailKind `json:"mail_kind"`
+	Attempt int             `json:"attempt"` // 0 is the first
+	// MessageHash is the keyed hash of the subject, text and HTML sent.
+	MessageHash string `json:"message_hash"`
+	Transport   string `json:"transport"`
+	Class       string `json:"class,omitempty"` // the failure class, when it failed
+	Code        string `json:"code,omitempty"`  // the server's error code, when it gave one
 }
 
 // Filter is one content filter decision (SPEC_ORACLE_SOS_FILTER).
@@ -166,7 +180,11 @@ func (r Record) encode() ([]byte, error) {
 	case r.LatencyMS < 0:
 		return nil, fmt.Errorf("audit record: negative latency")
 	}
-	for name, h := range map[string]string{"email": r.Email, "query_hash": r.QueryHash, "verdict_hash": r.VerdictHash} {
+	hashes := map[string]string{"email": r.Email, "query_hash": r.QueryHash, "verdict_hash": r.VerdictHash}
+	if r.Mail != nil {
+		hashes["mail.message_hash"] = r.Mail.MessageHash
+	}
+	for name, h := range hashes {
 		if h != "" && !isHash(h) {
 			return nil, fmt.Errorf("audit record: %s is not a keyed hash", name)
 		}

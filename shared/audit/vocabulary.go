@@ -35,6 +35,11 @@ const (
 
 	// EventVerdictServed is one load of a stored verdict by the verdict API.
 	EventVerdictServed Event = "verdict_served"
+
+	// EventMailAttempt is one attempt to send an email, with the message's
+	// hash and the attempt's number (mail_<kind> records the delivery's
+	// outcome).
+	EventMailAttempt Event = "mail_attempt"
 )
 
 // MailEvent is the event of one delivery of a mail kind ("mail_verdict").
@@ -63,6 +68,8 @@ const (
 
 	NameMail       RecordName = "mail"        // -<mail kind>: a delivery
 	NameFilterMail RecordName = "filter-mail" // -<mail kind>: gate 2's decision
+	// NameMailAttempt: -<mail kind>-<attempt>: one attempt of a delivery.
+	NameMailAttempt RecordName = "mail-attempt"
 
 	NameServed RecordName = "served" // -<request id>: one load of the verdict
 )
