@@ -104,9 +104,9 @@ func newEnv(t *testing.T) *env {
 	}
 	e.ledger = store.NewLedger(db, f.Ref("LedgerTable"), time.Now)
 	e.h = &Handler{
-		Orders:    e.orders,
-		Ledger:    e.ledger,
-		Schedule:  schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour, TransportName: "SES",
+		Orders:   e.orders,
+		Ledger:   e.ledger,
+		Schedule: schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour, TransportName: "SES",
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
 		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
 
