@@ -91,6 +91,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("result keeps polling through server trouble", s.trouble)
 	t.Run("result states", s.states)
 	t.Run("result of a regenerated verdict", s.regenerated)
+	t.Run("result says when the email was not delivered", s.undelivered)
 	t.Run("result shows hostile text as text", s.hostileText)
 	t.Run("not found page", s.notFound)
 }
@@ -369,6 +370,9 @@ type shown struct {
 	Strategy                                                       bool
 	Next, Alternative                                              string
 	Tests                                                          []string
+
+	Undelivered      string // the notice that the email did not arrive, when it is rendered
+	UndeliveredAbove bool   // it sits above the verdict
 }
 
 type dimensionShown struct {
@@ -395,6 +399,8 @@ const readShown = `(() => {
 		Query: $('#query').textContent,
 		Retention: $('#retention').hidden ? '' : $('#retention').textContent,
 		Disclaimer: $('#divergence').hidden ? '' : $('#divergence').innerText.replace(/\s+/g, ' ').replace(/ ,/g, ',').trim(),
+		Undelivered: $('#email-undelivered').getClientRects().length ? $('#email-undelivered').textContent : '',
+		UndeliveredAbove: $('#email-undelivered').getBoundingClientRect().bottom <= $('#verdict').getBoundingClientRect().top,
 		Original: $('#original').hidden ? '' : $('#original-verdict .word').textContent,
 		OriginalColour: $('#original').hidden ? '' : colour($('#original-verdict')),
 		Breakdown: !$('#breakdown').hidden,
@@ -464,6 +470,9 @@ func checkVerdict(t *testing.T, got shown, tier oracle.Tier, v oracle.Verdict) {
 	if got.Disclaimer != "" || got.Original != "" {
 		t.Errorf("a first verdict shows the divergence disclaimer %q (original %q)", got.Disclaimer, got.Original)
 	}
+	if got.Undelivered != "" {
+		t.Errorf("a verdict whose email is not known undelivered shows %q", got.Undelivered)
+	}
 	if deep := tier != oracle.TierQuick; got.Breakdown != deep || (deep && len(got.Dimensions) != len(oracle.Dimensions)) {
 		t.Fatalf("breakdown shown %v with %d dimensions for %s", got.Breakdown, len(got.Dimensions), tier)
 	}
@@ -532,6 +541,61 @@ func (s *suite) regenerated(t *testing.T) {
 				t.Errorf("original %q in %q, want %q in %q", got.Original, got.OriginalColour, tc.original, colours[tc.original])
 			}
 			screenshot(t, ctx, "result-regenerated-"+strings.ReplaceAll(tc.name, " ", "-"))
+		})
+	}
+}
+
+// undelivered: when the verdict API says the email with the verdict did not
+// reach the customer, the page says so above the verdict, which it shows
+// all the same; any other answer shows no notice.
+func (s *suite) undelivered(t *testing.T) {
+	const notice = "We could not deliver the email with your verdict. It is kept here: bookmark this page."
+	tests := []struct {
+		name  string
+		tier  oracle.Tier
+		email any // the answer's email field; nil leaves it out
+		phone bool
+		want  bool
+	}{
+		{name: "undelivered", tier: oracle.TierStrategy, email: "undelivered", want: true},
+		{name: "undelivered on a phone", tier: oracle.TierQuick, email: "undelivered", phone: true, want: true},
+		{name: "not said", tier: oracle.TierQuick},
+		{name: "another value", tier: oracle.TierFull, email: "delivered"},
+		{name: "not a string", tier: oracle.TierQuick, email: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			query := "Should I open a second bakery across town?"
+			body := readyAnswer(tc.tier, query, analysis(tc.tier, oracle.VerdictAmber))
+			if tc.email != nil {
+				body["email"] = tc.email
+			}
+			// Pending first, as a verdict arrives: the notice comes with it.
+			id := s.api.add(&script{
+				first:      answer{http.StatusAccepted, map[string]string{"status": "pending", "message": "Your verdict is being prepared."}},
+				firstCount: 1,
+				then:       answer{http.StatusOK, body},
+			})
+			ctx := s.tab(t)
+			if tc.phone {
+				do(t, ctx, "phone", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
+			}
+			got := s.openResult(t, ctx, id)
+			want := ""
+			if tc.want {
+				want = notice
+			}
+			if got.Undelivered != want {
+				t.Errorf("notice %q, want %q", got.Undelivered, want)
+			}
+			if tc.want && !got.UndeliveredAbove {
+				t.Error("the notice is not above the verdict")
+			}
+			// The verdict is shown as ever.
+			got.Undelivered = ""
+			checkVerdict(t, got, tc.tier, oracle.VerdictAmber)
+			fitsWidth(t, ctx)
+			screenshot(t, ctx, "result-email-"+strings.ReplaceAll(tc.name, " ", "-"))
 		})
 	}
 }

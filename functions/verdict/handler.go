@@ -112,7 +112,16 @@ type answer struct {
 	// notice (significant or unknown).
 	OriginalVerdict  oracle.Verdict `json:"original_verdict,omitempty"`
 	DivergenceNotice bool           `json:"divergence_notice,omitempty"`
+	// Email is emailUndelivered when the verdict's email is known not to
+	// have reached the customer, which the page then says; absent
+	// otherwise. It is one plain state: why it failed (a bounce, a
+	// suppressed address, a send that never went out) is not the page's.
+	Email string `json:"email,omitempty"`
 }
+
+// emailUndelivered is the answer's email field when the verdict's email is
+// known not to have reached the customer (oracle.MailState.Undelivered).
+const emailUndelivered = "undelivered"
 
 // The answers that carry only a state and its text.
 var (
@@ -238,6 +247,9 @@ func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, r
 		if oracle.NotifyDivergence(o.Divergence) {
 			a.DivergenceNotice, a.OriginalVerdict = true, o.OriginalVerdict
 		}
+	}
+	if o.Mail[oracle.MailVerdict].Undelivered() {
+		a.Email = emailUndelivered
 	}
 	return httpapi.JSON(http.StatusOK, a)
 }

@@ -51,6 +51,9 @@
 
   function ready(body) {
     const v = body.verdict || {};
+    // The email with the verdict is known not to have reached the
+    // customer: this page is where the verdict is, and it says so.
+    $('#email-undelivered').hidden = body.email !== 'undelivered';
     setText('#tier-name', body.tier_name);
     setVerdict($('#verdict'), v.verdict);
     for (const p of document.querySelectorAll('[data-meaning]')) p.hidden = p.dataset.meaning !== v.verdict;
