@@ -609,11 +609,8 @@ func TestVerdictEmailStateOnTheOrderItemReachesTheAnswer(t *testing.T) {
 		}
 	}
 	setState(oracle.MailBounced)
-	if o, _, err := e.orders.Get(ctx, id); err != nil || o.Mail[oracle.MailVerdict] == "" {
-		// The store's side of the feature (reading mail_<kind>_state into
-		// Order.Mail) lands separately; until it does there is nothing to
-		// carry the state here.
-		t.Skipf("the store does not read mail_verdict_state into Order.Mail yet (%v)", err)
+	if o, _, err := e.orders.Get(ctx, id); err != nil || o.Mail[oracle.MailVerdict] != oracle.MailBounced {
+		t.Fatalf("the store read mail state %q %v, want bounced", o.Mail[oracle.MailVerdict], err)
 	}
 	if code, body := e.get(id); code != http.StatusOK || body["status"] != "ready" || body["email"] != "undelivered" {
 		t.Fatalf("bounced: %d %v, want the ready verdict with email undelivered", code, body)
