@@ -98,10 +98,22 @@ func Provision(ctx context.Context, o Options) (*Stack, error) {
 			}
 		}
 	}
-	// Redrive policies refer to other queues, so they are set once all exist.
+	// Redrive policies refer to other queues, so they are set once all exist;
+	// subscriptions join topics and queues.
 	for _, r := range o.Template.OfType("AWS::SQS::Queue") {
 		if err := st.redrive(ctx, o, r); err != nil {
 			return nil, fmt.Errorf("provision %s redrive: %w", r.LogicalID, err)
+		}
+	}
+	for _, r := range o.Template.OfType("AWS::SNS::Subscription") {
+		if ok, err := st.enabled(r); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := st.subscription(ctx, o, r); err != nil {
+			return nil, fmt.Errorf("provision %s: %w", r.LogicalID, err)
 		}
 	}
 	return st, nil
@@ -237,6 +249,39 @@ func (st *Stack) topic(ctx context.Context, o Options, r sam.Resource) error {
 	_, err := sns.NewFromConfig(o.AWS).CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(st.Values.Attrs[r.LogicalID+".TopicName"])})
 	if err != nil {
 		return fmt.Errorf("create topic: %w", err)
+	}
+	return nil
+}
+
+// subscription subscribes a queue to a topic (other subscribers are not
+// local), once: a moto that already
+// holds the subscription (a second run of the stack) keeps the one it has,
+// so no event is delivered twice.
+func (st *Stack) subscription(ctx context.Context, o Options, r sam.Resource) error {
+	p, err := st.resolved(r)
+	if err != nil {
+		return err
+	}
+	topic, protocol, endpoint := str(p["TopicArn"]), str(p["Protocol"]), str(p["Endpoint"])
+	if protocol != "sqs" {
+		return nil // an email or HTTPS subscriber is a person or a service elsewhere, not part of the local stack
+	}
+	c := sns.NewFromConfig(o.AWS)
+	subs, err := c.ListSubscriptionsByTopic(ctx, &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(topic)})
+	if err != nil {
+		return fmt.Errorf("list subscriptions of %s: %w", topic, err)
+	}
+	for _, sub := range subs.Subscriptions {
+		if aws.ToString(sub.Protocol) == protocol && aws.ToString(sub.Endpoint) == endpoint {
+			return nil
+		}
+	}
+	in := &sns.SubscribeInput{TopicArn: aws.String(topic), Protocol: aws.String(protocol), Endpoint: aws.String(endpoint)}
+	if str(p["RawMessageDelivery"]) == "true" {
+		in.Attributes = map[string]string{"RawMessageDelivery": "true"}
+	}
+	if _, err := c.Subscribe(ctx, in); err != nil {
+		return fmt.Errorf("subscribe %s to %s: %w", endpoint, topic, err)
 	}
 	return nil
 }
