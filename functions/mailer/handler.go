@@ -219,7 +219,7 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		h.close(ctx, t, "none: no address", "")
 		return nil
 	}
-	suppressed, err := h.Ledger.Suppressed(ctx, h.Hasher.Email(to))
+	suppressed, err := h.suppressed(ctx, to)
 	if err != nil {
 		h.release(ctx, t)
 		return err
@@ -232,7 +232,7 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	}
 	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
 	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
-		Tags: map[string]string{TagSession: o.SessionID, TagKind: string(kind)}})
+		Tags: map[string]string{mail.TagSession: o.SessionID, mail.TagKind: string(kind)}})
 	h.auditAttempt(ctx, t, err, to)
 	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:
@@ -248,11 +248,17 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	return nil
 }
 
-// The tags a sent email carries, which SES's feedback events repeat.
-const (
-	TagSession = "session_id"
-	TagKind    = "mail_kind"
-)
+// suppressed reports whether the address complained about an earlier
+// email. SES's complaint names the address as it was sent, with its domain
+// in punycode, so the list is keyed that way; an address that cannot be
+// written so is not on it (and its send is refused).
+func (h *Handler) suppressed(ctx context.Context, to string) (bool, error) {
+	ascii, err := mail.ASCIIAddress(to)
+	if err != nil {
+		return false, nil
+	}
+	return h.Ledger.Suppressed(ctx, h.Hasher.Email(ascii))
+}
 
 // retryLater queues the next attempt of the schedule, due after wait, and
 // records this one as failed. The next job is queued first: if that fails,

@@ -36,11 +36,17 @@ type Outgoing struct {
 	Subject string
 	Text    string // the plain text, always sent
 	HTML    string // the HTML alternative, if any
-	// Tags name what the message is (the session and the mail kind), so
-	// that the transport's feedback about it finds its order. SES returns
-	// them in its event notifications; they hold no address.
+	// Tags name what the message is (TagSession, TagKind), so that the
+	// transport's feedback about it finds its order. SES returns them in
+	// its event notifications; they hold no address.
 	Tags map[string]string
 }
+
+// The tags a sent email carries: the session and the mail kind.
+const (
+	TagSession = "session_id"
+	TagKind    = "mail_kind"
+)
 
 // Client is the SES v2 client SES sends through: sesv2.Client with only
 // SendEmail, so that the mailer links that one operation and not all of SES,
@@ -110,11 +116,11 @@ func (s *SES) Send(ctx context.Context, m Outgoing) (string, error) {
 // maxLine is RFC 5322's limit on a line, which SES enforces.
 const maxLine = 998
 
-// asciiAddress writes an address's internationalised domain in punycode
+// ASCIIAddress writes an address's internationalised domain in punycode
 // (IDNA 2008, as registrars do), which is how SES and Graph take it. A
 // local part beyond ASCII needs SMTPUTF8, which SES does not offer: such an
 // address cannot be sent to at all. The error never quotes the address.
-func asciiAddress(addr string) (string, error) {
+func ASCIIAddress(addr string) (string, error) {
 	at := strings.LastIndexByte(addr, '@')
 	if at <= 0 || at == len(addr)-1 {
 		return "", errors.New("address has no local part or no domain")
@@ -147,10 +153,10 @@ func compose(m Outgoing, date time.Time) (raw []byte, from, to string, err error
 	if perr != nil {
 		return nil, "", "", refused("the recipient address is invalid")
 	}
-	if f.Address, err = asciiAddress(f.Address); err != nil {
+	if f.Address, err = ASCIIAddress(f.Address); err != nil {
 		return nil, "", "", refused("the sender " + err.Error())
 	}
-	if t.Address, err = asciiAddress(t.Address); err != nil {
+	if t.Address, err = ASCIIAddress(t.Address); err != nil {
 		return nil, "", "", refused("the recipient " + err.Error())
 	}
 	switch {

@@ -212,6 +212,9 @@ var mailMoves = map[oracle.MailState][]oracle.MailState{
 	oracle.MailDelivered:  {oracle.MailSent},
 	oracle.MailBounced:    {oracle.MailSent, oracle.MailDelivered},
 	oracle.MailComplained: {oracle.MailSent, oracle.MailDelivered},
+	// SES rejected the message after accepting it (a virus), or could not
+	// render it: it never left.
+	oracle.MailUndeliverable: {oracle.MailSent},
 }
 
 // MailFeedback moves the email of kind, sent as messageID, to state, as

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/sesevent"
+	"42sisters.ai/oracle/shared/sqsbatch"
+)
+
+// Orders moves an email's state (shared/store).
+type Orders interface {
+	MailFeedback(ctx context.Context, sessionID string, kind oracle.MailKind, messageID string, state oracle.MailState) (bool, error)
+}
+
+// Suppression is the list of addresses not to email again (shared/store).
+type Suppression interface {
+	Suppress(ctx context.Context, emailHash, reason string) (bool, error)
+}
+
+// Alerter raises operator alerts.
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
+}
+
+// Handler consumes the mail events queue.
+type Handler struct {
+	Orders      Orders
+	Suppression Suppression
+	Alerts      Alerter
+	Hasher      *audit.Hasher
+	Log         *slog.Logger
+}
+
+// Handle processes a batch and reports the records that failed, so that
+// SQS redelivers only those (and, after the queue's maxReceiveCount, moves
+// them to the dead-letter queue, where each raises its own alert).
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
+}
+
+// process applies one SES event.
+func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
+	ev, err := sesevent.Parse(rec.Body)
+	if errors.Is(err, sesevent.ErrNotANotification) {
+		// SNS's subscription confirmation: the template's subscription
+		// needs none, and it carries no event.
+		h.Log.Info("SNS message without an event acknowledged", "message_id", rec.MessageId)
+		return nil
+	}
+	if err != nil {
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.GarbageJob, Session: rec.MessageId,
+			Detail: "unreadable message on the mail events queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
+		return fmt.Errorf("message %s: %w", rec.MessageId, err)
+	}
+	session, kind := ev.Tag(mail.TagSession), oracle.MailKind(ev.Tag(mail.TagKind))
+	log := h.Log.With(obs.Session(session), "kind", kind, "event", string(ev.EventType))
+	if !oracle.ValidSessionID(session) || !slices.Contains(oracle.MailKinds(), kind) {
+		// Another sender of the account, or a message sent before tags:
+		// nothing of ours to update.
+		log.Info("mail event for a message without the service's tags acknowledged")
+		return nil
+	}
+	state := stateOf(ev)
+	if state == "" {
+		log.Debug("mail event changes no state")
+		return nil
+	}
+	// The suppression list first: it must hold even when the state cannot
+	// move (an email of an order already gone).
+	if state == oracle.MailComplained {
+		if err := h.suppress(ctx, ev); err != nil {
+			return err
+		}
+	}
+	moved, err := h.Orders.MailFeedback(ctx, session, kind, ev.Mail.MessageID, state)
+	if err != nil {
+		return err
+	}
+	log.Info("mail event applied", "state", string(state), "moved", moved)
+	if moved {
+		h.alert(ctx, session, kind, state, ev)
+	}
+	return nil
+}
+
+// stateOf is the mail state an event moves its email to, or "" when it
+// moves none: a send (the mailer recorded it), a soft bounce or a delay
+// (SES is still trying, or gave up on a message a later one may pass).
+func stateOf(ev sesevent.Event) oracle.MailState {
+	switch ev.EventType {
+	case sesevent.Delivery:
+		return oracle.MailDelivered
+	case sesevent.Bounce:
+		if ev.PermanentBounce() {
+			return oracle.MailBounced
+		}
+	case sesevent.Complaint:
+		return oracle.MailComplained
+	case sesevent.Reject, sesevent.RenderingFailure:
+		return oracle.MailUndeliverable
+	}
+	return ""
+}
+
+// suppress puts each complaining address on the suppression list, as a
+// keyed hash of the address as sent.
+func (h *Handler) suppress(ctx context.Context, ev sesevent.Event) error {
+	for _, addr := range ev.Recipients() {
+		if _, err := h.Suppression.Suppress(ctx, h.Hasher.Email(addr), "complaint"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// alert tells the operator what a moved state means.
+func (h *Handler) alert(ctx context.Context, session string, kind oracle.MailKind, state oracle.MailState, ev sesevent.Event) {
+	a := alert.Alert{Severity: alert.Warn, Session: session}
+	switch state {
+	case oracle.MailBounced:
+		a.Kind = alert.EmailBounced
+		a.Detail = fmt.Sprintf("the %s email bounced for good (%s); the result page says it could not be delivered and still serves the verdict", kind, bounceType(ev))
+	case oracle.MailComplained:
+		a.Kind = alert.EmailComplaint
+		a.Detail = fmt.Sprintf("the recipient of the %s email marked it as spam; the address is on the suppression list", kind)
+	case oracle.MailUndeliverable:
+		a.Severity, a.Kind = alert.Error, alert.EmailFailed
+		a.Detail = fmt.Sprintf("SES did not deliver the %s email (%s); the result page says it could not be delivered and still serves the verdict", kind, ev.EventType)
+	default:
+		return
+	}
+	h.Alerts.Raise(ctx, a)
+}
+
+func bounceType(ev sesevent.Event) string {
+	if ev.Bounce == nil {
+		return "bounce"
+	}
+	return ev.Bounce.BounceType + "/" + ev.Bounce.BounceSubType
+}
