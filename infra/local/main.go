@@ -47,6 +47,9 @@ Environment:
   ORACLE_HASH_PEPPER     audit hash pepper (default: a fixed local value)
   GEMINI_PORT            fake Gemini port (default 3002)
   GEMINI_API_KEY         a real Gemini API key; unset means the fake Gemini
+  SES_PORT               fake SES front port, before moto's SES (default 3003)
+  MAIL_TRANSPORT         ses (default) or graph: email through the fake Microsoft Graph
+  GRAPH_PORT             fake Microsoft Graph port (default 3004)
   ORACLE_FORCE_BASE64    1: the front door base64-encodes every request body
 `
 
@@ -84,6 +87,10 @@ func serve(ctx context.Context, o stack.Options) error {
 	}
 	if s.StripeURL != "" {
 		fmt.Fprintf(os.Stderr, "fake Stripe: %s (Payment Links at %s/link/{tier})\n", s.StripeURL, s.StripeURL)
+	}
+	fmt.Fprintf(os.Stderr, "fake SES front: %s (failures on demand at /_control)\n", s.SESURL)
+	if s.GraphURL != "" {
+		fmt.Fprintf(os.Stderr, "fake Microsoft Graph: %s (email goes through it; /_control, /_mailbox)\n", s.GraphURL)
 	}
 	fmt.Printf("ready: %s\n", s.APIURL)
 	<-ctx.Done()
@@ -196,8 +203,9 @@ func optionsFromEnv() (stack.Options, error) {
 		HashPepper:          os.Getenv("ORACLE_HASH_PEPPER"),
 		GeminiAPIKey:        os.Getenv("GEMINI_API_KEY"),
 		ForceBase64:         os.Getenv("ORACLE_FORCE_BASE64") == "1",
+		MailTransport:       os.Getenv("MAIL_TRANSPORT"),
 	}
-	for name, p := range map[string]*int{"PORT": &o.Port, "STRIPE_PORT": &o.StripePort, "MOTO_PORT": &o.MotoPort, "GEMINI_PORT": &o.GeminiPort} {
+	for name, p := range map[string]*int{"PORT": &o.Port, "STRIPE_PORT": &o.StripePort, "MOTO_PORT": &o.MotoPort, "GEMINI_PORT": &o.GeminiPort, "SES_PORT": &o.SESPort, "GRAPH_PORT": &o.GraphPort} {
 		v := os.Getenv(name)
 		if v == "" {
 			continue

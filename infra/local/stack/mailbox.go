@@ -4,17 +4,21 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
 	"42sisters.ai/oracle/infra/motoserver"
 )
 
-// mailboxPage lists what the mailer sent through moto's SES: the local
+// mailboxPage lists what the mailer sent through moto's SES and, when
+// email goes through Graph, what the fake Graph accepted: the local
 // stack's mailbox, at /_local/mail on the front door (JSON for tools and
 // tests, a small HTML view for people; ?format=json or Accept decides).
 type mailboxPage struct {
-	moto string // moto's endpoint
+	moto  string            // moto's endpoint
+	graph *fakegraph.Server // nil unless email goes through Graph
 }
 
 type mailJSON struct {
@@ -42,6 +46,10 @@ func (m mailboxPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, "cannot read the mailbox: "+err.Error(), http.StatusBadGateway)
 		return
+	}
+	if m.graph != nil {
+		sent = append(sent, m.graph.Received()...)
+		slices.SortStableFunc(sent, func(a, b motoserver.Sent) int { return a.At.Compare(b.At) })
 	}
 	out := make([]mailJSON, 0, len(sent))
 	for i := len(sent) - 1; i >= 0; i-- {

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
+	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
@@ -65,6 +67,13 @@ type Options struct {
 	GeminiAPIKey string
 	// HashPepper is ORACLE_HASH_PEPPER; default LocalHashPepper.
 	HashPepper string
+	// SESPort is the fake SES front's port (failures on demand, SES's
+	// delivery events); default 3003.
+	SESPort int
+	// MailTransport is MAIL_TRANSPORT: "ses" (default) or "graph", which
+	// sends through the fake Microsoft Graph on GraphPort (default 3004).
+	MailTransport string
+	GraphPort     int
 	// Instances is the number of processes per function; default 2.
 	Instances int
 	// Env overrides environment variables of functions, by logical id
@@ -105,6 +114,19 @@ func (o *Options) defaults() error {
 	if o.GeminiPort == 0 {
 		o.GeminiPort = 3002
 	}
+	if o.SESPort == 0 {
+		o.SESPort = 3003
+	}
+	if o.GraphPort == 0 {
+		o.GraphPort = 3004
+	}
+	switch o.MailTransport {
+	case "":
+		o.MailTransport = "ses"
+	case "ses", "graph":
+	default:
+		return fmt.Errorf("MAIL_TRANSPORT must be ses or graph, got %q", o.MailTransport)
+	}
 	if o.Prefix == "" {
 		o.Prefix = "oracle-local-"
 	}
@@ -129,6 +151,9 @@ func (o *Options) defaults() error {
 
 // fakeStripe reports whether the fake Stripe stands in for the real one.
 func (o *Options) fakeStripe() bool { return o.StripeSecretKey == "" }
+
+// graph reports whether email leaves through the fake Microsoft Graph.
+func (o *Options) graph() bool { return o.MailTransport == "graph" }
 
 // fakeGemini reports whether the fake Gemini stands in for the real one.
 func (o *Options) fakeGemini() bool { return o.GeminiAPIKey == "" }
@@ -188,7 +213,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 		Template: tmpl,
 		AWS:      b.aws,
 		Prefix:   o.Prefix,
-		Params:   map[string]string{"BaseUrl": o.baseURL(), "AllowedOrigins": o.baseURL()},
+		Params:   map[string]string{"BaseUrl": o.baseURL(), "AllowedOrigins": o.baseURL(), "MailTransport": o.MailTransport},
 		Secrets: map[string]string{
 			"StripeSecretKeyArn":         stripeKey,
 			"StripeTestWebhookSecretArn": o.StripeWebhookSecret,
@@ -198,6 +223,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 			"GeminiApiKeyArn":        geminiKey,
 			// The main key is a test key locally: it reads test sessions.
 			"StripeTestSecretKeyArn": "",
+			"GraphCredentialsArn":    graphCredentials(o),
 		},
 	})
 	if err != nil {
@@ -209,6 +235,16 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// graphCredentials is the fake Graph app's secret, as an operator stores
+// the Entra app's: empty unless email goes through Graph.
+func graphCredentials(o *Options) string {
+	if !o.graph() {
+		return ""
+	}
+	b, _ := json.Marshal(map[string]string{"tenant_id": fakegraph.DefaultTenant, "client_id": fakegraph.DefaultClientID, "client_secret": fakegraph.DefaultClientSecret})
+	return string(b)
 }
 
 // verifySenders verifies, in moto's SES, every address a function sends

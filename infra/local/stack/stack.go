@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
+	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
+	fakeses "42sisters.ai/oracle/infra/fakes/fakeses"
 	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/local/gateway"
 	"42sisters.ai/oracle/infra/local/poller"
@@ -42,6 +44,12 @@ type Stack struct {
 	// GeminiURL is the fake Gemini, e.g. http://localhost:3002; empty when a
 	// real Gemini key is used.
 	GeminiURL string
+	// SESURL is the fake SES front before moto's SES (its /_control fails
+	// sends on demand), e.g. http://localhost:3003.
+	SESURL string
+	// GraphURL is the fake Microsoft Graph, e.g. http://localhost:3004;
+	// empty unless email goes through Graph.
+	GraphURL string
 	// Resources are the provisioned tables, queues, bucket and topic.
 	Resources *provision.Stack
 	// AWS reaches the moto server the functions use.
@@ -66,33 +74,32 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var stripeLn, geminiLn net.Listener
-	if o.fakeStripe() {
-		if stripeLn, err = listen(o.StripePort); err != nil {
-			api.Close()
-			return nil, err
+	var stripeLn, geminiLn, sesLn, graphLn net.Listener
+	claimed := []net.Listener{api}
+	release := func() {
+		for _, ln := range claimed {
+			ln.Close()
 		}
 	}
-	if o.fakeGemini() {
-		if geminiLn, err = listen(o.GeminiPort); err != nil {
-			api.Close()
-			if stripeLn != nil {
-				stripeLn.Close()
-			}
+	for _, p := range []struct {
+		want bool
+		port int
+		ln   *net.Listener
+	}{{o.fakeStripe(), o.StripePort, &stripeLn}, {o.fakeGemini(), o.GeminiPort, &geminiLn}, {true, o.SESPort, &sesLn}, {o.graph(), o.GraphPort, &graphLn}} {
+		if !p.want {
+			continue
+		}
+		if *p.ln, err = listen(p.port); err != nil {
+			release()
 			return nil, err
 		}
+		claimed = append(claimed, *p.ln)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s = &Stack{APIURL: o.baseURL(), cancel: cancel}
 	defer func() {
 		if err != nil {
-			api.Close()
-			if stripeLn != nil {
-				stripeLn.Close()
-			}
-			if geminiLn != nil {
-				geminiLn.Close()
-			}
+			release()
 			s.Close()
 			s = nil
 		}
@@ -130,6 +137,26 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		s.serve(geminiLn, fakegemini.New(fakegemini.Options{Logger: slog.New(slog.NewTextHandler(prefixed(o.Log, "[gemini] "), nil))}))
 	} else {
 		fmt.Fprintln(o.Log, "using the real Gemini API with GEMINI_API_KEY")
+	}
+	// SES goes through the front, which fails on demand and publishes the
+	// configuration set's events as SES does; the mailer reaches it as the
+	// SDK's SES v2 endpoint.
+	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + sesLn.Addr().String()
+	s.SESURL = fmt.Sprintf("http://localhost:%d", o.SESPort)
+	s.serve(sesLn, fakeses.New(fakeses.Options{
+		Moto:             s.backend.endpoint,
+		AWS:              s.AWS,
+		ConfigurationSet: s.Resources.Ref("MailConfigurationSet"),
+		EventsTopicARN:   s.Resources.Ref("MailEventsTopic"),
+		Logger:           slog.New(slog.NewTextHandler(prefixed(o.Log, "[ses] "), nil)),
+	}))
+	var graph *fakegraph.Server
+	if o.graph() {
+		graph = fakegraph.New(fakegraph.Options{Logger: slog.New(slog.NewTextHandler(prefixed(o.Log, "[graph] "), nil))})
+		s.GraphURL = fmt.Sprintf("http://localhost:%d", o.GraphPort)
+		env["GRAPH_LOGIN_BASE"] = "http://" + graphLn.Addr().String()
+		env["GRAPH_API_BASE"] = "http://" + graphLn.Addr().String() + "/v1.0"
+		s.serve(graphLn, graph)
 	}
 	var routes []gateway.Route
 	sqsClient := sqs.NewFromConfig(s.AWS)
@@ -170,7 +197,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	}
 	s.wg.Go(func() { s.alerts.run(runCtx) })
 	mux := http.NewServeMux()
-	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint})
+	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint, graph: graph})
 	mux.Handle("/", front)
 	s.serve(api, mux)
 	return s, nil

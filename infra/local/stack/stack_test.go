@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 func options(t testing.TB) stack.Options {
 	t.Helper()
 	tools.Find(t, "moto_server")
-	var ports [3]int
+	var ports [5]int
 	for i := range ports {
 		p, err := motoserver.FreePort()
 		if err != nil {
@@ -75,6 +75,8 @@ func options(t testing.TB) stack.Options {
 		Port:         ports[0],
 		StripePort:   ports[1],
 		GeminiPort:   ports[2],
+		SESPort:      ports[3],
+		GraphPort:    ports[4],
 		MotoEndpoint: motoserver.ForTest(t),
 		Prefix:       "e2e" + hex.EncodeToString(b) + "-",
 		Log:          logs,
