@@ -195,7 +195,12 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		t.log.Info("this attempt was already made; duplicate job acknowledged")
 		return nil
 	case errors.Is(err, store.ErrMailInFlight):
-		return err // redelivered later; by then the other attempt has finished or died
+		// The holder's own job is acknowledged only once it has settled
+		// the attempt (sent, or the next one queued, or parked); if the
+		// holder dies, SQS brings that job back after its lease. So this
+		// duplicate is not needed.
+		t.log.Info("another job holds this attempt; duplicate acknowledged")
+		return nil
 	case err != nil:
 		return err
 	}
