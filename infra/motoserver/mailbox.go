@@ -75,7 +75,7 @@ func (m Mailbox) Sent(ctx context.Context, motoEndpoint string) ([]Sent, error) 
 	}
 	out := make([]Sent, 0, len(d.SES.RawMessage))
 	for _, r := range d.SES.RawMessage {
-		s, err := parse(r.RawData)
+		s, err := ParseMessage(r.RawData)
 		if err != nil {
 			return nil, fmt.Errorf("read moto mailbox: message %s: %w", r.ID, err)
 		}
@@ -102,14 +102,28 @@ func recipients(dest []string) []string {
 	return out
 }
 
-// parse reads a MIME message. Its errors do not quote the message, which
-// holds addresses.
-func parse(raw string) (Sent, error) {
+// ParseMessage reads a MIME message into a Sent: its From, Reply-To,
+// Subject and Date headers, the bare addresses of its To and Cc headers, and
+// its first plain-text and HTML parts, decoded. ID and Raw are left for the
+// caller, which knows under what id the message was accepted. Its errors do
+// not quote the message, which holds addresses. Other fakes of mail services
+// (fakegraph) read the messages they accept with it, so that every mailbox
+// reads mail the same way.
+func ParseMessage(raw string) (Sent, error) {
 	msg, err := mail.ReadMessage(strings.NewReader(raw))
 	if err != nil {
 		return Sent{}, errors.New("malformed message header")
 	}
 	var s Sent
+	// Moto's mailbox replaces these with the envelope's recipients; a
+	// message read on its own has only its headers to say.
+	for _, h := range []string{"To", "Cc"} {
+		if list, err := msg.Header.AddressList(h); err == nil {
+			for _, a := range list {
+				s.To = append(s.To, a.Address)
+			}
+		}
+	}
 	if from, err := msg.Header.AddressList("From"); err == nil && len(from) > 0 {
 		s.From = from[0].Address
 		if from[0].Name != "" {
