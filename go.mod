@@ -20,7 +20,7 @@ require (
 	github.com/chromedp/chromedp v0.22.1
 	github.com/stripe/stripe-go/v76 v76.25.0
 	golang.org/x/net v0.38.0
-	golang.org/x/oauth2 v0.23.0
+	golang.org/x/oauth2 v0.38.0
 	golang.org/x/text v0.23.0
 	google.golang.org/genai v1.77.0
 	gopkg.in/yaml.v3 v3.0.1
