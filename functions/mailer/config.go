@@ -10,6 +10,7 @@ import (
 	"42sisters.ai/oracle/functions/mailer/letter"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -35,13 +36,10 @@ type settings struct {
 	// ConfigurationSet, whose events say what became of each email.
 	Transport        string
 	ConfigurationSet string
-	// Graph: the app's credentials (a JSON secret: tenant_id, client_id,
-	// client_secret), the mailbox it sends as, and the endpoints (empty in
-	// production: Microsoft's).
-	GraphCredentials string
-	GraphSender      string
-	GraphAPIBase     string
-	GraphLoginBase   string
+	// Graph, with the graph transport: the app's credentials (a JSON
+	// secret: tenant_id, client_id, client_secret), the mailbox it sends
+	// as, and the endpoints (empty in production: Microsoft's).
+	Graph *mail.GraphConfig
 	// Schedule is the delay before each attempt of an email; BlockedRetry
 	// how often a job parked while the account cannot send tries again.
 	Schedule            []time.Duration
@@ -74,10 +72,17 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	switch s.Transport {
 	case "ses":
 	case "graph":
-		s.GraphCredentials = env.Secret(ctx, "GRAPH_CREDENTIALS", true)
-		s.GraphSender = env.Address("GRAPH_SENDER", s.Brand.Sender)
-		s.GraphAPIBase = env.Optional("GRAPH_API_BASE", "")
-		s.GraphLoginBase = env.Optional("GRAPH_LOGIN_BASE", "")
+		s.Graph = &mail.GraphConfig{
+			Sender:    env.Address("GRAPH_SENDER", s.Brand.Sender),
+			APIBase:   env.Optional("GRAPH_API_BASE", mail.DefaultGraphAPIBase),
+			LoginBase: env.Optional("GRAPH_LOGIN_BASE", mail.DefaultGraphLoginBase),
+		}
+		if secret := env.Secret(ctx, "GRAPH_CREDENTIALS", true); secret != "" {
+			var err error
+			if s.Graph.TenantID, s.Graph.ClientID, s.Graph.ClientSecret, err = mail.ParseGraphCredentials(secret); err != nil {
+				env.Invalid("GRAPH_CREDENTIALS", err)
+			}
+		}
 	default:
 		env.Invalid("MAIL_TRANSPORT", fmt.Errorf("must be ses or graph, got %q", s.Transport))
 	}

@@ -269,7 +269,8 @@ func (h *Handler) suppressed(ctx context.Context, to string) (bool, error) {
 // records this one as failed. The next job is queued first: if that fails,
 // the claim is released and SQS brings this job back for the same attempt.
 func (h *Handler) retryLater(ctx context.Context, t *task, cause error, wait time.Duration) error {
-	at := h.Now().Add(wait)
+	failedAt := h.Now()
+	at := failedAt.Add(wait)
 	next := t.job
 	next.Attempt++
 	next.NotBefore = &at
@@ -277,7 +278,7 @@ func (h *Handler) retryLater(ctx context.Context, t *task, cause error, wait tim
 		h.release(ctx, t)
 		return fmt.Errorf("queue attempt %d: %w", next.Attempt, err)
 	}
-	if _, err := h.Orders.MailFailed(ctx, t.order.SessionID, t.job.Kind, t.token, h.try(t, cause), at); err != nil {
+	if _, err := h.Orders.MailFailed(ctx, t.order.SessionID, t.job.Kind, t.token, h.try(t, cause, failedAt), at); err != nil {
 		// The next attempt is queued and claims once this lease ends.
 		t.log.Error("recording the failed attempt failed", "error", err.Error())
 	}
@@ -310,7 +311,7 @@ func (h *Handler) park(ctx context.Context, t *task, cause error) error {
 // says the email could not be delivered.
 func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, to string) error {
 	o, kind := t.order, t.job.Kind
-	try := h.try(t, cause)
+	try := h.try(t, cause, h.Now())
 	tries, err := h.Orders.MailFailed(ctx, o.SessionID, kind, t.token, try, time.Time{})
 	if err != nil {
 		// The record still goes out: the attempt is what it says.
@@ -340,9 +341,9 @@ func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, 
 	return nil
 }
 
-// try is the record of the task's failed attempt.
-func (h *Handler) try(t *task, cause error) store.Try {
-	return store.Try{Attempt: t.job.Attempt, At: h.Now().UTC(), Class: failureClass(cause), Code: failureCode(cause)}
+// try is the record of the task's attempt that failed at at.
+func (h *Handler) try(t *task, cause error, at time.Time) store.Try {
+	return store.Try{Attempt: t.job.Attempt, At: at.UTC(), Class: failureClass(cause), Code: failureCode(cause)}
 }
 
 // transportOf names the transport that failed, or the configured one.

@@ -1,7 +1,7 @@
 // Command mailer is the Lambda function on the mail queue: it renders the
 // stored verdict (or a notice) for the session, reads the recipient from
-// Stripe at send time and sends it through SES, at most once per session
-// and mail kind.
+// Stripe at send time and sends it through SES or Microsoft Graph, at most
+// once per session and mail kind, on the retry schedule.
 package main
 
 import (
@@ -30,11 +30,18 @@ func main() {
 	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
+	var transport Transport = &mail.SES{Client: mail.NewClient(aws), ConfigurationSet: cfg.ConfigurationSet, Now: time.Now}
+	transportName := "SES"
+	if cfg.Graph != nil {
+		g, err := mail.NewGraph(*cfg.Graph)
+		fn.Check(err, "the Graph transport")
+		transport, transportName = g, "Graph"
+	}
 	h := &Handler{
 		Orders:              store.NewOrders(db, cfg.OrdersTable, time.Now),
 		Ledger:              ledger,
-		Transport:           &mail.SES{Client: mail.NewClient(aws), ConfigurationSet: cfg.ConfigurationSet, Now: time.Now},
-		TransportName:       "SES",
+		Transport:           transport,
+		TransportName:       transportName,
 		Schedule:            cfg.Schedule,
 		BlockedRetry:        cfg.BlockedRetry,
 		DeadLetterRetention: cfg.DeadLetterRetention,

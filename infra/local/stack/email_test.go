@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
@@ -86,9 +87,9 @@ func TestEmailRetrySchedule(t *testing.T) {
 		ord := track(buy(t, s, "full", "retry-never"))
 		waitAlert(t, s, "EMAIL_DEAD_LETTER")
 		sesControl(t, s, `{"reset":true}`)
-		waitSESCalls(t, s, ord.session, 4)
-		// Well past where a fifth attempt would have come: none did.
-		time.Sleep(4 * time.Second) //nolint:forbidigo // waiting for what must not happen
+		// Nothing is left to deliver: had a fifth attempt been queued, the
+		// mail queue would still hold it.
+		mailIdle(t, s)
 		if calls := sesCallsFor(t, s, ord.session); len(calls) != 4 {
 			t.Fatalf("%d attempts, want 4 and never a fifth", len(calls))
 		}
@@ -112,40 +113,12 @@ func TestEmailRetrySchedule(t *testing.T) {
 		}
 	})
 
-	t.Run("429 with Retry-After", func(t *testing.T) {
-		sesControl(t, s, `{"reset":true,"fail_always":{"status":429,"code":"TooManyRequestsException","retry_after_s":120}}`)
-		ord := track(buy(t, s, "quick", "retry-after"))
-		waitSESCalls(t, s, ord.session, 1)
-		var item map[string]ddbtypes.AttributeValue
-		if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
-			item = orderItem(t, s, ord.session)
-			_, ok := item["mail_verdict_next_at"]
-			return ok
-		}) {
-			t.Fatalf("the next attempt was never scheduled: %v", item)
-		}
-		var tries []store.Try
-		var nextAt time.Time
-		_ = attributevalue.Unmarshal(item["mail_verdict_tries"], &tries)
-		_ = attributevalue.Unmarshal(item["mail_verdict_next_at"], &nextAt)
-		if len(tries) != 1 || nextAt.Sub(tries[0].At) < 120*time.Second {
-			t.Fatalf("the next attempt is due %s after the 429, want at least 120 s (tries %+v)", nextAt.Sub(tries[0].At), tries)
-		}
-		// The schedule's step is 1 s: an attempt that ignored Retry-After
-		// would have come by now.
-		time.Sleep(3 * time.Second) //nolint:forbidigo // waiting for what must not happen
-		if calls := sesCallsFor(t, s, ord.session); len(calls) != 1 {
-			t.Fatalf("%d attempts within seconds of a Retry-After of 120 s", len(calls))
-		}
-		sesControl(t, s, `{"reset":true}`)
-	})
-
 	t.Run("400 is not retried", func(t *testing.T) {
 		sesControl(t, s, `{"reset":true,"fail":[{"status":400,"code":"MessageRejected"}]}`)
 		ord := track(buy(t, s, "strategy", "rejected"))
 		waitAlert(t, s, "EMAIL_FAILED")
 		undeliveredOnThePage(t, s, ord.session)
-		time.Sleep(3 * time.Second) //nolint:forbidigo // waiting for what must not happen
+		mailIdle(t, s)
 		if calls := sesCallsFor(t, s, ord.session); len(calls) != 1 {
 			t.Fatalf("%d attempts, want 1: a 400 is not retried", len(calls))
 		}
@@ -171,7 +144,7 @@ func TestEmailRetrySchedule(t *testing.T) {
 		}
 		wg.Wait()
 		oneVerdictEmail(t, s, ord)
-		time.Sleep(3 * time.Second) //nolint:forbidigo // letting every duplicate and the scheduled attempt run
+		mailIdle(t, s) // every duplicate and the scheduled attempt have run
 		if mails := mailboxNow(t, s.APIURL, ord.addr); len(mails) != 1 {
 			t.Fatalf("%d emails, want 1", len(mails))
 		}
@@ -184,6 +157,34 @@ func TestEmailRetrySchedule(t *testing.T) {
 		if sent != 1 {
 			t.Fatalf("%d sends accepted, want 1", sent)
 		}
+	})
+
+	t.Run("429 with Retry-After", func(t *testing.T) {
+		sesControl(t, s, `{"reset":true,"fail_always":{"status":429,"code":"TooManyRequestsException","retry_after_s":120}}`)
+		ord := track(buy(t, s, "quick", "retry-after"))
+		waitSESCalls(t, s, ord.session, 1)
+		var item map[string]ddbtypes.AttributeValue
+		if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
+			item = orderItem(t, s, ord.session)
+			_, ok := item["mail_verdict_next_at"]
+			return ok
+		}) {
+			t.Fatalf("the next attempt was never scheduled: %v", item)
+		}
+		var tries []store.Try
+		var nextAt time.Time
+		_ = attributevalue.Unmarshal(item["mail_verdict_tries"], &tries)
+		_ = attributevalue.Unmarshal(item["mail_verdict_next_at"], &nextAt)
+		if len(tries) != 1 || nextAt.Sub(tries[0].At) < 120*time.Second {
+			t.Fatalf("the next attempt is due %s after the 429, want at least 120 s (tries %+v)", nextAt.Sub(tries[0].At), tries)
+		}
+		// The next attempt's job carries that time (the mailer queued it
+		// with the time it recorded), and a job is never run before its
+		// time: it hops. None has run yet.
+		if calls := sesCallsFor(t, s, ord.session); len(calls) != 1 {
+			t.Fatalf("%d attempts within seconds of a Retry-After of 120 s", len(calls))
+		}
+		sesControl(t, s, `{"reset":true}`)
 	})
 
 	privacySweep(t, s, o, addrs, queries)
@@ -225,6 +226,28 @@ func TestEmailThroughGraph(t *testing.T) {
 		t.Fatal("the email also went through SES")
 	}
 	privacySweep(t, s, o, []string{ord.addr}, []string{ord.query})
+}
+
+// mailIdle waits until the mail queue holds no job: none visible, in
+// flight or delayed.
+func mailIdle(t *testing.T, s *stack.Stack) {
+	t.Helper()
+	q := sqs.NewFromConfig(s.AWS)
+	var attrs map[string]string
+	if !testkit.Eventually(60*time.Second, 100*time.Millisecond, func() bool {
+		out, err := q.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(s.Resources.Ref("MailQueue")),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs = out.Attributes
+		return attrs["ApproximateNumberOfMessages"] == "0" && attrs["ApproximateNumberOfMessagesNotVisible"] == "0" && attrs["ApproximateNumberOfMessagesDelayed"] == "0"
+	}) {
+		t.Fatalf("the mail queue did not empty: %v", attrs)
+	}
 }
 
 // sesCall is one SendEmail request the SES front answered.
