@@ -54,7 +54,10 @@ func TestEmailRetrySchedule(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	var addrs, queries []string
-	track := func(ord order) order { addrs, queries = append(addrs, ord.addr), append(queries, ord.query); return ord }
+	track := func(ord order) order {
+		addrs, queries = append(addrs, ord.addr), append(queries, ord.query)
+		return ord
+	}
 
 	t.Run("three failures then sent", func(t *testing.T) {
 		sesControl(t, s, `{"reset":true,"fail":[{"status":503,"code":"ServiceUnavailable"},{"status":503,"code":"ServiceUnavailable"},{"status":500,"code":"InternalFailure"}]}`)
@@ -257,7 +260,10 @@ type sesCall struct {
 	Tags   map[string]string `json:"tags"`
 }
 
-func sesControl(t *testing.T, s *stack.Stack, body string) { t.Helper(); post(t, s.SESURL+"/_control", body) }
+func sesControl(t *testing.T, s *stack.Stack, body string) {
+	t.Helper()
+	post(t, s.SESURL+"/_control", body)
+}
 
 // sesCallsFor lists the SendEmail requests for the session's emails.
 func sesCallsFor(t *testing.T, s *stack.Stack, session string) []sesCall {
