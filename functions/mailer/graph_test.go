@@ -371,4 +371,3 @@ func withoutDate(raw string) string {
 	}
 	return strings.Join(keep, "\r\n")
 }
-
