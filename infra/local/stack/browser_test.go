@@ -141,8 +141,9 @@ func mailbox(t *testing.T, api, addr string) []motoserver.Sent {
 }
 
 // privacySweep checks, after the whole suite, that no email address is in
-// any order item or audit record, and that no address or query reached a
-// log line of any function (PRODUCT_TIERS VC-6, AUDIT_TRAIL VC-4).
+// any order item, Ledger item or audit record, that no query or email text
+// is in the Ledger, and that no address or query reached a log line of any
+// function (PRODUCT_TIERS VC-6, AUDIT_TRAIL VC-4).
 func privacySweep(t *testing.T, s *stack.Stack, o stack.Options, addrs, queries []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -153,6 +154,24 @@ func privacySweep(t *testing.T, s *stack.Stack, o stack.Options, addrs, queries 
 	for _, item := range items.Items {
 		if dump := fmt.Sprintf("%#v", item); strings.Contains(dump, "@") {
 			t.Errorf("an order item holds an email address: %s", dump)
+		}
+	}
+	// The Ledger too: dead letters, the suppression list and the alert
+	// windows hold sessions, kinds and keyed hashes, never an address, a
+	// query or an email's text.
+	ledger, err := dynamodb.NewFromConfig(s.AWS).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.Resources.Ref("LedgerTable"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range ledger.Items {
+		dump := fmt.Sprintf("%#v", item)
+		if strings.Contains(dump, "@") || strings.Contains(dump, "VERDICT:") {
+			t.Errorf("a Ledger item holds an email address or an email's text: %s", dump)
+		}
+		for _, q := range queries {
+			if strings.Contains(dump, q) {
+				t.Errorf("a Ledger item holds a query: %s", dump)
+			}
 		}
 	}
 	testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) // fails on any address
