@@ -42,7 +42,9 @@ var compressedMail = map[string]string{
 //     with the line that the email could not be delivered;
 //   - a 429 with Retry-After 120 s: the next attempt is due no sooner;
 //   - a 400: no retry, EMAIL_FAILED and a dead-letter record;
-//   - ten concurrent duplicates of a mail job in a retry window: one email.
+//   - ten concurrent duplicates of a mail job in a retry window: one email;
+//   - SES's mailbox simulator: a hard bounce shows on the page, and an
+//     address that complained is not emailed again.
 func TestEmailRetrySchedule(t *testing.T) {
 	o := options(t)
 	o.Env = map[string]map[string]string{"MailerFunction": compressedMail}
@@ -160,6 +162,27 @@ func TestEmailRetrySchedule(t *testing.T) {
 		if sent != 1 {
 			t.Fatalf("%d sends accepted, want 1", sent)
 		}
+	})
+
+	t.Run("a hard bounce and a complaint", func(t *testing.T) {
+		sesControl(t, s, `{"reset":true}`)
+		const bouncer, complainer = "bounce@simulator.amazonses.com", "complaint@simulator.amazonses.com"
+		addrs = append(addrs, bouncer, complainer)
+		bounced := pay(t, s, "quick", "Should I sell bread by the sea (bounce)?", bouncer)
+		waitMailState(t, s, bounced, oracle.MailBounced)
+		waitAlert(t, s, "EMAIL_BOUNCED")
+		undeliveredOnThePage(t, s, bounced)
+
+		first := pay(t, s, "quick", "Should I sell bread by the lake (complaint)?", complainer)
+		waitMailState(t, s, first, oracle.MailComplained)
+		waitAlert(t, s, "EMAIL_COMPLAINT")
+		// The next order from that address is not emailed at all.
+		second := pay(t, s, "quick", "Should I sell bread by the river (after a complaint)?", complainer)
+		waitMailState(t, s, second, oracle.MailSuppressed)
+		if calls := sesCallsFor(t, s, second); len(calls) != 0 {
+			t.Fatalf("%d sends to an address that complained", len(calls))
+		}
+		undeliveredOnThePage(t, s, second)
 	})
 
 	t.Run("429 with Retry-After", func(t *testing.T) {
