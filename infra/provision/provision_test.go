@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/awsenv"
 )
 
@@ -112,5 +115,37 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	}
 	if again.Ref("GenerateQueue") != f.Ref("GenerateQueue") || again.Values.Params["HashPepperArn"] != f.Values.Params["HashPepperArn"] {
 		t.Fatal("second provisioning changed names")
+	}
+}
+
+// SES's events reach the feedback function's queue through the template's
+// subscription, and provisioning again (a second `make run` on one moto)
+// does not subscribe the queue twice, which would deliver each event twice.
+func TestMailEventsReachTheirQueueOnce(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	tmpl, _ := sam.Load(provision.TemplatePath())
+	if _, err := provision.Provision(ctx, provision.Options{
+		Template: tmpl, AWS: f.AWS, Prefix: strings.TrimSuffix(f.Ref("OrdersTable"), "OrdersTable"),
+		Params: map[string]string{"BaseUrl": "http://localhost:3000", "AllowedOrigins": "http://localhost:3000"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	topics := sns.NewFromConfig(f.AWS)
+	subs, err := topics.ListSubscriptionsByTopic(ctx, &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(f.Ref("MailEventsTopic"))})
+	if err != nil || len(subs.Subscriptions) != 1 || aws.ToString(subs.Subscriptions[0].Endpoint) != f.Attr("MailEventsQueue.Arn") {
+		t.Fatalf("subscriptions %+v %v, want the mail events queue once", subs, err)
+	}
+	if _, err := topics.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(f.Ref("MailEventsTopic")), Message: aws.String(`{"eventType":"Delivery"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	q := sqs.NewFromConfig(f.AWS)
+	var bodies []string
+	testkit.Eventually(10*time.Second, 50*time.Millisecond, func() bool {
+		bodies = append(bodies, testkit.Drain(t, q, f.Ref("MailEventsQueue"))...)
+		return len(bodies) > 0
+	})
+	if len(bodies) != 1 || !strings.Contains(bodies[0], `"Notification"`) || !strings.Contains(bodies[0], `Delivery`) {
+		t.Fatalf("the queue received %q, want the one event in SNS's envelope", bodies)
 	}
 }
