@@ -42,12 +42,13 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	// An event each function answers from its own code alone.
 	events := map[string]string{
-		"CheckoutFunction":  "events/checkout/preflight.json",
-		"WebhookFunction":   "events/webhook/unsigned.json",
-		"GeneratorFunction": "", // an empty batch
-		"MailerFunction":    "",
-		"VerdictFunction":   "", // no session_id: answered 400 at once
-		"PagesFunction":     "",
+		"CheckoutFunction":   "events/checkout/preflight.json",
+		"WebhookFunction":    "events/webhook/unsigned.json",
+		"GeneratorFunction":  "", // an empty batch
+		"MailerFunction":     "",
+		"VerdictFunction":    "", // no session_id: answered 400 at once
+		"PagesFunction":      "",
+		"DeadLetterFunction": "", // an empty batch
 	}
 	for _, fn := range fns {
 		b.Run(fn.LogicalID, func(b *testing.B) {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sesevent"
+	"42sisters.ai/oracle/shared/sqsbatch"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// Records keeps dead letters (store.Ledger).
+type Records interface {
+	RecordDeadLetter(ctx context.Context, d store.DeadLetter, keep time.Duration) (first bool, err error)
+}
+
+// Alerter raises operator alerts.
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
+}
+
+// Handler consumes the dead-letter queues.
+type Handler struct {
+	Records Records
+	Alerts  Alerter
+	// Retention is how long each record is kept.
+	Retention time.Duration
+	Log       *slog.Logger
+}
+
+// Handle records and alerts every message of the batch and reports the
+// ones it could not record, so that SQS delivers those again: a message
+// leaves its dead-letter queue only once its record is written.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
+}
+
+// process records one message and, the first time only, alerts.
+func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
+	d, err := deadLetter(rec)
+	if err != nil {
+		return err
+	}
+	key := store.DeadLetterKey(d.Queue, d.MessageID)
+	log := h.Log.With("message_id", d.MessageID, "queue", d.Queue)
+	if d.Job != "" {
+		log = log.With(obs.Session(d.SessionID))
+	}
+	first, err := h.Records.RecordDeadLetter(ctx, d, h.Retention)
+	if err != nil {
+		// Logged once by sqsbatch, which names the message; the error names
+		// the queue and at most 12 characters of the session.
+		return fmt.Errorf("dead letter from %s%s not recorded; it stays on the queue: %w", d.Queue, shortSession(d), err)
+	}
+	if !first {
+		log.Info("dead letter already recorded; the redelivery is acknowledged", "record", key)
+		return nil
+	}
+	session, about := d.SessionID, what(d)
+	if d.Job == "" {
+		session = d.MessageID
+		// A mail event (SES's, through SNS) is no job, and holds addresses:
+		// it is kept only as its hash, but the alert names its email.
+		if ev, err := sesevent.Parse(rec.Body); err == nil && oracle.ValidSessionID(ev.Tag(mail.TagSession)) {
+			session = ev.Tag(mail.TagSession)
+			about = fmt.Sprintf("SES's %s event about the %s email", ev.EventType, ev.Tag(mail.TagKind))
+		}
+	}
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.JobDeadLettered, Session: session,
+		Detail: about + " reached " + d.Queue + " as message " + d.MessageID + "; the record " + key + " keeps it"})
+	log.Warn("dead letter recorded and alerted", "record", key)
+	return nil
+}
+
+// deadLetter reads what the record keeps of a message: its queue, id and
+// send time, and the job, or only the hash and size of a body that is not
+// one (it may hold anything, so it is neither kept nor logged).
+func deadLetter(rec events.SQSMessage) (store.DeadLetter, error) {
+	q := queueName(rec.EventSourceARN)
+	if q == "" || rec.MessageId == "" {
+		return store.DeadLetter{}, errors.New("a record without its queue's ARN or its message id")
+	}
+	d := store.DeadLetter{Queue: q, MessageID: rec.MessageId, SentAt: sentAt(rec.Attributes["SentTimestamp"])}
+	job, err := queue.Parse(rec.Body)
+	if err != nil {
+		sum := sha256.Sum256([]byte(rec.Body))
+		d.BodySHA256, d.BodyBytes = hex.EncodeToString(sum[:]), len(rec.Body)
+		return d, nil
+	}
+	b, err := json.Marshal(job)
+	if err != nil {
+		return store.DeadLetter{}, fmt.Errorf("encode the job of message %s: %w", rec.MessageId, err)
+	}
+	d.Job, d.SessionID, d.Reason, d.Kind, d.Attempt = string(b), job.SessionID, string(job.Reason), string(job.Kind), job.Attempt
+	return d, nil
+}
+
+// queueName is the last part of a queue's ARN (arn:aws:sqs:region:account:name).
+func queueName(arn string) string {
+	if !strings.HasPrefix(arn, "arn:") {
+		return ""
+	}
+	return arn[strings.LastIndex(arn, ":")+1:]
+}
+
+// sentAt reads SQS's SentTimestamp (milliseconds since the epoch), which a
+// message keeps when it moves to the dead-letter queue; zero when absent.
+func sentAt(ms string) time.Time {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+// what says what the dead message was, for the alert.
+func what(d store.DeadLetter) string {
+	switch {
+	case d.Job == "":
+		return fmt.Sprintf("an unreadable message (%d bytes)", d.BodyBytes)
+	case d.Kind != "":
+		return fmt.Sprintf("a mail job (kind %s, attempt %d)", d.Kind, d.Attempt)
+	default:
+		return fmt.Sprintf("a generate job (reason %s, attempt %d)", d.Reason, d.Attempt)
+	}
+}
+
+// shortSession names the job's session in an error, cut to 12 characters.
+func shortSession(d store.DeadLetter) string {
+	if d.Job == "" {
+		return ""
+	}
+	return " (session " + oracle.ShortID(d.SessionID) + ")"
+}
