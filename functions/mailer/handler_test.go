@@ -407,7 +407,7 @@ func TestBlockedAccountKeepsTheEmailForARetry(t *testing.T) {
 		t.Fatalf("the delivery was recorded as finished: %+v", recs)
 	}
 	parked := e.mailJobs()
-	if len(parked) != 1 || parked[0].Attempt != 0 || parked[0].NotBefore == nil || parked[0].NotBefore.Sub(time.Now()) < DefaultBlockedRetry-time.Minute {
+	if len(parked) != 1 || parked[0].Attempt != 0 || parked[0].NotBefore == nil || time.Until(*parked[0].NotBefore) < DefaultBlockedRetry-time.Minute {
 		t.Fatalf("parked jobs %+v, want the first attempt again in %s", parked, DefaultBlockedRetry)
 	}
 	// The account sends again; the parked job comes back (with a duplicate).
