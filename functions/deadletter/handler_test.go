@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -311,19 +309,11 @@ func TestLedgerFailureKeepsTheMessage(t *testing.T) {
 // alerted, and none is reported failed.
 func TestSampleEvents(t *testing.T) {
 	e := newEnv(t)
-	files, err := filepath.Glob("../../events/deadletter/*.json")
-	if err != nil || len(files) < 2 {
-		t.Fatalf("samples %v %v", files, err)
+	samples := testkit.SQSSamples(t, "deadletter")
+	if len(samples) < 2 {
+		t.Fatalf("%d samples, want a job and a garbage message", len(samples))
 	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ev events.SQSEvent
-		if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
-			t.Fatalf("%s: %v", file, err)
-		}
+	for file, ev := range samples {
 		if failed := e.run(ev.Records...); len(failed) != 0 {
 			t.Fatalf("%s failed", file)
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -195,7 +193,8 @@ func TestEventsThatAreNotOursOrNotReadable(t *testing.T) {
 	other := notification(t, sesevent.Bounce, id, "0100019a-wrong", "x@example.com")
 	untagged := notification(t, sesevent.Delivery, id, "0100019a-right", "x@example.com")
 	untagged.Body = strings.ReplaceAll(untagged.Body, mail.TagSession, "someone_else")
-	confirm, err := os.ReadFile("../../shared/sesevent/testdata/subscription_confirmation.json")
+	confirm, err := json.Marshal(sesevent.Notification{Type: "SubscriptionConfirmation", MessageID: "confirm", TopicARN: "arn:aws:sns:us-east-1:123456789012:mail-events",
+		Message: "You have chosen to subscribe to the topic.", SubscribeURL: "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription", Token: "token"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,19 +216,7 @@ func TestEventsThatAreNotOursOrNotReadable(t *testing.T) {
 // stack has no order for, so they are read and change nothing.
 func TestSampleEvents(t *testing.T) {
 	e := newEnv(t)
-	files, err := filepath.Glob("../../events/feedback/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("samples %v %v", files, err)
-	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ev events.SQSEvent
-		if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
-			t.Fatalf("%s: %v", file, err)
-		}
+	for file, ev := range testkit.SQSSamples(t, "feedback") {
 		if _, err := sesevent.Parse(ev.Records[0].Body); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}

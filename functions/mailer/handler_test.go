@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -497,19 +495,7 @@ func TestGarbageFailsAndAlerts(t *testing.T) {
 // has no order for are acknowledged, not failed.
 func TestSampleEvents(t *testing.T) {
 	e := newEnv(t)
-	files, err := filepath.Glob("../../events/mailer/*.json")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("samples %v %v", files, err)
-	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ev events.SQSEvent
-		if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
-			t.Fatalf("%s: %v", file, err)
-		}
+	for file, ev := range testkit.SQSSamples(t, "mailer") {
 		if n := e.run(ev.Records...); n != 0 {
 			t.Fatalf("%s failed", file)
 		}

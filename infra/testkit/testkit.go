@@ -1,12 +1,18 @@
 // Package testkit holds the small helpers tests share: a settable clock to
 // inject instead of time.Now, a buffer that concurrent writers (loggers,
-// processes) can share, and a wait for a condition.
+// processes) can share, a wait for a condition, and the sample events.
 package testkit
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // Clock is a settable clock; pass its Now wherever code takes a clock.
@@ -65,4 +71,28 @@ func Eventually(timeout, interval time.Duration, cond func() bool) bool {
 		time.Sleep(interval)
 	}
 	return true
+}
+
+// SQSSamples reads the sample SQS events of a function (events/<fn>/*.json,
+// from the function's package directory), each of one record, by file name;
+// it fails when there is none or one does not parse.
+func SQSSamples(tb testing.TB, fn string) map[string]events.SQSEvent {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "events", fn, "*.json"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("samples of %s: %v %v", fn, files, err)
+	}
+	out := map[string]events.SQSEvent{}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var ev events.SQSEvent
+		if err := json.Unmarshal(b, &ev); err != nil || len(ev.Records) != 1 {
+			tb.Fatalf("%s: not an SQS event of one record: %v", file, err)
+		}
+		out[file] = ev
+	}
+	return out
 }
