@@ -1,11 +1,11 @@
 package fakegemini
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+
+	"42sisters.ai/oracle/infra/fakes/fakecontrol"
 
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -158,7 +158,7 @@ func (s *Server) takeScenario() Scenario {
 // handleControl serves POST /_control: a JSON Scenario, unknown fields
 // refused. It answers with the scenario as set.
 func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
-	sc, err := decodeScenario(http.MaxBytesReader(w, r.Body, 16<<10))
+	sc, err := fakecontrol.Decode[Scenario](http.MaxBytesReader(w, r.Body, 16<<10))
 	if err == nil {
 		sc, err = s.SetScenario(sc)
 	}
@@ -168,17 +168,4 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("fakegemini: scenario set", "scenario", sc)
 	s.writeJSON(w, http.StatusOK, sc)
-}
-
-func decodeScenario(body io.Reader) (Scenario, error) {
-	var sc Scenario
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sc); err != nil {
-		return Scenario{}, fmt.Errorf("decode control JSON: %w", err)
-	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return Scenario{}, errors.New("decode control JSON: unexpected data after the object")
-	}
-	return sc, nil
 }

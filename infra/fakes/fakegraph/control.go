@@ -1,13 +1,12 @@
 package fakegraph
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
+
+	"42sisters.ai/oracle/infra/fakes/fakecontrol"
 )
 
 // Bounds of a Control.
@@ -220,7 +219,7 @@ func (s *Server) nextTokenAnswer() *TokenAnswer {
 // handleControl serves POST /_control: a JSON Control, unknown fields
 // refused. It answers with the State.
 func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
-	c, err := decodeControl(http.MaxBytesReader(w, r.Body, 64<<10))
+	c, err := fakecontrol.Decode[Control](http.MaxBytesReader(w, r.Body, 64<<10))
 	var st State
 	if err == nil {
 		st, err = s.Control(c)
@@ -231,17 +230,4 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("fakegraph: control", "reset", c.Reset, "expire_tokens", c.ExpireTokens, "send_queued", st.SendQueued, "token_queued", st.TokenQueued, "send_always", st.SendAlways != nil)
 	writeJSON(w, http.StatusOK, st)
-}
-
-func decodeControl(body io.Reader) (Control, error) {
-	var c Control
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Control{}, fmt.Errorf("decode control JSON: %w", err)
-	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return Control{}, errors.New("decode control JSON: unexpected data after the object")
-	}
-	return c, nil
 }

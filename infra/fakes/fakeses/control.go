@@ -1,13 +1,13 @@
 package fakeses
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"slices"
+
+	"42sisters.ai/oracle/infra/fakes/fakecontrol"
 )
 
 // Bounds of what Control accepts.
@@ -136,7 +136,7 @@ func (s *Server) takeFailure() (Failure, bool) {
 // handleControl serves POST /_control: a JSON Control, unknown fields
 // refused. It answers with the failures pending.
 func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
-	c, err := decodeControl(http.MaxBytesReader(w, r.Body, maxControlBody))
+	c, err := fakecontrol.Decode[Control](http.MaxBytesReader(w, r.Body, maxControlBody))
 	if err == nil {
 		err = s.Apply(c)
 	}
@@ -147,17 +147,4 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
 	p := s.state()
 	s.log.Info("fakeses: control", "queued", len(p.Queued), "fail_always", p.FailAlways != nil)
 	s.writeJSON(w, http.StatusOK, p)
-}
-
-func decodeControl(body io.Reader) (Control, error) {
-	var c Control
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Control{}, fmt.Errorf("decode control JSON: %w", err)
-	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return Control{}, errors.New("decode control JSON: unexpected data after the object")
-	}
-	return c, nil
 }

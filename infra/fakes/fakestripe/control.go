@@ -1,11 +1,11 @@
 package fakestripe
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
+
+	"42sisters.ai/oracle/infra/fakes/fakecontrol"
 )
 
 // maxDuplicate bounds Control.Duplicate when set over HTTP.
@@ -63,14 +63,9 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeControl(body io.Reader) (Control, error) {
-	var c Control
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return Control{}, fmt.Errorf("decode control JSON: %w", err)
-	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		return Control{}, errors.New("decode control JSON: unexpected data after the object")
+	c, err := fakecontrol.Decode[Control](body)
+	if err != nil {
+		return Control{}, err
 	}
 	if c.Duplicate < 0 || c.Duplicate > maxDuplicate {
 		return Control{}, fmt.Errorf("duplicate must be between 0 and %d, got %d", maxDuplicate, c.Duplicate)
