@@ -1,5 +1,6 @@
-// Package mail sends the service's email through Amazon SES v2 and, for the
-// local stack and tests, reads back the messages moto server accepted.
+// Package mail sends the service's email, as one MIME message, through
+// Amazon SES v2 or Microsoft Graph's sendMail, and classifies every failure
+// once (transient, permanent, blocked) for the mailer's retry schedule.
 package mail
 
 import (

@@ -7,11 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"42sisters.ai/oracle/shared/condwrite"
 )
 
 // DeadLetter is a message that reached a dead-letter queue, as its Ledger
@@ -63,13 +59,10 @@ func (l *Ledger) RecordDeadLetter(ctx context.Context, d DeadLetter, keep time.D
 	if err := d.valid(); err != nil {
 		return false, err
 	}
-	now := l.now()
 	item := map[string]types.AttributeValue{
-		"pk":         &types.AttributeValueMemberS{Value: DeadLetterKey(d.Queue, d.MessageID)},
 		"queue":      &types.AttributeValueMemberS{Value: d.Queue},
 		"message_id": &types.AttributeValueMemberS{Value: d.MessageID},
-		"dead_at":    &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
-		"expires_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(keep).Unix(), 10)},
+		"dead_at":    &types.AttributeValueMemberS{Value: l.now().UTC().Format(time.RFC3339Nano)},
 	}
 	if !d.SentAt.IsZero() {
 		item["sent_at"] = &types.AttributeValueMemberS{Value: d.SentAt.UTC().Format(time.RFC3339Nano)}
@@ -88,13 +81,9 @@ func (l *Ledger) RecordDeadLetter(ctx context.Context, d DeadLetter, keep time.D
 		item["body_sha256"] = &types.AttributeValueMemberS{Value: d.BodySHA256}
 		item["body_bytes"] = &types.AttributeValueMemberN{Value: strconv.Itoa(d.BodyBytes)}
 	}
-	r, err := condwrite.Put(ctx, l.db, &dynamodb.PutItemInput{
-		TableName:           aws.String(l.table),
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(pk)"),
-	})
+	first, err = l.putOnce(ctx, DeadLetterKey(d.Queue, d.MessageID), item, keep)
 	if err != nil {
 		return false, fmt.Errorf("record dead letter %s from %s: %w", d.MessageID, d.Queue, err)
 	}
-	return r.Applied, nil
+	return first, nil
 }

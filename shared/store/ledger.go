@@ -151,3 +151,23 @@ func (l *Ledger) Release(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// putOnce writes item under key unless a record is there (first is false
+// then), kept for ttl (for good when ttl is 0): the guard that makes a
+// record, and what follows it, happen once. The write recognises its own
+// first attempt when the SDK retried it.
+func (l *Ledger) putOnce(ctx context.Context, key string, item map[string]types.AttributeValue, ttl time.Duration) (first bool, err error) {
+	item["pk"] = &types.AttributeValueMemberS{Value: key}
+	if ttl > 0 {
+		item["expires_at"] = &types.AttributeValueMemberN{Value: fmt.Sprint(l.now().Add(ttl).Unix())}
+	}
+	r, err := condwrite.Put(ctx, l.db, &dynamodb.PutItemInput{
+		TableName:           aws.String(l.table),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	if err != nil {
+		return false, err
+	}
+	return r.Applied, nil
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -42,17 +41,11 @@ func (l *Ledger) RecordMailDeadLetter(ctx context.Context, d MailDeadLetter, ttl
 	if err != nil {
 		return false, fmt.Errorf("encode mail dead letter of %s: %w", oracle.ShortID(d.SessionID), err)
 	}
-	item["pk"] = &types.AttributeValueMemberS{Value: MailDeadLetterKey(d.SessionID, d.Kind)}
-	item["expires_at"] = number(l.now().Add(ttl).Unix())
-	r, err := condwrite.Put(ctx, l.db, &dynamodb.PutItemInput{
-		TableName:           aws.String(l.table),
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(pk)"),
-	})
+	first, err = l.putOnce(ctx, MailDeadLetterKey(d.SessionID, d.Kind), item, ttl)
 	if err != nil {
 		return false, fmt.Errorf("record mail dead letter of %s: %w", oracle.ShortID(d.SessionID), err)
 	}
-	return r.Applied, nil
+	return first, nil
 }
 
 // MailDeadLetter reads the session's dead letter of kind.

@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"42sisters.ai/oracle/shared/condwrite"
 )
 
 // The suppression list: addresses, as keyed hashes, that complained about
@@ -21,19 +17,14 @@ func suppressionKey(emailHash string) string { return "suppress#" + emailHash }
 // Suppress puts the address whose keyed hash is emailHash on the
 // suppression list, saying why; first is false when it was already there.
 func (l *Ledger) Suppress(ctx context.Context, emailHash, reason string) (first bool, err error) {
-	r, err := condwrite.Put(ctx, l.db, &dynamodb.PutItemInput{
-		TableName: aws.String(l.table),
-		Item: map[string]types.AttributeValue{
-			"pk":         &types.AttributeValueMemberS{Value: suppressionKey(emailHash)},
-			"reason":     &types.AttributeValueMemberS{Value: reason},
-			"created_at": &types.AttributeValueMemberS{Value: l.now().UTC().Format(time.RFC3339Nano)},
-		},
-		ConditionExpression: aws.String("attribute_not_exists(pk)"),
-	})
+	first, err = l.putOnce(ctx, suppressionKey(emailHash), map[string]types.AttributeValue{
+		"reason":     &types.AttributeValueMemberS{Value: reason},
+		"created_at": &types.AttributeValueMemberS{Value: l.now().UTC().Format(time.RFC3339Nano)},
+	}, 0)
 	if err != nil {
 		return false, fmt.Errorf("suppress an address: %w", err)
 	}
-	return r.Applied, nil
+	return first, nil
 }
 
 // Suppressed reports whether the address whose keyed hash is emailHash is
