@@ -55,7 +55,16 @@ func (h *Handler) abandon(ctx context.Context, t *task) {
 // park puts the job back on the queue until the model can be asked again,
 // keeping the order as it is; past the parking budget the order fails.
 func (h *Handler) park(ctx context.Context, t *task, until time.Time, why string) error {
-	since, err := h.Orders.Park(ctx, t.order.SessionID)
+	now := h.Now()
+	since := now
+	if t.order.ParkedSince != nil {
+		since = *t.order.ParkedSince
+	}
+	at, ok := parkUntil(since, until, now, h.ParkingBudget)
+	if !ok {
+		return h.giveUp(ctx, t, "model_unavailable")
+	}
+	first, err := h.Orders.Park(ctx, t.order.SessionID, at)
 	var notOwed *store.ErrNotOwed
 	if errors.As(err, &notOwed) {
 		t.log.Info("generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
@@ -64,10 +73,12 @@ func (h *Handler) park(ctx context.Context, t *task, until time.Time, why string
 	if err != nil {
 		return err
 	}
-	at, ok := parkUntil(since, until, h.Now(), h.ParkingBudget)
-	if !ok {
+	// The budget runs from the first park as stored, which a concurrent
+	// job may have made before the order this one read.
+	if at, ok = parkUntil(first, until, now, h.ParkingBudget); !ok {
 		return h.giveUp(ctx, t, "model_unavailable")
 	}
+	since = first
 	job := t.job
 	job.NotBefore = &at
 	if err := h.Requeue.Send(ctx, job); err != nil {

@@ -31,7 +31,7 @@ type Orders interface {
 	StoreVerdict(ctx context.Context, sessionID, lease string, v store.StoredVerdict) (oracle.Order, error)
 	AbandonGeneration(ctx context.Context, sessionID, lease string) error
 	MarkFailed(ctx context.Context, sessionID, reason string) (bool, error)
-	Park(ctx context.Context, sessionID string) (time.Time, error)
+	Park(ctx context.Context, sessionID string, due time.Time) (time.Time, error)
 	Hold(ctx context.Context, sessionID, lease, reason string) (bool, error)
 	QuarantineGeneration(ctx context.Context, sessionID, lease string, q store.Quarantine) (bool, error)
 }

@@ -125,7 +125,7 @@ func (m *memOrders) MarkFailed(_ context.Context, id, reason string) (bool, erro
 	return true, nil
 }
 
-func (m *memOrders) Park(_ context.Context, id string) (time.Time, error) {
+func (m *memOrders) Park(_ context.Context, id string, due time.Time) (time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.orders[id]
@@ -138,6 +138,7 @@ func (m *memOrders) Park(_ context.Context, id string) (time.Time, error) {
 	if o.parkedSince.IsZero() {
 		o.parkedSince = m.now()
 	}
+	o.JobDueAt = &due
 	return o.parkedSince, nil
 }
 

@@ -20,8 +20,10 @@ import (
 // Severity of an alert.
 type Severity string
 
-// Severities (SPEC_ORACLE_CACHE_ALERT "Severity Levels").
+// Severities (SPEC_ORACLE_CACHE_ALERT "Severity Levels"), and INFO for
+// notices that ask nothing of the operator (a check that recovered).
 const (
+	Info     Severity = "INFO"
 	Warn     Severity = "WARN"
 	Error    Severity = "ERROR"
 	Critical Severity = "CRITICAL"
@@ -37,6 +39,10 @@ type Alert struct {
 	// characters are ever shown; the whole id keys the dedupe window, since
 	// live ids share their first 8 characters and prefixes collide.
 	Session string
+	// Subject names what the alert is about when that is not a session (a
+	// health check, a queue); with the kind and the session it keys the
+	// dedupe window, so two checks failing at once are both heard.
+	Subject string
 	// Detail is a short human-readable description, free of emails and queries.
 	Detail string
 	// Line, when set, is the exact alert text (specs with their own format,
@@ -114,7 +120,7 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 		al.Metrics.Count("CriticalAlerts", 1)
 	}
 	if al.Dedupe != nil {
-		first, err := al.Dedupe.Mark(ctx, "alert#"+string(a.Kind)+"#"+a.Session, window)
+		first, err := al.Dedupe.Mark(ctx, dedupeKey(a), window)
 		switch {
 		case err != nil:
 			// Better a duplicate alert than a missing one.
@@ -137,6 +143,15 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 		}
 	}
 	al.Log.Error("alert could not be published; this line is the alert", append(attrs, "alert_fallback", true, "error", err.Error())...)
+}
+
+// dedupeKey is the Ledger key of a's dedupe window.
+func dedupeKey(a Alert) string {
+	k := "alert#" + string(a.Kind) + "#" + a.Session
+	if a.Subject != "" {
+		k += "#" + a.Subject
+	}
+	return k
 }
 
 // subject is the SNS subject: ASCII, at most 100 characters.

@@ -96,6 +96,38 @@ const (
 	// Its dead-letter record (Ledger, deadletter#<queue>#<message id>)
 	// keeps the job; find the cause in the function's logs.
 	JobDeadLettered Kind = "JOB_DEAD_LETTERED"
+
+	// HealthCheckFailed (ERROR, then CRITICAL): a health check failed
+	// after its retry within the run: ERROR on the first run, CRITICAL
+	// from the HEALTH_FAIL_CRITICAL-th run in a row. The detail names the
+	// check and what failed; fix the dependency it names.
+	HealthCheckFailed Kind = "HEALTH_CHECK_FAILED"
+	// HealthDegraded (WARN): a health check reports a degraded figure (a
+	// queue backing up, the sending quota nearly used, dead letters since
+	// the last run). Look before it becomes a failure.
+	HealthDegraded Kind = "HEALTH_DEGRADED"
+	// Recovered (INFO): a check that failed or degraded passes again; one
+	// notice per recovery. Nothing to do.
+	Recovered Kind = "RECOVERED"
+	// OrderStuck (WARN, then CRITICAL): a paid order made no progress
+	// (PAID or GENERATING past STUCK_AFTER, or an owed email unsent 30
+	// minutes after it was due); the health job sent its job again through
+	// the idempotent path. CRITICAL when it is stuck again on the next run:
+	// read the functions' logs for that session.
+	OrderStuck Kind = "ORDER_STUCK"
+	// WebhookMissed (ERROR): a paid Checkout Session had no order, so its
+	// webhook never arrived (a deleted endpoint, a wrong signing secret);
+	// the health job claimed it and the customer is served. Check the
+	// endpoint and its secret in Stripe's Dashboard.
+	WebhookMissed Kind = "WEBHOOK_MISSED"
+	// OrderUnresolved (the severity of the first alert): a DROPPED, FAILED
+	// or HELD order is still waiting for the operator; the health job
+	// repeats the alert every 24 hours until it is resolved.
+	OrderUnresolved Kind = "ORDER_UNRESOLVED"
+	// VerdictCorrupt (CRITICAL): a stored verdict no longer parses or no
+	// longer matches its hash; the customer's page and email read it.
+	// Restore the order from point-in-time recovery.
+	VerdictCorrupt Kind = "VERDICT_CORRUPT"
 )
 
 // Kinds is every kind, in the order above.
@@ -105,5 +137,6 @@ func Kinds() []Kind {
 		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld,
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
+		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
 	}
 }

@@ -37,9 +37,15 @@ const (
 	SourceCacheHit     Source = "cache_hit"
 	SourceEmailService Source = "email_service"
 	SourceGenerator    Source = "generator"
+	// SourceReconcile: a paid session the health job claimed because its
+	// webhook never arrived.
+	SourceReconcile Source = "reconcile"
+	// SourceHealth: one run of the health job; its records name no session.
+	SourceHealth Source = "health"
 )
 
-var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true}
+var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true,
+	SourceReconcile: true, SourceHealth: true}
 
 // Record is one audit record. Field names follow the spec; the fields after
 // error_detail are this service's additions for reconciliation.
@@ -165,7 +171,9 @@ func (r Record) encode() ([]byte, error) {
 	switch {
 	case r.Timestamp.IsZero() || r.SessionCreated.IsZero():
 		return nil, fmt.Errorf("audit record: timestamp or session_created is missing")
-	case !oracle.ValidSessionID(r.SessionID):
+	case r.Source == SourceHealth && r.SessionID != "":
+		return nil, fmt.Errorf("audit record: a health run's record names no session")
+	case r.Source != SourceHealth && !oracle.ValidSessionID(r.SessionID):
 		return nil, fmt.Errorf("audit record: session_id is invalid")
 	case !sources[r.Source]:
 		return nil, fmt.Errorf("audit record: unknown source %q", r.Source)

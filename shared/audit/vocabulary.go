@@ -40,6 +40,11 @@ const (
 	// hash and the attempt's number (mail_<kind> records the delivery's
 	// outcome).
 	EventMailAttempt Event = "mail_attempt"
+
+	// EventReconcile is the claim the health job made of a paid session
+	// that had no order; EventHealthRun is one run of the health job.
+	EventReconcile Event = "reconcile"
+	EventHealthRun Event = "health_run"
 )
 
 // MailEvent is the event of one delivery of a mail kind ("mail_verdict").

@@ -71,3 +71,27 @@ func NewTopics(cfg aws.Config, optFns ...func(*sns.Options)) *Topics {
 func (c *Topics) Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error) {
 	return (*sns.Client)(c).Publish(ctx, in, optFns...)
 }
+
+// Queries is a DynamoDB client with the reads that span items: the health
+// job's, which no other function links.
+type Queries dynamodb.Client
+
+// NewQueries returns a DynamoDB client for cfg.
+func NewQueries(cfg aws.Config, optFns ...func(*dynamodb.Options)) *Queries {
+	return (*Queries)(dynamodb.NewFromConfig(cfg, optFns...))
+}
+
+// Query is dynamodb.Client.Query.
+func (c *Queries) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return (*dynamodb.Client)(c).Query(ctx, in, optFns...)
+}
+
+// BatchGetItem is dynamodb.Client.BatchGetItem.
+func (c *Queries) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return (*dynamodb.Client)(c).BatchGetItem(ctx, in, optFns...)
+}
+
+// DescribeTable is dynamodb.Client.DescribeTable.
+func (c *Queries) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return (*dynamodb.Client)(c).DescribeTable(ctx, in, optFns...)
+}

@@ -129,6 +129,35 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 	return res, nil
 }
 
+// Reclaimer takes the job lease of an order whose job was lost
+// (store.Orders).
+type Reclaimer interface {
+	Reclaim(ctx context.Context, seen oracle.Order, lease time.Duration) (oracle.Claim, bool, error)
+}
+
+// Redeliver sends again the job an order is owed when that job was lost
+// (the health job found it without progress): it takes the order's job
+// lease as it was seen, so one caller at a time sends it, then enqueues and
+// records the job exactly as a claim does. sent is false when the order
+// moved on or another caller took it first. The job's consumer is
+// idempotent, so a job that was not lost after all changes nothing.
+func (f *Service) Redeliver(ctx context.Context, r Reclaimer, seen oracle.Order) (sent bool, err error) {
+	claim, ok, err := r.Reclaim(ctx, seen, f.lease(ctx, f.Now()))
+	if err != nil || !ok {
+		return false, err
+	}
+	o := claim.Order
+	s := oracle.Session{ID: o.SessionID, TierRaw: o.TierRaw, Query: o.Query, AmountTotal: o.AmountTotal, Currency: o.Currency, Livemode: o.Livemode}
+	if err := f.deliverOwed(ctx, s, claim); err != nil {
+		if rerr := f.Orders.ReleaseJobLease(ctx, o.SessionID, claim.Lease); rerr != nil {
+			f.Log.Error("releasing job lease failed", obs.Session(o.SessionID), "error", rerr.Error())
+		}
+		return false, err
+	}
+	f.Log.Warn("owed job sent again", obs.Session(o.SessionID), "status", string(o.Status))
+	return true, nil
+}
+
 // lease is the job lease for a claim made now: at least f.Lease, and longer
 // than the caller has left to live, so that only a claimer that is gone can
 // be overtaken.

@@ -52,6 +52,9 @@ type Source string
 const (
 	SourceWebhook    Source = "webhook"
 	SourceResultPage Source = "result_page"
+	// SourceReconcile: the health job found a paid session without an
+	// order (its webhook never arrived) and claimed it.
+	SourceReconcile Source = "reconcile"
 )
 
 // Order is the durable record of one paid (or pending) Checkout Session.
@@ -80,6 +83,10 @@ type Order struct {
 	// JobEnqueuedAt is set once the job the order is owed (generation for
 	// PAID, the notice mail for DROPPED) is on its queue.
 	JobEnqueuedAt *time.Time `dynamodbav:"job_enqueued_at,omitempty"`
+	// JobDueAt is when the order's parked job comes back (the circuit is
+	// open, a retry's backoff): until then no progress is expected, so the
+	// health job does not count the order as stuck.
+	JobDueAt *time.Time `dynamodbav:"job_due_at,omitempty"`
 	// Expires is when the order, and its verdict, are deleted: the
 	// retention promised on the result page, counted from the claim and
 	// then from the verdict. The store keeps it as the table's TTL.

@@ -112,7 +112,7 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 		Key:       key(sessionID),
 		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, verdict_label = :label, coherence_score = :score, " +
 			"prompt_version = :pv, model = :m, filter_version = :fv, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now, write_id = :wid" + divergence +
-			" REMOVE gen_lease_until, gen_lease, parked_since"),
+			" REMOVE gen_lease_until, gen_lease, parked_since, job_due_at"),
 		ConditionExpression:       aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
 		ExpressionAttributeValues: values,
@@ -197,22 +197,25 @@ func (o *Orders) ResetForRegeneration(ctx context.Context, sessionID string, hol
 	return true, nil
 }
 
-// Park records that the order's job waits for the model to come back,
-// without touching its attempts: parked_since is set the first time only,
-// so the parking budget runs from the first park. It returns that time, or
-// *ErrNotOwed when the order is no longer waiting for a verdict.
-func (o *Orders) Park(ctx context.Context, sessionID string) (time.Time, error) {
+// Park records that the order's job waits for the model to come back
+// until due, without touching its attempts: parked_since is set the first
+// time only, so the parking budget runs from the first park, and job_due_at
+// tells the health job when progress is next expected. It returns the
+// first park's time, or *ErrNotOwed when the order is no longer waiting for
+// a verdict.
+func (o *Orders) Park(ctx context.Context, sessionID string, due time.Time) (time.Time, error) {
 	now := o.now().UTC()
 	out, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(o.table),
 		Key:                      key(sessionID),
-		UpdateExpression:         aws.String("SET parked_since = if_not_exists(parked_since, :now), updated_at = :now"),
+		UpdateExpression:         aws.String("SET parked_since = if_not_exists(parked_since, :now), job_due_at = :due, updated_at = :now"),
 		ConditionExpression:      aws.String("attribute_not_exists(verdict) AND (#s = :paid OR #s = :generating)"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":paid":       &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)},
 			":generating": &types.AttributeValueMemberS{Value: string(oracle.StatusGenerating)},
 			":now":        &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+			":due":        &types.AttributeValueMemberS{Value: due.UTC().Format(time.RFC3339Nano)},
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

@@ -236,12 +236,13 @@ func TestParkKeepsTheFirstTimeAndTheAttempts(t *testing.T) {
 	orders, _, clk := newOrders(t)
 	id := "cs_test_park"
 	paidOrder(t, orders, id)
-	first, err := orders.Park(ctx, id)
+	first, err := orders.Park(ctx, id, clk.Now().Add(time.Minute))
 	if err != nil || !first.Equal(clk.Now().UTC()) {
 		t.Fatalf("park: %v %v", first, err)
 	}
 	clk.Add(time.Hour)
-	again, err := orders.Park(ctx, id)
+	due := clk.Now().Add(10 * time.Minute).UTC()
+	again, err := orders.Park(ctx, id, due)
 	if err != nil || !again.Equal(first) {
 		t.Fatalf("second park moved the budget's start: %v, want %v (%v)", again, first, err)
 	}
@@ -249,17 +250,20 @@ func TestParkKeepsTheFirstTimeAndTheAttempts(t *testing.T) {
 	if o.Status != oracle.StatusPaid || o.Attempts != 0 {
 		t.Fatalf("parking changed the order: %+v", o)
 	}
+	if o.JobDueAt == nil || !o.JobDueAt.Equal(due) {
+		t.Fatalf("the job's return is %v, want the last park's %v", o.JobDueAt, due)
+	}
 	// The verdict clears the parked time; a READY order is not parked.
 	_, token, _ := orders.StartGeneration(ctx, id, time.Minute)
-	if stored, err := orders.StoreVerdict(ctx, id, token, verdict); err != nil || stored.ParkedSince != nil {
+	if stored, err := orders.StoreVerdict(ctx, id, token, verdict); err != nil || stored.ParkedSince != nil || stored.JobDueAt != nil {
 		t.Fatalf("store: %+v %v", stored, err)
 	}
-	if _, err := orders.Park(ctx, id); err == nil {
+	if _, err := orders.Park(ctx, id, due); err == nil {
 		t.Fatal("a READY order was parked")
 	} else if s, ok := notOwed(err); !ok || s != oracle.StatusReady {
 		t.Fatalf("park READY: %v", err)
 	}
-	if _, err := orders.Park(ctx, "cs_test_parknoorder"); err == nil {
+	if _, err := orders.Park(ctx, "cs_test_parknoorder", due); err == nil {
 		t.Fatal("an unknown order was parked")
 	}
 }
