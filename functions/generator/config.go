@@ -11,7 +11,6 @@ import (
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
-	"42sisters.ai/oracle/shared/quarantine"
 )
 
 type settings struct {
@@ -40,9 +39,7 @@ type settings struct {
 	ParkingBudget     time.Duration
 	RetryBase         time.Duration
 	KeyRecheck        time.Duration
-	// QuarantineReminder is how often an unresolved quarantine re-alerts.
-	QuarantineReminder time.Duration
-	Hasher             *audit.Hasher
+	Hasher            *audit.Hasher
 }
 
 // loadConfig reads and validates every setting once, at cold start.
@@ -71,10 +68,9 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			SlowThreshold:    env.Duration("GEMINI_CIRCUIT_SLOW_THRESHOLD", 30*time.Second),
 			SlowCalls:        env.Int("GEMINI_CIRCUIT_SLOW_CALLS", 5, 1, 1000),
 		},
-		ParkingBudget:      env.Duration("PARKING_BUDGET", DefaultParkingBudget),
-		RetryBase:          env.Duration("GENERATE_RETRY_BASE", DefaultRetryBase),
-		KeyRecheck:         env.Duration("GEMINI_KEY_RECHECK", time.Minute),
-		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", quarantine.DefaultReminder),
+		ParkingBudget: env.Duration("PARKING_BUDGET", DefaultParkingBudget),
+		RetryBase:     env.Duration("GENERATE_RETRY_BASE", DefaultRetryBase),
+		KeyRecheck:    env.Duration("GEMINI_KEY_RECHECK", time.Minute),
 	}
 	// A half-open probe holds its slot for one whole model call: every
 	// attempt and the longest backoffs between them.

@@ -8,7 +8,6 @@ import (
 
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
-	"42sisters.ai/oracle/shared/queue"
 )
 
 // The generator's decisions, as functions of what they decide from: no
@@ -23,23 +22,15 @@ const (
 	stepGenerate                 // ask the model for the verdict
 	stepResume                   // the verdict is stored: finish what follows it
 	stepRenotify                 // settled without a verdict: queue what it is owed again
-	stepRemind                   // still quarantined: alert again, schedule the next reminder
-	stepRemindersEnd             // the quarantine is resolved: the reminder chain ends
 )
 
-var stepNames = [...]string{"not owed", "unknown order", "generate", "resume", "renotify", "remind", "reminders end"}
+var stepNames = [...]string{"not owed", "unknown order", "generate", "resume", "renotify"}
 
 func (s step) String() string { return stepNames[s] }
 
-// next is what job calls for when its order is o (found false: there is
-// none).
-func next(job queue.Job, o oracle.Order, found bool) step {
-	if job.Reason == queue.ReasonQuarantineReview {
-		if found && o.Status == oracle.StatusQuarantined {
-			return stepRemind
-		}
-		return stepRemindersEnd
-	}
+// next is what a generate job calls for when its order is o (found false:
+// there is none).
+func next(o oracle.Order, found bool) step {
 	switch {
 	case !found:
 		return stepUnknownOrder
@@ -50,7 +41,7 @@ func next(job queue.Job, o oracle.Order, found bool) step {
 	case o.Status == oracle.StatusFailed || o.Status == oracle.StatusHeld || o.Status == oracle.StatusQuarantined:
 		// A redelivery after the order was settled without a verdict: the
 		// attempt that settled it may have died before queueing what the
-		// customer and the operator are owed.
+		// customer is owed.
 		return stepRenotify
 	case o.Status == oracle.StatusPaid || o.Status == oracle.StatusGenerating:
 		return stepGenerate

@@ -10,38 +10,28 @@ import (
 	"42sisters.ai/oracle/shared/crosscheck"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
-	"42sisters.ai/oracle/shared/queue"
 )
 
 func TestNextStepOfAJobFollowsItsOrder(t *testing.T) {
-	paid := queue.Job{SessionID: "cs_test_a", Reason: queue.ReasonPaid}
-	regen := queue.Job{SessionID: "cs_test_a", Reason: queue.ReasonRegenerate}
-	reminder := queue.QuarantineReminder("cs_test_a", 2, time.Time{})
 	order := func(s oracle.Status) oracle.Order { return oracle.Order{SessionID: "cs_test_a", Status: s} }
 	tests := []struct {
 		name  string
-		job   queue.Job
 		order oracle.Order
 		found bool
 		want  step
 	}{
-		{"no order", paid, oracle.Order{}, false, stepUnknownOrder},
-		{"paid", paid, order(oracle.StatusPaid), true, stepGenerate},
-		{"generating: a lease that died, or a live one StartGeneration refuses", paid, order(oracle.StatusGenerating), true, stepGenerate},
-		{"regeneration reset to paid", regen, order(oracle.StatusPaid), true, stepGenerate},
-		{"verdict stored: finish what follows it", paid, order(oracle.StatusReady), true, stepResume},
-		{"live verdict on a regeneration job", regen, order(oracle.StatusReady), true, stepResume},
-		{"failed: the notice again", paid, order(oracle.StatusFailed), true, stepRenotify},
-		{"held: the notice again", paid, order(oracle.StatusHeld), true, stepRenotify},
-		{"quarantined: the notice and the reminders again", paid, order(oracle.StatusQuarantined), true, stepRenotify},
-		{"dropped", paid, order(oracle.StatusDropped), true, stepNotOwed},
-		{"refunded", paid, order(oracle.StatusRefunded), true, stepNotOwed},
-		{"reminder while quarantined", reminder, order(oracle.StatusQuarantined), true, stepRemind},
-		{"reminder after a cleaned delivery", reminder, order(oracle.StatusReady), true, stepRemindersEnd},
-		{"reminder for a deleted order", reminder, oracle.Order{}, false, stepRemindersEnd},
+		{"no order", oracle.Order{}, false, stepUnknownOrder},
+		{"paid, or a regeneration reset to paid", order(oracle.StatusPaid), true, stepGenerate},
+		{"generating: a lease that died, or a live one StartGeneration refuses", order(oracle.StatusGenerating), true, stepGenerate},
+		{"verdict stored, or live on a regeneration job: finish what follows it", order(oracle.StatusReady), true, stepResume},
+		{"failed: the notice again", order(oracle.StatusFailed), true, stepRenotify},
+		{"held: the notice again", order(oracle.StatusHeld), true, stepRenotify},
+		{"quarantined: the notice again", order(oracle.StatusQuarantined), true, stepRenotify},
+		{"dropped", order(oracle.StatusDropped), true, stepNotOwed},
+		{"refunded", order(oracle.StatusRefunded), true, stepNotOwed},
 	}
 	for _, tc := range tests {
-		if got := next(tc.job, tc.order, tc.found); got != tc.want {
+		if got := next(tc.order, tc.found); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}

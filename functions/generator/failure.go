@@ -124,9 +124,8 @@ func (h *Handler) hold(ctx context.Context, t *task, d crosscheck.Decision) erro
 }
 
 // settled queues again what an order settled without a verdict is owed:
-// the failure notice, or the review notice and (while quarantined) the
-// reminder chain. The mailer sends each notice once and the reminder steps
-// are taken once, so a repeat changes nothing.
+// the failure notice or the review notice. The mailer sends each notice
+// once, so a repeat changes nothing.
 func (h *Handler) settled(ctx context.Context, t *task) error {
 	o := t.order
 	kind := oracle.MailReview
@@ -135,11 +134,6 @@ func (h *Handler) settled(ctx context.Context, t *task) error {
 	}
 	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: kind}); err != nil {
 		return fmt.Errorf("enqueue %s notice: %w", kind, err)
-	}
-	if o.Status == oracle.StatusQuarantined {
-		if err := h.scheduleQuarantineReminder(ctx, o.SessionID, 0); err != nil {
-			return err
-		}
 	}
 	t.log.Info("settled order's notices queued again", "status", string(o.Status), "kind", kind)
 	return nil

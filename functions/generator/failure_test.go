@@ -18,7 +18,6 @@ import (
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
-	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
 )
@@ -59,10 +58,10 @@ func newMem(t *testing.T) *mem {
 	m.h = &Handler{
 		Orders: m.orders, Model: m.model, Circuit: closedCircuit{}, Mail: m.mail, Requeue: m.parked,
 		Audit:  &audit.Recorder{Writer: m.audit, Alerts: m.alerts, Log: log},
-		Alerts: m.alerts, Filter: filter, Quarantine: memQuarantine{}, Originals: memOriginals{}, Once: &memOnce{},
+		Alerts: m.alerts, Filter: filter, Quarantine: memQuarantine{}, Originals: memOriginals{},
 		Hasher: hasher, Log: log, Now: clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
-		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase, QuarantineReminder: quarantine.DefaultReminder,
+		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase,
 	}
 	return m
 }

@@ -68,13 +68,6 @@ type QuarantineStore interface {
 	Put(ctx context.Context, r quarantine.Record) (string, error)
 }
 
-// Once is a "first caller wins" guard that a failed step can release
-// (store.Ledger).
-type Once interface {
-	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
-	Release(ctx context.Context, key string) error
-}
-
 // Originals keep each session's first verdict past its order (store.Ledger).
 type Originals interface {
 	KeepOriginal(ctx context.Context, sessionID string, o oracle.Original, ttl time.Duration) error
@@ -107,12 +100,10 @@ type Handler struct {
 	// still be compared with what was emailed.
 	Originals         Originals
 	OriginalRetention time.Duration
-	// Once takes each quarantine reminder step once.
-	Once   Once
-	Hasher *audit.Hasher
-	Log    *slog.Logger
-	Now    func() time.Time
-	Rand   func() float64
+	Hasher            *audit.Hasher
+	Log               *slog.Logger
+	Now               func() time.Time
+	Rand              func() float64
 	// Retention is how long a verdict is kept, from its generation.
 	Retention time.Duration
 	// CallTimeout bounds one model call; the generation lease outlasts it.
@@ -126,9 +117,6 @@ type Handler struct {
 	// RetryBase is the first re-delay after a transient model failure; it
 	// doubles per attempt up to 15 minutes.
 	RetryBase time.Duration
-	// QuarantineReminder is how often an unresolved quarantine is alerted
-	// again.
-	QuarantineReminder time.Duration
 }
 
 // task is one delivery of a generate job on its way through the Handler.
@@ -170,6 +158,12 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 
 // run does what the job calls for, given its order.
 func (h *Handler) run(ctx context.Context, t *task) error {
+	if t.job.Reason == queue.ReasonQuarantineReview {
+		// A reminder of the retired chain, still on the queue when this
+		// deployed: acknowledged at once, neither alerted nor sent on.
+		t.log.Info("quarantine reminder acknowledged; reminders now come from the health job")
+		return nil
+	}
 	if t.job.NotBefore != nil && t.job.NotBefore.After(t.started) {
 		// A wait longer than SQS's 15-minute delay goes in hops.
 		return h.Requeue.Send(ctx, t.job)
@@ -185,19 +179,15 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 		return err
 	}
 	t.order = order
-	switch s := next(t.job, order, found); s {
+	switch s := next(order, found); s {
 	case stepGenerate:
 		return h.generate(ctx, t)
 	case stepResume:
 		return h.afterStore(ctx, t)
 	case stepRenotify:
 		return h.settled(ctx, t)
-	case stepRemind:
-		return h.remindQuarantine(ctx, t)
 	case stepUnknownOrder:
 		t.log.Warn("generate job for an unknown order acknowledged")
-	case stepRemindersEnd:
-		t.log.Info("quarantine resolved; reminders end")
 	default:
 		t.log.Info("generation not owed; job acknowledged", "status", string(order.Status))
 	}

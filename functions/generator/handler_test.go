@@ -114,10 +114,10 @@ func newEnv(t *testing.T) *env {
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
-		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour, Once: e.ledger,
+		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour,
 		Hasher: hasher, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
-		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase, QuarantineReminder: quarantine.DefaultReminder,
+		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase,
 	}
 	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
 	return e
@@ -901,12 +901,14 @@ func (e *env) wantOriginal(id string, want oracle.Original) {
 	}
 }
 
-// An unresolved quarantine is alerted again every 24 hours (through the
-// queue's delays), and the reminders stop once the operator resolved it.
-func TestUnresolvedQuarantineIsAlertedAgainDaily(t *testing.T) {
+// A quarantine reminder of the retired chain (the health job re-alerts
+// unresolved quarantines now), still on the queue when the generator
+// deployed, is acknowledged at once, due or not: nothing is alerted,
+// mailed or sent on, and the order is left as it is.
+func TestARetiredQuarantineReminderIsAcknowledged(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	id := "cs_test_quarantinereminder"
+	id := "cs_test_retiredreminder"
 	e.paid(id, oracle.TierFull, "Open a second bakery")
 	_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
 	if err != nil {
@@ -915,44 +917,34 @@ func TestUnresolvedQuarantineIsAlertedAgainDaily(t *testing.T) {
 	if ok, err := e.orders.QuarantineGeneration(ctx, id, lease, store.Quarantine{Gate: "generator", Terms: []string{"cat3.csdm"}, Record: "quarantine/x.json", FilterVersion: "v1"}); err != nil || !ok {
 		t.Fatalf("quarantine: %v %v", ok, err)
 	}
-	remind := func(attempt int) []string {
-		body := fmt.Sprintf(`{"session_id":%q,"reason":"quarantine_review","attempt":%d}`, id, attempt)
-		if failed := e.run(record(fmt.Sprint("q", attempt), body, 1)); len(failed) != 0 {
-			t.Fatal("the reminder failed")
+	before := e.order(id)
+	due := e.clock.Now().UTC().Format(time.RFC3339)
+	later := e.clock.Now().Add(20 * time.Hour).UTC().Format(time.RFC3339)
+	for i, body := range []string{
+		fmt.Sprintf(`{"session_id":%q,"reason":"quarantine_review","attempt":3,"not_before":%q}`, id, due),
+		fmt.Sprintf(`{"session_id":%q,"reason":"quarantine_review","attempt":0,"not_before":%q}`, id, later),
+	} {
+		if failed := e.run(record(fmt.Sprint("q", i), body, 1)); len(failed) != 0 {
+			t.Fatalf("reminder %d failed", i)
 		}
-		return e.alerts()
 	}
-	for day := range 2 {
-		alerts := remind(day)
-		if day == 0 {
-			// The same step scheduled twice is taken once.
-			alerts = append(alerts, remind(day)...)
-		}
-		if len(alerts) != 1 || !strings.HasPrefix(alerts[0], "[ORACLE-ALERT] CRITICAL |") || !strings.Contains(alerts[0], "| QUARANTINE_UNRESOLVED |") || !strings.Contains(alerts[0], "cat3.csdm") ||
-			strings.Contains(alerts[0], id) {
-			t.Fatalf("day %d: alerts %q, want one CRITICAL QUARANTINE_UNRESOLVED naming the entry and a cut session id", day, alerts)
-		}
-		next := e.generateJobs()
-		if len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || next[0].NotBefore == nil ||
-			!next[0].NotBefore.Equal(e.clock.Now().Add(24*time.Hour)) || next[0].Attempt != day+1 {
-			t.Fatalf("day %d: next reminder %+v, want one in 24 hours", day, next)
-		}
-		e.clock.Add(24 * time.Hour)
+	if alerts := e.alerts(); len(alerts) != 0 {
+		t.Fatalf("alerts %q, want none", alerts)
 	}
-	// The operator refunds: the next reminder finds nothing to say.
-	if _, err := dynamodb.NewFromConfig(e.f.AWS).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.f.Ref("OrdersTable")), Key: map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
-		UpdateExpression:          aws.String("SET #s = :r"),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":r": &ddbtypes.AttributeValueMemberS{Value: string(oracle.StatusRefunded)}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if alerts := remind(2); len(alerts) != 0 {
-		t.Fatalf("alerts after resolution: %q", alerts)
+	if mails := e.mailJobs(); len(mails) != 0 {
+		t.Fatalf("mail jobs %+v, want none", mails)
 	}
 	if next := e.generateJobs(); len(next) != 0 {
-		t.Fatalf("reminders after resolution: %+v", next)
+		t.Fatalf("generate jobs %+v, want none", next)
+	}
+	if after := e.order(id); after.Status != oracle.StatusQuarantined || after.Attempts != before.Attempts {
+		t.Fatalf("order %+v, want it left QUARANTINED", after)
+	}
+	if n := strings.Count(e.logs.String(), "reminders now come from the health job"); n != 2 {
+		t.Fatalf("%d acknowledgements logged, want 2:\n%s", n, e.logs.String())
+	}
+	if len(e.model.Calls()) != 0 {
+		t.Fatal("the model was asked")
 	}
 }
 
@@ -1022,18 +1014,19 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 				!strings.Contains(string(rec.Raw), tc.leak[0]) || rec.Model == "" || rec.AmountTotal != tc.tier.PriceCents() {
 				t.Fatalf("quarantine record %+v", rec)
 			}
-			if next := e.generateJobs(); len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || !next[0].NotBefore.Equal(e.clock.Now().Add(24*time.Hour)) {
-				t.Fatalf("reminders %+v, want one in 24 hours", next)
+			// The health job re-alerts it; nothing waits on the generate queue.
+			if next := e.generateJobs(); len(next) != 0 {
+				t.Fatalf("generate jobs %+v, want none", next)
 			}
-			// A redelivery asks nothing of the model and queues again what the
-			// order is owed, in case the first attempt died before: the
-			// mailer sends the notice once, the reminder steps are taken once.
+			// A redelivery asks nothing of the model and queues the review
+			// notice again, in case the first attempt died before: the mailer
+			// sends it once.
 			e.run(record("again", job(id), 2))
 			mails = mailKinds(e.mailJobs())
 			next := e.generateJobs()
 			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || !slices.Equal(mails, []oracle.MailKind{oracle.MailReview}) ||
-				len(next) != 1 || next[0].Reason != queue.ReasonQuarantineReview || next[0].Attempt != 0 {
-				t.Fatalf("after a redelivery: %s, %d model calls, mails %v, reminders %+v", o.Status, len(e.model.Calls()), mails, next)
+				len(next) != 0 || len(e.alerts()) != 0 {
+				t.Fatalf("after a redelivery: %s, %d model calls, mails %v, generate jobs %+v", o.Status, len(e.model.Calls()), mails, next)
 			}
 		})
 	}

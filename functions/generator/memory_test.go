@@ -252,26 +252,3 @@ type memOriginals struct{}
 func (memOriginals) KeepOriginal(context.Context, string, oracle.Original, time.Duration) error {
 	return nil
 }
-
-type memOnce struct {
-	mu     sync.Mutex
-	marked map[string]bool
-}
-
-func (o *memOnce) Mark(_ context.Context, key string, _ time.Duration) (bool, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.marked == nil {
-		o.marked = map[string]bool{}
-	}
-	first := !o.marked[key]
-	o.marked[key] = true
-	return first, nil
-}
-
-func (o *memOnce) Release(_ context.Context, key string) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.marked, key)
-	return nil
-}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
@@ -52,14 +51,6 @@ func (h *Handler) quarantine(ctx context.Context, t *task, g generation, rep sos
 	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailReview}); err != nil {
 		return fmt.Errorf("enqueue review notice: %w", err)
 	}
-	return h.scheduleQuarantineReminder(ctx, o.SessionID, 0)
-}
-
-// scheduleQuarantineReminder queues the next QUARANTINE_UNRESOLVED check.
-func (h *Handler) scheduleQuarantineReminder(ctx context.Context, sessionID string, attempt int) error {
-	if err := h.Requeue.Send(ctx, queue.QuarantineReminder(sessionID, attempt, h.Now().Add(h.QuarantineReminder))); err != nil {
-		return fmt.Errorf("schedule the quarantine reminder: %w", err)
-	}
 	return nil
 }
 
@@ -71,37 +62,4 @@ func rawPayload(raw string) json.RawMessage {
 	}
 	b, _ := json.Marshal(raw)
 	return b
-}
-
-// remindQuarantine repeats the CRITICAL alert every QuarantineReminder while
-// an order the content filter stopped is still QUARANTINED: a refund or a
-// cleaned delivery is the operator's to make, and not making it leaves a
-// paying customer waiting (SPEC_ORACLE_SOS_FILTER invariant 4).
-func (h *Handler) remindQuarantine(ctx context.Context, t *task) error {
-	o, job, log := t.order, t.job, t.log
-	// A reminder scheduled twice (a redelivered job settles again) would
-	// start a second chain; each step is taken once.
-	step := fmt.Sprintf("quarantine-reminder#%s#%d", o.SessionID, job.Attempt)
-	first, err := h.Once.Mark(ctx, step, 2*h.QuarantineReminder)
-	if err != nil {
-		return err
-	}
-	if !first {
-		log.Info("quarantine reminder already sent; duplicate acknowledged")
-		return nil
-	}
-	since := "unknown"
-	if o.QuarantinedAt != nil {
-		since = o.QuarantinedAt.UTC().Format(time.RFC3339)
-	}
-	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.QuarantineUnresolved, Session: o.SessionID,
-		Detail: fmt.Sprintf("quarantined at the %s gate since %s (%s), still unresolved: deliver a cleaned verdict or refund",
-			o.QuarantineGate, since, strings.Join(o.QuarantineTerms, ", "))})
-	if err := h.scheduleQuarantineReminder(ctx, o.SessionID, job.Attempt+1); err != nil {
-		if rerr := h.Once.Release(ctx, step); rerr != nil {
-			log.Error("releasing the reminder step failed", "error", rerr.Error())
-		}
-		return err
-	}
-	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/mail"
-	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -20,18 +19,16 @@ type settings struct {
 	LedgerTable string
 	AuditBucket string
 	AlertsTopic string
-	// QuarantineBucket keeps the emails gate 2 stops; MailQueue and
-	// GenerateQueue carry the review notice and the 24-hour reminders.
-	QuarantineBucket   string
-	MailQueue          string
-	GenerateQueue      string
-	QuarantineReminder time.Duration
-	BaseURL            string
-	StripeLive         string // the key for live sessions, if any
-	StripeTest         string // the key for test sessions, if any
-	StripeAPIBase      string // empty in production: the real Stripe API
-	Brand              letter.Brand
-	Hasher             *audit.Hasher
+	// QuarantineBucket keeps the emails gate 2 stops; MailQueue carries
+	// the review notice.
+	QuarantineBucket string
+	MailQueue        string
+	BaseURL          string
+	StripeLive       string // the key for live sessions, if any
+	StripeTest       string // the key for test sessions, if any
+	StripeAPIBase    string // empty in production: the real Stripe API
+	Brand            letter.Brand
+	Hasher           *audit.Hasher
 	// Transport is "ses" (the default) or "graph"; SES sends through the
 	// ConfigurationSet, whose events say what became of each email.
 	Transport        string
@@ -51,16 +48,14 @@ type settings struct {
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	s := settings{
-		OrdersTable:        env.String("ORDERS_TABLE"),
-		LedgerTable:        env.String("LEDGER_TABLE"),
-		AuditBucket:        env.String("AUDIT_BUCKET"),
-		AlertsTopic:        env.String("ALERTS_TOPIC_ARN"),
-		QuarantineBucket:   env.String("QUARANTINE_BUCKET"),
-		MailQueue:          env.String("MAIL_QUEUE_URL"),
-		GenerateQueue:      env.String("GENERATE_QUEUE_URL"),
-		QuarantineReminder: env.Duration("QUARANTINE_REMINDER", quarantine.DefaultReminder),
-		BaseURL:            env.URL("BASE_URL"),
-		StripeAPIBase:      env.Optional("STRIPE_API_BASE", ""),
+		OrdersTable:      env.String("ORDERS_TABLE"),
+		LedgerTable:      env.String("LEDGER_TABLE"),
+		AuditBucket:      env.String("AUDIT_BUCKET"),
+		AlertsTopic:      env.String("ALERTS_TOPIC_ARN"),
+		QuarantineBucket: env.String("QUARANTINE_BUCKET"),
+		MailQueue:        env.String("MAIL_QUEUE_URL"),
+		BaseURL:          env.URL("BASE_URL"),
+		StripeAPIBase:    env.Optional("STRIPE_API_BASE", ""),
 		Brand: letter.Brand{
 			Name:    env.Optional("MAIL_BRAND", ""),
 			Sender:  env.Address("MAIL_FROM", letter.DefaultBrand().Sender),

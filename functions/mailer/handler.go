@@ -89,19 +89,16 @@ type Handler struct {
 	Audit  *audit.Recorder
 	Alerts Alerter
 	// Filter is gate 2: every email passes it just before it is sent; a
-	// stopped one goes to Quarantine, the customer gets the review notice
-	// (Mail) and the operator a reminder every QuarantineReminder
-	// (Reminders, on the generate queue).
-	Filter             ContentFilter
-	Quarantine         QuarantineStore
-	Mail               Sender
-	Reminders          Sender
-	QuarantineReminder time.Duration
-	Hasher             *audit.Hasher
-	Brand              letter.Brand
-	BaseURL            string // the site, for the result page link
-	Log                *slog.Logger
-	Now                func() time.Time
+	// stopped one goes to Quarantine and the customer gets the review
+	// notice (Mail).
+	Filter     ContentFilter
+	Quarantine QuarantineStore
+	Mail       Sender
+	Hasher     *audit.Hasher
+	Brand      letter.Brand
+	BaseURL    string // the site, for the result page link
+	Log        *slog.Logger
+	Now        func() time.Time
 	// Lease bounds one send attempt before another may take over.
 	Lease time.Duration
 }

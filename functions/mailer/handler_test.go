@@ -43,19 +43,18 @@ import (
 )
 
 type env struct {
-	t         *testing.T
-	f         *provision.Fixture
-	h         *Handler
-	orders    *store.Orders
-	ledger    *store.Ledger
-	stripe    string // the fake Stripe's URL
-	s3        *s3.Client
-	sqs       *sqs.Client
-	queues    *queue.Client
-	alerts    func() []string
-	logs      *testkit.Buffer
-	reminders *recorder
-	mailSent  *recorder
+	t        *testing.T
+	f        *provision.Fixture
+	h        *Handler
+	orders   *store.Orders
+	ledger   *store.Ledger
+	stripe   string // the fake Stripe's URL
+	s3       *s3.Client
+	sqs      *sqs.Client
+	queues   *queue.Client
+	alerts   func() []string
+	logs     *testkit.Buffer
+	mailSent *recorder
 }
 
 // recorder keeps the jobs it sends.
@@ -89,8 +88,6 @@ func newEnv(t *testing.T) *env {
 	hasher, _ := audit.NewHasher("mailer-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)
-	// Reminders wait 24 hours on the queue; the test reads what was sent.
-	e.reminders = &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), time.Now)}
 	e.mailSent = &recorder{Sender: queue.NewSender(e.queues, f.Ref("MailQueue"), time.Now)}
 	filter, err := sosfilter.New()
 	if err != nil {
@@ -111,9 +108,8 @@ func newEnv(t *testing.T) *env {
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
-		Mail: e.mailSent, Reminders: e.reminders,
-		QuarantineReminder: 24 * time.Hour,
-		Hasher:             hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
+		Mail:   e.mailSent,
+		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Log: log, Now: time.Now, Lease: time.Minute,
 	}
 	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
@@ -600,8 +596,8 @@ func (e *env) readyWith(id, summary string) {
 
 // VC-5 (GAP-G): with gate 1 out of the way, a contaminated verdict is
 // stopped by gate 2 alone: nothing is sent, the email is kept whole for
-// review, the order is no longer served, the operator is alerted and
-// reminded, and the customer gets the review notice instead.
+// review, the order is no longer served, the operator is alerted, and the
+// customer gets the review notice instead.
 func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
 	e := newEnv(t)
 	addr := uniqueAddress(t)
@@ -644,10 +640,12 @@ func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
 		j, _ := queue.Parse(b)
 		mails = append(mails, j)
 	}
-	reminders := e.reminders.jobs
-	if len(mails) != 1 || mails[0].Kind != oracle.MailReview || len(reminders) != 1 || reminders[0].Reason != queue.ReasonQuarantineReview ||
-		reminders[0].NotBefore == nil || time.Until(*reminders[0].NotBefore) < 23*time.Hour {
-		t.Fatalf("mail jobs %+v, reminders %+v: want the review notice and one reminder", mails, reminders)
+	if len(mails) != 1 || mails[0].Kind != oracle.MailReview {
+		t.Fatalf("mail jobs %+v: want the review notice", mails)
+	}
+	// The health job re-alerts it; nothing waits on the generate queue.
+	if jobs := testkit.Drain(t, e.sqs, e.f.Ref("GenerateQueue")); len(jobs) != 0 {
+		t.Fatalf("generate jobs %q, want none", jobs)
 	}
 	// The review notice itself passes the gate and is sent; the verdict
 	// job again sends nothing.
@@ -655,10 +653,10 @@ func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
 	if got := e.inbox(addr); len(got) != 1 || !strings.Contains(got[0].Subject, "review") {
 		t.Fatalf("emails %+v, want only the review notice", got)
 	}
-	// That verdict job found the order quarantined and queued its follow-ups
-	// again, in case the attempt that quarantined it died first.
-	if n := len(e.reminders.jobs); n != 2 {
-		t.Fatalf("%d reminder jobs, want the first and the repeat", n)
+	// That verdict job found the order quarantined and queued the review
+	// notice again, in case the attempt that quarantined it died first.
+	if n := reviewNotices(e.mailSent.jobs); n != 2 {
+		t.Fatalf("%d review notices queued, want the first and the repeat", n)
 	}
 }
 
@@ -730,7 +728,18 @@ func TestGateTwoRetriesWhenTheOrderCannotBeQuarantined(t *testing.T) {
 	if got := e.inbox(addr); len(got) != 0 {
 		t.Fatalf("%d emails sent", len(got))
 	}
-	if len(e.reminders.jobs) != 1 {
-		t.Fatalf("reminders %+v, want one", e.reminders.jobs)
+	if n := reviewNotices(e.mailSent.jobs); n != 1 {
+		t.Fatalf("%d review notices queued, want one", n)
 	}
+}
+
+// reviewNotices counts the review notices among jobs.
+func reviewNotices(jobs []queue.Job) int {
+	n := 0
+	for _, j := range jobs {
+		if j.Kind == oracle.MailReview {
+			n++
+		}
+	}
+	return n
 }

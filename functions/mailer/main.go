@@ -50,8 +50,6 @@ func main() {
 		Filter:              filter,
 		Quarantine:          quarantine.NewStore(buckets, cfg.QuarantineBucket),
 		Mail:                queue.NewSender(queues, cfg.MailQueue, time.Now),
-		Reminders:           queue.NewSender(queues, cfg.GenerateQueue, time.Now),
-		QuarantineReminder:  cfg.QuarantineReminder,
 		Hasher:              cfg.Hasher,
 		Brand:               cfg.Brand,
 		BaseURL:             cfg.BaseURL,

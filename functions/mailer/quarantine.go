@@ -57,16 +57,12 @@ func (h *Handler) quarantine(ctx context.Context, t *task, msg letter.Message, r
 }
 
 // quarantineFollowUps queues what a quarantined order is owed: the
-// customer's review notice and the operator's reminder chain. A job that
-// finds its verdict already quarantined runs it again, since the attempt
-// that quarantined it may have died first; the notice is sent once and
-// each reminder step is taken once, so a repeat changes nothing.
+// customer's review notice. A job that finds its verdict already
+// quarantined runs it again, since the attempt that quarantined it may
+// have died first; the notice is sent once, so a repeat changes nothing.
 func (h *Handler) quarantineFollowUps(ctx context.Context, sessionID string) error {
 	if err := h.Mail.Send(ctx, queue.Job{SessionID: sessionID, Kind: oracle.MailReview}); err != nil {
 		return fmt.Errorf("enqueue review notice: %w", err)
-	}
-	if err := h.Reminders.Send(ctx, queue.QuarantineReminder(sessionID, 0, h.Now().Add(h.QuarantineReminder))); err != nil {
-		return fmt.Errorf("schedule the quarantine reminder: %w", err)
 	}
 	return nil
 }

@@ -268,8 +268,8 @@ func newMemEnv(t *testing.T, tr *transport) *memEnv {
 	e.h = &Handler{Orders: e.orders, Ledger: e.ledger, Test: session("customer@example.com"), Transport: tr, TransportName: "SES",
 		Schedule: schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour,
 		Audit:  &audit.Recorder{Writer: e.audit, Alerts: e.alerts, Log: log},
-		Alerts: e.alerts, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail, Reminders: &jobs{},
-		QuarantineReminder: 24 * time.Hour, Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
+		Alerts: e.alerts, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail,
+		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Log: log, Now: e.clock.Now, Lease: time.Minute}
 	return e
 }

@@ -58,7 +58,7 @@ const (
 	// is no longer served). Review it as a quarantined verdict.
 	EmailQuarantined Kind = "EMAIL_QUARANTINED"
 	// QuarantineUnresolved (CRITICAL): an order is still QUARANTINED; the
-	// alert repeats every QUARANTINE_REMINDER until it is resolved.
+	// health job repeats the alert every 24 hours until it is resolved.
 	QuarantineUnresolved Kind = "QUARANTINE_UNRESOLVED"
 	// QuarantineRecordFailed (CRITICAL): the review record of a stopped
 	// payload could not be written. Nothing was delivered and the job is

@@ -22,8 +22,8 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 )
 
-// DefaultReminder is how often an unresolved quarantine is alerted again:
-// the spec's 24-hour review promise.
+// DefaultReminder is how often the health job alerts an unresolved
+// quarantine again: the spec's 24-hour review promise.
 const DefaultReminder = 24 * time.Hour
 
 // Gates, as recorded.

@@ -23,8 +23,10 @@ type Reason string
 const (
 	ReasonPaid       Reason = "paid"       // first generation after payment
 	ReasonRegenerate Reason = "regenerate" // the stored verdict expired
-	// ReasonQuarantineReview re-alerts the operator while an order the
-	// content filter stopped is still unresolved.
+	// ReasonQuarantineReview was a link of the retired quarantine reminder
+	// chain (the health job re-alerts now). It is still parsed only so that
+	// the generator can acknowledge a reminder that was on the queue when
+	// the chain was removed; nothing sends it.
 	ReasonQuarantineReview Reason = "quarantine_review"
 )
 
@@ -138,11 +140,4 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 		return fmt.Errorf("send job for %s: %w", oracle.ShortID(j.SessionID), err)
 	}
 	return nil
-}
-
-// QuarantineReminder is the job that alerts the operator again, at at,
-// while the session's order is still quarantined; attempt numbers the
-// reminders, so that each is sent once.
-func QuarantineReminder(session string, attempt int, at time.Time) Job {
-	return Job{SessionID: session, Reason: ReasonQuarantineReview, Attempt: attempt, NotBefore: &at}
 }

@@ -21,6 +21,8 @@ func TestParse(t *testing.T) {
 		ok   bool
 	}{
 		{"generate", `{"session_id":"cs_test_abc","reason":"paid","attempt":0}`, true},
+		{"regenerate", `{"session_id":"cs_test_abc","reason":"regenerate","attempt":0}`, true},
+		{"retired quarantine reminder, for the generator to acknowledge", `{"session_id":"cs_test_abc","reason":"quarantine_review","attempt":3,"not_before":"2025-03-02T09:00:00Z"}`, true},
 		{"mail", `{"session_id":"cs_test_abc","kind":"silent_drop","attempt":2}`, true},
 		{"failure notice", `{"session_id":"cs_test_abc","kind":"failed","attempt":0}`, true},
 		{"review notice", `{"session_id":"cs_test_abc","kind":"review","attempt":0}`, true},
@@ -67,16 +69,5 @@ func TestSendDelaysUpToTheSQSCap(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(a.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesDelayed)]); n != 1 {
 		t.Fatalf("%d delayed messages, want 1", n)
-	}
-}
-
-func TestQuarantineReminderIsAValidDelayedGenerateJob(t *testing.T) {
-	at := time.Date(2025, 3, 2, 9, 0, 0, 0, time.UTC)
-	j := queue.QuarantineReminder("cs_test_abc", 3, at)
-	if err := j.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if j.Reason != queue.ReasonQuarantineReview || j.Kind != "" || j.Attempt != 3 || j.NotBefore == nil || !j.NotBefore.Equal(at) {
-		t.Fatalf("reminder %+v, want a quarantine review, attempt 3, not before %s", j, at)
 	}
 }
