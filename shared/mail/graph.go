@@ -280,6 +280,14 @@ func (g *Graph) token(ctx context.Context, stale *oauth2.Token) (*oauth2.Token, 
 	return tok, nil
 }
 
+// CheckToken fetches a token with the app's credentials (or finds the
+// cached one still good): the health job's proof that Graph would let the
+// mailer send. A refusal is classified as a send's would be: Blocked.
+func (g *Graph) CheckToken(ctx context.Context) error {
+	_, err := g.token(ctx, nil)
+	return err
+}
+
 // fetchToken fetches a new token under one send's context. A token source
 // made by clientcredentials.Config.TokenSource keeps the context it was
 // made with, which would outlive the sends that use it.
