@@ -34,20 +34,27 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Handler consumes the dead-letter queues.
 type Handler struct {
 	Records Records
 	Alerts  Alerter
 	// Retention is how long each record is kept.
 	Retention time.Duration
-	Log       *slog.Logger
+	// Metrics counts the deliveries that fail (DeadLetterRecordFailures).
+	Metrics Counter
+	Log     *slog.Logger
 }
 
 // Handle records and alerts every message of the batch and reports the
 // ones it could not record, so that SQS delivers those again: a message
 // leaves its dead-letter queue only once its record is written.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "DeadLetterRecordFailures"}, ev, h.process), nil
 }
 
 // process records one message and, the first time only, alerts.

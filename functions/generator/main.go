@@ -61,6 +61,7 @@ func main() {
 		Once:               ledger,
 		OriginalRetention:  cfg.OriginalRetention,
 		Hasher:             cfg.Hasher,
+		Metrics:            fn.Metrics,
 		Log:                log,
 		Now:                time.Now,
 		Rand:               rand.Float64,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -56,6 +57,7 @@ type env struct {
 	logs      *testkit.Buffer
 	reminders *recorder
 	mailSent  *recorder
+	metrics   *testkit.Metrics
 }
 
 // recorder keeps the jobs it sends.
@@ -76,7 +78,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), logs: &testkit.Buffer{}}
+	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), logs: &testkit.Buffer{}, metrics: &testkit.Metrics{}}
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
 	e.stripe = srv.URL
@@ -114,7 +116,7 @@ func newEnv(t *testing.T) *env {
 		Mail: e.mailSent, Reminders: e.reminders,
 		QuarantineReminder: 24 * time.Hour,
 		Hasher:             hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
-		Log: log, Now: time.Now, Lease: time.Minute,
+		Metrics: e.metrics, Log: log, Now: time.Now, Lease: time.Minute,
 	}
 	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
 	return e
@@ -488,6 +490,9 @@ func TestGarbageFailsAndAlerts(t *testing.T) {
 	}
 	if a := e.alerts(); len(a) != 2 {
 		t.Fatalf("%d alerts", len(a))
+	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"MailerRecordFailures": 2}) {
+		t.Fatalf("counted %v, want one MailerRecordFailures per failed delivery", c)
 	}
 }
 
