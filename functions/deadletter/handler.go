@@ -45,7 +45,8 @@ type Handler struct {
 	Alerts  Alerter
 	// Retention is how long each record is kept.
 	Retention time.Duration
-	// Metrics counts the deliveries that fail (DeadLetterRecordFailures).
+	// Metrics counts each dead letter once, when it is first recorded
+	// (DeadLetters), and the deliveries that fail (DeadLetterRecordFailures).
 	Metrics Counter
 	Log     *slog.Logger
 }
@@ -77,6 +78,11 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if !first {
 		log.Info("dead letter already recorded; the redelivery is acknowledged", "record", key)
 		return nil
+	}
+	// Counted here, past the put-once record, so a redelivery of the same
+	// message never counts twice; an alarm watches it apart from SNS.
+	if h.Metrics != nil {
+		h.Metrics.Count("DeadLetters", 1)
 	}
 	session, about := d.SessionID, what(d)
 	if d.Job == "" {

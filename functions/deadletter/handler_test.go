@@ -160,6 +160,9 @@ func TestEveryDeadMessageAlertsOnceAndIsRecorded(t *testing.T) {
 	if e.records() != 3 {
 		t.Fatalf("%d records, want 3", e.records())
 	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"DeadLetters": 3}) {
+		t.Fatalf("counted %v, want DeadLetters 3", c)
+	}
 	sum := sha256.Sum256([]byte(garbage))
 	tests := []struct {
 		queueID, id string
@@ -269,6 +272,9 @@ func TestRedeliveredDeadMessageAlertsOnce(t *testing.T) {
 	if n := e.records(); n != 2 {
 		t.Fatalf("%d records, want one per message", n)
 	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"DeadLetters": 2}) {
+		t.Fatalf("counted %v after twelve deliveries of two messages, want DeadLetters 2", c)
+	}
 }
 
 // When the record cannot be written the message is reported failed, so
@@ -290,7 +296,7 @@ func TestLedgerFailureKeepsTheMessage(t *testing.T) {
 		t.Fatalf("alerts %q, want none: nothing was recorded", a)
 	}
 	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"DeadLetterRecordFailures": 2}) {
-		t.Fatalf("counted %v, want two record failures", c)
+		t.Fatalf("counted %v, want two record failures and no dead letter", c)
 	}
 	logs := e.logs.String()
 	if !strings.Contains(logs, "not recorded") || !strings.Contains(logs, "(session cs_test_dead)") {
@@ -308,6 +314,9 @@ func TestLedgerFailureKeepsTheMessage(t *testing.T) {
 	}
 	if a := deadAlerts(e.alerts()); len(a) != 2 {
 		t.Fatalf("alerts %q, want one per message", a)
+	}
+	if c := e.metrics.Counts(); c["DeadLetters"] != 2 {
+		t.Fatalf("counted %v, want DeadLetters 2 once recorded", c)
 	}
 }
 
