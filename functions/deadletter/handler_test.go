@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,17 +30,18 @@ import (
 // env is the handler on a freshly provisioned copy of the template, wired
 // as main wires it, with a tap on the alerts topic and its logs kept.
 type env struct {
-	t      *testing.T
-	f      *provision.Fixture
-	h      *Handler
-	alerts func() []string
-	logs   *testkit.Buffer
+	t       *testing.T
+	f       *provision.Fixture
+	h       *Handler
+	alerts  func() []string
+	logs    *testkit.Buffer
+	metrics *testkit.Metrics
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, logs: &testkit.Buffer{}}
+	e := &env{t: t, f: f, logs: &testkit.Buffer{}, metrics: &testkit.Metrics{}}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.h = &Handler{
@@ -47,6 +49,7 @@ func newEnv(t *testing.T) *env {
 		// As main: no dedupe window, one alert per message.
 		Alerts:    &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Log: log},
 		Retention: DefaultRetentionDays * 24 * time.Hour,
+		Metrics:   e.metrics,
 		Log:       log,
 	}
 	return e
@@ -157,6 +160,9 @@ func TestEveryDeadMessageAlertsOnceAndIsRecorded(t *testing.T) {
 	if e.records() != 3 {
 		t.Fatalf("%d records, want 3", e.records())
 	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"DeadLetters": 3}) {
+		t.Fatalf("counted %v, want DeadLetters 3", c)
+	}
 	sum := sha256.Sum256([]byte(garbage))
 	tests := []struct {
 		queueID, id string
@@ -266,6 +272,9 @@ func TestRedeliveredDeadMessageAlertsOnce(t *testing.T) {
 	if n := e.records(); n != 2 {
 		t.Fatalf("%d records, want one per message", n)
 	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"DeadLetters": 2}) {
+		t.Fatalf("counted %v after twelve deliveries of two messages, want DeadLetters 2", c)
+	}
 }
 
 // When the record cannot be written the message is reported failed, so
@@ -286,6 +295,9 @@ func TestLedgerFailureKeepsTheMessage(t *testing.T) {
 	if a := e.alerts(); len(a) != 0 {
 		t.Fatalf("alerts %q, want none: nothing was recorded", a)
 	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"DeadLetterRecordFailures": 2}) {
+		t.Fatalf("counted %v, want two record failures and no dead letter", c)
+	}
 	logs := e.logs.String()
 	if !strings.Contains(logs, "not recorded") || !strings.Contains(logs, "(session cs_test_dead)") {
 		t.Errorf("the failure is not logged with its session cut short:\n%s", logs)
@@ -302,6 +314,9 @@ func TestLedgerFailureKeepsTheMessage(t *testing.T) {
 	}
 	if a := deadAlerts(e.alerts()); len(a) != 2 {
 		t.Fatalf("alerts %q, want one per message", a)
+	}
+	if c := e.metrics.Counts(); c["DeadLetters"] != 2 {
+		t.Fatalf("counted %v, want DeadLetters 2 once recorded", c)
 	}
 }
 

@@ -24,6 +24,7 @@ func main() {
 		Records:   store.NewLedger(awsenv.NewTables(fn.AWS), cfg.LedgerTable, time.Now),
 		Alerts:    alerts,
 		Retention: cfg.Retention,
+		Metrics:   fn.Metrics,
 		Log:       fn.Log,
 	}
 	lambda.Start(h.Handle)

@@ -33,20 +33,27 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Handler consumes the mail events queue.
 type Handler struct {
 	Orders      Orders
 	Suppression Suppression
 	Alerts      Alerter
 	Hasher      *audit.Hasher
-	Log         *slog.Logger
+	// Metrics counts the deliveries that fail (FeedbackRecordFailures).
+	Metrics Counter
+	Log     *slog.Logger
 }
 
 // Handle processes a batch and reports the records that failed, so that
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue, where each raises its own alert).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "FeedbackRecordFailures"}, ev, h.process), nil
 }
 
 // process applies one SES event.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +23,13 @@ import (
 )
 
 type env struct {
-	t      *testing.T
-	h      *Handler
-	orders *store.Orders
-	ledger *store.Ledger
-	alerts func() []string
-	logs   *testkit.Buffer
+	t       *testing.T
+	h       *Handler
+	orders  *store.Orders
+	ledger  *store.Ledger
+	alerts  func() []string
+	logs    *testkit.Buffer
+	metrics *testkit.Metrics
 }
 
 func newEnv(t *testing.T) *env {
@@ -38,10 +40,10 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, orders: store.NewOrders(db, f.Ref("OrdersTable"), time.Now), ledger: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), logs: &testkit.Buffer{}}
+	e := &env{t: t, orders: store.NewOrders(db, f.Ref("OrdersTable"), time.Now), ledger: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), logs: &testkit.Buffer{}, metrics: &testkit.Metrics{}}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	log := obs.NewLogger(e.logs, "DEBUG")
-	e.h = &Handler{Orders: e.orders, Suppression: e.ledger, Hasher: hasher, Log: log,
+	e.h = &Handler{Orders: e.orders, Suppression: e.ledger, Hasher: hasher, Metrics: e.metrics, Log: log,
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: e.ledger, Log: log}}
 	return e
 }
@@ -201,6 +203,9 @@ func TestEventsThatAreNotOursOrNotReadable(t *testing.T) {
 	if n := e.run(other, untagged, events.SQSMessage{MessageId: "confirm", Body: string(confirm)}); n != 0 {
 		t.Fatalf("%d acknowledged events failed", n)
 	}
+	if c := e.metrics.Counts(); len(c) != 0 {
+		t.Fatalf("counted %v for acknowledged events", c)
+	}
 	if got := e.state(id); got != oracle.MailSent {
 		t.Fatalf("state %q: an event for another message moved it", got)
 	}
@@ -209,6 +214,9 @@ func TestEventsThatAreNotOursOrNotReadable(t *testing.T) {
 	}
 	if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "GARBAGE_JOB") {
 		t.Fatalf("alerts %q", a)
+	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"FeedbackRecordFailures": 1}) {
+		t.Fatalf("counted %v, want one FeedbackRecordFailures", c)
 	}
 }
 

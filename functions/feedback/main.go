@@ -23,6 +23,7 @@ func main() {
 		Suppression: ledger,
 		Alerts:      fn.Alerter(cfg.AlertsTopic, ledger),
 		Hasher:      cfg.Hasher,
+		Metrics:     fn.Metrics,
 		Log:         fn.Log,
 	}
 	lambda.Start(h.Handle)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -30,15 +31,16 @@ import (
 
 // mem is a generator whose every dependency is in memory.
 type mem struct {
-	t      *testing.T
-	h      *Handler
-	clock  *testkit.Clock
-	orders *memOrders
-	model  *scriptedModel
-	mail   *jobs
-	parked *jobs // sent back to the generate queue
-	alerts *testkit.Alerts
-	audit  *testkit.AuditLog
+	t       *testing.T
+	h       *Handler
+	clock   *testkit.Clock
+	orders  *memOrders
+	model   *scriptedModel
+	mail    *jobs
+	parked  *jobs // sent back to the generate queue
+	alerts  *testkit.Alerts
+	audit   *testkit.AuditLog
+	metrics *testkit.Metrics
 }
 
 func newMem(t *testing.T) *mem {
@@ -53,13 +55,13 @@ func newMem(t *testing.T) *mem {
 	}
 	clock := testkit.NewClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 	m := &mem{t: t, clock: clock, orders: newMemOrders(clock.Now), model: &scriptedModel{},
-		mail: &jobs{}, parked: &jobs{}, alerts: &testkit.Alerts{}, audit: &testkit.AuditLog{}}
+		mail: &jobs{}, parked: &jobs{}, alerts: &testkit.Alerts{}, audit: &testkit.AuditLog{}, metrics: &testkit.Metrics{}}
 	log := obs.NewLogger(&testkit.Buffer{}, "DEBUG")
 	m.h = &Handler{
 		Orders: m.orders, Model: m.model, Circuit: closedCircuit{}, Mail: m.mail, Requeue: m.parked,
 		Audit:  &audit.Recorder{Writer: m.audit, Alerts: m.alerts, Log: log},
 		Alerts: m.alerts, Filter: filter, Quarantine: memQuarantine{}, Originals: memOriginals{},
-		Hasher: hasher, Log: log, Now: clock.Now, Rand: func() float64 { return 0.5 },
+		Hasher: hasher, Metrics: m.metrics, Log: log, Now: clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
 		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase,
 	}
@@ -142,6 +144,11 @@ func TestOutageParksTheOrderUntilItsBudgetEndsThenFailsIt(t *testing.T) {
 	if kinds := m.alerts.Kinds(); !slices.Equal(kinds, []string{string(alert.GenerationFailed)}) {
 		t.Errorf("alerts %q, want one GENERATION_FAILED", kinds)
 	}
+	// A parked job is a success to SQS: the record-failure alarm must not
+	// count an outage the circuit and the parking already handle.
+	if c := m.metrics.Counts(); len(c) != 0 {
+		t.Errorf("counted %v while parking, want nothing", c)
+	}
 }
 
 func TestRejectedRepliesHoldTheOrder(t *testing.T) {
@@ -195,6 +202,9 @@ func TestInternalFailuresAreRedeliveredAndTheLastGivesUp(t *testing.T) {
 			j := m.paid("cs_test_internal")
 			if !m.deliver(j, tc.receives) {
 				t.Fatal("the item passed; SQS must deliver it again or dead-letter it")
+			}
+			if c := m.metrics.Counts(); !maps.Equal(c, map[string]float64{"GeneratorRecordFailures": 1}) {
+				t.Errorf("counted %v, want one GeneratorRecordFailures", c)
 			}
 			o := m.order(j.SessionID)
 			if o.Status != tc.want {

@@ -73,6 +73,11 @@ type Originals interface {
 	KeepOriginal(ctx context.Context, sessionID string, o oracle.Original, ttl time.Duration) error
 }
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Defaults of the Handler's windows; tests and the local stack shorten them.
 const (
 	DefaultParkingBudget = 6 * time.Hour
@@ -101,9 +106,11 @@ type Handler struct {
 	Originals         Originals
 	OriginalRetention time.Duration
 	Hasher            *audit.Hasher
-	Log               *slog.Logger
-	Now               func() time.Time
-	Rand              func() float64
+	// Metrics counts the deliveries that fail (GeneratorRecordFailures).
+	Metrics Counter
+	Log     *slog.Logger
+	Now     func() time.Time
+	Rand    func() float64
 	// Retention is how long a verdict is kept, from its generation.
 	Retention time.Duration
 	// CallTimeout bounds one model call; the generation lease outlasts it.
@@ -135,7 +142,7 @@ type task struct {
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "GeneratorRecordFailures"}, ev, h.process), nil
 }
 
 // process reads one message; run does its work.

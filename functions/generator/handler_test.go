@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -55,6 +56,7 @@ type env struct {
 	caller  *gemini.Caller
 	breaker *circuit.Breaker
 	slept   []time.Duration // the model call's backoffs
+	metrics *testkit.Metrics
 	// requeued are the jobs parked or re-delayed on the generate queue,
 	// which SQS keeps invisible for their delay.
 	requeued []queue.Job
@@ -78,7 +80,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now())}
+	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), metrics: &testkit.Metrics{}}
 	e.model = fakegemini.New(fakegemini.Options{})
 	srv := httptest.NewServer(e.model)
 	t.Cleanup(srv.Close)
@@ -115,7 +117,7 @@ func newEnv(t *testing.T) *env {
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour,
-		Hasher: hasher, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
+		Hasher: hasher, Metrics: e.metrics, Log: log, Now: e.clock.Now, Rand: func() float64 { return 0.5 },
 		Retention: 90 * 24 * time.Hour, CallTimeout: 5 * time.Second, MaxReceives: 3,
 		ParkingBudget: DefaultParkingBudget, RetryBase: DefaultRetryBase,
 	}
@@ -408,6 +410,9 @@ func TestGarbageFailsAndAlerts(t *testing.T) {
 	}
 	if a := e.alerts(); len(a) != len(bodies) {
 		t.Fatalf("%d alerts, want %d", len(a), len(bodies))
+	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"GeneratorRecordFailures": float64(len(bodies))}) {
+		t.Fatalf("counted %v, want one GeneratorRecordFailures per failed delivery", c)
 	}
 }
 

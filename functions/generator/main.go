@@ -60,6 +60,7 @@ func main() {
 		Originals:         ledger,
 		OriginalRetention: cfg.OriginalRetention,
 		Hasher:            cfg.Hasher,
+		Metrics:           fn.Metrics,
 		Log:               log,
 		Now:               time.Now,
 		Rand:              rand.Float64,

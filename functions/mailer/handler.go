@@ -68,6 +68,11 @@ type Sender interface {
 	Send(ctx context.Context, j queue.Job) error
 }
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Handler consumes the mail queue.
 type Handler struct {
 	Orders Orders
@@ -97,8 +102,10 @@ type Handler struct {
 	Hasher     *audit.Hasher
 	Brand      letter.Brand
 	BaseURL    string // the site, for the result page link
-	Log        *slog.Logger
-	Now        func() time.Time
+	// Metrics counts the deliveries that fail (MailerRecordFailures).
+	Metrics Counter
+	Log     *slog.Logger
+	Now     func() time.Time
 	// Lease bounds one send attempt before another may take over.
 	Lease time.Duration
 }
@@ -128,7 +135,7 @@ type task struct {
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "MailerRecordFailures"}, ev, h.process), nil
 }
 
 // process reads one message; run does its work.

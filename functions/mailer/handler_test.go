@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -55,6 +56,7 @@ type env struct {
 	alerts   func() []string
 	logs     *testkit.Buffer
 	mailSent *recorder
+	metrics  *testkit.Metrics
 }
 
 // recorder keeps the jobs it sends.
@@ -75,7 +77,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), logs: &testkit.Buffer{}}
+	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), logs: &testkit.Buffer{}, metrics: &testkit.Metrics{}}
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
 	e.stripe = srv.URL
@@ -110,7 +112,7 @@ func newEnv(t *testing.T) *env {
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Mail:   e.mailSent,
 		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
-		Log: log, Now: time.Now, Lease: time.Minute,
+		Metrics: e.metrics, Log: log, Now: time.Now, Lease: time.Minute,
 	}
 	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
 	return e
@@ -484,6 +486,9 @@ func TestGarbageFailsAndAlerts(t *testing.T) {
 	}
 	if a := e.alerts(); len(a) != 2 {
 		t.Fatalf("%d alerts", len(a))
+	}
+	if c := e.metrics.Counts(); !maps.Equal(c, map[string]float64{"MailerRecordFailures": 2}) {
+		t.Fatalf("counted %v, want one MailerRecordFailures per failed delivery", c)
 	}
 }
 

@@ -53,6 +53,7 @@ func main() {
 		Hasher:              cfg.Hasher,
 		Brand:               cfg.Brand,
 		BaseURL:             cfg.BaseURL,
+		Metrics:             fn.Metrics,
 		Log:                 log,
 		Now:                 time.Now,
 		Lease:               DefaultLease,

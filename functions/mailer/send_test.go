@@ -236,6 +236,7 @@ type memEnv struct {
 	audit     *testkit.AuditLog
 	clock     *testkit.Clock
 	logs      *testkit.Buffer
+	metrics   *testkit.Metrics
 }
 
 const memSession = "cs_test_outcome"
@@ -258,7 +259,7 @@ func newMemEnv(t *testing.T, tr *transport) *memEnv {
 		orders: newMemOrders(oracle.Order{SessionID: memSession, Status: oracle.StatusReady, Tier: oracle.TierQuick, Query: "Should I open a bakery?",
 			Verdict: string(verdict), AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}),
 		ledger: newMemLedger(), transport: tr, mail: &jobs{}, alerts: &testkit.Alerts{}, audit: &testkit.AuditLog{},
-		clock: testkit.NewClock(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)), logs: &testkit.Buffer{},
+		clock: testkit.NewClock(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)), logs: &testkit.Buffer{}, metrics: &testkit.Metrics{},
 	}
 	log := obs.NewLogger(e.logs, "DEBUG")
 	schedule, err := parseSchedule(DefaultSchedule)
@@ -270,7 +271,7 @@ func newMemEnv(t *testing.T, tr *transport) *memEnv {
 		Audit:  &audit.Recorder{Writer: e.audit, Alerts: e.alerts, Log: log},
 		Alerts: e.alerts, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail,
 		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
-		Log: log, Now: e.clock.Now, Lease: time.Minute}
+		Metrics: e.metrics, Log: log, Now: e.clock.Now, Lease: time.Minute}
 	return e
 }
 
@@ -379,6 +380,11 @@ func TestDeadLetterAfterTheLastAttempt(t *testing.T) {
 	}
 	if !e.orders.orders[memSession].Mail[oracle.MailVerdict].Undelivered() {
 		t.Fatal("the page would not say the email could not be delivered")
+	}
+	// Each retry of the schedule is a new job and each delivery a success
+	// to SQS: the record-failure alarm does not count a failing address.
+	if c := e.metrics.Counts(); len(c) != 0 {
+		t.Fatalf("counted %v for the schedule's retries, want nothing", c)
 	}
 	// A late duplicate of the last job changes nothing.
 	last := start

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -15,10 +16,11 @@ import (
 	"42sisters.ai/oracle/infra/sam"
 )
 
-// emittedMetrics returns the metric names the functions' code counts.
+// emittedMetrics returns the metric names the functions' code counts:
+// directly, or as the metric sqsbatch counts a function's failed records on.
 func emittedMetrics(t *testing.T, root string) map[string]bool {
 	t.Helper()
-	re := regexp.MustCompile(`\.Count\("([A-Za-z]+)"`)
+	re := regexp.MustCompile(`\.Count\("([A-Za-z]+)"|sqsbatch\.Failures\{[^}]*Name: "([A-Za-z]+)"`)
 	out := map[string]bool{}
 	for _, dir := range []string{"shared", "functions"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
@@ -27,7 +29,7 @@ func emittedMetrics(t *testing.T, root string) map[string]bool {
 			}
 			b, err := os.ReadFile(p)
 			for _, m := range re.FindAllSubmatch(b, -1) {
-				out[string(m[1])] = true
+				out[string(m[1])+string(m[2])] = true
 			}
 			return err
 		})
@@ -79,6 +81,42 @@ func TestAlarmsCanFire(t *testing.T) {
 	policy := fmt.Sprint(tmpl.Resources[fmt.Sprint(in.Arg)].Properties["KeyPolicy"])
 	if !strings.Contains(policy, "cloudwatch.amazonaws.com") || !strings.Contains(policy, "kms:GenerateDataKey*") {
 		t.Fatalf("the alerts key does not let CloudWatch alarms publish: %s", policy)
+	}
+}
+
+// Every alarm of the template has its line in docs/operating.md's Alarms
+// table, saying what it means and what the operator does, and every line
+// there names an alarm of the template.
+func TestOperatingGuideListsEveryAlarm(t *testing.T) {
+	root := filepath.Dir(provision.TemplatePath())
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n## Alarms\n")
+	if !ok {
+		t.Fatal("docs/operating.md has no Alarms section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	var listed []string
+	for _, line := range strings.Split(table, "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			listed = append(listed, name)
+		}
+	}
+	var want []string
+	for _, a := range tmpl.OfType("AWS::CloudWatch::Alarm") {
+		want = append(want, a.LogicalID)
+	}
+	sort.Strings(listed)
+	sort.Strings(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("docs/operating.md lists the alarms\n  %q\nthe template defines\n  %q", listed, want)
 	}
 }
 

@@ -40,6 +40,34 @@ func (s *Alerts) Kinds() []string {
 	return out
 }
 
+// Metrics keeps the counts of the metrics emitted, by name, for tests that
+// check a function counts what its alarms watch.
+type Metrics struct {
+	mu     sync.Mutex
+	counts map[string]float64
+}
+
+// Count adds n to the metric name.
+func (m *Metrics) Count(name string, n float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[string]float64{}
+	}
+	m.counts[name] += n
+}
+
+// Counts are the metrics counted so far, by name.
+func (m *Metrics) Counts() map[string]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]float64{}
+	for k, v := range m.counts {
+		out[k] = v
+	}
+	return out
+}
+
 // AuditLog is the audit bucket in memory: append-only, the first record
 // written under an id stands (as audit.Writer).
 type AuditLog struct {

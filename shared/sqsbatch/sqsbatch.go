@@ -12,8 +12,22 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// Process calls each for every record and reports the ones that failed.
-func Process(ctx context.Context, log *slog.Logger, ev events.SQSEvent, each func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
+// Failures is the metric the records that fail are counted on. A failed
+// record is only retried by SQS, never a Lambda error, so without it no
+// alarm would see a function failing record after record.
+type Failures struct {
+	Metrics Counter // nil counts nothing
+	Name    string  // e.g. "GeneratorRecordFailures"
+}
+
+// Process calls each for every record, reports the ones that failed and
+// counts them on failures.
+func Process(ctx context.Context, log *slog.Logger, failures Failures, ev events.SQSEvent, each func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
 		if err := safely(ctx, log, rec, each); err != nil {
@@ -22,6 +36,10 @@ func Process(ctx context.Context, log *slog.Logger, ev events.SQSEvent, each fun
 			log.Warn("record failed; SQS will deliver it again", "message_id", rec.MessageId, "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
+	}
+	if n := len(resp.BatchItemFailures); n > 0 && failures.Metrics != nil {
+		// One metric line per batch, however many of its records failed.
+		failures.Metrics.Count(failures.Name, float64(n))
 	}
 	return resp
 }
