@@ -1,6 +1,6 @@
 // Package stripex adapts Stripe (stripe-go v76) to the domain: it creates
 // Checkout Sessions with the fixed prices and the chunked query, retrieves
-// sessions, and turns Stripe's session objects into oracle.Session.
+// and lists sessions, and turns Stripe's session objects into oracle.Session.
 package stripex
 
 import (
@@ -127,6 +127,48 @@ func (c *Client) RetrieveSession(ctx context.Context, id string) (oracle.Session
 		return oracle.Session{}, classify(err, "retrieve checkout session")
 	}
 	return Session(s), nil
+}
+
+// CompletedSessions calls each, newest first, with every session that
+// completed checkout and was created in [from, to), paid or not. Stripe
+// keeps created in whole seconds, so from and to are truncated to the
+// second: back-to-back windows then neither overlap nor leave a gap. The
+// listing stops at the first error from each, which it returns wrapped.
+func (c *Client) CompletedSessions(ctx context.Context, from, to time.Time, each func(oracle.Session) error) error {
+	p := &stripe.CheckoutSessionListParams{
+		Status: stripe.String(string(stripe.CheckoutSessionStatusComplete)),
+		CreatedRange: &stripe.RangeQueryParams{
+			GreaterThanOrEqual: from.Unix(),
+			LesserThan:         to.Unix(),
+		},
+	}
+	p.Context = ctx
+	p.Limit = stripe.Int64(100) // Stripe's largest page: the fewest calls
+	it := c.sessions.List(p)
+	for it.Next() {
+		s := it.CheckoutSession()
+		if err := each(Session(s)); err != nil {
+			return fmt.Errorf("list completed checkout sessions: session %s: %w", oracle.ShortID(s.ID), err)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return classify(err, "list completed checkout sessions")
+	}
+	return nil
+}
+
+// Ping proves the key works with the cheapest read there is: one page of
+// one Checkout Session. A restricted key needs only the Checkout Sessions
+// read permission, which the service needs anyway. A refused key is ErrAuth.
+func (c *Client) Ping(ctx context.Context) error {
+	p := &stripe.CheckoutSessionListParams{}
+	p.Context = ctx
+	p.Limit = stripe.Int64(1)
+	// List fetches the first page at once; Next would fetch more.
+	if err := c.sessions.List(p).Err(); err != nil {
+		return classify(err, "list checkout sessions")
+	}
+	return nil
 }
 
 // ErrAuth marks Stripe rejecting the API key: a configuration problem that

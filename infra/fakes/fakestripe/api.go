@@ -1,6 +1,7 @@
 package fakestripe
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,7 +64,8 @@ type idempotentResult struct {
 
 // api wraps an API handler with what every Stripe endpoint does: read the
 // form, authenticate, refuse unknown parameters (allowed nil skips that),
-// replay idempotent requests, encode the answer and record the call.
+// replay idempotent requests, encode the answer and record the call; then
+// it delivers the events the call made.
 func (s *Server) api(allowed map[string]bool, h apiFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		form, formErr := readForm(w, r)
@@ -78,7 +80,15 @@ func (s *Server) api(allowed map[string]bool, h apiFunc) http.HandlerFunc {
 			Status:         status,
 			Time:           s.now(),
 		})
+		outbox := s.outbox
+		s.outbox = nil
 		s.mu.Unlock()
+
+		// Delivering before answering, as the pay page does, lets a test
+		// see the call's events as soon as the call returns.
+		for _, ev := range outbox {
+			s.deliver(context.WithoutCancel(r.Context()), Control{}, ev)
+		}
 
 		s.log.Debug("fakestripe: api call", "method", r.Method, "path", r.URL.Path, "status", status, "replayed", replayed)
 		if replayed {

@@ -19,6 +19,7 @@ const (
 	eventCompleted      = "checkout.session.completed"
 	eventAsyncSucceeded = "checkout.session.async_payment_succeeded"
 	eventAsyncFailed    = "checkout.session.async_payment_failed"
+	eventExpired        = "checkout.session.expired"
 )
 
 const (

@@ -34,7 +34,16 @@ type fixture struct {
 	url   string
 	sc    *client.API
 	hooks *receiver
-	now   time.Time // the fake's fixed clock
+
+	clock sync.Mutex // guards now against the fake's goroutines
+	now   time.Time  // the fake's clock: fixed unless a test sets it
+}
+
+// setNow sets the fake's clock.
+func (f *fixture) setNow(t time.Time) {
+	f.clock.Lock()
+	defer f.clock.Unlock()
+	f.now = t
 }
 
 // newFixture starts a fake with a seeded id source and a clock fixed at the
@@ -43,7 +52,11 @@ func newFixture(t *testing.T, opts fakestripe.Options) *fixture {
 	t.Helper()
 	f := &fixture{hooks: newReceiver(t), now: time.Now().Truncate(time.Second)}
 	opts.Rand = seeded(1)
-	opts.Clock = func() time.Time { return f.now }
+	opts.Clock = func() time.Time {
+		f.clock.Lock()
+		defer f.clock.Unlock()
+		return f.now
+	}
 	if opts.WebhookURL == "" {
 		opts.WebhookURL = f.hooks.url
 	}

@@ -24,6 +24,7 @@ type paymentIntent struct {
 var (
 	errUnknownSession = errors.New("unknown checkout session")
 	errSessionDone    = errors.New("checkout session already complete")
+	errSessionExpired = errors.New("checkout session expired")
 )
 
 // formError is a pay page input the customer must correct.
@@ -57,8 +58,11 @@ func (s *Server) complete(id string, in payInput) (*payment, error) {
 	if !ok {
 		return nil, errUnknownSession
 	}
-	if rec.s.Status != sessionStatusOpen {
+	switch rec.s.Status {
+	case sessionStatusDone:
 		return nil, errSessionDone
+	case sessionStatusExpired:
+		return nil, errSessionExpired
 	}
 	if !validEmail(in.email) {
 		return nil, &formError{"Enter a valid email address."}

@@ -127,6 +127,9 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errSessionDone):
 		s.renderMessage(w, http.StatusConflict, "Already paid", "This checkout session is already complete.")
 		return
+	case errors.Is(err, errSessionExpired):
+		s.renderExpired(w)
+		return
 	case err != nil:
 		s.log.Error("fakestripe: pay", "session", id, "err", err)
 		s.renderMessage(w, http.StatusInternalServerError, "Error", "The fake Stripe failed to complete this payment.")
@@ -164,16 +167,21 @@ func (s *Server) link(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderPayPage(w http.ResponseWriter, id string, status int, in payInput, msg string) {
 	s.mu.Lock()
 	rec, ok := s.sessions[id]
-	open := ok && rec.s.Status == sessionStatusOpen
+	var state string
 	var d payPageData
-	if open {
+	if ok {
+		state = rec.s.Status
+	}
+	if state == sessionStatusOpen {
 		d = payPageFor(rec, in, msg)
 	}
 	s.mu.Unlock()
 	switch {
 	case !ok:
 		s.renderUnknownSession(w)
-	case !open:
+	case state == sessionStatusExpired:
+		s.renderExpired(w)
+	case state != sessionStatusOpen:
 		s.renderMessage(w, http.StatusOK, "Payment complete", "This checkout session is already complete.")
 	default:
 		s.render(w, status, payTemplate, d)
@@ -211,6 +219,11 @@ func payPageFor(rec *sessionRecord, in payInput, msg string) payPageData {
 		})
 	}
 	return d
+}
+
+// renderExpired answers 410: the session can never be paid again.
+func (s *Server) renderExpired(w http.ResponseWriter) {
+	s.renderMessage(w, http.StatusGone, "Session expired", "This checkout session has expired.")
 }
 
 func (s *Server) renderUnknownSession(w http.ResponseWriter) {

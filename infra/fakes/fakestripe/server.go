@@ -10,17 +10,19 @@
 //
 // Endpoints:
 //
-//	POST /v1/checkout/sessions            create a Checkout Session
-//	GET  /v1/checkout/sessions/{id}       retrieve a Checkout Session
-//	POST /v1/refunds                      refund a paid session's payment intent
-//	GET  /v1/refunds/{id}                 retrieve a refund
-//	GET  /pay/{id}, POST /pay/{id}        the hosted pay page
-//	GET  /link/{tier}                     open a Payment Link for a tier
-//	POST /_control                        shape the next payment's webhook deliveries
-//	POST /_events/{id}/deliver            resend a stored event
-//	GET  /_calls, DELETE /_calls          API calls received
-//	GET  /_deliveries                     webhook deliveries attempted
-//	GET  /_events                         events created
+//	POST /v1/checkout/sessions              create a Checkout Session
+//	GET  /v1/checkout/sessions              list Checkout Sessions, newest first
+//	GET  /v1/checkout/sessions/{id}         retrieve a Checkout Session
+//	POST /v1/checkout/sessions/{id}/expire  expire an open Checkout Session
+//	POST /v1/refunds                        refund a paid session's payment intent
+//	GET  /v1/refunds/{id}                   retrieve a refund
+//	GET  /pay/{id}, POST /pay/{id}          the hosted pay page
+//	GET  /link/{tier}                       open a Payment Link for a tier
+//	POST /_control                          shape the next payment's webhook deliveries
+//	POST /_events/{id}/deliver              resend a stored event
+//	GET  /_calls, DELETE /_calls            API calls received
+//	GET  /_deliveries                       webhook deliveries attempted
+//	GET  /_events                           events created
 package fakestripe
 
 import (
@@ -79,6 +81,7 @@ type Server struct {
 	links       map[oracle.Tier]string // Payment Link id per tier, made on first use
 	idempotency map[string]idempotentResult
 	events      []*event
+	outbox      []*event // events an API call made, sent before it answers
 	eventByID   map[string]*event
 	calls       []Call
 	deliveries  []Delivery
@@ -125,7 +128,9 @@ func New(opts Options) *Server {
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/checkout/sessions", s.api(sessionParamNames, s.createSession))
+	s.mux.HandleFunc("GET /v1/checkout/sessions", s.api(sessionListParamNames, s.listSessions))
 	s.mux.HandleFunc("GET /v1/checkout/sessions/{id}", s.api(retrieveParamNames, s.retrieveSession))
+	s.mux.HandleFunc("POST /v1/checkout/sessions/{id}/expire", s.api(retrieveParamNames, s.expireSession))
 	s.mux.HandleFunc("POST /v1/refunds", s.api(refundParamNames, s.createRefund))
 	s.mux.HandleFunc("GET /v1/refunds/{id}", s.api(retrieveParamNames, s.retrieveRefund))
 	s.mux.HandleFunc("/v1/", s.api(nil, unknownAPIRoute))

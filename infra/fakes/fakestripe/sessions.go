@@ -14,18 +14,19 @@ import (
 
 // Checkout Session limits and defaults, as Stripe applies them.
 const (
-	sessionLifetime     = 24 * time.Hour
-	minSessionLifetime  = 30 * time.Minute
-	maxLineItems        = 100
-	maxAmount           = 99_999_999 // eight digits in the minor unit
-	maxQuantity         = 999_999
-	maxClientReference  = 200
-	ideaMaxLength       = 255
-	paymentMethodCard   = "card"
-	sessionStatusOpen   = "open"
-	sessionStatusDone   = "complete"
-	paymentStatusPaid   = "paid"
-	paymentStatusUnpaid = "unpaid"
+	sessionLifetime      = 24 * time.Hour
+	minSessionLifetime   = 30 * time.Minute
+	maxLineItems         = 100
+	maxAmount            = 99_999_999 // eight digits in the minor unit
+	maxQuantity          = 999_999
+	maxClientReference   = 200
+	ideaMaxLength        = 255
+	paymentMethodCard    = "card"
+	sessionStatusOpen    = "open"
+	sessionStatusDone    = "complete"
+	sessionStatusExpired = "expired"
+	paymentStatusPaid    = "paid"
+	paymentStatusUnpaid  = "unpaid"
 )
 
 // session is a Checkout Session exactly as the API renders it.
@@ -129,6 +130,29 @@ func (s *Server) retrieveSession(r *http.Request, _ url.Values) (any, error) {
 	if !ok {
 		return nil, noSuch(http.StatusNotFound, "checkout.session", id, "session")
 	}
+	return rec.s, nil
+}
+
+// expireSession serves POST /v1/checkout/sessions/{id}/expire: an open
+// session becomes expired, and its checkout.session.expired event is sent
+// before the call answers, as a payment's events are.
+func (s *Server) expireSession(r *http.Request, _ url.Values) (any, error) {
+	id := r.PathValue("id")
+	rec, ok := s.sessions[id]
+	if !ok {
+		return nil, noSuch(http.StatusNotFound, "checkout.session", clip(id), "session")
+	}
+	if rec.s.Status != sessionStatusOpen {
+		return nil, invalidParam("", "", "Only Checkout Sessions with a status in [\"open\"] can be expired. This Checkout Session has a status of \"%s\".", rec.s.Status)
+	}
+	rec.s.Status = sessionStatusExpired
+	rec.s.URL = nil
+	ev, err := s.newEvent(eventExpired, rec)
+	if err != nil {
+		return nil, fmt.Errorf("expire session: %w", err)
+	}
+	s.outbox = append(s.outbox, ev)
+	s.log.Info("fakestripe: session expired", "session", id)
 	return rec.s, nil
 }
 

@@ -216,7 +216,7 @@ func TestUnknownRoutes(t *testing.T) {
 	f := newFixture(t, fakestripe.Options{})
 	tests := []struct{ method, path string }{
 		{http.MethodGet, "/v1/customers"},
-		{http.MethodGet, "/v1/checkout/sessions"},
+		{http.MethodGet, "/v1/checkout/sessions/cs_test_x/line_items"},
 		{http.MethodDelete, "/v1/checkout/sessions/cs_test_x"},
 		{http.MethodGet, "/nothing/here"},
 		{http.MethodPut, "/pay/cs_test_x"},
