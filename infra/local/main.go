@@ -51,6 +51,8 @@ Environment:
   MAIL_TRANSPORT         ses (default) or graph: email through the fake Microsoft Graph
   GRAPH_PORT             fake Microsoft Graph port (default 3004)
   ORACLE_FORCE_BASE64    1: the front door base64-encodes every request body
+  SCHEDULE_EVERY         fire some functions' schedules at a fixed interval instead of
+                         their rate or cron, e.g. HealthFunction=30s,SmokeFunction=2m
 `
 
 func main() {
@@ -205,6 +207,9 @@ func optionsFromEnv() (stack.Options, error) {
 		ForceBase64:         os.Getenv("ORACLE_FORCE_BASE64") == "1",
 		MailTransport:       os.Getenv("MAIL_TRANSPORT"),
 	}
+	if o.ScheduleEvery, err = scheduleEvery(os.Getenv("SCHEDULE_EVERY")); err != nil {
+		return stack.Options{}, err
+	}
 	for name, p := range map[string]*int{"PORT": &o.Port, "STRIPE_PORT": &o.StripePort, "MOTO_PORT": &o.MotoPort, "GEMINI_PORT": &o.GeminiPort, "SES_PORT": &o.SESPort, "GRAPH_PORT": &o.GraphPort} {
 		v := os.Getenv(name)
 		if v == "" {
@@ -215,6 +220,31 @@ func optionsFromEnv() (stack.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// scheduleEvery reads SCHEDULE_EVERY: comma-separated LogicalId=duration
+// pairs, each the interval at which that function's schedules fire instead
+// of their rate or cron expression.
+func scheduleEvery(v string) (map[string]time.Duration, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[string]time.Duration{}
+	for pair := range strings.SplitSeq(v, ",") {
+		id, text, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || id == "" {
+			return nil, fmt.Errorf("SCHEDULE_EVERY: %q is not LogicalId=duration (e.g. HealthFunction=30s)", pair)
+		}
+		d, err := time.ParseDuration(text)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("SCHEDULE_EVERY: %s=%q is not a positive duration such as 30s or 2m", id, text)
+		}
+		if _, dup := out[id]; dup {
+			return nil, fmt.Errorf("SCHEDULE_EVERY names %s twice", id)
+		}
+		out[id] = d
+	}
+	return out, nil
 }
 
 // repoRoot is the nearest directory up from the working directory that

@@ -405,6 +405,25 @@ func (st *Stack) Env(f sam.Function) (map[string]string, error) {
 	return out, nil
 }
 
+// Schedules resolves a function's schedule events. One the template does
+// not name is named as CloudFormation names the rule SAM generates for it:
+// the function's name and the event's (here behind the stack's prefix, as
+// every name is).
+func (st *Stack) Schedules(f sam.Function) ([]sam.Schedule, error) {
+	out := make([]sam.Schedule, 0, len(f.Schedules))
+	for _, e := range f.Schedules {
+		s, err := st.Template.Schedule(e, st.Values)
+		if err != nil {
+			return nil, fmt.Errorf("%s %w", f.LogicalID, err)
+		}
+		if s.Name == "" {
+			s.Name = st.Ref(f.LogicalID) + e.Name
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 func list(v any) []map[string]any {
 	arr, _ := v.([]any)
 	out := make([]map[string]any, 0, len(arr))

@@ -149,3 +149,55 @@ func TestMailEventsReachTheirQueueOnce(t *testing.T) {
 		t.Fatalf("the queue received %q, want the one event in SNS's envelope", bodies)
 	}
 }
+
+// A function's schedules resolve against the parameters given to Provision,
+// and an unnamed one is named after the function and the event.
+func TestSchedulesResolveWithTheParameters(t *testing.T) {
+	tmpl, err := sam.Parse([]byte(`
+Parameters:
+  HealthPeriodMinutes: {Type: Number, Default: 5}
+Resources:
+  HealthFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: functions/health/
+      Events:
+        Every:
+          Type: Schedule
+          Properties:
+            Schedule: !Sub "rate(${HealthPeriodMinutes} minutes)"
+        Named:
+          Type: Schedule
+          Properties:
+            Schedule: cron(0 7 * * ? *)
+            Name: !Sub "${AWS::Region}-smoke"
+            Enabled: false
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No resource to create: provisioning calls no AWS API.
+	for _, tc := range []struct {
+		params map[string]string
+		every  string
+	}{
+		{nil, "rate(5 minutes)"},
+		{map[string]string{"HealthPeriodMinutes": "15"}, "rate(15 minutes)"},
+	} {
+		st, err := provision.Provision(context.Background(), provision.Options{Template: tmpl, AWS: aws.Config{Region: provision.TestRegion}, Prefix: "p-", Params: tc.params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Schedules(tmpl.Functions()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []sam.Schedule{
+			{Event: "Every", Type: "Schedule", Expression: tc.every, Enabled: true, Name: "p-HealthFunctionEvery"},
+			{Event: "Named", Type: "Schedule", Expression: "cron(0 7 * * ? *)", Name: provision.TestRegion + "-smoke"},
+		}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("params %v: Schedules = %+v, want %+v", tc.params, got, want)
+		}
+	}
+}

@@ -318,10 +318,91 @@ type QueueEvent struct {
 	ReportBatchItemFailures bool
 }
 
-// ScheduleEvent is a ScheduleV2 or Schedule event.
+// ScheduleEvent is a Schedule event (an EventBridge rule) or a ScheduleV2
+// event (EventBridge Scheduler) as the template writes it, intrinsics
+// unresolved; Template.Schedule resolves it.
 type ScheduleEvent struct {
-	Name       string
-	Expression string
+	Name string // the event's key under Events, e.g. Every
+	Type string // Schedule or ScheduleV2
+	// Expression is Schedule's Schedule or ScheduleV2's ScheduleExpression:
+	// a string or an Intrinsic such as Fn::Sub.
+	Expression any
+	// Properties are all the event's properties.
+	Properties map[string]any
+}
+
+// Schedule is a schedule event resolved against the template's values.
+type Schedule struct {
+	Event      string // the event's key, e.g. Every
+	Type       string // Schedule or ScheduleV2
+	Expression string // e.g. rate(5 minutes) or cron(0 7 * * ? *)
+	// Enabled is false when the template disables the schedule, with
+	// Enabled: false or State: DISABLED.
+	Enabled bool
+	// Name is the Name property: the rule's (or the schedule's) name, empty
+	// when the template leaves naming to CloudFormation.
+	Name string
+	// Input is the Input property, the constant JSON the function gets
+	// instead of the event; empty for the event.
+	Input string
+	// Timezone is ScheduleV2's ScheduleExpressionTimezone; empty means UTC.
+	Timezone string
+}
+
+// Schedule resolves a schedule event's expression and properties.
+func (t *Template) Schedule(e ScheduleEvent, v *Values) (Schedule, error) {
+	s := Schedule{Event: e.Name, Type: e.Type, Enabled: true}
+	fail := func(format string, args ...any) (Schedule, error) {
+		return Schedule{}, fmt.Errorf("schedule %s: "+format, append([]any{e.Name}, args...)...)
+	}
+	var err error
+	if e.Expression == nil {
+		return fail("no expression (Schedule, or ScheduleExpression for ScheduleV2)")
+	}
+	if s.Expression, err = t.ResolveString(e.Expression, v); err != nil {
+		return fail("expression: %w", err)
+	}
+	for _, p := range []struct {
+		key  string
+		into *string
+	}{{"Name", &s.Name}, {"Input", &s.Input}, {"ScheduleExpressionTimezone", &s.Timezone}} {
+		if x, ok := e.Properties[p.key]; ok {
+			if *p.into, err = t.ResolveString(x, v); err != nil {
+				return fail("%s: %w", p.key, err)
+			}
+		}
+	}
+	enabled, hasEnabled := e.Properties["Enabled"]
+	state, hasState := e.Properties["State"]
+	switch {
+	case hasEnabled && hasState:
+		return fail("set Enabled or State, not both (SAM refuses both)")
+	case hasEnabled:
+		b, err := t.ResolveString(enabled, v)
+		if err != nil {
+			return fail("Enabled: %w", err)
+		}
+		switch strings.ToLower(b) {
+		case "true":
+		case "false":
+			s.Enabled = false
+		default:
+			return fail("Enabled is %q, want true or false", b)
+		}
+	case hasState:
+		st, err := t.ResolveString(state, v)
+		if err != nil {
+			return fail("State: %w", err)
+		}
+		switch st {
+		case "ENABLED", "ENABLED_WITH_ALL_CLOUDTRAIL_MANAGEMENT_EVENTS":
+		case "DISABLED":
+			s.Enabled = false
+		default:
+			return fail("State is %q, want ENABLED or DISABLED", st)
+		}
+	}
+	return s, nil
 }
 
 // Functions returns every serverless function with globals applied.
@@ -374,11 +455,10 @@ func (t *Template) Functions() []Function {
 					}
 				}
 				f.Queues = append(f.Queues, q)
-			case "Schedule", "ScheduleV2":
-				f.Schedules = append(f.Schedules, ScheduleEvent{Name: name, Expression: scalar(props["ScheduleExpression"])})
-				if f.Schedules[len(f.Schedules)-1].Expression == "" {
-					f.Schedules[len(f.Schedules)-1].Expression = scalar(props["Schedule"])
-				}
+			case "Schedule":
+				f.Schedules = append(f.Schedules, ScheduleEvent{Name: name, Type: "Schedule", Expression: props["Schedule"], Properties: props})
+			case "ScheduleV2":
+				f.Schedules = append(f.Schedules, ScheduleEvent{Name: name, Type: "ScheduleV2", Expression: props["ScheduleExpression"], Properties: props})
 			}
 		}
 		out = append(out, f)

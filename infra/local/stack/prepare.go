@@ -19,6 +19,7 @@ import (
 
 	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
+	"42sisters.ai/oracle/infra/local/schedule"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
@@ -90,6 +91,19 @@ type Options struct {
 	// consuming function is invoked with it, so tests can check what holds
 	// at that moment (the verdict is served before its email is sent).
 	BeforeDelivery func(queue string, batch events.SQSEvent)
+	// ScheduleEvery fires the schedules of a function, by logical id, at a
+	// fixed interval instead of at their rate or cron expression (e.g.
+	// {"HealthFunction": 30 * time.Second}), the first one interval after
+	// Start. An id that names no function with a schedule fails Start.
+	ScheduleEvery map[string]time.Duration
+	// ScheduleOff fires no schedule by itself, for tests that run scheduled
+	// functions with Stack.Fire.
+	ScheduleOff bool
+	// ScheduleClock is the clock schedules fire by; default the machine's.
+	ScheduleClock schedule.Clock
+	// AfterSchedule, when set, sees every invocation of a function by one
+	// of its schedules (Fire's too) once the function has answered.
+	AfterSchedule func(Firing)
 }
 
 // Region is the AWS region of the local stack.
@@ -138,6 +152,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Log == nil {
 		o.Log = os.Stderr
+	}
+	if o.ScheduleClock == nil {
+		o.ScheduleClock = schedule.System
 	}
 	switch key := o.StripeSecretKey; {
 	case key == "":

@@ -1,8 +1,8 @@
 // Package stack runs the whole service on this machine: moto server with the
 // template provisioned, every function's real bootstrap behind the local
-// Lambda Runtime API, the HTTP front door, the SQS pollers, the fake Stripe
-// and a tap on the alerts topic. `go run ./infra/local` and the end-to-end
-// tests start it the same way.
+// Lambda Runtime API, the HTTP front door, the SQS pollers, the functions'
+// schedules, the fake Stripe and a tap on the alerts topic. `go run
+// ./infra/local` and the end-to-end tests start it the same way.
 package stack
 
 import (
@@ -61,6 +61,7 @@ type Stack struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	alerts    *alertTap
+	scheduling
 }
 
 // Start builds and starts everything; ctx bounds the start only. Close stops
@@ -111,6 +112,17 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	fns := s.backend.template.Functions()
 	if err := checkEnv(o.Env, fns); err != nil {
 		return s, err
+	}
+	plan, err := planSchedules(s.Resources, fns, o.ScheduleEvery)
+	if err != nil {
+		return s, err
+	}
+	s.scheduling = scheduling{
+		schedules:     plan,
+		invokers:      map[string]poller.Invoker{},
+		clock:         o.ScheduleClock,
+		scheduleLog:   log.New(o.Log, "[schedule] ", 0),
+		afterSchedule: o.AfterSchedule,
 	}
 	bins, err := build(ctx, &o, fns)
 	if err != nil {
@@ -167,6 +179,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			return s, err
 		}
 		s.functions = append(s.functions, f)
+		s.invokers[fn.LogicalID] = f
 		for _, r := range fn.Routes {
 			routes = append(routes, gateway.Route{Method: r.Method, Path: r.Path, Function: f})
 		}
@@ -200,6 +213,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint, graph: graph})
 	mux.Handle("/", front)
 	s.serve(api, mux)
+	s.startSchedules(runCtx, &o)
 	return s, nil
 }
 
@@ -217,8 +231,8 @@ func checkEnv(env map[string]map[string]string, fns []sam.Function) error {
 // Alerts returns the alerts published so far, oldest first.
 func (s *Stack) Alerts() []string { return s.alerts.list() }
 
-// Close stops everything Start started: servers, pollers, processes, and
-// moto if Start started it.
+// Close stops everything Start started: servers, pollers, schedules,
+// processes, and moto if Start started it.
 func (s *Stack) Close() error {
 	s.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
