@@ -57,8 +57,12 @@ type Control struct {
 	// FailAlways fails every SendEmail request that finds no failure
 	// queued, until a Reset.
 	FailAlways *Failure `json:"fail_always,omitempty"`
-	// Reset forgets the queued failures and FailAlways.
+	// Reset forgets the queued failures and FailAlways, and resumes
+	// sending.
 	Reset bool `json:"reset,omitempty"`
+	// SendingPaused sets what GetAccount answers for SendingEnabled (its
+	// negation), as SES pausing an account looks to the health job.
+	SendingPaused *bool `json:"sending_paused,omitempty"`
 }
 
 // pending is the answer of /_control: the failures waiting.
@@ -69,8 +73,8 @@ type pending struct {
 
 // Apply applies c, or nothing when any part of c is invalid.
 func (s *Server) Apply(c Control) error {
-	if len(c.Fail) == 0 && c.FailAlways == nil && !c.Reset {
-		return errors.New("control: set fail, fail_always or reset")
+	if len(c.Fail) == 0 && c.FailAlways == nil && !c.Reset && c.SendingPaused == nil {
+		return errors.New("control: set fail, fail_always, sending_paused or reset")
 	}
 	for i, f := range c.Fail {
 		if err := f.validate(); err != nil {
@@ -92,7 +96,10 @@ func (s *Server) Apply(c Control) error {
 		return fmt.Errorf("control: at most %d failures may be queued; %d are and %d more were asked", maxQueued, queued, len(c.Fail))
 	}
 	if c.Reset {
-		s.queue, s.always = nil, nil
+		s.queue, s.always, s.paused = nil, nil, false
+	}
+	if c.SendingPaused != nil {
+		s.paused = *c.SendingPaused
 	}
 	s.queue = append(s.queue, c.Fail...)
 	if c.FailAlways != nil {

@@ -108,12 +108,12 @@ func TestForwardKeepsTheSignedRequest(t *testing.T) {
 	if got := aws.ToString(out.MessageId); got != "stub-0001" {
 		t.Errorf("message id %q, want moto's stub-0001", got)
 	}
-	if _, err := ses.GetAccount(context.Background(), &sesv2.GetAccountInput{}); err != nil {
-		t.Fatalf("GetAccount through the front: %v", err)
+	if _, err := ses.ListEmailIdentities(context.Background(), &sesv2.ListEmailIdentitiesInput{}); err != nil {
+		t.Fatalf("ListEmailIdentities through the front: %v", err)
 	}
 	checker.mu.Lock()
 	defer checker.mu.Unlock()
-	if want := []string{"GET /v2/email/account", "POST /v2/email/outbound-emails", "GET /v2/email/account"}; strings.Join(checker.paths, ",") != strings.Join(want, ",") {
+	if want := []string{"GET /v2/email/account", "POST /v2/email/outbound-emails", "POST /v2/email/list-identities"}; strings.Join(checker.paths, ",") != strings.Join(want, ",") {
 		t.Errorf("moto received %v, want %v", checker.paths, want)
 	}
 }

@@ -92,6 +92,7 @@ type Server struct {
 	queue  []Failure
 	always *Failure
 	calls  []*Call
+	paused bool   // what GetAccount answers
 	seq    uint64 // answers the front made itself, for their request ids
 }
 
@@ -160,6 +161,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case r.Method == http.MethodPost && r.URL.Path == sendEmailPath:
 		s.handleSend(w, r)
+	case r.Method == http.MethodGet && r.URL.Path == accountPath:
+		s.handleAccount(w)
 	default:
 		s.forward(w, r)
 	}

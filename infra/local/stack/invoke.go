@@ -8,6 +8,7 @@ import (
 	"time"
 
 	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
+	fakeses "42sisters.ai/oracle/infra/fakes/fakeses"
 	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/sam"
 )
@@ -64,6 +65,17 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 		defer srv.Close()
 		env["GEMINI_API_BASE"] = "http://" + ln.Addr().String()
 	}
+	// SES through the front (moto lacks GetAccount), CloudWatch not at all
+	// (moto does not speak its protocol): as in the running stack.
+	ses, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for the fake SES front: %w", err)
+	}
+	sesSrv := &http.Server{Handler: fakeses.New(fakeses.Options{Moto: b.endpoint, AWS: b.aws}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = sesSrv.Serve(ses) }()
+	defer sesSrv.Close()
+	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + ses.Addr().String()
+	env["QUEUE_AGE_METRICS"] = "off"
 	f, err := function(&o, b, *fn, bins[fn.LogicalID], env)
 	if err != nil {
 		return nil, err

@@ -154,6 +154,9 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	// configuration set's events as SES does; the mailer reaches it as the
 	// SDK's SES v2 endpoint.
 	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + sesLn.Addr().String()
+	// moto does not speak CloudWatch's current (CBOR) protocol: the health
+	// job reports queue ages as unknown here.
+	env["QUEUE_AGE_METRICS"] = "off"
 	s.SESURL = fmt.Sprintf("http://localhost:%d", o.SESPort)
 	s.serve(sesLn, fakeses.New(fakeses.Options{
 		Moto:             s.backend.endpoint,

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/health"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+// The defaults of the health job's windows (docs/configuration.md).
+const (
+	DefaultPeriod          = 5 * time.Minute
+	DefaultStuckAfter      = 15 * time.Minute
+	DefaultMailStuckAfter  = 30 * time.Minute
+	DefaultReconcileWindow = 24 * time.Hour
+	DefaultRetryDelay      = 5 * time.Second
+	DefaultRealertEvery    = 24 * time.Hour
+	// DefaultWebhookGrace keeps the reconciliation off sessions whose
+	// webhook may still be on its way.
+	DefaultWebhookGrace = 10 * time.Minute
+)
+
+type settings struct {
+	OrdersTable string
+	LedgerTable string
+	AuditBucket string
+	AlertsTopic string
+	// Queues by the name the record gives them; DeadLetters likewise,
+	// with the queue name the deadletter function counts under.
+	Queues      []queueRef
+	DeadLetters []queueRef
+
+	// QueueAges reads the queues' oldest-message ages from CloudWatch;
+	// off where there is none (the local stack: moto does not speak
+	// CloudWatch's current protocol).
+	QueueAges bool
+
+	Transport string
+	Graph     *mail.GraphConfig
+
+	GeminiKey   string
+	GeminiModel string
+	GeminiBase  string
+
+	StripeLive    string
+	StripeTest    string
+	StripeAPIBase string
+	Hasher        *audit.Hasher
+
+	Retention       time.Duration
+	Period          time.Duration
+	StuckAfter      time.Duration
+	MailStuckAfter  time.Duration
+	ReconcileWindow time.Duration
+	WebhookGrace    time.Duration
+	RetryDelay      time.Duration
+	FailCritical    int
+	RealertEvery    time.Duration
+}
+
+// queueRef names a queue for the record and locates it.
+type queueRef struct {
+	Name string
+	URL  string
+}
+
+// loadConfig reads and validates every setting once, at cold start.
+func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
+	env := config.FromEnviron(config.NewAWSSecrets(cfg))
+	s := settings{
+		OrdersTable: env.String("ORDERS_TABLE"),
+		LedgerTable: env.String("LEDGER_TABLE"),
+		AuditBucket: env.String("AUDIT_BUCKET"),
+		AlertsTopic: env.String("ALERTS_TOPIC_ARN"),
+		Queues: []queueRef{
+			{"generate", env.String("GENERATE_QUEUE_URL")},
+			{"mail", env.String("MAIL_QUEUE_URL")},
+			{"mail_events", env.String("MAIL_EVENTS_QUEUE_URL")},
+		},
+		DeadLetters: []queueRef{
+			{"generate_dead_letters", env.String("GENERATE_DEAD_LETTER_QUEUE_URL")},
+			{"mail_dead_letters", env.String("MAIL_DEAD_LETTER_QUEUE_URL")},
+			{"mail_events_dead_letters", env.String("MAIL_EVENTS_DEAD_LETTER_QUEUE_URL")},
+		},
+		GeminiKey:       env.Secret(ctx, "GEMINI_API_KEY", true),
+		GeminiModel:     env.Optional("GEMINI_MODEL", gemini.DefaultModel),
+		GeminiBase:      env.Optional("GEMINI_API_BASE", ""),
+		StripeAPIBase:   env.Optional("STRIPE_API_BASE", ""),
+		Retention:       env.Days("ORDER_RETENTION_DAYS", 90, 1, 3650),
+		Period:          env.Duration("HEALTH_PERIOD", DefaultPeriod),
+		StuckAfter:      env.Duration("STUCK_AFTER", DefaultStuckAfter),
+		MailStuckAfter:  env.Duration("MAIL_STUCK_AFTER", DefaultMailStuckAfter),
+		ReconcileWindow: env.Duration("RECONCILE_WINDOW", DefaultReconcileWindow),
+		WebhookGrace:    env.Duration("WEBHOOK_GRACE", DefaultWebhookGrace),
+		RetryDelay:      env.Duration("HEALTH_RETRY_DELAY", DefaultRetryDelay),
+		FailCritical:    env.Int("HEALTH_FAIL_CRITICAL", health.DefaultFailCritical, 1, 100),
+		RealertEvery:    env.Duration("REALERT_EVERY", DefaultRealertEvery),
+	}
+	// SPEC_ORACLE_CACHE_HEALTH invariant 1: a period between 30 s and an hour.
+	if s.Period < 30*time.Second || s.Period > time.Hour {
+		env.Invalid("HEALTH_PERIOD", fmt.Errorf("must be between 30s and 1h, got %s", s.Period))
+	}
+	if s.ReconcileWindow > 30*24*time.Hour {
+		env.Invalid("RECONCILE_WINDOW", fmt.Errorf("must be at most 30 days (Stripe's list reaches that far back), got %s", s.ReconcileWindow))
+	}
+	switch v := env.Optional("QUEUE_AGE_METRICS", "cloudwatch"); v {
+	case "cloudwatch":
+		s.QueueAges = true
+	case "off":
+	default:
+		env.Invalid("QUEUE_AGE_METRICS", fmt.Errorf("must be cloudwatch or off, got %q", v))
+	}
+	s.Transport = env.Optional("MAIL_TRANSPORT", "ses")
+	switch s.Transport {
+	case "ses":
+	case "graph":
+		s.Graph = &mail.GraphConfig{
+			Sender:    env.Address("GRAPH_SENDER", "oracle@42sisters.ai"),
+			APIBase:   env.Optional("GRAPH_API_BASE", mail.DefaultGraphAPIBase),
+			LoginBase: env.Optional("GRAPH_LOGIN_BASE", mail.DefaultGraphLoginBase),
+		}
+		if secret := env.Secret(ctx, "GRAPH_CREDENTIALS", true); secret != "" {
+			var err error
+			if s.Graph.TenantID, s.Graph.ClientID, s.Graph.ClientSecret, err = mail.ParseGraphCredentials(secret); err != nil {
+				env.Invalid("GRAPH_CREDENTIALS", err)
+			}
+		}
+	default:
+		env.Invalid("MAIL_TRANSPORT", fmt.Errorf("must be ses or graph, got %q", s.Transport))
+	}
+	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
+	s.Hasher = audit.HasherFrom(ctx, env)
+	if err := env.Err(); err != nil {
+		return settings{}, err
+	}
+	return s, nil
+}

@@ -1,0 +1,117 @@
+// Command health is the scheduled health job (every HEALTH_PERIOD): it
+// checks the stores, the queues, the email transport, the model and Stripe,
+// samples the stored verdicts, finds the paid orders left behind and sends
+// what they are owed again, claims the paid sessions whose webhook never
+// arrived, reminds the operator of the orders waiting for them, and keeps
+// the run's record for the health endpoint.
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/circuit"
+	"42sisters.ai/oracle/shared/coldstart"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+func main() {
+	ctx := context.Background()
+	fn, cfg := coldstart.Start(loadConfig)
+	log, aws := fn.Log, fn.AWS
+	db := awsenv.NewTables(aws)
+	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
+	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
+	index := store.NewOrderIndex(awsenv.NewQueries(aws), cfg.OrdersTable)
+	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
+	auditWriter := audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket)
+	queues := queue.NewClient(aws)
+	sqsClient := sqs.NewFromConfig(aws)
+	var cw MetricsAPI
+	if cfg.QueueAges {
+		cw = cloudwatch.NewFromConfig(aws)
+	}
+	model, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: 5 * time.Second})
+	fn.Check(err, "the model client")
+
+	sessions := map[bool]Sessions{}
+	pingers := map[string]StripePinger{}
+	if cfg.StripeLive != "" {
+		c := stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
+		sessions[true], pingers["live"] = c, c
+	}
+	if cfg.StripeTest != "" {
+		c := stripex.New(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
+		sessions[false], pingers["test"] = c, c
+	}
+
+	h := &Handler{States: ledger, Alerts: alerts, Metrics: fn.Metrics, Log: log, Now: time.Now, Sleep: sleep,
+		RetryDelay: cfg.RetryDelay, FailCritical: cfg.FailCritical, History: 24 * time.Hour}
+	checks := []Check{
+		tableCheck(index, orders),
+		ledgerCheck(ledger, time.Now),
+		auditCheck(auditWriter, time.Now),
+	}
+	for _, q := range cfg.Queues {
+		checks = append(checks, queueCheck(sqsClient, cw, q, time.Now))
+	}
+	for _, q := range cfg.DeadLetters {
+		checks = append(checks, deadLetterCheck(sqsClient, cw, ledger, q, time.Now))
+	}
+	if cfg.Graph != nil {
+		g, err := mail.NewGraph(*cfg.Graph)
+		fn.Check(err, "the Graph transport")
+		checks = append(checks, graphCheck(g))
+	} else {
+		checks = append(checks, sesCheck(sesv2.NewFromConfig(aws)))
+	}
+	checks = append(checks,
+		modelKeyCheck(model),
+		circuitCheck(circuit.New(db, cfg.LedgerTable, "gemini", circuit.Options{}, time.Now), cfg.StuckAfter, time.Now),
+		stripeCheck(pingers),
+		integrityCheck(index, orders, cfg.Hasher, alerts, cfg.Retention, time.Now, randFloat),
+	)
+	h.Checks = checks
+	h.Reconcile = &Reconciler{
+		Index:  index,
+		Orders: orders,
+		Fulfil: &fulfil.Service{
+			Orders:    orders,
+			Generate:  queue.NewSender(queues, cfg.Queues[0].URL, time.Now),
+			Mail:      queue.NewSender(queues, cfg.Queues[1].URL, time.Now),
+			Audit:     &audit.Recorder{Writer: auditWriter, Alerts: alerts, Log: log},
+			Alerts:    alerts,
+			Metrics:   fn.Metrics,
+			Hasher:    cfg.Hasher,
+			Log:       log,
+			Now:       time.Now,
+			Lease:     fulfil.DefaultLease,
+			Retention: cfg.Retention,
+		},
+		Mail:            queue.NewSender(queues, cfg.Queues[1].URL, time.Now),
+		Ledger:          ledger,
+		Alerts:          alerts,
+		Log:             log,
+		Now:             time.Now,
+		Sessions:        sessions,
+		StuckAfter:      cfg.StuckAfter,
+		MailStuckAfter:  cfg.MailStuckAfter,
+		ReconcileWindow: cfg.ReconcileWindow,
+		WebhookGrace:    cfg.WebhookGrace,
+		RealertEvery:    cfg.RealertEvery,
+		Retention:       cfg.Retention,
+	}
+	lambda.Start(h.Handle)
+}
