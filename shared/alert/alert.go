@@ -145,11 +145,16 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 	al.Log.Error("alert could not be published; this line is the alert", append(attrs, "alert_fallback", true, "error", err.Error())...)
 }
 
-// dedupeKey is the Ledger key of a's dedupe window.
+// dedupeKey is the Ledger key of a's dedupe window. An escalation (the
+// same check failing again, now CRITICAL) is news, so the severity is part
+// of the key of an alert about a subject.
 func dedupeKey(a Alert) string {
 	k := "alert#" + string(a.Kind) + "#" + a.Session
 	if a.Subject != "" {
 		k += "#" + a.Subject
+	}
+	if a.Severity == Critical && a.Subject != "" {
+		k += "#" + string(a.Severity)
 	}
 	return k
 }

@@ -140,3 +140,24 @@ func TestSessionsSharingAPrefixAreNotDuplicates(t *testing.T) {
 		t.Fatalf("published %d alerts for two sessions with one prefix, want 2", len(got))
 	}
 }
+
+// TestSubjectsAndEscalationsAreNotDuplicates: two checks failing in the
+// same run are both heard, and a check's escalation to CRITICAL within
+// the window is not suppressed; the same alert about the same check is.
+func TestSubjectsAndEscalationsAreNotDuplicates(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	a := alert.Alert{Severity: alert.Error, Kind: alert.HealthCheckFailed, Subject: "audit_bucket", Detail: "d"}
+	fx.al.Raise(ctx, a)
+	other := a
+	other.Subject = "stripe"
+	fx.al.Raise(ctx, other)
+	fx.al.Raise(ctx, a) // suppressed
+	critical := a
+	critical.Severity = alert.Critical
+	fx.al.Raise(ctx, critical)
+	fx.al.Raise(ctx, critical) // suppressed
+	if got := fx.published(t); len(got) != 3 {
+		t.Fatalf("published %d alerts, want 3: %q", len(got), got)
+	}
+}
