@@ -213,10 +213,15 @@ func (st *Stack) table(ctx context.Context, o Options, r sam.Resource) error {
 	in.KeySchema = keySchema(p["KeySchema"])
 	for _, g := range list(p["GlobalSecondaryIndexes"]) {
 		proj := mapOf(g["Projection"])
+		projection := &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionType(str(proj["ProjectionType"]))}
+		nonKey, _ := proj["NonKeyAttributes"].([]any)
+		for _, a := range nonKey {
+			projection.NonKeyAttributes = append(projection.NonKeyAttributes, fmt.Sprint(a))
+		}
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, ddbtypes.GlobalSecondaryIndex{
 			IndexName:  aws.String(str(g["IndexName"])),
 			KeySchema:  keySchema(g["KeySchema"]),
-			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionType(str(proj["ProjectionType"]))},
+			Projection: projection,
 		})
 	}
 	db := dynamodb.NewFromConfig(o.AWS)

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/health"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// alerts records what was raised.
+type alerts struct {
+	mu   sync.Mutex
+	list []alert.Alert
+}
+
+func (a *alerts) Raise(_ context.Context, x alert.Alert) {
+	a.mu.Lock()
+	a.list = append(a.list, x)
+	a.mu.Unlock()
+}
+
+// take returns what was raised since the last take, as "SEVERITY KIND session".
+func (a *alerts) take() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, x := range a.list {
+		out = append(out, string(x.Severity)+" "+string(x.Kind)+" "+x.Session)
+	}
+	a.list = nil
+	return out
+}
+
+type reconcileEnv struct {
+	r        *Reconciler
+	orders   *store.Orders
+	clock    *testkit.Clock
+	alerts   *alerts
+	sqs      *sqs.Client
+	generate string
+}
+
+func newReconcileEnv(t *testing.T) *reconcileEnv {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	e := &reconcileEnv{clock: testkit.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)), alerts: &alerts{}, sqs: sqs.NewFromConfig(f.AWS), generate: f.Ref("GenerateQueue")}
+	db := awsenv.NewTables(f.AWS)
+	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
+	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
+	hasher, err := audit.NewHasher("a-pepper-for-the-health-tests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := obs.NewLogger(&testkit.Buffer{}, "DEBUG")
+	queues := queue.NewClient(f.AWS)
+	mail := queue.NewSender(queues, f.Ref("MailQueue"), e.clock.Now)
+	e.r = &Reconciler{
+		Index:  store.NewOrderIndex(awsenv.NewQueries(f.AWS), f.Ref("OrdersTable")),
+		Orders: e.orders,
+		Fulfil: &fulfil.Service{Orders: e.orders, Generate: queue.NewSender(queues, e.generate, e.clock.Now), Mail: mail,
+			Audit: &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(f.AWS), f.Ref("AuditBucket")), Alerts: e.alerts, Log: log},
+			Alerts: e.alerts, Metrics: &testkit.Metrics{}, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: fulfil.DefaultLease, Retention: 90 * 24 * time.Hour},
+		Mail: mail, Ledger: ledger, Alerts: e.alerts, Log: log, Now: e.clock.Now, Sessions: map[bool]Sessions{},
+		StuckAfter: DefaultStuckAfter, MailStuckAfter: DefaultMailStuckAfter, ReconcileWindow: DefaultReconcileWindow,
+		WebhookGrace: DefaultWebhookGrace, RealertEvery: DefaultRealertEvery, Retention: 90 * 24 * time.Hour,
+	}
+	return e
+}
+
+// claim records a paid order as the webhook does, its job enqueued.
+func (e *reconcileEnv) claim(t *testing.T, id string) {
+	t.Helper()
+	o := oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: "q", AmountTotal: 100, Currency: "cad",
+		Source: oracle.SourceWebhook, Expires: e.clock.Now().Add(90 * 24 * time.Hour)}
+	c, err := e.orders.ClaimOrder(context.Background(), o, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.orders.JobEnqueued(context.Background(), id, c.Lease); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *reconcileEnv) run(t *testing.T) health.Record {
+	t.Helper()
+	var rec health.Record
+	for _, c := range e.r.Run(context.Background(), &rec) {
+		if c.Status == health.Critical && !strings.Contains(c.Detail, "stuck again") && rec.Reconcile.StillStuck == 0 {
+			t.Fatalf("check %+v", c)
+		}
+	}
+	return rec
+}
+
+// jobs drains the generate queue and returns the sessions of its jobs.
+func (e *reconcileEnv) jobs(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, body := range testkit.Drain(t, e.sqs, e.generate) {
+		j, err := queue.Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, j.SessionID)
+	}
+	return out
+}
+
+// TestStuckOrdersAreFoundThroughTheIndexAndSentAgain: a PAID order whose
+// job was lost is sent again once, WARN; found stuck again, CRITICAL. A
+// parked order is not stuck before its job comes back, nor one that moved
+// recently.
+func TestStuckOrdersAreFoundThroughTheIndexAndSentAgain(t *testing.T) {
+	ctx := context.Background()
+	e := newReconcileEnv(t)
+	lost, parked, fresh := "cs_test_healthlost", "cs_test_healthparked", "cs_test_healthfresh"
+	e.claim(t, lost)
+	e.claim(t, parked)
+	if _, err := e.orders.Park(ctx, parked, e.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(20 * time.Minute)
+	e.claim(t, fresh)
+	e.jobs(t) // nothing is on the queue: the claims above sent no job
+
+	rec := e.run(t)
+	if rec.Reconcile.Stuck != 1 || rec.Reconcile.Redelivered != 1 || rec.Orders["PAID"] != 3 {
+		t.Fatalf("reconciliation %+v orders %v, want the lost order alone sent again", rec.Reconcile, rec.Orders)
+	}
+	if got := e.jobs(t); len(got) != 1 || got[0] != lost {
+		t.Fatalf("jobs sent %v, want one for %s", got, lost)
+	}
+	if got := e.alerts.take(); len(got) != 1 || got[0] != "WARN ORDER_STUCK "+lost {
+		t.Fatalf("alerts %q, want one WARN ORDER_STUCK", got)
+	}
+	// At once again: the resend is progress.
+	if rec := e.run(t); rec.Reconcile.Stuck != 0 || len(e.jobs(t)) != 0 || len(e.alerts.take()) != 0 {
+		t.Fatalf("a second run at once did something: %+v", rec.Reconcile)
+	}
+	// Still no progress after STUCK_AFTER (and the parked job overdue too).
+	e.clock.Add(time.Hour)
+	rec = e.run(t)
+	if rec.Reconcile.Redelivered != 3 || rec.Reconcile.StillStuck != 1 {
+		t.Fatalf("reconciliation %+v, want all three sent again and one stuck again", rec.Reconcile)
+	}
+	got := strings.Join(e.alerts.take(), ",")
+	if !strings.Contains(got, "CRITICAL ORDER_STUCK "+lost) || strings.Count(got, "CRITICAL") != 1 {
+		t.Fatalf("alerts %q, want the lost order CRITICAL, the others WARN", got)
+	}
+}
+
+// TestOrdersWaitingForTheOperatorAreRemindedDaily: a FAILED order is
+// alerted again once a day until it is resolved (CACHE_ALERT's repeat,
+// SILENT_DROP's escalation), a QUARANTINED one as QUARANTINE_UNRESOLVED.
+func TestOrdersWaitingForTheOperatorAreRemindedDaily(t *testing.T) {
+	ctx := context.Background()
+	e := newReconcileEnv(t)
+	failed := "cs_test_healthfailed"
+	e.claim(t, failed)
+	if ok, err := e.orders.MarkFailed(ctx, failed, "model_unavailable"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	e.clock.Add(time.Hour)
+	e.run(t)
+	if got := e.alerts.take(); containsKind(got, alert.OrderUnresolved) {
+		t.Fatalf("reminded after an hour: %q", got)
+	}
+	e.clock.Add(24 * time.Hour)
+	e.run(t)
+	if got := e.alerts.take(); !containsExactly(got, "ERROR ORDER_UNRESOLVED "+failed) {
+		t.Fatalf("alerts %q, want one ORDER_UNRESOLVED after a day", got)
+	}
+	e.clock.Add(time.Hour)
+	e.run(t)
+	if got := e.alerts.take(); containsKind(got, alert.OrderUnresolved) {
+		t.Fatalf("reminded twice within a day: %q", got)
+	}
+	e.clock.Add(24 * time.Hour)
+	e.run(t)
+	if got := e.alerts.take(); !containsExactly(got, "ERROR ORDER_UNRESOLVED "+failed) {
+		t.Fatalf("alerts %q, want the next day's reminder", got)
+	}
+}
+
+func containsKind(list []string, k alert.Kind) bool {
+	return strings.Contains(strings.Join(list, ","), " "+string(k)+" ")
+}
+
+func containsExactly(list []string, want string) bool {
+	n := 0
+	for _, s := range list {
+		if s == want {
+			n++
+		}
+	}
+	return n == 1
+}
+
+// TestTheIndexProjectsWhatTheJobReads: the template's by_status index
+// projects exactly store.IndexedAttributes, which the job decides from
+// before it reads an order whole.
+func TestTheIndexProjectsWhatTheJobReads(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range tmpl.Resources["OrdersTable"].Properties["GlobalSecondaryIndexes"].([]any) {
+		g := g.(map[string]any)
+		if g["IndexName"] != store.StatusIndex {
+			continue
+		}
+		for _, a := range g["Projection"].(map[string]any)["NonKeyAttributes"].([]any) {
+			got = append(got, a.(string))
+		}
+	}
+	want := store.IndexedAttributes()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the template projects %v, the store reads %v", got, want)
+	}
+}
