@@ -46,9 +46,9 @@ func newLifecycleEnv(t *testing.T) *lifecycleEnv {
 	log := obs.NewLogger(&testkit.Buffer{}, "DEBUG")
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	e.h = &Handler{
-		Checks: []Check{auditCheck(audit.NewWriter(bucket, f.Ref("AuditBucket")), e.clock.Now)},
-		States: e.ledger,
-		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: e.ledger, Log: log, Now: e.clock.Now},
+		Checks:  []Check{auditCheck(audit.NewWriter(bucket, f.Ref("AuditBucket")), e.clock.Now)},
+		States:  e.ledger,
+		Alerts:  &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Metrics: &testkit.Metrics{}, Log: log, Now: e.clock.Now,
 		Sleep: func(_ context.Context, d time.Duration) error {
 			e.clock.Add(d)

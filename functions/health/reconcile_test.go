@@ -75,7 +75,7 @@ func newReconcileEnv(t *testing.T) *reconcileEnv {
 		Index:  store.NewOrderIndex(awsenv.NewQueries(f.AWS), f.Ref("OrdersTable")),
 		Orders: e.orders,
 		Fulfil: &fulfil.Service{Orders: e.orders, Generate: queue.NewSender(queues, e.generate, e.clock.Now), Mail: mail,
-			Audit: &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(f.AWS), f.Ref("AuditBucket")), Alerts: e.alerts, Log: log},
+			Audit:  &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(f.AWS), f.Ref("AuditBucket")), Alerts: e.alerts, Log: log},
 			Alerts: e.alerts, Metrics: &testkit.Metrics{}, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: fulfil.DefaultLease, Retention: 90 * 24 * time.Hour},
 		Mail: mail, Ledger: ledger, Alerts: e.alerts, Log: log, Now: e.clock.Now, Sessions: map[bool]Sessions{},
 		StuckAfter: DefaultStuckAfter, MailStuckAfter: DefaultMailStuckAfter, ReconcileWindow: DefaultReconcileWindow,
