@@ -238,3 +238,48 @@ func TestTheIndexProjectsWhatTheJobReads(t *testing.T) {
 		t.Fatalf("the template projects %v, the store reads %v", got, want)
 	}
 }
+
+// TestCorruptStoredVerdictIsCritical is CACHE_HEALTH VC-4 and CACHE_ALERT
+// VC-4: a READY order whose stored verdict no longer parses, or no longer
+// matches its hash, is found by the integrity sample, CRITICAL, and
+// alerted by its session; an intact one passes; nothing is written.
+func TestCorruptStoredVerdictIsCritical(t *testing.T) {
+	ctx := context.Background()
+	e := newReconcileEnv(t)
+	hasher := e.r.Fulfil.(*fulfil.Service).Hasher
+	good := `{"summary":"A clear plan.","verdict":"GREEN"}`
+	stored := map[string]string{
+		"cs_test_healthintact":   hasher.Hash(good),
+		"cs_test_healthunparsed": hasher.Hash("{not json"),
+		"cs_test_healthtampered": hasher.Hash(`{"summary":"Something else.","verdict":"RED"}`),
+	}
+	canonical := map[string]string{"cs_test_healthintact": good, "cs_test_healthunparsed": "{not json", "cs_test_healthtampered": good}
+	for id, hash := range stored {
+		e.claim(t, id)
+		_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.orders.StoreVerdict(ctx, id, lease, store.StoredVerdict{Canonical: canonical[id], Hash: hash, Label: oracle.VerdictGreen,
+			PromptVersion: "v", Model: "m", FilterVersion: "f", ExpiresAt: e.clock.Now().Add(90 * 24 * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := integrityCheck(e.r.Index.(*store.OrderIndex), e.orders, hasher, e.alerts, 90*24*time.Hour, e.clock.Now, func() float64 { return 0 })
+	status, detail, err := check.Run(ctx, &health.Record{})
+	if err != nil || status != health.Critical || !strings.Contains(detail, "3 stored verdict(s) sampled, 2 corrupt") {
+		t.Fatalf("integrity %s %q %v, want critical with two corrupt of three", status, detail, err)
+	}
+	got := strings.Join(e.alerts.take(), ",")
+	for _, id := range []string{"cs_test_healthunparsed", "cs_test_healthtampered"} {
+		if !strings.Contains(got, "CRITICAL VERDICT_CORRUPT "+id) {
+			t.Errorf("alerts %q, want VERDICT_CORRUPT for %s", got, id)
+		}
+	}
+	if strings.Contains(got, "cs_test_healthintact") {
+		t.Errorf("the intact verdict was alerted: %q", got)
+	}
+	if o, _, _ := e.orders.Get(ctx, "cs_test_healthunparsed"); o.Status != oracle.StatusReady || o.Verdict != "{not json" {
+		t.Fatalf("the sample changed the order: %+v", o)
+	}
+}
