@@ -17,7 +17,7 @@ import (
 
 // The defaults of the health job's windows (docs/configuration.md).
 const (
-	DefaultPeriod          = 5 * time.Minute
+	DefaultPeriod          = health.DefaultPeriod
 	DefaultStuckAfter      = 15 * time.Minute
 	DefaultMailStuckAfter  = 30 * time.Minute
 	DefaultReconcileWindow = 24 * time.Hour
@@ -105,8 +105,8 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		RealertEvery:    env.Duration("REALERT_EVERY", DefaultRealertEvery),
 	}
 	// SPEC_ORACLE_CACHE_HEALTH invariant 1: a period between 30 s and an hour.
-	if s.Period < 30*time.Second || s.Period > time.Hour {
-		env.Invalid("HEALTH_PERIOD", fmt.Errorf("must be between 30s and 1h, got %s", s.Period))
+	if err := health.CheckPeriod(s.Period); err != nil {
+		env.Invalid("HEALTH_PERIOD", err)
 	}
 	if s.ReconcileWindow > 30*24*time.Hour {
 		env.Invalid("RECONCILE_WINDOW", fmt.Errorf("must be at most 30 days (Stripe's list reaches that far back), got %s", s.ReconcileWindow))

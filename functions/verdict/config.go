@@ -9,6 +9,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/health"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -27,6 +28,9 @@ type settings struct {
 	Retention     time.Duration
 	JobLease      time.Duration
 	Hasher        *audit.Hasher
+	// HealthPeriod is the health job's period: /api/health calls a record
+	// older than three periods stale.
+	HealthPeriod time.Duration
 }
 
 // loadConfig reads and validates every setting once, at cold start.
@@ -43,6 +47,10 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
 		Retention:     env.Days("ORDER_RETENTION_DAYS", 90, oracle.MinRetentionDays, 3650),
 		JobLease:      env.Duration("JOB_LEASE", fulfil.DefaultLease),
+		HealthPeriod:  env.Duration("HEALTH_PERIOD", health.DefaultPeriod),
+	}
+	if err := health.CheckPeriod(s.HealthPeriod); err != nil {
+		env.Invalid("HEALTH_PERIOD", err)
 	}
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
 	s.Hasher = audit.HasherFrom(ctx, env)

@@ -65,8 +65,9 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
-// Handler serves GET /api/verdict. It never calls the model: a verdict that
-// is not there yet is generated behind the queue and the page polls.
+// Handler serves GET /api/verdict, and GET /api/health through Health. It
+// never calls the model: a verdict that is not there yet is generated
+// behind the queue and the page polls.
 type Handler struct {
 	Orders Orders
 	// Live and Test read sessions of each mode; a session id says its mode.
@@ -85,6 +86,8 @@ type Handler struct {
 	Now       func() time.Time
 	Support   string        // the address the refund text names
 	Retention time.Duration // stated to the customer with the verdict
+	// Health answers GET /api/health (health.go).
+	Health *HealthEndpoint
 }
 
 // RegenWindow is the least time between two regenerations of one session.
@@ -130,8 +133,17 @@ var (
 		"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."}
 )
 
-// Handle answers the result page's poll for one session.
+// Handle routes a request: GET /api/health to Health, every other one (the
+// function has no other route) to the verdict.
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	if isHealthRoute(req) {
+		return h.Health.Answer(ctx), nil
+	}
+	return h.verdict(ctx, req)
+}
+
+// verdict answers the result page's poll for one session.
+func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	arrived := h.Now()
 	id := req.QueryStringParameters["session_id"]
 	if !oracle.ValidSessionID(id) {

@@ -1,7 +1,9 @@
 // Command verdict is the Lambda function behind GET /api/verdict: the
 // result page's one source of the verdict. It serves the stored verdict,
 // claims a paid session the webhook has not reached yet, and queues a
-// regeneration for an expired verdict; it never calls the model.
+// regeneration for an expired verdict; it never calls the model. It also
+// answers GET /api/health, the health job's latest record summed up for
+// uptime monitors.
 package main
 
 import (
@@ -48,6 +50,7 @@ func main() {
 		Now:       time.Now,
 		Support:   cfg.Support,
 		Retention: cfg.Retention,
+		Health:    &HealthEndpoint{Records: ledger, Period: cfg.HealthPeriod, Log: log, Now: time.Now},
 	}
 	if cfg.StripeLive != "" {
 		h.Live = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})

@@ -6,8 +6,26 @@
 package health
 
 import (
+	"fmt"
 	"time"
 )
+
+// The job's period: its default and the bounds of SPEC_ORACLE_CACHE_HEALTH
+// invariant 1. The health endpoint reads the same setting (HEALTH_PERIOD)
+// to tell a stale record.
+const (
+	DefaultPeriod = 5 * time.Minute
+	MinPeriod     = 30 * time.Second
+	MaxPeriod     = time.Hour
+)
+
+// CheckPeriod refuses a period outside [MinPeriod, MaxPeriod].
+func CheckPeriod(d time.Duration) error {
+	if d < MinPeriod || d > MaxPeriod {
+		return fmt.Errorf("must be between 30s and 1h, got %s", d)
+	}
+	return nil
+}
 
 // Status is a check's or a run's status.
 type Status string
