@@ -213,10 +213,17 @@ func (st *Stack) table(ctx context.Context, o Options, r sam.Resource) error {
 	in.KeySchema = keySchema(p["KeySchema"])
 	for _, g := range list(p["GlobalSecondaryIndexes"]) {
 		proj := mapOf(g["Projection"])
+		// An INCLUDE index without its NonKeyAttributes would project
+		// nothing beyond the keys: readers of the index would see zero
+		// times where the deployed index has them.
+		var nonKey []string
+		for _, a := range listOf(proj["NonKeyAttributes"]) {
+			nonKey = append(nonKey, str(a))
+		}
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, ddbtypes.GlobalSecondaryIndex{
 			IndexName:  aws.String(str(g["IndexName"])),
 			KeySchema:  keySchema(g["KeySchema"]),
-			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionType(str(proj["ProjectionType"]))},
+			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionType(str(proj["ProjectionType"])), NonKeyAttributes: nonKey},
 		})
 	}
 	db := dynamodb.NewFromConfig(o.AWS)
@@ -431,6 +438,11 @@ func list(v any) []map[string]any {
 		out = append(out, mapOf(e))
 	}
 	return out
+}
+
+func listOf(v any) []any {
+	arr, _ := v.([]any)
+	return arr
 }
 
 func mapOf(v any) map[string]any {
