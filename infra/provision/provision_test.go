@@ -3,6 +3,7 @@ package provision_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/store"
 )
 
 func TestProvisionFollowsTheTemplate(t *testing.T) {
@@ -53,6 +55,20 @@ func TestProvisionFollowsTheTemplate(t *testing.T) {
 		if err != nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expires_at" {
 			t.Fatalf("%s TTL: %v", table, err)
 		}
+	}
+	// The status index projects what its readers (the health job) read.
+	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(f.Ref("OrdersTable"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var projected []string
+	for _, g := range d.Table.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) == "by_status" && g.Projection != nil {
+			projected = g.Projection.NonKeyAttributes
+		}
+	}
+	if !slices.Equal(projected, store.IndexedAttributes()) {
+		t.Fatalf("by_status projects %q, want %q", projected, store.IndexedAttributes())
 	}
 
 	// The audit bucket has Object Lock and versioning.

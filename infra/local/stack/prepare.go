@@ -91,6 +91,11 @@ type Options struct {
 	// consuming function is invoked with it, so tests can check what holds
 	// at that moment (the verdict is served before its email is sent).
 	BeforeDelivery func(queue string, batch events.SQSEvent)
+	// LoseDelivery, when set, is asked about every SQS batch after
+	// BeforeDelivery; a batch it answers true for is deleted from its queue
+	// unseen by the function, as a job purged or deleted by hand is lost,
+	// so tests can check what finds and resends lost jobs.
+	LoseDelivery func(queue string, batch events.SQSEvent) bool
 	// ScheduleEvery fires the schedules of a function, by logical id, at a
 	// fixed interval instead of at their rate or cron expression (e.g.
 	// {"HealthFunction": 30 * time.Second}), the first one interval after

@@ -194,7 +194,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 				Region:                  Region,
 				BatchSize:               q.BatchSize,
 				ReportBatchItemFailures: q.ReportBatchItemFailures,
-				Function:                observed(f, q.QueueLogicalID, o.BeforeDelivery),
+				Function:                observed(f, q.QueueLogicalID, o.BeforeDelivery, o.LoseDelivery),
 				Name:                    q.QueueLogicalID + " -> " + fn.LogicalID,
 				Log:                     pollLog,
 			}
@@ -262,9 +262,11 @@ func (s *Stack) serve(ln net.Listener, h http.Handler) {
 	s.wg.Go(func() { _ = srv.Serve(ln) })
 }
 
-// observed shows each batch to see before the function gets it.
-func observed(f poller.Invoker, queue string, see func(string, events.SQSEvent)) poller.Invoker {
-	if see == nil {
+// observed shows each batch to see before the function gets it, and
+// answers a batch lose takes with an empty response, which the poller
+// takes for success and deletes: the function never sees it.
+func observed(f poller.Invoker, queue string, see func(string, events.SQSEvent), lose func(string, events.SQSEvent) bool) poller.Invoker {
+	if see == nil && lose == nil {
 		return f
 	}
 	return invokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
@@ -272,7 +274,12 @@ func observed(f poller.Invoker, queue string, see func(string, events.SQSEvent))
 		if err := json.Unmarshal(payload, &batch); err != nil {
 			return nil, fmt.Errorf("observe %s batch: %w", queue, err)
 		}
-		see(queue, batch)
+		if see != nil {
+			see(queue, batch)
+		}
+		if lose != nil && lose(queue, batch) {
+			return nil, nil
+		}
 		return f.Invoke(ctx, payload)
 	})
 }
