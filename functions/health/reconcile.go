@@ -134,10 +134,18 @@ func (r *Reconciler) ordersDetail(c health.Reconciliation) string {
 func (r *Reconciler) orders(ctx context.Context, rec *health.Record) error {
 	now := r.Now()
 	var errs []error
+	// An order the run sent on moves while the run walks: the generator
+	// makes a PAID order GENERATING before the GENERATING walk reads it.
+	// Each order is looked at once per run.
+	visited := map[string]bool{}
 	for _, status := range watched {
 		var n int64
 		err := r.Index.ByStatus(ctx, status, store.Expiring{From: now.Unix()}, func(x store.Indexed) error {
 			n++
+			if visited[x.SessionID] {
+				return nil
+			}
+			visited[x.SessionID] = true
 			if err := r.order(ctx, x, rec); err != nil {
 				// One order's failure does not hide the others.
 				errs = append(errs, fmt.Errorf("%s: %w", oracle.ShortID(x.SessionID), err))
@@ -154,7 +162,7 @@ func (r *Reconciler) orders(ctx context.Context, rec *health.Record) error {
 	from := now.Add(r.Retention - r.ReconcileWindow).Unix()
 	to := now.Add(r.Retention - r.MailStuckAfter).Unix()
 	err := r.Index.ByStatus(ctx, oracle.StatusReady, store.Expiring{From: from, To: to}, func(x store.Indexed) error {
-		if x.VerdictMailClosed || x.Regen {
+		if x.VerdictMailClosed || x.Regen || visited[x.SessionID] {
 			return nil
 		}
 		if err := r.owedMail(ctx, x, oracle.MailVerdict, rec); err != nil {
@@ -316,7 +324,13 @@ func (r *Reconciler) awaiting(ctx context.Context, x store.Indexed, rec *health.
 // paid one that has no order.
 func (r *Reconciler) missedWebhooks(ctx context.Context, rec *health.Record) error {
 	now := r.Now()
-	from, to := now.Add(-r.ReconcileWindow), now.Add(-r.WebhookGrace)
+	// Stripe's created is in whole seconds and the listing excludes to's
+	// second: rounding it up to the next second takes in the sessions of
+	// the second the grace ends in, at most a second younger than the
+	// grace: a webhook that late is as good as missed, and the claim is
+	// idempotent if it comes after all.
+	from := now.Add(-r.ReconcileWindow)
+	to := now.Add(-r.WebhookGrace).Truncate(time.Second).Add(time.Second)
 	for _, live := range []bool{true, false} {
 		src, ok := r.Sessions[live]
 		if !ok {

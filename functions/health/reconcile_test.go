@@ -166,6 +166,45 @@ func TestStuckOrdersAreFoundThroughTheIndexAndSentAgain(t *testing.T) {
 	}
 }
 
+// startsAtOnce is a generator quick enough to start on a redelivered job
+// while the run is still walking the orders.
+type startsAtOnce struct {
+	Fulfiller
+	orders *store.Orders
+}
+
+func (f startsAtOnce) Redeliver(ctx context.Context, r fulfil.Reclaimer, seen oracle.Order) (bool, error) {
+	sent, err := f.Fulfiller.Redeliver(ctx, r, seen)
+	if err != nil || !sent {
+		return sent, err
+	}
+	_, _, err = f.orders.StartGeneration(ctx, seen.SessionID, time.Minute)
+	return sent, err
+}
+
+// TestAnOrderIsHandledOncePerRun: a stuck PAID order sent again and made
+// GENERATING before the run reads the GENERATING orders is not found
+// stuck a second time in the same run (nor escalated to CRITICAL).
+func TestAnOrderIsHandledOncePerRun(t *testing.T) {
+	e := newReconcileEnv(t)
+	e.r.Fulfil = startsAtOnce{Fulfiller: e.r.Fulfil, orders: e.orders}
+	e.r.StuckAfter = 0 // a moved order would be stuck at once
+	id := "cs_test_healthmoving"
+	e.claim(t, id)
+	e.clock.Add(time.Minute)
+
+	rec := e.run(t)
+	if r := rec.Reconcile; r.Stuck != 1 || r.Redelivered != 1 || r.StillStuck != 0 {
+		t.Errorf("reconciliation %+v, want one order sent again once", r)
+	}
+	if got := e.jobs(t); len(got) != 1 {
+		t.Errorf("jobs sent %v, want one", got)
+	}
+	if got := e.alerts.take(); len(got) != 1 || got[0] != "WARN ORDER_STUCK "+id {
+		t.Errorf("alerts %q, want one WARN ORDER_STUCK", got)
+	}
+}
+
 // TestOrdersWaitingForTheOperatorAreRemindedDaily: a FAILED order is
 // alerted again once a day until it is resolved (CACHE_ALERT's repeat,
 // SILENT_DROP's escalation), a QUARANTINED one as QUARANTINE_UNRESOLVED.
