@@ -83,6 +83,9 @@ func run(args []string) error {
 }
 
 func serve(ctx context.Context, o stack.Options) error {
+	// The service is watched from its first moment: /api/health answers
+	// as soon as the stack is ready.
+	o.ScheduleAtStart = true
 	s, err := stack.Start(ctx, o)
 	if err != nil {
 		return err

@@ -104,6 +104,11 @@ type Options struct {
 	// ScheduleOff fires no schedule by itself, for tests that run scheduled
 	// functions with Stack.Fire.
 	ScheduleOff bool
+	// ScheduleAtStart fires each enabled schedule once before Start
+	// returns, so a fresh stack is watched from its first moment:
+	// /api/health answers at once instead of one period later. Ignored
+	// with ScheduleOff.
+	ScheduleAtStart bool
 	// ScheduleClock is the clock schedules fire by; default the machine's.
 	ScheduleClock schedule.Clock
 	// AfterSchedule, when set, sees every invocation of a function by one

@@ -123,7 +123,8 @@ func planSchedules(res *provision.Stack, fns []sam.Function, every map[string]ti
 
 // startSchedules fires each enabled schedule on its own goroutine until ctx
 // ends, unless o.ScheduleOff; each schedule's first due time follows the
-// clock's time now.
+// clock's time now. With o.ScheduleAtStart each also fires once first,
+// before startSchedules returns; a failed firing is logged, as any is.
 func (s *Stack) startSchedules(ctx context.Context, o *Options) {
 	if len(s.schedules) == 0 {
 		return
@@ -143,6 +144,12 @@ func (s *Stack) startSchedules(ctx context.Context, o *Options) {
 			when = fmt.Sprintf("every %s instead of %s", sc.every, sc.spec)
 		}
 		s.scheduleLog.Printf("%s: %s, first at %s", sc.name(), when, sc.expr.Next(from).UTC().Format(time.RFC3339))
+		if o.ScheduleAtStart {
+			s.scheduleLog.Printf("%s fired at start", sc.name())
+			if _, err := s.fire(ctx, sc, from); err != nil {
+				s.scheduleLog.Printf("%s failed: %v", sc.name(), err)
+			}
+		}
 		job := schedule.Job{Name: sc.name(), Expression: sc.expr, Fire: func(ctx context.Context, at time.Time) error {
 			_, err := s.fire(ctx, sc, at)
 			return err
