@@ -18,6 +18,13 @@ type settings struct {
 	StripeAPIBase  string // empty in production: the real Stripe API
 	LedgerTable    string
 	AlertsTopic    string
+	// Smoke is set when test mode is configured: the key that makes the
+	// smoke test's sessions and the secret its requests are signed with.
+	Smoke *smokeSettings
+}
+
+type smokeSettings struct {
+	Key, SigningSecret, Email string
 }
 
 // loadConfig reads and validates every setting once, at cold start.
@@ -31,8 +38,15 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		LedgerTable:    env.String("LEDGER_TABLE"),
 		AlertsTopic:    env.String("ALERTS_TOPIC_ARN"),
 	}
+	testKey := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
+	webhookSecret := env.Secret(ctx, "STRIPE_WEBHOOK_SECRET", false)
+	testWebhookSecret := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
+	smokeEmail := env.Optional("SMOKE_EMAIL", stripex.SmokeEmail)
 	if err := env.Err(); err != nil {
 		return settings{}, err
+	}
+	if key, secret, ok := stripex.SmokeSecrets(s.StripeKey, testKey, webhookSecret, testWebhookSecret); ok {
+		s.Smoke = &smokeSettings{Key: key, SigningSecret: secret, Email: smokeEmail}
 	}
 	if _, _, err := stripex.ModeKeys(s.StripeKey, ""); err != nil {
 		return settings{}, fmt.Errorf("invalid configuration: STRIPE_SECRET_KEY: %w", err)

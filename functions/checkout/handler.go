@@ -32,7 +32,10 @@ type Alerter interface {
 
 // Handler serves POST (and the CORS preflight OPTIONS) /api/checkout.
 type Handler struct {
-	Stripe  SessionCreator
+	Stripe SessionCreator
+	// Smoke, when test mode is configured, serves the smoke test's signed
+	// requests: a test-mode session made out to an address no person reads.
+	Smoke   *Smoke
 	BaseURL string // the site, for Stripe's redirect URLs
 	CORS    httpapi.CORS
 	Alerts  Alerter
@@ -54,6 +57,9 @@ var referralPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	if req.RequestContext.HTTP.Method == http.MethodOptions {
 		return h.CORS.Preflight(req), nil
+	}
+	if httpapi.Header(req, stripex.SmokeHeader) != "" {
+		return h.smoke(ctx, req), nil
 	}
 	if !h.CORS.Allowed(req) {
 		return httpapi.JSON(http.StatusForbidden, map[string]string{"error": "origin not allowed"}), nil

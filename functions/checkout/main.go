@@ -24,5 +24,12 @@ func main() {
 		Log:     log,
 		Alerts:  fn.Alerter(cfg.AlertsTopic, store.NewLedger(awsenv.NewTables(aws), cfg.LedgerTable, time.Now)),
 	}
+	if cfg.Smoke != nil {
+		h.Smoke = &Smoke{
+			Stripe:        stripex.New(cfg.Smoke.Key, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}),
+			SigningSecret: cfg.Smoke.SigningSecret,
+			Email:         cfg.Smoke.Email,
+		}
+	}
 	lambda.Start(httpapi.Recover(log, h.Handle))
 }

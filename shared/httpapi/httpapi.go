@@ -63,6 +63,7 @@ var statusOf = map[oracle.Code]int{
 	oracle.CodePaymentRequired: http.StatusPaymentRequired,
 	oracle.CodeNotFound:        http.StatusNotFound,
 	oracle.CodeConflict:        http.StatusConflict,
+	oracle.CodeForbidden:       http.StatusForbidden,
 	oracle.CodeTooLarge:        http.StatusRequestEntityTooLarge,
 	oracle.CodeUnavailable:     http.StatusServiceUnavailable,
 	oracle.CodeInternal:        http.StatusInternalServerError,

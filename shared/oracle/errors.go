@@ -13,6 +13,7 @@ type Code string
 const (
 	CodeInvalid         Code = "invalid"          // 400: bad input
 	CodePaymentRequired Code = "payment_required" // 402: session not paid
+	CodeForbidden       Code = "forbidden"        // 403: a signed request whose signature fails
 	CodeNotFound        Code = "not_found"        // 404: unknown session
 	CodeConflict        Code = "conflict"         // 409: the same work is in flight
 	CodeTooLarge        Code = "too_large"        // 413: body or query too large

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v76"
@@ -66,6 +65,10 @@ type CheckoutRequest struct {
 	Referral   string
 	SuccessURL string
 	CancelURL  string
+	// Smoke marks the smoke test's session (metadata smoke=1), made out to
+	// Email, an address that reaches no person.
+	Smoke bool
+	Email string
 }
 
 // CheckoutSession is a created session: its id and the hosted page URL.
@@ -86,7 +89,10 @@ func Params(r CheckoutRequest) (*stripe.CheckoutSessionParams, error) {
 	if r.Referral != "" {
 		meta[MetaReferral] = r.Referral
 	}
-	return &stripe.CheckoutSessionParams{
+	if r.Smoke {
+		meta[MetaSmoke] = "1"
+	}
+	p := &stripe.CheckoutSessionParams{
 		Mode:       stripe.String(string(stripe.CheckoutSessionModePayment)),
 		SuccessURL: stripe.String(r.SuccessURL),
 		CancelURL:  stripe.String(r.CancelURL),
@@ -101,7 +107,11 @@ func Params(r CheckoutRequest) (*stripe.CheckoutSessionParams, error) {
 			},
 		}},
 		Metadata: meta,
-	}, nil
+	}
+	if r.Email != "" {
+		p.CustomerEmail = stripe.String(r.Email)
+	}
+	return p, nil
 }
 
 // CreateCheckoutSession creates a session for r.
@@ -273,9 +283,9 @@ func KeysFrom(ctx context.Context, env *config.Env) (liveKey, testKey string) {
 // with the key of its own mode.
 func ModeKeys(main, test string) (liveKey, testKey string, err error) {
 	switch {
-	case strings.HasPrefix(main, "sk_live_") || strings.HasPrefix(main, "rk_live_"):
+	case IsLiveKey(main):
 		return main, test, nil
-	case strings.HasPrefix(main, "sk_test_") || strings.HasPrefix(main, "rk_test_"):
+	case IsTestKey(main):
 		return "", main, nil
 	}
 	return "", "", errors.New("not a Stripe secret key (sk_ or rk_, live or test)")

@@ -99,6 +99,17 @@ type sessionRecord struct {
 	items []lineItem
 }
 
+// SessionIDs lists the ids of every session made so far.
+func (s *Server) SessionIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // Session returns the session with id as the API would return it now, decoded
 // with stripe-go, and whether it exists.
 func (s *Server) Session(id string) (*stripe.CheckoutSession, bool) {

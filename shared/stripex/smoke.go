@@ -1,0 +1,67 @@
+package stripex
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v76/webhook"
+)
+
+// The smoke test proves the deployed pipeline with a test-mode Checkout
+// Session. Only a request signed with the test-mode webhook signing secret
+// may ask the checkout for one: whoever holds that secret can already sign
+// test-mode events the webhook accepts, so it opens nothing new.
+
+// SmokeHeader carries a smoke request's signature, in the Stripe-Signature
+// format (t=<unix>,v1=<hex HMAC-SHA256 of "t.body">).
+const SmokeHeader = "Oracle-Smoke-Signature"
+
+// SmokeTolerance bounds a smoke signature's age, as Stripe bounds events'.
+const SmokeTolerance = 5 * time.Minute
+
+// SmokeEmail is the smoke order's address by default: SES's mailbox
+// simulator, which accepts the message and reaches no person.
+const SmokeEmail = "success@simulator.amazonses.com"
+
+// SignSmoke signs body for SmokeHeader with secret at t, exactly as Stripe
+// signs webhook events (stripe-go computes both).
+func SignSmoke(body []byte, secret string, t time.Time) string {
+	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: t}).Header
+}
+
+// VerifySmoke checks a SmokeHeader value against body with secret, in
+// constant time and within SmokeTolerance of now.
+func VerifySmoke(body []byte, header, secret string) error {
+	if secret == "" {
+		return errors.New("no smoke signing secret is configured")
+	}
+	if header == "" {
+		return errors.New("missing " + SmokeHeader)
+	}
+	return webhook.ValidatePayloadWithTolerance(body, header, secret, SmokeTolerance)
+}
+
+// SmokeSecrets picks what a smoke run works with: the test-mode secret key
+// and the test-mode webhook signing secret. The main key serves its own
+// mode; when it is live, the optional test key and test signing secret
+// serve test mode. ok is false when test mode is not configured.
+func SmokeSecrets(mainKey, testKey, mainWebhookSecret, testWebhookSecret string) (key, signingSecret string, ok bool) {
+	if IsTestKey(mainKey) && mainWebhookSecret != "" {
+		return mainKey, mainWebhookSecret, true
+	}
+	if IsLiveKey(mainKey) && IsTestKey(testKey) && testWebhookSecret != "" {
+		return testKey, testWebhookSecret, true
+	}
+	return "", "", false
+}
+
+// IsTestKey reports a test-mode secret or restricted key.
+func IsTestKey(key string) bool {
+	return strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "rk_test_")
+}
+
+// IsLiveKey reports a live-mode secret or restricted key.
+func IsLiveKey(key string) bool {
+	return strings.HasPrefix(key, "sk_live_") || strings.HasPrefix(key, "rk_live_")
+}
