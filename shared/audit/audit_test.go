@@ -154,6 +154,10 @@ func TestOfOrder(t *testing.T) {
 	if err := r.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	o.Smoke = true
+	if r := audit.OfOrder(h, o, audit.SourceGenerator, "x", audit.StatusOK, at, at); !r.Smoke {
+		t.Fatal("a smoke order's record is not flagged smoke")
+	}
 	// A clock that stepped back never gives a negative latency.
 	if r := audit.OfOrder(h, o, audit.SourceGenerator, "x", audit.StatusOK, at.Add(time.Second), at); r.LatencyMS != 0 {
 		t.Fatalf("latency %d", r.LatencyMS)
@@ -181,5 +185,40 @@ func TestHasherFrom(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.problem) || strings.Count(err.Error(), "HASH_PEPPER") != strings.Count(c.problem, "HASH_PEPPER") {
 			t.Errorf("pepper %q: %v, want exactly the problem %q", c.pepper, err, c.problem)
 		}
+	}
+}
+
+// TestReaderReadsOneSessionsRecords: every source's records of a session,
+// and none of a session whose id it begins.
+func TestReaderReadsOneSessionsRecords(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	w := audit.NewWriter(c, f.Ref("AuditBucket"))
+	r := valid(hasher(t))
+	write := func(session string, src audit.Source, name audit.RecordName) {
+		t.Helper()
+		rec := r
+		rec.SessionID, rec.Source = session, src
+		if _, err := w.Write(ctx, rec, audit.RecordID(session, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cs_test_read", audit.SourceWebhook, audit.NamePaid)
+	write("cs_test_read", audit.SourceGenerator, audit.NameCrosscheck)
+	write("cs_test_readmore", audit.SourceWebhook, audit.NamePaid)
+	got, err := audit.NewReader(c, f.Ref("AuditBucket")).Session(ctx, "cs_test_read", r.SessionCreated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[audit.Source]int{}
+	for _, g := range got {
+		if g.SessionID != "cs_test_read" {
+			t.Errorf("read %s's record", g.SessionID)
+		}
+		sources[g.Source]++
+	}
+	if len(got) != 2 || sources[audit.SourceWebhook] != 1 || sources[audit.SourceGenerator] != 1 {
+		t.Errorf("records by source %v, want one webhook and one generator", sources)
 	}
 }

@@ -71,6 +71,9 @@ type Record struct {
 	AmountTotal    int64     `json:"amount_total"`
 	Currency       string    `json:"currency"`
 	OrderStatus    string    `json:"order_status,omitempty"`
+	// Smoke marks the smoke test's records: every report and count of the
+	// log leaves them out.
+	Smoke bool `json:"smoke,omitempty"`
 	// Model is the model that answered (generator records).
 	Model string `json:"model,omitempty"`
 
@@ -151,6 +154,7 @@ func OfOrder(h *Hasher, o oracle.Order, source Source, event Event, status Statu
 		AmountTotal:    o.AmountTotal,
 		Currency:       o.Currency,
 		OrderStatus:    string(o.Status),
+		Smoke:          o.Smoke,
 	}
 }
 

@@ -1,0 +1,78 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// Getter is the S3 calls the reader needs.
+type Getter interface {
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// Reader reads the records of one session back.
+type Reader struct {
+	s3     Getter
+	bucket string
+}
+
+// NewReader reads bucket.
+func NewReader(c Getter, bucket string) *Reader { return &Reader{s3: c, bucket: bucket} }
+
+// Session returns every record of sessionID, whose Checkout Session was
+// created at created: one listing per source of the session's partition,
+// by the id's prefix (each record's id is its session's, a dot and a
+// name), so no other session's record is read.
+func (r *Reader) Session(ctx context.Context, sessionID string, created time.Time) ([]Record, error) {
+	var out []Record
+	for src := range sources {
+		if src == SourceHealth {
+			continue
+		}
+		prefix := strings.TrimSuffix(Key(Record{SessionCreated: created, Source: src}, sessionID+"."), ".json")
+		p := s3.NewListObjectsV2Paginator(r.s3, &s3.ListObjectsV2Input{Bucket: aws.String(r.bucket), Prefix: aws.String(prefix)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("list the audit records of %s: %w", oracle.ShortID(sessionID), err)
+			}
+			for _, o := range page.Contents {
+				rec, err := r.get(ctx, aws.ToString(o.Key))
+				if err != nil {
+					return nil, err
+				}
+				if rec.SessionID == sessionID {
+					out = append(out, rec)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (r *Reader) get(ctx context.Context, key string) (Record, error) {
+	g, err := r.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key)})
+	if err != nil {
+		return Record{}, fmt.Errorf("read audit record %s: %w", key, err)
+	}
+	defer g.Body.Close()
+	b, err := io.ReadAll(g.Body)
+	if err != nil {
+		return Record{}, fmt.Errorf("read audit record %s: %w", key, err)
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return Record{}, fmt.Errorf("audit record %s: %w", key, err)
+	}
+	return rec, nil
+}
