@@ -1,10 +1,12 @@
 package stripex
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
 
+	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
 )
 
@@ -64,4 +66,34 @@ func IsTestKey(key string) bool {
 // IsLiveKey reports a live-mode secret or restricted key.
 func IsLiveKey(key string) bool {
 	return strings.HasPrefix(key, "sk_live_") || strings.HasPrefix(key, "rk_live_")
+}
+
+// RawSession fetches a session as Stripe's JSON, every field as sent: the
+// smoke test builds its signed event from it, as Stripe would.
+func (c *Client) RawSession(ctx context.Context, id string) ([]byte, error) {
+	p := &stripe.CheckoutSessionParams{}
+	p.Context = ctx
+	s, err := c.sessions.Get(id, p)
+	if err != nil {
+		return nil, classify(err, "retrieve checkout session")
+	}
+	if s.LastResponse == nil || len(s.LastResponse.RawJSON) == 0 {
+		return nil, errors.New("retrieve checkout session: Stripe answered no body")
+	}
+	return s.LastResponse.RawJSON, nil
+}
+
+// ExpireSession expires an open session, so that it can no longer be paid.
+// One already expired or complete is left as it is.
+func (c *Client) ExpireSession(ctx context.Context, id string) error {
+	p := &stripe.CheckoutSessionExpireParams{}
+	p.Context = ctx
+	if _, err := c.sessions.Expire(id, p); err != nil {
+		var se *stripe.Error
+		if errors.As(err, &se) && se.HTTPStatusCode == 400 {
+			return nil // not open any more: nothing to expire
+		}
+		return classify(err, "expire checkout session")
+	}
+	return nil
 }
