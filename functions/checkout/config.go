@@ -39,13 +39,12 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		AlertsTopic:    env.String("ALERTS_TOPIC_ARN"),
 	}
 	testKey := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
-	webhookSecret := env.Secret(ctx, "STRIPE_WEBHOOK_SECRET", false)
 	testWebhookSecret := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
 	smokeEmail := env.Optional("SMOKE_EMAIL", stripex.SmokeEmail)
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	if key, secret, ok := stripex.SmokeSecrets(s.StripeKey, testKey, webhookSecret, testWebhookSecret); ok {
+	if key, secret, ok := stripex.SmokeSecrets(s.StripeKey, testKey, testWebhookSecret); ok {
 		s.Smoke = &smokeSettings{Key: key, SigningSecret: secret, Email: smokeEmail}
 	}
 	if _, _, err := stripex.ModeKeys(s.StripeKey, ""); err != nil {

@@ -128,6 +128,14 @@ const (
 	// longer matches its hash; the customer's page and email read it.
 	// Restore the order from point-in-time recovery.
 	VerdictCorrupt Kind = "VERDICT_CORRUPT"
+	// SmokePassed (INFO): the smoke test's ten stages passed; the report
+	// is the detail. Nothing to do.
+	SmokePassed Kind = "SMOKE_PASSED"
+	// SmokeFailed (CRITICAL): a smoke test stage failed; the detail names
+	// the first failing stage and its error. The paid path is likely
+	// broken for customers too: read the report in the smoke function's
+	// log and the named stage's function logs.
+	SmokeFailed Kind = "SMOKE_FAILED"
 )
 
 // Kinds is every kind, in the order above.
@@ -138,5 +146,6 @@ func Kinds() []Kind {
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
+		SmokePassed, SmokeFailed,
 	}
 }

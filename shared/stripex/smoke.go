@@ -44,15 +44,18 @@ func VerifySmoke(body []byte, header, secret string) error {
 	return webhook.ValidatePayloadWithTolerance(body, header, secret, SmokeTolerance)
 }
 
-// SmokeSecrets picks what a smoke run works with: the test-mode secret key
-// and the test-mode webhook signing secret. The main key serves its own
-// mode; when it is live, the optional test key and test signing secret
-// serve test mode. ok is false when test mode is not configured.
-func SmokeSecrets(mainKey, testKey, mainWebhookSecret, testWebhookSecret string) (key, signingSecret string, ok bool) {
-	if IsTestKey(mainKey) && mainWebhookSecret != "" {
-		return mainKey, mainWebhookSecret, true
-	}
-	if IsLiveKey(mainKey) && IsTestKey(testKey) && testWebhookSecret != "" {
+// SmokeSecrets picks what a smoke run works with: a test-mode secret key
+// (the main key when it is a test key, else the optional test key beside a
+// live one) and the test-mode webhook signing secret, the one the webhook
+// checks test-mode events with. ok is false when test mode is not
+// configured.
+func SmokeSecrets(mainKey, testKey, testWebhookSecret string) (key, signingSecret string, ok bool) {
+	switch {
+	case testWebhookSecret == "":
+		return "", "", false
+	case IsTestKey(mainKey):
+		return mainKey, testWebhookSecret, true
+	case IsLiveKey(mainKey) && IsTestKey(testKey):
 		return testKey, testWebhookSecret, true
 	}
 	return "", "", false

@@ -35,21 +35,21 @@ func TestSmokeSignature(t *testing.T) {
 
 func TestSmokeSecrets(t *testing.T) {
 	cases := []struct {
-		name                              string
-		main, test, mainWebhook, testHook string
-		wantKey, wantSecret               string
-		ok                                bool
+		name                string
+		main, test, hook    string
+		wantKey, wantSecret string
+		ok                  bool
 	}{
-		{"test deployment", "sk_test_a", "", "whsec_main", "", "sk_test_a", "whsec_main", true},
-		{"live with test mode", "sk_live_a", "rk_test_b", "whsec_live", "whsec_test", "rk_test_b", "whsec_test", true},
-		{"live without a test key", "sk_live_a", "", "whsec_live", "whsec_test", "", "", false},
-		{"live without a test secret", "sk_live_a", "sk_test_b", "whsec_live", "", "", "", false},
-		{"a live key as the test key", "sk_live_a", "sk_live_b", "whsec_live", "whsec_test", "", "", false},
-		{"test key without a secret", "sk_test_a", "", "", "", "", "", false},
+		{"test deployment", "sk_test_a", "", "whsec_test", "sk_test_a", "whsec_test", true},
+		{"live with test mode", "sk_live_a", "rk_test_b", "whsec_test", "rk_test_b", "whsec_test", true},
+		{"live without a test key", "sk_live_a", "", "whsec_test", "", "", false},
+		{"live without a test secret", "sk_live_a", "sk_test_b", "", "", "", false},
+		{"a live key as the test key", "sk_live_a", "sk_live_b", "whsec_test", "", "", false},
+		{"test key without a secret", "sk_test_a", "", "", "", "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			key, secret, ok := stripex.SmokeSecrets(c.main, c.test, c.mainWebhook, c.testHook)
+			key, secret, ok := stripex.SmokeSecrets(c.main, c.test, c.hook)
 			if key != c.wantKey || secret != c.wantSecret || ok != c.ok {
 				t.Errorf("SmokeSecrets = %q %q %v, want %q %q %v", key, secret, ok, c.wantKey, c.wantSecret, c.ok)
 			}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+type settings struct {
+	APIURL        string
+	OrdersTable   string
+	LedgerTable   string
+	AuditBucket   string
+	AlertsTopic   string
+	StripeAPIBase string
+	SmokeEmail    string
+	// StripeKey and SigningSecret are test mode's (stripex.SmokeSecrets).
+	// Without test mode configured, StripeKey is the main key when it is
+	// live, so the run's first stage says so, loudly, instead of the
+	// function failing to start unheard.
+	StripeKey     string
+	SigningSecret string
+	Graph         *mail.GraphConfig
+}
+
+// loadConfig reads and validates every setting once, at cold start.
+func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
+	env := config.FromEnviron(config.NewAWSSecrets(cfg))
+	s := settings{
+		APIURL:        env.URL("API_URL"),
+		OrdersTable:   env.String("ORDERS_TABLE"),
+		LedgerTable:   env.String("LEDGER_TABLE"),
+		AuditBucket:   env.String("AUDIT_BUCKET"),
+		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
+		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
+		SmokeEmail:    env.Optional("SMOKE_EMAIL", stripex.SmokeEmail),
+	}
+	main := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
+	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
+	testWebhook := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
+	switch t := env.Optional("MAIL_TRANSPORT", "ses"); t {
+	case "ses":
+	case "graph":
+		s.Graph = &mail.GraphConfig{
+			Sender:    env.Address("GRAPH_SENDER", "oracle@42sisters.ai"),
+			APIBase:   env.Optional("GRAPH_API_BASE", mail.DefaultGraphAPIBase),
+			LoginBase: env.Optional("GRAPH_LOGIN_BASE", mail.DefaultGraphLoginBase),
+		}
+		if secret := env.Secret(ctx, "GRAPH_CREDENTIALS", true); secret != "" {
+			var err error
+			if s.Graph.TenantID, s.Graph.ClientID, s.Graph.ClientSecret, err = mail.ParseGraphCredentials(secret); err != nil {
+				env.Invalid("GRAPH_CREDENTIALS", err)
+			}
+		}
+	default:
+		env.Invalid("MAIL_TRANSPORT", fmt.Errorf("must be ses or graph, got %q", t))
+	}
+	if err := env.Err(); err != nil {
+		return settings{}, err
+	}
+	var ok bool
+	if s.StripeKey, s.SigningSecret, ok = stripex.SmokeSecrets(main, test, testWebhook); !ok && stripex.IsLiveKey(main) && test == "" {
+		s.StripeKey = main
+	}
+	return s, nil
+}
