@@ -43,8 +43,8 @@ type settings struct {
 	// CloudWatch's current protocol).
 	QueueAges bool
 
-	Transport string
-	Graph     *mail.GraphConfig
+	// Graph is set with MAIL_TRANSPORT=graph; nil means SES.
+	Graph *mail.GraphConfig
 
 	GeminiKey   string
 	GeminiModel string
@@ -118,24 +118,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	default:
 		env.Invalid("QUEUE_AGE_METRICS", fmt.Errorf("must be cloudwatch or off, got %q", v))
 	}
-	s.Transport = env.Optional("MAIL_TRANSPORT", "ses")
-	switch s.Transport {
-	case "ses":
-	case "graph":
-		s.Graph = &mail.GraphConfig{
-			Sender:    env.Address("GRAPH_SENDER", "oracle@42sisters.ai"),
-			APIBase:   env.Optional("GRAPH_API_BASE", mail.DefaultGraphAPIBase),
-			LoginBase: env.Optional("GRAPH_LOGIN_BASE", mail.DefaultGraphLoginBase),
-		}
-		if secret := env.Secret(ctx, "GRAPH_CREDENTIALS", true); secret != "" {
-			var err error
-			if s.Graph.TenantID, s.Graph.ClientID, s.Graph.ClientSecret, err = mail.ParseGraphCredentials(secret); err != nil {
-				env.Invalid("GRAPH_CREDENTIALS", err)
-			}
-		}
-	default:
-		env.Invalid("MAIL_TRANSPORT", fmt.Errorf("must be ses or graph, got %q", s.Transport))
-	}
+	_, s.Graph = mail.TransportFrom(ctx, env, "oracle@42sisters.ai")
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
 	s.Hasher = audit.HasherFrom(ctx, env)
 	if err := env.Err(); err != nil {

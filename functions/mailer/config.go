@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,25 +61,8 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			Support: env.Address("SUPPORT_EMAIL", letter.DefaultBrand().Support),
 		},
 	}
-	s.Transport = env.Optional("MAIL_TRANSPORT", "ses")
+	s.Transport, s.Graph = mail.TransportFrom(ctx, env, s.Brand.Sender)
 	s.ConfigurationSet = env.Optional("MAIL_CONFIGURATION_SET", "")
-	switch s.Transport {
-	case "ses":
-	case "graph":
-		s.Graph = &mail.GraphConfig{
-			Sender:    env.Address("GRAPH_SENDER", s.Brand.Sender),
-			APIBase:   env.Optional("GRAPH_API_BASE", mail.DefaultGraphAPIBase),
-			LoginBase: env.Optional("GRAPH_LOGIN_BASE", mail.DefaultGraphLoginBase),
-		}
-		if secret := env.Secret(ctx, "GRAPH_CREDENTIALS", true); secret != "" {
-			var err error
-			if s.Graph.TenantID, s.Graph.ClientID, s.Graph.ClientSecret, err = mail.ParseGraphCredentials(secret); err != nil {
-				env.Invalid("GRAPH_CREDENTIALS", err)
-			}
-		}
-	default:
-		env.Invalid("MAIL_TRANSPORT", fmt.Errorf("must be ses or graph, got %q", s.Transport))
-	}
 	schedule, err := parseSchedule(env.Optional("MAIL_RETRY_SCHEDULE", DefaultSchedule))
 	if err != nil {
 		env.Invalid("MAIL_RETRY_SCHEDULE", err)

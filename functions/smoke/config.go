@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -43,23 +42,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	main := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
 	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
 	testWebhook := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
-	switch t := env.Optional("MAIL_TRANSPORT", "ses"); t {
-	case "ses":
-	case "graph":
-		s.Graph = &mail.GraphConfig{
-			Sender:    env.Address("GRAPH_SENDER", "oracle@42sisters.ai"),
-			APIBase:   env.Optional("GRAPH_API_BASE", mail.DefaultGraphAPIBase),
-			LoginBase: env.Optional("GRAPH_LOGIN_BASE", mail.DefaultGraphLoginBase),
-		}
-		if secret := env.Secret(ctx, "GRAPH_CREDENTIALS", true); secret != "" {
-			var err error
-			if s.Graph.TenantID, s.Graph.ClientID, s.Graph.ClientSecret, err = mail.ParseGraphCredentials(secret); err != nil {
-				env.Invalid("GRAPH_CREDENTIALS", err)
-			}
-		}
-	default:
-		env.Invalid("MAIL_TRANSPORT", fmt.Errorf("must be ses or graph, got %q", t))
-	}
+	_, s.Graph = mail.TransportFrom(ctx, env, "oracle@42sisters.ai")
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
