@@ -104,7 +104,7 @@ type Options struct {
 	// ScheduleOff fires no schedule by itself, for tests that run scheduled
 	// functions with Stack.Fire.
 	ScheduleOff bool
-	// ScheduleAtStart fires each enabled schedule once before Start
+	// ScheduleAtStart fires each enabled rate schedule once before Start
 	// returns, so a fresh stack is watched from its first moment:
 	// /api/health answers at once instead of one period later. Ignored
 	// with ScheduleOff.

@@ -123,8 +123,10 @@ func planSchedules(res *provision.Stack, fns []sam.Function, every map[string]ti
 
 // startSchedules fires each enabled schedule on its own goroutine until ctx
 // ends, unless o.ScheduleOff; each schedule's first due time follows the
-// clock's time now. With o.ScheduleAtStart each also fires once first,
-// before startSchedules returns; a failed firing is logged, as any is.
+// clock's time now. With o.ScheduleAtStart each rate schedule also fires
+// once first, before startSchedules returns (a cron keeps its time of
+// day: the daily smoke test does not run on every start); a failed firing
+// is logged, as any is.
 func (s *Stack) startSchedules(ctx context.Context, o *Options) {
 	if len(s.schedules) == 0 {
 		return
@@ -144,7 +146,7 @@ func (s *Stack) startSchedules(ctx context.Context, o *Options) {
 			when = fmt.Sprintf("every %s instead of %s", sc.every, sc.spec)
 		}
 		s.scheduleLog.Printf("%s: %s, first at %s", sc.name(), when, sc.expr.Next(from).UTC().Format(time.RFC3339))
-		if o.ScheduleAtStart {
+		if o.ScheduleAtStart && strings.HasPrefix(sc.spec, "rate(") {
 			s.scheduleLog.Printf("%s fired at start", sc.name())
 			if _, err := s.fire(ctx, sc, from); err != nil {
 				s.scheduleLog.Printf("%s failed: %v", sc.name(), err)
