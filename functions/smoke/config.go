@@ -17,7 +17,6 @@ type settings struct {
 	AuditBucket   string
 	AlertsTopic   string
 	StripeAPIBase string
-	SmokeEmail    string
 	// StripeKey and SigningSecret are test mode's (stripex.SmokeSecrets).
 	// Without test mode configured, StripeKey is the main key when it is
 	// live, so the run's first stage says so, loudly, instead of the
@@ -37,7 +36,6 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		AuditBucket:   env.String("AUDIT_BUCKET"),
 		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
 		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
-		SmokeEmail:    env.Optional("SMOKE_EMAIL", stripex.SmokeEmail),
 	}
 	main := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
 	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/audit"
@@ -57,8 +58,6 @@ type Runner struct {
 	Email    Probe
 	Orders   Orders
 	Audit    AuditLog
-	// Email address the smoke session is made out to: it must reach no one.
-	SmokeEmail string
 
 	Now          func() time.Time
 	StageTimeout time.Duration
@@ -156,7 +155,7 @@ func (r *Runner) checkout(ctx context.Context, st *run) (string, error) {
 	if err := r.call(ctx, http.MethodPost, "/api/checkout", body, map[string]string{stripex.SmokeHeader: stripex.SignSmoke(body, r.SigningSecret, r.now())}, &out); err != nil {
 		return "", err
 	}
-	if len(out.SessionID) < 9 || out.SessionID[:8] != "cs_test_" || out.URL == "" {
+	if !strings.HasPrefix(out.SessionID, "cs_test_") || out.URL == "" {
 		return "", fmt.Errorf("the checkout answered session %q, want a test-mode session and its page", oracle.ShortID(out.SessionID))
 	}
 	st.session, st.created = out.SessionID, r.now()
@@ -181,8 +180,14 @@ func (r *Runner) webhook(ctx context.Context, st *run) (string, error) {
 	if c, ok := s["created"].(float64); ok {
 		st.created = time.Unix(int64(c), 0).UTC()
 	}
+	// The checkout made the session out to the smoke address; the
+	// customer enters no other, as no customer pays.
+	email, _ := s["customer_email"].(string)
+	if email == "" {
+		return "", errors.New("the session has no customer email: it is not the checkout's smoke session")
+	}
 	s["status"], s["payment_status"] = "complete", "paid"
-	s["customer_details"] = map[string]any{"email": r.SmokeEmail}
+	s["customer_details"] = map[string]any{"email": email}
 	id := make([]byte, 12)
 	if _, err := rand.Read(id); err != nil {
 		return "", err
