@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/smoke"
 )
@@ -38,6 +39,8 @@ func TestSmokeFunctionPassesOnTheLocalStack(t *testing.T) {
 	if !rep.OK() || rep.ExitCode() != 0 {
 		t.Fatalf("report:\n%s", rep)
 	}
+	// Alerts reach the test through SNS and a queue: wait for this one.
+	testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.SmokePassed)) > 0 })
 	if got := alertsOf(s, alert.SmokePassed); len(got) != 1 || !strings.Contains(got[0], "10/10 PASS") {
 		t.Errorf("SMOKE_PASSED alerts %q, want one", got)
 	}
