@@ -45,12 +45,11 @@ func (h *Handler) Handle(ctx context.Context) (smoke.Report, error) {
 			h.Log.Info("smoke", "line", line)
 		}
 	}
-	a := alert.Alert{Severity: alert.Info, Kind: alert.SmokePassed, Session: rep.Session, Detail: rep.Headline()}
+	h.Alerts.Raise(ctx, smoke.Announcement(rep))
 	passed := 1.0
 	if !rep.OK() {
-		a.Severity, a.Kind, passed = alert.Critical, alert.SmokeFailed, 0
+		passed = 0
 	}
-	h.Alerts.Raise(ctx, a)
 	h.Metrics.Count("SmokePassed", passed)
 	h.Log.Info("smoke run", "passed", rep.Passed(), "exit", rep.ExitCode(), "duration_ms", rep.Duration.Milliseconds())
 	return rep, nil

@@ -1,0 +1,98 @@
+package smoke
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+// Settings name one deployment as a run reaches it. The smoke function
+// reads them from its environment; `make smoke` from the stack's outputs
+// and parameters, through the same LoadSettings.
+type Settings struct {
+	APIURL        string
+	OrdersTable   string
+	LedgerTable   string
+	AuditBucket   string
+	AlertsTopic   string
+	StripeAPIBase string
+	// StripeKey and SigningSecret are test mode's (stripex.SmokeSecrets).
+	// Without test mode configured, StripeKey is the main key when it is
+	// live, so the run's first stage says so, loudly, instead of the run
+	// failing to start unheard.
+	StripeKey     string
+	SigningSecret string
+	Graph         *mail.GraphConfig
+}
+
+// LoadSettings reads and validates every setting once.
+func LoadSettings(ctx context.Context, env *config.Env) (Settings, error) {
+	s := Settings{
+		APIURL:        env.URL("API_URL"),
+		OrdersTable:   env.String("ORDERS_TABLE"),
+		LedgerTable:   env.String("LEDGER_TABLE"),
+		AuditBucket:   env.String("AUDIT_BUCKET"),
+		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
+		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
+	}
+	main := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
+	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
+	testWebhook := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
+	_, s.Graph = mail.TransportFrom(ctx, env, "oracle@42sisters.ai")
+	if err := env.Err(); err != nil {
+		return Settings{}, err
+	}
+	var ok bool
+	if s.StripeKey, s.SigningSecret, ok = stripex.SmokeSecrets(main, test, testWebhook); !ok && stripex.IsLiveKey(main) && test == "" {
+		s.StripeKey = main
+	}
+	return s, nil
+}
+
+// NewRunner wires a Runner for the deployment s over the AWS
+// configuration cfg; ses reads the SES account (a client of cfg, or of a
+// local SES front).
+func NewRunner(s Settings, cfg aws.Config, ses SESAccount) (*Runner, error) {
+	db := awsenv.NewTables(cfg)
+	orders := store.NewOrders(db, s.OrdersTable, time.Now)
+	ledger := store.NewLedger(db, s.LedgerTable, time.Now)
+	s3 := awsenv.S3(cfg)
+	email := SESProbe(ses)
+	if s.Graph != nil {
+		g, err := mail.NewGraph(*s.Graph)
+		if err != nil {
+			return nil, fmt.Errorf("the Graph transport: %w", err)
+		}
+		email = GraphProbe(g)
+	}
+	return &Runner{
+		StripeKey: s.StripeKey, SigningSecret: s.SigningSecret, APIURL: s.APIURL,
+		HTTP:     &http.Client{Timeout: 10 * time.Second},
+		Sessions: stripex.New(s.StripeKey, stripex.Options{BaseURL: s.StripeAPIBase, Retries: 1}),
+		Stores:   StoresProbe(orders, ledger, s3, s.AuditBucket),
+		Email:    email,
+		Orders:   orders,
+		Audit:    audit.NewReader(s3, s.AuditBucket),
+	}, nil
+}
+
+// Announcement is the alert every run raises: INFO SMOKE_PASSED, or
+// CRITICAL SMOKE_FAILED whose headline names the first failing stage.
+func Announcement(rep Report) alert.Alert {
+	a := alert.Alert{Severity: alert.Info, Kind: alert.SmokePassed, Session: rep.Session, Detail: rep.Headline()}
+	if !rep.OK() {
+		a.Severity, a.Kind = alert.Critical, alert.SmokeFailed
+	}
+	return a
+}
