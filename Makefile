@@ -13,7 +13,7 @@ STRIPE_MOCK_VERSION := v0.203.0
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy smoke invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -98,9 +98,26 @@ build:
 build-%Function:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(shell echo $* | tr A-Z a-z)
 
-## deploy: build with SAM and deploy with samconfig.toml's settings (run `sam deploy --guided` once first)
+# The deployed stack and its region, as samconfig.toml names them.
+STACK  ?= $(or $(shell sed -n 's/^stack_name *= *"\(.*\)"/\1/p' samconfig.toml | head -1),oracle)
+REGION ?= $(shell sed -n 's/^region *= *"\(.*\)"/\1/p' samconfig.toml | head -1)
+SMOKE_TARGET = $(if $(LOCAL),-local $(CURDIR)/.build/stack-local.json,-stack $(STACK))
+
+## deploy: build with SAM, deploy with samconfig.toml's settings (run `sam deploy --guided` once first), then run the smoke test against what was deployed and say the result
 deploy:
 	sam build && sam deploy
+	@$(GO) build -o .build/smoke ./infra/smoke
+	@set +e; $(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET); code=$$?; \
+	case $$code in \
+	0) echo "deploy: deployed, and the smoke test passed";; \
+	1) echo "deploy: DEPLOYED BUT BROKEN: a smoke stage failed (above); see docs/operating.md, SMOKE_FAILED";; \
+	*) echo "deploy: deployed, but the smoke test could not run (exit $$code): see docs/deploying.md, the smoke test";; \
+	esac; exit $$code
+
+## smoke: the smoke test's ten stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
+smoke:
+	@$(GO) build -o .build/smoke ./infra/smoke
+	@$(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET)
 
 ## tools: install what the tests need when it is missing
 tools:

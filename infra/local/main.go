@@ -24,6 +24,7 @@ import (
 
 	"github.com/stripe/stripe-go/v76/webhook"
 
+	"42sisters.ai/oracle/infra/deployment"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/motoserver"
@@ -97,9 +98,17 @@ func serve(ctx context.Context, o stack.Options) error {
 	if s.GraphURL != "" {
 		fmt.Fprintf(os.Stderr, "fake Microsoft Graph: %s (email goes through it; /_control, /_mailbox)\n", s.GraphURL)
 	}
+	// The operator's tools (make smoke LOCAL=1) find the stack here, as
+	// they find a deployed one through CloudFormation.
+	described := filepath.Join(o.Root, deployment.LocalFile)
+	if err := s.Deployment().Write(described); err != nil {
+		_ = s.Close()
+		return fmt.Errorf("describe the stack for the tools: %w", err)
+	}
 	fmt.Printf("ready: %s\n", s.APIURL)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "shutting down")
+	_ = os.Remove(described)
 	return s.Close()
 }
 

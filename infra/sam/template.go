@@ -20,6 +20,8 @@ type Template struct {
 	Conditions map[string]any
 	Globals    Globals
 	Resources  map[string]Resource
+	// Outputs are the stack's outputs: each one's Value, unresolved.
+	Outputs map[string]any
 }
 
 // Parameter is a template parameter.
@@ -79,6 +81,7 @@ func Parse(b []byte) (*Template, error) {
 		Parameters: map[string]Parameter{},
 		Conditions: mapOf(top["Conditions"]),
 		Resources:  map[string]Resource{},
+		Outputs:    map[string]any{},
 		Globals:    Globals{Timeout: 3, MemorySize: 128},
 	}
 	for name, v := range mapOf(top["Parameters"]) {
@@ -105,6 +108,9 @@ func Parse(b []byte) (*Template, error) {
 			r.Condition = c
 		}
 		t.Resources[id] = r
+	}
+	for name, v := range mapOf(top["Outputs"]) {
+		t.Outputs[name] = mapOf(v)["Value"]
 	}
 	return t, nil
 }

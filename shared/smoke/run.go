@@ -214,20 +214,20 @@ func (r *Runner) webhook(ctx context.Context, st *run) (string, error) {
 
 // stored waits for the order to be READY with a verdict that parses.
 func (r *Runner) stored(ctx context.Context, st *run) (string, error) {
-	var last oracle.Status
+	var last *oracle.Order
 	err := r.until(ctx, func() (bool, error) {
 		o, found, err := r.Orders.Get(ctx, st.session)
 		if err != nil || !found {
 			return false, err
 		}
-		st.order, last = o, o.Status
+		st.order, last = o, &o
 		return o.Status == oracle.StatusReady, nil
 	})
 	if err != nil {
-		if last == "" {
+		if last == nil {
 			return "", fmt.Errorf("no order for the session: %w", err)
 		}
-		return "", fmt.Errorf("the order is %s, not READY: %w", last, err)
+		return "", fmt.Errorf("the order is %s%s, not READY: %w", last.Status, progress(*last), err)
 	}
 	if !st.order.Smoke {
 		return "", errors.New("the order is not flagged smoke")
@@ -240,6 +240,28 @@ func (r *Runner) stored(ctx context.Context, st *run) (string, error) {
 		return "", errors.New("the stored verdict has no summary")
 	}
 	return "verdict=" + string(a.Verdict), nil
+}
+
+// progress says how far generation got: what the operator looks at first
+// when the verdict is late (the model failing, the circuit parking it).
+func progress(o oracle.Order) string {
+	var parts []string
+	if o.Attempts > 0 {
+		parts = append(parts, fmt.Sprintf("%d model attempt(s)", o.Attempts))
+	}
+	if o.ParkedSince != nil {
+		parts = append(parts, "parked since "+o.ParkedSince.UTC().Format(time.RFC3339))
+	}
+	if o.Failure != "" {
+		parts = append(parts, "failed: "+o.Failure)
+	}
+	if o.DropReason != "" {
+		parts = append(parts, "dropped: "+string(o.DropReason))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // verdictAPI reads the verdict as the result page does.
@@ -386,6 +408,10 @@ func (r *Runner) until(ctx context.Context, done func() (bool, error)) error {
 	defer t.Stop()
 	for {
 		ok, err := done()
+		if ctx.Err() != nil {
+			// A read cut short by the deadline says only that time ran out.
+			return fmt.Errorf("not within the stage's %s", r.timeout())
+		}
 		if err != nil || ok {
 			return err
 		}

@@ -10,12 +10,15 @@ import (
 
 	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
 	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // mailboxPage lists what the mailer sent through moto's SES and, when
 // email goes through Graph, what the fake Graph accepted: the local
 // stack's mailbox, at /_local/mail on the front door (JSON for tools and
 // tests, a small HTML view for people; ?format=json or Accept decides).
+// It shows the customers' messages; what the smoke test sent to its
+// address, which reaches nobody in AWS, is listed apart (?smoke=1).
 type mailboxPage struct {
 	moto  string            // moto's endpoint
 	graph *fakegraph.Server // nil unless email goes through Graph
@@ -33,8 +36,9 @@ type mailJSON struct {
 var mailboxHTML = template.Must(template.New("mailbox").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Local mailbox</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;margin:2rem;max-width:60rem}article{border:1px solid #ccc;border-radius:6px;padding:1rem;margin:1rem 0}pre{white-space:pre-wrap}</style>
-</head><body><h1>Local mailbox</h1><p>{{len .}} message(s), newest first. JSON: <a href="?format=json">?format=json</a>.</p>
-{{range .}}<article><h2>{{.Subject}}</h2><p>To {{range .To}}{{.}} {{end}}· from {{.From}} · {{.At.Format "2006-01-02 15:04:05 MST"}}</p><pre>{{.Text}}</pre></article>{{end}}
+</head><body><h1>Local mailbox{{if .Smoke}}: the smoke test's{{end}}</h1><p>{{len .Messages}} message(s), newest first. JSON: <a href="?format=json{{if .Smoke}}&amp;smoke=1{{end}}">?format=json</a>.
+{{if .Smoke}}<a href="?">The customers' messages</a>.{{else}}What the smoke test sent to its own address is apart: <a href="?smoke=1">?smoke=1</a>.{{end}}</p>
+{{range .Messages}}<article><h2>{{.Subject}}</h2><p>To {{range .To}}{{.}} {{end}}· from {{.From}} · {{.At.Format "2006-01-02 15:04:05 MST"}}</p><pre>{{.Text}}</pre></article>{{end}}
 </body></html>`))
 
 func (m mailboxPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -51,9 +55,13 @@ func (m mailboxPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sent = append(sent, m.graph.Received()...)
 		slices.SortStableFunc(sent, func(a, b motoserver.Sent) int { return a.At.Compare(b.At) })
 	}
+	wantSmoke := r.URL.Query().Get("smoke") == "1"
 	out := make([]mailJSON, 0, len(sent))
 	for i := len(sent) - 1; i >= 0; i-- {
 		s := sent[i]
+		if toSmoke(s.To) != wantSmoke {
+			continue
+		}
 		out = append(out, mailJSON{To: s.To, From: s.From, Subject: s.Subject, Text: s.Text, HTML: s.HTML, At: s.At})
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -64,5 +72,15 @@ func (m mailboxPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	_ = mailboxHTML.Execute(w, out)
+	_ = mailboxHTML.Execute(w, mailboxView{Smoke: wantSmoke, Messages: out})
+}
+
+type mailboxView struct {
+	Smoke    bool
+	Messages []mailJSON
+}
+
+// toSmoke reports a message to the smoke test's address.
+func toSmoke(to []string) bool {
+	return slices.ContainsFunc(to, func(a string) bool { return strings.EqualFold(a, stripex.SmokeEmail) })
 }

@@ -1,53 +1,288 @@
 package stack_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/smoke"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
-// TestSmokeFunctionPassesOnTheLocalStack fires the smoke function as its
-// schedule does: ten stages pass through the stack's real checkout,
-// webhook, generator, mailer and verdict API, one INFO SMOKE_PASSED is
-// published, and nothing of the run is left in the Orders table.
-func TestSmokeFunctionPassesOnTheLocalStack(t *testing.T) {
+// TestSmokeTestOnTheLocalStack runs the smoke test as `make smoke LOCAL=1`
+// runs it, the command against the description `make run` writes, and as
+// its schedule fires the smoke function, on one stack:
+//
+//   - with a live Stripe key the command exits 2 at the environment check
+//     and creates nothing: no Stripe session, no order;
+//   - on a healthy stack it prints 10/10 PASS, exits 0 and raises one INFO
+//     SMOKE_PASSED, and afterwards the orders table, the customers'
+//     mailbox and the audit log's counts (every record flagged smoke) show
+//     nothing of it;
+//   - the scheduled function passes the same way;
+//   - with the fake Gemini answering 503 the command names the failing
+//     stage, exits 1 and raises exactly one CRITICAL alert.
+func TestSmokeTestOnTheLocalStack(t *testing.T) {
 	o := options(t)
 	o.ScheduleOff = true
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	described := filepath.Join(t.TempDir(), "stack-local.json")
+	if err := s.Deployment().Write(described); err != nil {
+		t.Fatal(err)
+	}
+	cli := buildSmokeCommand(t)
+	smokeRun := func(t *testing.T, env []string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, cli, append([]string{"-local", described}, args...)...)
+		cmd.Env = append(withoutStripeSecrets(os.Environ()), env...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("run the smoke command: %v", err)
+		}
+		t.Logf("smoke command (exit %d):\n%s%s", cmd.ProcessState.ExitCode(), stdout.String(), stderr.String())
+		return stdout.String(), cmd.ProcessState.ExitCode()
+	}
 
-	out, err := s.Fire(ctx, "SmokeFunction")
+	t.Run("a live key exits 2 and creates nothing", func(t *testing.T) {
+		sessions, orders := stripeSessions(t, s), orderCount(t, s)
+		out, code := smokeRun(t, []string{"STRIPE_SECRET_KEY=sk_live_" + strings.Repeat("x", 24)})
+		if code != 2 || !strings.Contains(out, smoke.ErrLiveKey.Error()) || !strings.Contains(out, "RESULT: 0/10") {
+			t.Fatalf("exit %d, output:\n%s\nwant exit 2 and the FATAL line", code, out)
+		}
+		if got := stripeSessions(t, s); got != sessions {
+			t.Errorf("Stripe has %d sessions, had %d: the run created one", got, sessions)
+		}
+		if got := orderCount(t, s); got != orders {
+			t.Errorf("the Orders table has %d items, had %d", got, orders)
+		}
+	})
+
+	t.Run("make smoke LOCAL=1 passes 10 of 10", func(t *testing.T) {
+		before := len(s.Alerts())
+		out, code := smokeRun(t, nil)
+		if code != 0 || !strings.Contains(out, "RESULT: 10/10 PASS") {
+			t.Fatalf("exit %d, output:\n%s", code, out)
+		}
+		if n := strings.Count(out, " PASS"); n < 10 {
+			t.Errorf("%d stage lines say PASS:\n%s", n, out)
+		}
+		session := regexp.MustCompile(`session_id=(cs_test_\w+)`).FindStringSubmatch(out)
+		if session == nil {
+			t.Fatalf("no session in the report:\n%s", out)
+		}
+		waitForAlert(t, s, alert.SmokePassed, before)
+		if got := since(alertsOf(s, alert.SmokePassed), s, before); len(got) != 1 || !strings.Contains(got[0], "[ORACLE-ALERT] INFO") || !strings.Contains(got[0], "10/10 PASS") {
+			t.Errorf("SMOKE_PASSED alerts %q, want one INFO", got)
+		}
+		// The report shows the session by its first 12 characters only:
+		// find the order, if any were left, by that prefix.
+		if left := ordersWithPrefix(t, s, session[1]); len(left) != 0 {
+			t.Errorf("smoke orders left in the Orders table: %v", left)
+		}
+		if got := customerMail(t, s.APIURL, false); strings.Contains(got, stripex.SmokeEmail) || strings.Contains(got, smoke.Query) {
+			t.Errorf("the customers' mailbox shows the smoke email:\n%s", got)
+		}
+		if got := customerMail(t, s.APIURL, true); !strings.Contains(got, stripex.SmokeEmail) {
+			t.Errorf("the smoke email is not in the mailbox's smoke list:\n%s", got)
+		}
+	})
+
+	t.Run("the scheduled function passes and leaves only smoke records", func(t *testing.T) {
+		before := len(s.Alerts())
+		raw, err := s.Fire(ctx, "SmokeFunction")
+		if err != nil {
+			t.Fatalf("smoke run: %v (%s)", err, raw)
+		}
+		var rep smoke.Report
+		if err := json.Unmarshal(raw, &rep); err != nil {
+			t.Fatalf("report %s: %v", raw, err)
+		}
+		if !rep.OK() || rep.ExitCode() != 0 {
+			t.Fatalf("report:\n%s", rep)
+		}
+		waitForAlert(t, s, alert.SmokePassed, before)
+		if n := len(since(alertsOf(s, alert.SmokeFailed), s, before)); n != 0 {
+			t.Errorf("%d SMOKE_FAILED alerts", n)
+		}
+		if item := orderItem(t, s, rep.Session); item != nil {
+			t.Errorf("the smoke order is still there: %v", item)
+		}
+		// What stays is the audit trail, every record flagged so that no
+		// count or revenue figure takes it for a customer's.
+		records, err := audit.NewReader(awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")).Session(ctx, rep.Session, rep.Started)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(records) == 0 {
+			t.Fatal("the run left no audit record")
+		}
+		for _, r := range records {
+			if !r.Smoke || r.Livemode {
+				t.Errorf("audit record %s/%s smoke=%v livemode=%v, want smoke and test mode", r.Source, r.Status, r.Smoke, r.Livemode)
+			}
+		}
+	})
+
+	t.Run("gemini answering 503 fails a named stage and raises one critical", func(t *testing.T) {
+		post(t, s.GeminiURL+"/_control", `{"status":503,"calls":10000}`)
+		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) })
+		before := len(s.Alerts())
+		out, code := smokeRun(t, nil, "-stage-timeout", "10s")
+		if code != 1 || !regexp.MustCompile(`\[STAGE 6\] Verdict stored \.+ FAIL`).MatchString(out) || !strings.Contains(out, "RESULT: 6/10") {
+			t.Fatalf("exit %d, output:\n%s\nwant exit 1 with stage 6 failing", code, out)
+		}
+		// Why, without the noise of the read the deadline cut short.
+		if !strings.Contains(out, "not READY: not within the stage's 10s") || strings.Contains(out, "context deadline") {
+			t.Errorf("stage 6 does not say plainly why it failed:\n%s", out)
+		}
+		waitForAlert(t, s, alert.SmokeFailed, before)
+		var critical []string
+		for _, a := range since(s.Alerts(), s, before) {
+			if strings.HasPrefix(a, "[ORACLE-ALERT] CRITICAL ") {
+				critical = append(critical, a)
+			}
+		}
+		if len(critical) != 1 || !strings.Contains(critical[0], " | "+string(alert.SmokeFailed)+" | ") || !strings.Contains(critical[0], "Stage 6") {
+			t.Errorf("CRITICAL alerts %q, want one SMOKE_FAILED naming stage 6", critical)
+		}
+	})
+}
+
+// buildSmokeCommand builds `make smoke`'s command once per package run.
+func buildSmokeCommand(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(buildDir, "smoke-command")
+	cmd := exec.Command("go", "build", "-o", bin, "./infra/smoke")
+	cmd.Dir = filepath.Dir(provision.TemplatePath())
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build ./infra/smoke: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// withoutStripeSecrets drops the Stripe settings a developer's shell may
+// carry, so the command reads the stack's.
+func withoutStripeSecrets(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "STRIPE_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// since keeps the alerts published after the first n of the stack's
+// (alerts are listed oldest first; of is a subset of them).
+func since(of []string, s *stack.Stack, n int) []string {
+	old := map[string]bool{}
+	for _, a := range s.Alerts()[:n] {
+		old[a] = true
+	}
+	var out []string
+	for _, a := range of {
+		if !old[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// waitForAlert waits for an alert of kind published after the first n:
+// alerts reach the test through SNS and a queue.
+func waitForAlert(t *testing.T, s *stack.Stack, kind alert.Kind, n int) {
+	t.Helper()
+	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool { return len(since(alertsOf(s, kind), s, n)) > 0 }) {
+		t.Fatalf("no %s alert; alerts: %q", kind, s.Alerts())
+	}
+}
+
+// stripeSessions counts the fake Stripe's Checkout Sessions.
+func stripeSessions(t *testing.T, s *stack.Stack) int {
+	t.Helper()
+	req := mustRequest(t, "GET", s.StripeURL+"/v1/checkout/sessions?limit=100")
+	req.Header.Set("Authorization", "Bearer "+stack.FakeStripeKey)
+	status, body, _ := send(t, http.DefaultClient, req)
+	var list struct {
+		Data    []json.RawMessage `json:"data"`
+		HasMore bool              `json:"has_more"`
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &list) != nil || list.HasMore {
+		t.Fatalf("list sessions: %d %s", status, body)
+	}
+	return len(list.Data)
+}
+
+// orderCount counts the Orders table's items.
+func orderCount(t *testing.T, s *stack.Stack) int32 {
+	t.Helper()
+	out, err := dynamodb.NewFromConfig(s.AWS).Scan(context.Background(), &dynamodb.ScanInput{
+		TableName: aws.String(s.Resources.Ref("OrdersTable")), Select: ddbtypes.SelectCount, ConsistentRead: aws.Bool(true),
+	})
 	if err != nil {
-		t.Fatalf("smoke run: %v (%s)", err, out)
+		t.Fatal(err)
 	}
-	var rep smoke.Report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("report %s: %v", out, err)
+	return out.Count
+}
+
+// ordersWithPrefix lists the orders whose session starts with prefix.
+func ordersWithPrefix(t *testing.T, s *stack.Stack, prefix string) []string {
+	t.Helper()
+	out, err := dynamodb.NewFromConfig(s.AWS).Scan(context.Background(), &dynamodb.ScanInput{
+		TableName: aws.String(s.Resources.Ref("OrdersTable")), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !rep.OK() || rep.ExitCode() != 0 {
-		t.Fatalf("report:\n%s", rep)
+	var ids []string
+	for _, item := range out.Items {
+		if id := stringAttr(item, "session_id"); strings.HasPrefix(id, prefix) {
+			ids = append(ids, id)
+		}
 	}
-	// Alerts reach the test through SNS and a queue: wait for this one.
-	testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.SmokePassed)) > 0 })
-	if got := alertsOf(s, alert.SmokePassed); len(got) != 1 || !strings.Contains(got[0], "10/10 PASS") {
-		t.Errorf("SMOKE_PASSED alerts %q, want one", got)
+	return ids
+}
+
+// customerMail is the local mailbox's JSON: the customers' messages, or
+// with smoke the smoke test's.
+func customerMail(t *testing.T, api string, smoke bool) string {
+	t.Helper()
+	u := api + "/_local/mail?format=json"
+	if smoke {
+		u += "&smoke=1"
 	}
-	if n := len(alertsOf(s, alert.SmokeFailed)); n != 0 {
-		t.Errorf("%d SMOKE_FAILED alerts", n)
+	status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", u))
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, status, body)
 	}
-	if item := orderItem(t, s, rep.Session); item != nil {
-		t.Errorf("the smoke order is still there: %v", item)
-	}
+	return string(body)
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"42sisters.ai/oracle/infra/deployment"
 	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
 	fakeses "42sisters.ai/oracle/infra/fakes/fakeses"
@@ -61,6 +63,8 @@ type Stack struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	alerts    *alertTap
+	// env is what every function gets on top of the template's.
+	env map[string]string
 	scheduling
 }
 
@@ -173,6 +177,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		env["GRAPH_API_BASE"] = "http://" + graphLn.Addr().String() + "/v1.0"
 		s.serve(graphLn, graph)
 	}
+	s.env = env
 	var routes []gateway.Route
 	sqsClient := sqs.NewFromConfig(s.AWS)
 	pollLog := log.New(o.Log, "[poller] ", 0)
@@ -312,3 +317,32 @@ func prefixed(w io.Writer, prefix string) io.Writer {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// Deployment describes the running stack as CloudFormation describes a
+// deployed one, for the operator's tools: the template's outputs that name
+// a local resource, the front door as the API's URL, every parameter's
+// value (secrets by their ARN in moto), and the endpoints of moto and the
+// fakes.
+func (s *Stack) Deployment() deployment.Deployment {
+	t, v := s.Resources.Template, s.Resources.Values
+	d := deployment.Deployment{
+		Name: "local", Region: Region,
+		Outputs:     map[string]string{},
+		Parameters:  map[string]string{},
+		AWSEndpoint: s.backend.endpoint,
+		Env:         maps.Clone(s.env),
+	}
+	for name, value := range t.Outputs {
+		// What the stack does not run (the HTTP API, the dashboard) does
+		// not resolve: the front door stands in for the API below.
+		if out, err := t.ResolveString(value, v); err == nil {
+			d.Outputs[name] = out
+		}
+	}
+	d.Outputs["ApiUrl"] = s.APIURL
+	d.Outputs["WebhookUrl"] = s.APIURL + "/api/webhook"
+	for name := range t.Parameters {
+		d.Parameters[name], _ = t.Param(name, v)
+	}
+	return d
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"maps"
+
+	"42sisters.ai/oracle/infra/deployment"
+)
+
+// fromOutputs and fromParameters give the smoke function's settings (its
+// environment in template.yaml) the values the stack describes; a test
+// holds them to the template's.
+var (
+	fromOutputs = map[string]string{
+		"API_URL":          "ApiUrl",
+		"ORDERS_TABLE":     "OrdersTableName",
+		"LEDGER_TABLE":     "LedgerTableName",
+		"AUDIT_BUCKET":     "AuditBucketName",
+		"ALERTS_TOPIC_ARN": "AlertsTopicArn",
+	}
+	fromParameters = map[string]string{
+		"MAIL_TRANSPORT":                 "MailTransport",
+		"GRAPH_CREDENTIALS_ARN":          "GraphCredentialsArn",
+		"STRIPE_SECRET_KEY_ARN":          "StripeSecretKeyArn",
+		"STRIPE_TEST_SECRET_KEY_ARN":     "StripeTestSecretKeyArn",
+		"STRIPE_TEST_WEBHOOK_SECRET_ARN": "StripeTestWebhookSecretArn",
+	}
+	// overridable are the secrets a workstation may give itself instead
+	// of reading the stack's (a key not yet stored, a live key to see the
+	// environment check refuse it).
+	overridable = []string{"STRIPE_SECRET_KEY", "STRIPE_TEST_SECRET_KEY", "STRIPE_TEST_WEBHOOK_SECRET"}
+)
+
+// settingsEnv is the environment the smoke function would have in the
+// deployment d, with the workstation's own secrets (lookup) first.
+func settingsEnv(d deployment.Deployment, lookup func(string) (string, bool)) (map[string]string, error) {
+	env := map[string]string{}
+	for name, output := range fromOutputs {
+		v, err := d.Output(output)
+		if err != nil {
+			return nil, err
+		}
+		env[name] = v
+	}
+	for name, param := range fromParameters {
+		env[name] = d.Parameters[param]
+	}
+	env["GRAPH_SENDER"] = d.Parameters["GraphSender"]
+	if env["GRAPH_SENDER"] == "" {
+		env["GRAPH_SENDER"] = d.Parameters["MailSender"]
+	}
+	// The local stack's fakes, reached as its functions reach them.
+	maps.Copy(env, d.Env)
+	for _, name := range overridable {
+		if v, ok := lookup(name); ok && v != "" {
+			env[name] = v
+			delete(env, name+"_ARN")
+		}
+	}
+	return env, nil
+}
