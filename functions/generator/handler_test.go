@@ -1118,3 +1118,36 @@ func TestSettledOrderQueuesItsNoticeAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestASmokeVerdictExpiresWithinADay: a smoke order's verdict is kept a
+// day at most, so a smoke run whose cleanup failed leaves nothing for
+// long; a customer's is kept the whole retention.
+func TestASmokeVerdictExpiresWithinADay(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		id     string
+		smoke  bool
+		expiry time.Duration
+	}{
+		{"cs_test_gensmoke", true, oracle.SmokeRetention},
+		{"cs_test_gencustomer", false, e.h.Retention},
+	} {
+		claim, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: c.id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: "Is the pipeline up?",
+			Smoke: c.smoke, AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.orders.JobEnqueued(ctx, c.id, claim.Lease); err != nil {
+			t.Fatal(err)
+		}
+		if failed := e.run(record("m"+c.id, job(c.id), 1)); len(failed) != 0 {
+			t.Fatalf("%s failed", c.id)
+		}
+		o := e.order(c.id)
+		// The expiry is stored in whole seconds.
+		if off := o.Expires.Sub(e.clock.Now().Add(c.expiry)); o.Status != oracle.StatusReady || off < -time.Second || off > time.Second {
+			t.Errorf("%s: %s expiring in %v, want READY expiring in %v", c.id, o.Status, o.Expires.Sub(e.clock.Now()), c.expiry)
+		}
+	}
+}

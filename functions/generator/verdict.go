@@ -40,7 +40,7 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		Label:          g.analysis.Verdict,
 		CoherenceScore: g.decision.CoherenceScore,
 		FilterVersion:  rep.Version,
-		ExpiresAt:      h.Now().Add(h.Retention),
+		ExpiresAt:      h.Now().Add(t.order.Retention(h.Retention)),
 	}
 	if t.order.Regen {
 		v.Divergence = oracle.Diverge(t.order.OriginalVerdict, g.analysis.Verdict)
@@ -102,7 +102,7 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	if o.Regen {
 		original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}
 	}
-	if err := h.Originals.KeepOriginal(ctx, o.SessionID, original, h.OriginalRetention); err != nil {
+	if err := h.Originals.KeepOriginal(ctx, o.SessionID, original, o.Retention(h.OriginalRetention)); err != nil {
 		return err
 	}
 	if o.Regen {

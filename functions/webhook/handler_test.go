@@ -19,6 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
@@ -116,6 +117,46 @@ func TestSignatureGate(t *testing.T) {
 	}
 	if o, ok := e.order(s.ID); !ok || o.Status != oracle.StatusPaid {
 		t.Fatalf("valid signature did not claim: %+v", o)
+	}
+}
+
+// TestSmokeFlagHoldsOnlyInTestMode: the smoke flag in a session's metadata
+// makes a smoke order only in test mode, and a smoke order expires within
+// a day whatever its cleanup does; in live mode the flag is ignored, so no
+// live payment can be taken for a smoke run and deleted.
+func TestSmokeFlagHoldsOnlyInTestMode(t *testing.T) {
+	e := newEnv(t, Secrets{Live: liveSecret, Test: testSecret})
+	test := paidSession("cs_test_smokeflag", oracle.TierQuick, "q")
+	test.Meta[stripex.MetaSmoke] = "1"
+	live := paidSession("cs_live_smokeflag", oracle.TierQuick, "q")
+	live.Meta[stripex.MetaSmoke], live.Livemode = "1", true
+	for _, c := range []struct {
+		s      session
+		secret string
+		smoke  bool
+		expiry time.Duration
+	}{
+		{test, testSecret, true, oracle.SmokeRetention},
+		{live, liveSecret, false, 90 * 24 * time.Hour},
+	} {
+		body := e.event("evt_"+c.s.ID, audit.EventCheckoutCompleted, c.s)
+		if resp := e.deliver(request(body, sign(body, c.secret, time.Now()))); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s", c.s.ID, status(resp))
+		}
+		o, ok := e.order(c.s.ID)
+		// The expiry is stored in whole seconds.
+		if off := o.Expires.Sub(e.clock.Now().Add(c.expiry)); !ok || o.Smoke != c.smoke || off < -time.Second || off > time.Second {
+			t.Errorf("%s: order smoke=%v expires %v, want smoke=%v expiring %v from now", c.s.ID, o.Smoke, o.Expires.Sub(e.clock.Now()), c.smoke, c.expiry)
+		}
+	}
+	recs := e.auditRecords()
+	if len(recs) != 2 {
+		t.Fatalf("%d audit records, want one per session", len(recs))
+	}
+	for _, r := range recs {
+		if r.Smoke != (r.SessionID == test.ID) {
+			t.Errorf("audit record of %s smoke=%v", r.SessionID, r.Smoke)
+		}
 	}
 }
 

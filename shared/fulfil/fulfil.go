@@ -215,8 +215,8 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		EmailHash:   f.Hasher.Email(s.Email),
 		Referral:    s.Referral,
 		Source:      t.Source,
-		Expires:     now.Add(f.Retention),
 	}
+	o.Expires = now.Add(o.Retention(f.Retention))
 	o.SessionCreated = s.Created.UTC()
 	if s.Created.IsZero() {
 		o.SessionCreated = now.UTC()

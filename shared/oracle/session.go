@@ -57,6 +57,20 @@ const (
 	SourceReconcile Source = "reconcile"
 )
 
+// SmokeRetention bounds how long anything of a smoke order is kept: the
+// smoke test deletes its order at once, and should that fail, the order
+// still expires within a day instead of lingering for the retention.
+const SmokeRetention = 24 * time.Hour
+
+// Retention is how long the order keeps what it would keep for d: no
+// longer than SmokeRetention for a smoke order.
+func (o Order) Retention(d time.Duration) time.Duration {
+	if o.Smoke {
+		return min(d, SmokeRetention)
+	}
+	return d
+}
+
 // Order is the durable record of one paid (or pending) Checkout Session.
 // It holds the query but never the customer's email address: only its keyed
 // hash, for operator look-up.
