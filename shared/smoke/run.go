@@ -307,8 +307,9 @@ func (r *Runner) verdictEmail(ctx context.Context, st *run) (string, error) {
 	return "status=" + string(state), nil
 }
 
-// decisions reads the crosscheck's and both filter gates' decisions on the
-// verdict from the audit log: passing, and every record flagged smoke.
+// decisions reads the run's records from the audit log: every one a paid
+// verdict leaves is there and flagged smoke, and the crosscheck's and
+// both filter gates' decisions on the verdict are passing.
 func (r *Runner) decisions(ctx context.Context, st *run) (string, error) {
 	created := st.created
 	if !st.order.SessionCreated.IsZero() {
@@ -320,10 +321,12 @@ func (r *Runner) decisions(ctx context.Context, st *run) (string, error) {
 	}
 	var cross *audit.Crosscheck
 	gates := map[string]string{}
+	seen := map[audit.Event]bool{}
 	for _, rec := range recs {
 		if !rec.Smoke {
 			return "", fmt.Errorf("the %s record %s is not flagged smoke", rec.Source, rec.Event)
 		}
+		seen[rec.Event] = true
 		if rec.Crosscheck != nil {
 			cross = rec.Crosscheck
 		}
@@ -331,7 +334,15 @@ func (r *Runner) decisions(ctx context.Context, st *run) (string, error) {
 			gates[rec.Filter.Gate] = rec.Filter.Action
 		}
 	}
+	var missing []string
+	for _, e := range expectedRecords {
+		if !seen[e] {
+			missing = append(missing, string(e))
+		}
+	}
 	switch {
+	case len(missing) > 0:
+		return "", fmt.Errorf("the audit log lacks the run's %s record(s)", strings.Join(missing, ", "))
 	case cross == nil:
 		return "", errors.New("no crosscheck record")
 	case !cross.Approved:
@@ -344,7 +355,15 @@ func (r *Runner) decisions(ctx context.Context, st *run) (string, error) {
 			return "", fmt.Errorf("filter gate %s: %s", gate, action)
 		}
 	}
-	return fmt.Sprintf("C=%.4f approved=true filter=PASS", cross.CoherenceScore), nil
+	return fmt.Sprintf("C=%.4f approved=true filter=PASS records=%d", cross.CoherenceScore, len(recs)), nil
+}
+
+// expectedRecords are the audit records every paid verdict leaves, which
+// a run must find (AUDIT_TRAIL VC-6): the payment, the generation, its
+// crosscheck and filter decisions, the verdict served and the email.
+var expectedRecords = []audit.Event{
+	audit.EventCheckoutCompleted, audit.EventVerdictGenerated, audit.EventCrosscheck,
+	audit.EventFilter, audit.EventVerdictServed, audit.EventMailAttempt,
 }
 
 // cleanup removes the smoke order and expires the session, so nothing of
