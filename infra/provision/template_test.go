@@ -261,3 +261,64 @@ func TestDashboardChartsEveryFunction(t *testing.T) {
 		}
 	}
 }
+
+// TestTheSmokeTestIsScheduledAndWatched: the smoke function runs daily at
+// 07:00 UTC, one run at a time, within the three minutes its ten stages
+// may take; an alarm fires when no run has passed for 26 hours, a run
+// that never happened included; and its role may delete orders but not
+// write them, scan them or touch the queues.
+func TestTheSmokeTestIsScheduledAndWatched(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fn *sam.Function
+	for _, f := range tmpl.Functions() {
+		if f.LogicalID == "SmokeFunction" {
+			fn = &f
+		}
+	}
+	if fn == nil {
+		t.Fatal("no SmokeFunction")
+	}
+	if len(fn.Schedules) != 1 || fmt.Sprint(fn.Schedules[0].Expression) != "cron(0 7 * * ? *)" {
+		t.Errorf("schedules %+v, want one daily at 07:00 UTC", fn.Schedules)
+	}
+	props := tmpl.Resources["SmokeFunction"].Properties
+	if fn.Timeout != 180 || fmt.Sprint(props["ReservedConcurrentExecutions"]) != "1" {
+		t.Errorf("timeout %d s, reserved concurrency %v; want 180 and 1", fn.Timeout, props["ReservedConcurrentExecutions"])
+	}
+	a := tmpl.Resources["SmokeMissingPassAlarm"].Properties
+	window := atoiT(t, a["Period"]) * atoiT(t, a["EvaluationPeriods"])
+	if a["MetricName"] != "SmokePassed" || a["Statistic"] != "Maximum" || a["ComparisonOperator"] != "LessThanThreshold" ||
+		fmt.Sprint(a["Threshold"]) != "1" || a["TreatMissingData"] != "breaching" || window != 26*3600 || fmt.Sprint(a["DatapointsToAlarm"]) != fmt.Sprint(a["EvaluationPeriods"]) {
+		t.Errorf("SmokeMissingPassAlarm %v, want no pass in 26 h (missing data breaching)", a)
+	}
+	policy, err := json.Marshal(props["Policies"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, forbidden := range []string{"dynamodb:PutItem\",\"dynamodb:DeleteItem", "dynamodb:Scan", "dynamodb:UpdateItem", "sqs:", "s3:PutObject", "s3:DeleteObject"} {
+		if strings.Contains(string(policy), forbidden) {
+			t.Errorf("the smoke function's policy allows %s: %s", forbidden, policy)
+		}
+	}
+	// Only what AWS grants account-wide is granted on every resource.
+	for _, m := range regexp.MustCompile(`\{"Action":(\[[^\]]*\]),"Effect":"Allow","Resource":"\*"`).FindAllStringSubmatch(string(policy), -1) {
+		if m[1] != `["ses:GetAccount"]` {
+			t.Errorf("the smoke function may %s on every resource", m[1])
+		}
+	}
+	if !strings.Contains(string(policy), `{"Action":["dynamodb:GetItem","dynamodb:DeleteItem"],"Effect":"Allow","Resource":{"Name":"Fn::GetAtt","Arg":["OrdersTable","Arn"]}`) {
+		t.Errorf("the smoke function may not read and delete its order: %s", policy)
+	}
+}
+
+func atoiT(t *testing.T, v any) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(fmt.Sprint(v), &n); err != nil {
+		t.Fatalf("%v is not a number", v)
+	}
+	return n
+}
