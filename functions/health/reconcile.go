@@ -419,7 +419,21 @@ func (r *Reconciler) remind(ctx context.Context, x store.Indexed, rec *health.Re
 		return err
 	}
 	rec.Reconcile.Reminded++
+	what := rm.what
+	if x.Status == oracle.StatusHeld {
+		// The index does not say why it is held; once a day the order does.
+		o, found, err := r.Orders.Get(ctx, x.SessionID)
+		if err != nil {
+			return err
+		}
+		if found && o.Failure == oracle.HoldAmountMismatch {
+			what = heldForAmount
+		}
+	}
 	r.Alerts.Raise(ctx, alert.Alert{Severity: rm.sev, Kind: rm.kind, Session: x.SessionID,
-		Detail: fmt.Sprintf("still %s (since %s)", rm.what, since.UTC().Format(time.RFC3339))})
+		Detail: fmt.Sprintf("still %s (since %s)", what, since.UTC().Format(time.RFC3339))})
 	return nil
 }
+
+// heldForAmount is the reminder of an order held at its claim.
+const heldForAmount = "HELD (its amount is not its tier's price): refund it, or deliver it as the tier paid for"

@@ -238,6 +238,38 @@ func TestOrdersWaitingForTheOperatorAreRemindedDaily(t *testing.T) {
 	}
 }
 
+// TestAHeldOrderIsRemindedOfWhyItIsHeld: an order held at its claim because
+// its amount is not its tier's price is reminded as such, not as one the
+// crosscheck held.
+func TestAHeldOrderIsRemindedOfWhyItIsHeld(t *testing.T) {
+	ctx := context.Background()
+	e := newReconcileEnv(t)
+	held := "cs_test_healthamount"
+	o := oracle.Order{SessionID: held, Status: oracle.StatusHeld, Failure: oracle.HoldAmountMismatch, Tier: oracle.TierStrategy, Query: "q",
+		AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, Expires: e.clock.Now().Add(90 * 24 * time.Hour)}
+	c, err := e.orders.ClaimOrder(ctx, o, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.orders.JobEnqueued(ctx, held, c.Lease); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(25 * time.Hour)
+	e.run(t)
+	e.alerts.mu.Lock()
+	list := e.alerts.list
+	e.alerts.mu.Unlock()
+	var details []string
+	for _, a := range list {
+		if a.Kind == alert.OrderUnresolved && a.Session == held {
+			details = append(details, a.Detail)
+		}
+	}
+	if len(details) != 1 || !strings.Contains(details[0], "its amount is not its tier's price") || strings.Contains(details[0], "crosscheck") {
+		t.Errorf("reminders %q, want one saying the amount did not match", details)
+	}
+}
+
 func containsKind(list []string, k alert.Kind) bool {
 	return strings.Contains(strings.Join(list, ","), " "+string(k)+" ")
 }

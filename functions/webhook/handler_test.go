@@ -335,6 +335,55 @@ func TestDuplicateDeliveries(t *testing.T) {
 	}
 }
 
+// TestAmountMustMatchTheTier: a paid session whose subtotal or currency is
+// not its tier's price is not delivered as that tier nor as another: the
+// order is HELD with one CRITICAL AMOUNT_MISMATCH alert, the customer's
+// review notice and one audit record saying why, no generation, however
+// often the event comes.
+func TestAmountMustMatchTheTier(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		tier     oracle.Tier
+		amount   int64
+		currency string
+		paid     string
+	}{
+		{"C$1 for the strategy tier", oracle.TierStrategy, 100, "", "paid 100_CAD for the strategy tier, whose price is 2500_CAD"},
+		{"C$25 for the quick tier", oracle.TierQuick, 2500, "", "paid 2500_CAD for the quick tier, whose price is 100_CAD"},
+		{"the right amount in another currency", oracle.TierFull, 500, "usd", "paid 500_USD for the full tier, whose price is 500_CAD"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, Secrets{Test: testSecret})
+			s := paidSession("cs_test_mismatch01", c.tier, "Should I sell sourdough starters online?")
+			s.Amount, s.Currency = c.amount, c.currency
+			for n := 0; n < 3; n++ {
+				if resp := e.send(e.event(fmt.Sprintf("evt_mismatch%d", n%2), audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
+					t.Fatalf("delivery %d: %s", n, status(resp))
+				}
+			}
+			o, ok := e.order(s.ID)
+			if !ok || o.Status != oracle.StatusHeld || o.Failure != oracle.HoldAmountMismatch || o.Tier != c.tier || o.Verdict != "" {
+				t.Fatalf("order %+v, want HELD for %s", o, oracle.HoldAmountMismatch)
+			}
+			if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
+				t.Fatalf("generation enqueued for a mismatched payment: %+v", jobs)
+			}
+			if mails := e.jobs("MailQueue"); len(mails) != 1 || mails[0].Kind != oracle.MailReview {
+				t.Fatalf("notice jobs %+v, want one review notice", mails)
+			}
+			alerts := e.alertTexts()
+			if len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], " | AMOUNT_MISMATCH | cs_test_mism | ") ||
+				!strings.Contains(alerts[0], c.paid) || !strings.Contains(alerts[0], string(c.tier)) {
+				t.Fatalf("alerts %q, want one CRITICAL AMOUNT_MISMATCH saying %s was paid", alerts, c.paid)
+			}
+			recs := e.auditRecords()
+			if len(recs) != 1 || recs[0].Status != audit.StatusError || recs[0].ErrorDetail == nil || !strings.Contains(*recs[0].ErrorDetail, "amount mismatch") || recs[0].OrderStatus != string(oracle.StatusHeld) {
+				t.Fatalf("audit records %+v, want one ERROR saying amount mismatch", recs)
+			}
+		})
+	}
+}
+
 func TestSilentDrop(t *testing.T) {
 	// A paid session with no tier, an invalid tier, an empty query or a
 	// missing chunk: DROPPED with amount and currency, one [SILENT-DROP]

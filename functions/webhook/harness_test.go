@@ -112,6 +112,7 @@ type session struct {
 	Email    string
 	Livemode bool
 	Amount   int64
+	Currency string // default cad
 }
 
 func paidSession(id string, tier oracle.Tier, query string) session {
@@ -128,9 +129,13 @@ func (s session) object() map[string]any {
 	if s.Paid {
 		status = "paid"
 	}
+	currency := s.Currency
+	if currency == "" {
+		currency = oracle.Currency
+	}
 	o := map[string]any{
 		"id": s.ID, "object": "checkout.session", "mode": "payment", "status": "complete",
-		"payment_status": status, "amount_total": s.Amount, "amount_subtotal": s.Amount, "currency": "cad",
+		"payment_status": status, "amount_total": s.Amount, "amount_subtotal": s.Amount, "currency": currency,
 		"livemode": s.Livemode, "created": time.Now().Add(-2 * time.Minute).Unix(), "metadata": s.Meta,
 		"customer_details": map[string]any{"email": s.Email}, "customer_email": nil,
 		"custom_fields": []any{}, "payment_intent": "pi_" + strings.TrimPrefix(s.ID, "cs_test_"),

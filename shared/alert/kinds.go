@@ -49,6 +49,11 @@ const (
 	// HELD and the customer was told it is under review; regenerate it or
 	// refund it.
 	VerdictHeld Kind = "VERDICT_HELD"
+	// AmountMismatch (CRITICAL): a paid session's subtotal or currency is
+	// not its tier's fixed price (a mis-set Payment Link, a tampered
+	// integration). The order is HELD, nothing was generated, and the
+	// customer was told it is under review; deliver it or refund it.
+	AmountMismatch Kind = "AMOUNT_MISMATCH"
 
 	// VerdictQuarantined (CRITICAL): gate 1 of the content filter stopped
 	// a verdict. Nothing reached the customer; review the quarantine record,
@@ -142,7 +147,7 @@ const (
 func Kinds() []Kind {
 	return []Kind{
 		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, GarbageJob,
-		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld,
+		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld, AmountMismatch,
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,

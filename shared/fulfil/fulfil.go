@@ -185,6 +185,11 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 		f.Metrics.Count("SilentDrops", 1)
 		f.Alerts.Raise(ctx, f.silentDrop(s, o))
 		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailSilentDrop})
+	case oracle.StatusHeld:
+		f.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.AmountMismatch, Session: o.SessionID,
+			Detail: fmt.Sprintf("paid %s for the %s tier, whose price is %s: the order is HELD; refund it, or deliver it as the tier paid for",
+				oracle.FormatAmount(paidAmount(s), s.Currency), o.Tier, oracle.FormatAmount(o.Tier.PriceCents(), oracle.Currency))})
+		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailReview})
 	default:
 		return nil
 	}
@@ -228,6 +233,9 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		o.Status = oracle.StatusAwaitingPayment
 	case drop != oracle.DropNone:
 		o.Status, o.DropReason = oracle.StatusDropped, drop
+	case !s.PricedAsTier():
+		// Not delivered as a tier it was not paid for, nor as another.
+		o.Status, o.Failure = oracle.StatusHeld, oracle.HoldAmountMismatch
 	default:
 		o.Status = oracle.StatusPaid
 	}
@@ -275,6 +283,9 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("silent drop: "+string(want.DropReason))
 	case oracle.StatusPaymentFailed:
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("delayed payment failed")
+	case oracle.StatusHeld:
+		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail(fmt.Sprintf("amount mismatch: paid %s for %s",
+			oracle.FormatAmount(paidAmount(s), s.Currency), want.Tier))
 	}
 	if err := f.Audit.Require(ctx, r, audit.RecordID(s.ID, claimRecords[want.Status])); err != nil {
 		return fmt.Errorf("audit: %w", err)
@@ -285,6 +296,16 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 // claimRecords name the record of each outcome of a claim that is audited.
 var claimRecords = map[oracle.Status]audit.RecordName{
 	oracle.StatusPaid:          audit.NamePaid,
+	oracle.StatusHeld:          audit.NamePaid, // held at its claim: a payment all the same
 	oracle.StatusDropped:       audit.NameDropped,
 	oracle.StatusPaymentFailed: audit.NamePaymentFailed,
+}
+
+// paidAmount is what the session was priced at: its subtotal, or its total
+// when the session was rebuilt from an order, which keeps only the total.
+func paidAmount(s oracle.Session) int64 {
+	if s.AmountSubtotal != 0 {
+		return s.AmountSubtotal
+	}
+	return s.AmountTotal
 }

@@ -39,5 +39,5 @@ type Claim struct {
 
 // MustEnqueue reports whether the caller now owes the order's job.
 func (c Claim) MustEnqueue() bool {
-	return (c.Outcome == Claimed || c.Outcome == Resumed) && c.Order.Status.OwesJob()
+	return (c.Outcome == Claimed || c.Outcome == Resumed) && c.Order.OwesJob()
 }

@@ -22,9 +22,23 @@ type Session struct {
 	Smoke       bool   // flagged by the smoke test; honoured only in test mode
 	Email       string // transient: used for its keyed hash only, never stored or logged
 	AmountTotal int64
-	Currency    string
-	Livemode    bool
-	Created     time.Time
+	// AmountSubtotal is the price before discounts and taxes: the tier's
+	// price, when the session was made as this service makes them.
+	AmountSubtotal int64
+	Currency       string
+	Livemode       bool
+	Created        time.Time
+}
+
+// HoldAmountMismatch is why a paid order whose amount or currency is not
+// its tier's price is HELD at its claim: a mis-set Payment Link or a
+// tampered integration, for the operator to deliver or refund.
+const HoldAmountMismatch = "amount_mismatch"
+
+// PricedAsTier reports whether the session was priced as its tier: the
+// subtotal is the tier's fixed price, in the tier's currency.
+func (s Session) PricedAsTier() bool {
+	return s.Currency == Currency && s.AmountSubtotal == s.Tier.PriceCents()
 }
 
 // Paid reports whether Stripe confirmed the payment. Only "paid" counts
@@ -145,5 +159,15 @@ type Order struct {
 	Mail map[MailKind]MailState `dynamodbav:"-"`
 }
 
-// OwesJob reports whether an order in this state is owed a queued job.
-func (s Status) OwesJob() bool { return s == StatusPaid || s == StatusDropped }
+// OwesJob reports whether the order is owed a queued job at its claim.
+func (o Order) OwesJob() bool {
+	switch o.Status {
+	case StatusPaid, StatusDropped:
+		return true
+	case StatusHeld:
+		// Held at its claim, the order is owed the operator's alert and
+		// the customer's review notice; held by the generator, nothing more.
+		return o.Failure == HoldAmountMismatch
+	}
+	return false
+}

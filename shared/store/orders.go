@@ -68,7 +68,7 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 	now := o.now().UTC()
 	want.CreatedAt, want.UpdatedAt = now, now
 	row := storedOf(want)
-	if want.Status.OwesJob() {
+	if want.OwesJob() {
 		token, err := condwrite.Token()
 		if err != nil {
 			return oracle.Claim{}, err
@@ -142,7 +142,7 @@ func (o *Orders) advance(ctx context.Context, existing oracle.Order, want stored
 
 // resume takes the job lease of an order whose job was never enqueued.
 func (o *Orders) resume(ctx context.Context, existing oracle.Order, now time.Time, lease time.Duration) (oracle.Claim, error) {
-	if !existing.Status.OwesJob() || existing.JobEnqueuedAt != nil {
+	if !existing.OwesJob() || existing.JobEnqueuedAt != nil {
 		return oracle.Claim{Outcome: oracle.Done, Order: existing}, nil
 	}
 	// The token is the lease, so a retried request whose first attempt took
@@ -176,7 +176,7 @@ func (o *Orders) resume(ctx context.Context, existing oracle.Order, now time.Tim
 	if r.Applied {
 		return oracle.Claim{Outcome: oracle.Resumed, Order: current, Lease: r.Token}, nil
 	}
-	if current.Status.OwesJob() && current.JobEnqueuedAt == nil && current.Status == existing.Status {
+	if current.OwesJob() && current.JobEnqueuedAt == nil && current.Status == existing.Status {
 		return oracle.Claim{Outcome: oracle.InFlight, Order: current}, nil
 	}
 	return oracle.Claim{Outcome: oracle.Done, Order: current}, nil

@@ -215,16 +215,17 @@ func classify(err error, op string) error {
 // from the metadata and the Payment Link field.
 func Session(s *stripe.CheckoutSession) oracle.Session {
 	out := oracle.Session{
-		ID:            s.ID,
-		PaymentStatus: string(s.PaymentStatus),
-		TierRaw:       s.Metadata[MetaTier],
-		Referral:      s.Metadata[MetaReferral],
-		Smoke:         s.Metadata[MetaSmoke] == "1",
-		AmountTotal:   s.AmountTotal,
-		Currency:      string(s.Currency),
-		Livemode:      s.Livemode,
-		Created:       time.Unix(s.Created, 0).UTC(),
-		Email:         s.CustomerEmail,
+		ID:             s.ID,
+		PaymentStatus:  string(s.PaymentStatus),
+		TierRaw:        s.Metadata[MetaTier],
+		Referral:       s.Metadata[MetaReferral],
+		Smoke:          s.Metadata[MetaSmoke] == "1",
+		AmountTotal:    s.AmountTotal,
+		AmountSubtotal: s.AmountSubtotal,
+		Currency:       string(s.Currency),
+		Livemode:       s.Livemode,
+		Created:        time.Unix(s.Created, 0).UTC(),
+		Email:          s.CustomerEmail,
 	}
 	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
 		out.Email = s.CustomerDetails.Email

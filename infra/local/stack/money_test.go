@@ -1,0 +1,88 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// TestAMisPricedSessionIsHeld pays, through the fake Stripe, a C$1 session
+// made with tier=strategy, as a mis-set Payment Link or a tampered
+// integration would make it: the order is HELD with one CRITICAL
+// AMOUNT_MISMATCH alert, no verdict is generated, the page says "under
+// review" and the customer gets the review notice, not a verdict.
+func TestAMisPricedSessionIsHeld(t *testing.T) {
+	o := options(t)
+	o.ScheduleOff = true
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	form := url.Values{
+		"mode":                                   {"payment"},
+		"success_url":                            {s.APIURL + "/oracle/result?session_id={CHECKOUT_SESSION_ID}"},
+		"line_items[0][price_data][currency]":    {"cad"},
+		"line_items[0][price_data][unit_amount]": {"100"},
+		"line_items[0][price_data][product_data][name]": {"Strategy Session"},
+		"line_items[0][quantity]":                       {"1"},
+		"metadata[tier]":                                {"strategy"},
+		"metadata[q0]":                                  {"Should I open a board game cafe?"},
+		"metadata[qn]":                                  {"1"},
+	}
+	req, _ := http.NewRequest("POST", s.StripeURL+"/v1/checkout/sessions", strings.NewReader(form.Encode()))
+	req.Header.Set("Authorization", "Bearer "+stack.FakeStripeKey)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	status, body, _ := send(t, http.DefaultClient, req)
+	var created struct{ ID, URL string }
+	if err := json.Unmarshal(body, &created); status != http.StatusOK || err != nil {
+		t.Fatalf("create the session: %d %s", status, body)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ = http.NewRequest("POST", created.URL, strings.NewReader(url.Values{"email": {"mispriced@example.com"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if status, body, _ := send(t, client, req); status != http.StatusSeeOther {
+		t.Fatalf("pay: %d %s", status, body)
+	}
+
+	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.AmountMismatch)) > 0 }) {
+		t.Fatalf("no AMOUNT_MISMATCH alert; alerts %q", s.Alerts())
+	}
+	if got := alertsOf(s, alert.AmountMismatch); len(got) != 1 || !strings.HasPrefix(got[0], "[ORACLE-ALERT] CRITICAL ") || !strings.Contains(got[0], "paid 100_CAD for the strategy tier") {
+		t.Errorf("AMOUNT_MISMATCH alerts %q, want one CRITICAL", got)
+	}
+	// The customer is told it is under review, by email and on the page.
+	var mail string
+	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
+		mail = customerMail(t, s.APIURL, false)
+		return strings.Contains(mail, "mispriced@example.com")
+	}) {
+		t.Fatalf("no notice reached the customer: %s", mail)
+	}
+	if strings.Contains(mail, "ORACLE VERDICT") {
+		t.Errorf("a verdict was emailed for a mis-priced payment: %s", mail)
+	}
+	status, body, _ = send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+created.ID))
+	if status != http.StatusAccepted || !strings.Contains(string(body), `"under_review"`) {
+		t.Errorf("verdict API: %d %s, want 202 under_review", status, body)
+	}
+	item := orderItem(t, s, created.ID)
+	if stringAttr(item, "status") != string(oracle.StatusHeld) || stringAttr(item, "failure") != oracle.HoldAmountMismatch {
+		t.Errorf("order %v, want HELD for %s", item, oracle.HoldAmountMismatch)
+	}
+	if _, ok := item["verdict"]; ok {
+		t.Error("a verdict was generated for a mis-priced payment")
+	}
+}
