@@ -33,8 +33,8 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	if !ok || o.Status != oracle.StatusPaid || o.Tier != oracle.TierFull || o.AmountTotal != 500 || o.Currency != "cad" {
 		t.Fatalf("order %+v", o)
 	}
-	if o.Livemode || o.EmailHash == "" || o.JobEnqueuedAt == nil {
-		t.Fatalf("order flags: livemode=%v email_hash=%q enqueued=%v", o.Livemode, o.EmailHash, o.JobEnqueuedAt)
+	if o.Livemode || o.EmailHash == "" || o.JobEnqueuedAt == nil || o.PaymentIntent != "pi_paid1" {
+		t.Fatalf("order flags: livemode=%v email_hash=%q enqueued=%v payment_intent=%q", o.Livemode, o.EmailHash, o.JobEnqueuedAt, o.PaymentIntent)
 	}
 	jobs := e.jobs("GenerateQueue")
 	if len(jobs) != 1 || jobs[0].SessionID != s.ID || jobs[0].Reason != queue.ReasonPaid {

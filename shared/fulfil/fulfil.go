@@ -217,9 +217,11 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		Smoke:       !s.Livemode && s.Smoke,
 		AmountTotal: s.AmountTotal,
 		Currency:    s.Currency,
-		EmailHash:   f.Hasher.Email(s.Email),
-		Referral:    s.Referral,
-		Source:      t.Source,
+		// Kept for the charge events, which name the payment intent only.
+		PaymentIntent: s.PaymentIntent,
+		EmailHash:     f.Hasher.Email(s.Email),
+		Referral:      s.Referral,
+		Source:        t.Source,
 	}
 	o.Expires = now.Add(o.Retention(f.Retention))
 	o.SessionCreated = s.Created.UTC()

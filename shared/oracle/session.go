@@ -28,6 +28,9 @@ type Session struct {
 	Currency       string
 	Livemode       bool
 	Created        time.Time
+	// PaymentIntent is the session's payment intent (pi_...): how a
+	// charge's refund or dispute finds its order.
+	PaymentIntent string
 }
 
 // HoldAmountMismatch is why a paid order whose amount or currency is not
@@ -98,10 +101,13 @@ type Order struct {
 	Livemode    bool       `dynamodbav:"livemode"`
 	Smoke       bool       `dynamodbav:"smoke,omitempty"`
 	AmountTotal int64      `dynamodbav:"amount_total"`
-	Currency    string     `dynamodbav:"currency"`
-	EmailHash   string     `dynamodbav:"email_hash,omitempty"`
-	Referral    string     `dynamodbav:"referral_code,omitempty"`
-	Source      Source     `dynamodbav:"source"`
+	// PaymentIntent keys the by_payment_intent index: a charge event names
+	// the payment intent, not the session.
+	PaymentIntent string `dynamodbav:"payment_intent,omitempty"`
+	Currency      string `dynamodbav:"currency"`
+	EmailHash     string `dynamodbav:"email_hash,omitempty"`
+	Referral      string `dynamodbav:"referral_code,omitempty"`
+	Source        Source `dynamodbav:"source"`
 	// SessionCreated is when Stripe created the session: every audit record
 	// of the order is partitioned by its date.
 	SessionCreated time.Time  `dynamodbav:"session_created"`

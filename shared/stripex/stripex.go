@@ -227,6 +227,9 @@ func Session(s *stripe.CheckoutSession) oracle.Session {
 		Created:        time.Unix(s.Created, 0).UTC(),
 		Email:          s.CustomerEmail,
 	}
+	if s.PaymentIntent != nil {
+		out.PaymentIntent = s.PaymentIntent.ID
+	}
 	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
 		out.Email = s.CustomerDetails.Email
 	}
