@@ -14,6 +14,7 @@ import (
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/infra/testkit"
 )
 
 // emittedMetrics returns the metric names the functions' code counts:
@@ -88,27 +89,11 @@ func TestAlarmsCanFire(t *testing.T) {
 // table, saying what it means and what the operator does, and every line
 // there names an alarm of the template.
 func TestOperatingGuideListsEveryAlarm(t *testing.T) {
-	root := filepath.Dir(provision.TemplatePath())
 	tmpl, err := sam.Load(provision.TemplatePath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "operating.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(doc), "\n## Alarms\n")
-	if !ok {
-		t.Fatal("docs/operating.md has no Alarms section")
-	}
-	table, _, _ = strings.Cut(table, "\n## ")
-	var listed []string
-	for _, line := range strings.Split(table, "\n") {
-		if rest, ok := strings.CutPrefix(line, "| `"); ok {
-			name, _, _ := strings.Cut(rest, "`")
-			listed = append(listed, name)
-		}
-	}
+	listed := testkit.DocTableKeys(t, "docs/operating.md", "Alarms")
 	var want []string
 	for _, a := range tmpl.OfType("AWS::CloudWatch::Alarm") {
 		want = append(want, a.LogicalID)

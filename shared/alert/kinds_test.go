@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"
 )
 
@@ -79,22 +80,7 @@ func TestKindsAreDistinct(t *testing.T) {
 // the list of kinds the code raises: no kind without its operator's line,
 // no line for a kind that no longer exists.
 func TestOperatingGuideListsEveryKind(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(moduleRoot(t), "docs", "operating.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(doc), "\n## Alerts\n")
-	if !ok {
-		t.Fatal("docs/operating.md has no Alerts section")
-	}
-	table, _, _ = strings.Cut(table, "\n## ")
-	var listed []string
-	for _, line := range strings.Split(table, "\n") {
-		if rest, ok := strings.CutPrefix(line, "| `"); ok {
-			kind, _, _ := strings.Cut(rest, "`")
-			listed = append(listed, kind)
-		}
-	}
+	listed := testkit.DocTableKeys(t, "docs/operating.md", "Alerts")
 	var want []string
 	for _, k := range alert.Kinds() {
 		want = append(want, string(k))
