@@ -39,6 +39,10 @@ type Auditor interface {
 type Check struct {
 	Name string
 	Run  func(ctx context.Context, rec *health.Record) (health.Status, string, error)
+	// Finding marks a check whose result is a finding, not a dependency's
+	// answer (new dead letters, a sample of stored verdicts): trying it
+	// again would lose or redraw what it found, so it is not retried.
+	Finding bool
 }
 
 // Handler is one run of the health job: the checks (each retried once
@@ -86,13 +90,15 @@ func (h *Handler) Handle(ctx context.Context, _ any) (health.Record, error) {
 	return rec, nil
 }
 
-// runChecks runs every check, retrying each that did not pass once after
-// RetryDelay: an alert is never raised on a first failure.
+// runChecks runs every check, retrying each dependency that failed
+// (critical) once after RetryDelay: a blip is never alerted. A warning is
+// a finding about a dependency that answered, and a Finding check's
+// result would not repeat: neither is tried again.
 func (h *Handler) runChecks(ctx context.Context, rec *health.Record) []health.Check {
 	out := make([]health.Check, 0, len(h.Checks))
 	for _, c := range h.Checks {
 		r := h.try(ctx, c, rec)
-		if r.Status != health.OK && h.RetryDelay > 0 {
+		if r.Status == health.Critical && !c.Finding && h.RetryDelay > 0 {
 			first := r.Detail
 			if err := h.Sleep(ctx, h.RetryDelay); err == nil {
 				r = h.try(ctx, c, rec)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -150,5 +151,33 @@ func TestTheRunIsKeptAndCounted(t *testing.T) {
 	}
 	if n := e.h.Metrics.(*testkit.Metrics).Counts()["HealthRuns"]; n != 1 {
 		t.Fatalf("HealthRuns %v, want 1", n)
+	}
+}
+
+// TestOnlyAFailedDependencyIsTriedAgain: a critical check is tried again
+// after the retry delay; a warning (a dependency that answered) and a
+// finding (new dead letters, a verdict sample), whose second try would
+// lose or redraw what the first found, are not.
+func TestOnlyAFailedDependencyIsTriedAgain(t *testing.T) {
+	calls := map[string]int{}
+	check := func(name string, status health.Status, finding bool) Check {
+		return Check{Name: name, Finding: finding, Run: func(context.Context, *health.Record) (health.Status, string, error) {
+			calls[name]++
+			return status, "", nil
+		}}
+	}
+	h := &Handler{
+		Checks: []Check{
+			check("dependency", health.Critical, false),
+			check("warning", health.Warn, false),
+			check("finding", health.Critical, true),
+		},
+		RetryDelay: time.Second,
+		Sleep:      func(context.Context, time.Duration) error { return nil },
+		Now:        time.Now,
+	}
+	h.runChecks(context.Background(), &health.Record{})
+	if want := map[string]int{"dependency": 2, "warning": 1, "finding": 1}; !maps.Equal(calls, want) {
+		t.Errorf("tries %v, want %v", calls, want)
 	}
 }

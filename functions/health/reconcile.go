@@ -47,7 +47,6 @@ type Sessions interface {
 // Ledger keeps the reconciliation's markers (store.Ledger).
 type Ledger interface {
 	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
-	Escalate(ctx context.Context, key string, keep time.Duration) (int, error)
 }
 
 // Sender sends a job to the mail queue.
@@ -76,7 +75,6 @@ type Reconciler struct {
 	WebhookGrace    time.Duration
 	RealertEvery    time.Duration
 	Retention       time.Duration
-	Lease           time.Duration
 }
 
 // watched are the states whose every order the job reads each run: each
@@ -250,22 +248,23 @@ func (r *Reconciler) stuck(ctx context.Context, x store.Indexed, rec *health.Rec
 }
 
 // escalate alerts about a stuck order: WARN the first time, CRITICAL when
-// it is found stuck again within a day, then nothing more that day.
+// it is found stuck again within a day, then nothing more that day. Each
+// step is a Ledger mark, a conditional write that knows its own retried
+// attempt, so a lost answer never skips the WARN nor repeats the CRITICAL.
 func (r *Reconciler) escalate(ctx context.Context, session, key string, rec *health.Record, detail string) error {
-	before, err := r.Ledger.Escalate(ctx, key, 24*time.Hour)
-	if err != nil {
+	first, err := r.Ledger.Mark(ctx, key, 24*time.Hour)
+	if err != nil || first {
 		r.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.OrderStuck, Session: session, Subject: key, Detail: detail})
 		return err
 	}
-	switch before {
-	case 0:
-		r.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.OrderStuck, Session: session, Subject: key, Detail: detail})
-	case 1:
-		rec.Reconcile.StillStuck++
+	rec.Reconcile.StillStuck++
+	again, err := r.Ledger.Mark(ctx, key+"#again", 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	if again {
 		r.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.OrderStuck, Session: session, Subject: key,
 			Detail: detail + ", and it was stuck before: read the generator's and mailer's logs for this session"})
-	default:
-		rec.Reconcile.StillStuck++
 	}
 	return nil
 }

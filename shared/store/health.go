@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/health"
 )
 
@@ -151,48 +150,4 @@ func intAttr(item map[string]types.AttributeValue, name string) int64 {
 	}
 	v, _ := strconv.ParseInt(n.Value, 10, 64)
 	return v
-}
-
-// Escalation is how often an order has been alerted about by the health
-// job within a marker's life.
-type Escalation struct {
-	Count int       `dynamodbav:"count"`
-	First time.Time `dynamodbav:"first"`
-}
-
-// Escalate counts one more finding of what key names (an order stuck
-// again) and returns the count before it; the marker lives for keep from
-// the first finding, so a finding that stops being repeated is forgotten.
-func (l *Ledger) Escalate(ctx context.Context, key string, keep time.Duration) (before int, err error) {
-	now := l.now()
-	out, err := l.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(l.table),
-		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}},
-		UpdateExpression: aws.String("SET #c = if_not_exists(#c, :zero) + :one, #f = if_not_exists(#f, :now), expires_at = if_not_exists(expires_at, :exp)"),
-		// A marker past its expiry that TTL has not deleted yet starts over.
-		ConditionExpression:      aws.String("attribute_not_exists(pk) OR expires_at > :nows"),
-		ExpressionAttributeNames: map[string]string{"#c": "count", "#f": "first"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":zero": number(0), ":one": number(1),
-			":now":  &types.AttributeValueMemberS{Value: now.UTC().Format(time.RFC3339Nano)},
-			":exp":  number(now.Add(keep).Unix()),
-			":nows": number(now.Unix()),
-		},
-		ReturnValues: types.ReturnValueAllOld,
-	})
-	if condwrite.ConditionFailed(err) {
-		if _, err := l.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName:                 aws.String(l.table),
-			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}},
-			ConditionExpression:       aws.String("expires_at <= :nows"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":nows": number(now.Unix())},
-		}); err != nil && !condwrite.ConditionFailed(err) {
-			return 0, fmt.Errorf("renew %s: %w", key, err)
-		}
-		return l.Escalate(ctx, key, keep)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("count %s: %w", key, err)
-	}
-	return int(intAttr(out.Attributes, "count")), nil
 }
