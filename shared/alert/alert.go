@@ -146,14 +146,14 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 }
 
 // dedupeKey is the Ledger key of a's dedupe window. An escalation (the
-// same check failing again, now CRITICAL) is news, so the severity is part
-// of the key of an alert about a subject.
+// same thing found again, now CRITICAL) is news, so a CRITICAL alert never
+// shares the window of a milder one.
 func dedupeKey(a Alert) string {
 	k := "alert#" + string(a.Kind) + "#" + a.Session
 	if a.Subject != "" {
 		k += "#" + a.Subject
 	}
-	if a.Severity == Critical && a.Subject != "" {
+	if a.Severity == Critical {
 		k += "#" + string(a.Severity)
 	}
 	return k

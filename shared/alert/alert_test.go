@@ -142,8 +142,9 @@ func TestSessionsSharingAPrefixAreNotDuplicates(t *testing.T) {
 }
 
 // TestSubjectsAndEscalationsAreNotDuplicates: two checks failing in the
-// same run are both heard, and a check's escalation to CRITICAL within
-// the window is not suppressed; the same alert about the same check is.
+// same run are both heard, and an escalation to CRITICAL within the window
+// (of a check's alert or a session's) is not suppressed; the same alert
+// about the same thing is.
 func TestSubjectsAndEscalationsAreNotDuplicates(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
@@ -157,7 +158,12 @@ func TestSubjectsAndEscalationsAreNotDuplicates(t *testing.T) {
 	critical.Severity = alert.Critical
 	fx.al.Raise(ctx, critical)
 	fx.al.Raise(ctx, critical) // suppressed
-	if got := fx.published(t); len(got) != 3 {
-		t.Fatalf("published %d alerts, want 3: %q", len(got), got)
+	// A session's escalation is heard too, subject or not.
+	stuck := alert.Alert{Severity: alert.Warn, Kind: alert.OrderStuck, Session: "cs_test_escalated", Detail: "d"}
+	fx.al.Raise(ctx, stuck)
+	stuck.Severity = alert.Critical
+	fx.al.Raise(ctx, stuck)
+	if got := fx.published(t); len(got) != 5 {
+		t.Fatalf("published %d alerts, want 5: %q", len(got), got)
 	}
 }

@@ -47,7 +47,9 @@ func (r *Reader) Session(ctx context.Context, sessionID string, created time.Tim
 				return nil, fmt.Errorf("list the audit records of %s: %w", oracle.ShortID(sessionID), err)
 			}
 			for _, o := range page.Contents {
-				rec, err := r.get(ctx, aws.ToString(o.Key))
+				key := aws.ToString(o.Key)
+				// Errors name the record by the session's first 12 characters.
+				rec, err := r.get(ctx, key, strings.Replace(key, sessionID, oracle.ShortID(sessionID), 1))
 				if err != nil {
 					return nil, err
 				}
@@ -60,19 +62,19 @@ func (r *Reader) Session(ctx context.Context, sessionID string, created time.Tim
 	return out, nil
 }
 
-func (r *Reader) get(ctx context.Context, key string) (Record, error) {
+func (r *Reader) get(ctx context.Context, key, name string) (Record, error) {
 	g, err := r.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key)})
 	if err != nil {
-		return Record{}, fmt.Errorf("read audit record %s: %w", key, err)
+		return Record{}, fmt.Errorf("read audit record %s: %w", name, err)
 	}
 	defer g.Body.Close()
 	b, err := io.ReadAll(g.Body)
 	if err != nil {
-		return Record{}, fmt.Errorf("read audit record %s: %w", key, err)
+		return Record{}, fmt.Errorf("read audit record %s: %w", name, err)
 	}
 	var rec Record
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return Record{}, fmt.Errorf("audit record %s: %w", key, err)
+		return Record{}, fmt.Errorf("audit record %s: %w", name, err)
 	}
 	return rec, nil
 }

@@ -90,7 +90,10 @@ func NewRunner(s Settings, cfg aws.Config, ses SESAccount) (*Runner, error) {
 // Announcement is the alert every run raises: INFO SMOKE_PASSED, or
 // CRITICAL SMOKE_FAILED whose headline names the first failing stage.
 func Announcement(rep Report) alert.Alert {
-	a := alert.Alert{Severity: alert.Info, Kind: alert.SmokePassed, Session: rep.Session, Detail: rep.Headline()}
+	// Each run is its own subject: a run that failed before it made a
+	// session is not taken for a repeat of the one before it.
+	a := alert.Alert{Severity: alert.Info, Kind: alert.SmokePassed, Session: rep.Session,
+		Subject: "run " + rep.Started.UTC().Format(time.RFC3339Nano), Detail: rep.Headline()}
 	if !rep.OK() {
 		a.Severity, a.Kind = alert.Critical, alert.SmokeFailed
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stripe/stripe-go/v76"
+
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
@@ -68,7 +70,6 @@ type Runner struct {
 // run is one run's state, handed from stage to stage.
 type run struct {
 	session string
-	created time.Time
 	order   oracle.Order
 }
 
@@ -88,7 +89,7 @@ func (r *Runner) Run(ctx context.Context) Report {
 	for i, stage := range stages {
 		n := i + 1
 		res := Result{Stage: n}
-		if dep := needs[i]; dep > 0 && rep.Results[dep-1].Outcome != Pass && !(n == 10 && st.session != "") {
+		if dep := needs[i]; dep > 0 && rep.Results[dep-1].Outcome != Pass {
 			res.Outcome, res.Err = Skip, fmt.Sprintf("stage %d did not pass", dep)
 			rep.Results = append(rep.Results, res)
 			continue
@@ -158,7 +159,7 @@ func (r *Runner) checkout(ctx context.Context, st *run) (string, error) {
 	if !strings.HasPrefix(out.SessionID, "cs_test_") || out.URL == "" {
 		return "", fmt.Errorf("the checkout answered session %q, want a test-mode session and its page", oracle.ShortID(out.SessionID))
 	}
-	st.session, st.created = out.SessionID, r.now()
+	st.session = out.SessionID
 	return "session_id=" + oracle.ShortID(out.SessionID), nil
 }
 
@@ -174,17 +175,16 @@ func (r *Runner) webhook(ctx context.Context, st *run) (string, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", fmt.Errorf("the session from Stripe: %w", err)
 	}
-	if s["livemode"] != false {
-		return "", errors.New("the session is not in test mode")
+	// Only the checkout's smoke session is ever marked paid here.
+	meta, _ := s["metadata"].(map[string]any)
+	if s["livemode"] != false || meta[stripex.MetaSmoke] != "1" {
+		return "", errors.New("the session is not a test-mode session flagged smoke")
 	}
-	if c, ok := s["created"].(float64); ok {
-		st.created = time.Unix(int64(c), 0).UTC()
-	}
-	// The checkout made the session out to the smoke address; the
-	// customer enters no other, as no customer pays.
+	// The checkout made it out to the smoke address; no customer enters
+	// another, as no customer pays.
 	email, _ := s["customer_email"].(string)
 	if email == "" {
-		return "", errors.New("the session has no customer email: it is not the checkout's smoke session")
+		return "", errors.New("the smoke session has no customer email")
 	}
 	s["status"], s["payment_status"] = "complete", "paid"
 	s["customer_details"] = map[string]any{"email": email}
@@ -194,7 +194,7 @@ func (r *Runner) webhook(ctx context.Context, st *run) (string, error) {
 	}
 	event, err := json.Marshal(map[string]any{
 		"id": "evt_smoke_" + hex.EncodeToString(id), "object": "event", "type": "checkout.session.completed",
-		"livemode": false, "created": r.now().Unix(), "api_version": "2023-10-16", "pending_webhooks": 1,
+		"livemode": false, "created": r.now().Unix(), "api_version": stripe.APIVersion, "pending_webhooks": 1,
 		"data": map[string]any{"object": s},
 	})
 	if err != nil {
@@ -311,11 +311,7 @@ func (r *Runner) verdictEmail(ctx context.Context, st *run) (string, error) {
 // verdict leaves is there and flagged smoke, and the crosscheck's and
 // both filter gates' decisions on the verdict are passing.
 func (r *Runner) decisions(ctx context.Context, st *run) (string, error) {
-	created := st.created
-	if !st.order.SessionCreated.IsZero() {
-		created = st.order.SessionCreated
-	}
-	recs, err := r.Audit.Session(ctx, st.session, created)
+	recs, err := r.Audit.Session(ctx, st.session, st.order.SessionCreated)
 	if err != nil {
 		return "", err
 	}
@@ -383,8 +379,11 @@ func (r *Runner) cleanup(ctx context.Context, st *run) (string, error) {
 	return oracle.ShortID(st.session) + " deleted", nil
 }
 
-// call sends one request to the deployment and decodes a 200's JSON.
+// call sends one request to the deployment and decodes a 200's JSON. Its
+// errors name the route, never the query string: a session id in full
+// must not reach the report, the log or the alert.
 func (r *Runner) call(ctx context.Context, method, path string, body []byte, headers map[string]string, out any) error {
+	route, _, _ := strings.Cut(path, "?")
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -401,18 +400,22 @@ func (r *Runner) call(ctx context.Context, method, path string, body []byte, hea
 	}
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the whole URL
+		}
+		return fmt.Errorf("%s %s: %w", method, route, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return fmt.Errorf("%s %s: %w", method, route, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s → %d %s", method, path, resp.StatusCode, oracle.Clip(string(b), 200))
+		return fmt.Errorf("%s %s → %d %s", method, route, resp.StatusCode, oracle.Clip(string(b), 200))
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: the answer is not JSON: %w", method, path, err)
+		return fmt.Errorf("%s %s: the answer is not JSON: %w", method, route, err)
 	}
 	return nil
 }
