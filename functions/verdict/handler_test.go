@@ -478,21 +478,25 @@ func TestOrderGoneAfterItsRetentionIsNotClaimedAgain(t *testing.T) {
 	}
 }
 
-// The sample in events/verdict stays valid: it asks about a session the
-// fake Stripe does not know, which is answered 404.
+// The samples in events/verdict stay valid: the poll asks about a session
+// the fake Stripe does not know, which is answered 404; the health check,
+// before any run of the health job, is answered 503.
 func TestSampleEvent(t *testing.T) {
 	e := newEnv(t)
-	b, err := os.ReadFile("../../events/verdict/poll.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var req events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := e.h.Handle(context.Background(), req)
-	if err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("sample: %d %v", resp.StatusCode, err)
+	e.withHealth()
+	for file, want := range map[string]int{"poll.json": http.StatusNotFound, "health.json": http.StatusServiceUnavailable} {
+		b, err := os.ReadFile("../../events/verdict/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(b, &req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := e.h.Handle(context.Background(), req)
+		if err != nil || resp.StatusCode != want {
+			t.Errorf("%s: %d %v, want %d", file, resp.StatusCode, err, want)
+		}
 	}
 }
 

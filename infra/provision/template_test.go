@@ -307,3 +307,30 @@ func atoiT(t *testing.T, v any) int {
 	}
 	return n
 }
+
+// TestEveryAlertingFunctionCountsItsFallbacks: an alert SNS refused is a
+// log line marked alert_fallback; each function that raises alerts has the
+// metric filter that turns those lines into AlertFallback, which an alarm
+// watches, so no alert is lost unheard.
+func TestEveryAlertingFunctionCountsItsFallbacks(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	filtered := map[string]bool{}
+	for _, f := range tmpl.OfType("AWS::Logs::MetricFilter") {
+		if in, ok := f.Properties["LogGroupName"].(sam.Intrinsic); ok && in.Name == "Ref" {
+			filtered[fmt.Sprint(in.Arg)] = true
+		}
+	}
+	for _, fn := range tmpl.Functions() {
+		if _, alerts := fn.Env["ALERTS_TOPIC_ARN"]; !alerts {
+			continue
+		}
+		cfg, _ := tmpl.Resources[fn.LogicalID].Properties["LoggingConfig"].(map[string]any)
+		group, ok := cfg["LogGroup"].(sam.Intrinsic)
+		if !ok || !filtered[fmt.Sprint(group.Arg)] {
+			t.Errorf("%s raises alerts but its log group %v has no alert_fallback filter", fn.LogicalID, cfg["LogGroup"])
+		}
+	}
+}
