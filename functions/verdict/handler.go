@@ -157,29 +157,36 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if !found || o.Status == oracle.StatusAwaitingPayment {
 		return h.landing(ctx, log, id, arrived), nil
 	}
-	switch o.Status {
-	case oracle.StatusReady:
+	if o.Status == oracle.StatusReady {
 		if !o.Expires.IsZero() && !o.Expires.After(arrived) {
 			return h.regenerate(ctx, log, o), nil
 		}
 		return h.serve(ctx, log, o, req.RequestContext.RequestID, arrived), nil
+	}
+	return h.unserved(ctx, log, o.Status), nil
+}
+
+// unserved answers an order with no verdict to serve, by its state: the
+// poll and the landing claim alike.
+func (h *Handler) unserved(ctx context.Context, log *slog.Logger, status oracle.Status) httpapi.Response {
+	switch status {
 	case oracle.StatusPaid, oracle.StatusGenerating:
-		return httpapi.JSON(http.StatusAccepted, pending), nil
+		return httpapi.JSON(http.StatusAccepted, pending)
 	case oracle.StatusFailed:
 		return httpapi.JSON(http.StatusInternalServerError, map[string]string{
 			"status": "failed",
 			"error":  "Analysis failed. Please contact " + h.Support + " for a refund.",
-		}), nil
+		})
 	case oracle.StatusDropped:
-		return httpapi.JSON(http.StatusOK, dropped), nil
+		return httpapi.JSON(http.StatusOK, dropped)
 	case oracle.StatusHeld, oracle.StatusQuarantined:
-		return httpapi.JSON(http.StatusAccepted, answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."}), nil
+		return httpapi.JSON(http.StatusAccepted, answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."})
 	case oracle.StatusRefunded:
-		return httpapi.JSON(http.StatusOK, answer{Status: "refunded", Message: "This order was refunded."}), nil
+		return httpapi.JSON(http.StatusOK, answer{Status: "refunded", Message: "This order was refunded."})
 	case oracle.StatusPaymentFailed:
-		return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodePaymentRequired, "the payment for this session did not go through")), nil
+		return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodePaymentRequired, "the payment for this session did not go through"))
 	}
-	return httpapi.Error(ctx, log, fmt.Errorf("order in unknown state %q", o.Status)), nil
+	return httpapi.Error(ctx, log, fmt.Errorf("order in unknown state %q", status))
 }
 
 // landing handles a customer who reached the page before the webhook: the
@@ -232,10 +239,11 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 		return httpapi.Error(ctx, log, err)
 	}
 	log.Info("landing claim", "outcome", res.Outcome.String(), "status", string(res.Status))
-	if res.Status == oracle.StatusDropped {
-		return httpapi.JSON(http.StatusOK, dropped)
+	if res.Status == oracle.StatusReady {
+		// Claimed by another first and already done: the next poll serves it.
+		return httpapi.JSON(http.StatusAccepted, pending)
 	}
-	return httpapi.JSON(http.StatusAccepted, pending)
+	return h.unserved(ctx, log, res.Status)
 }
 
 // serve answers the stored verdict and records that it was served.

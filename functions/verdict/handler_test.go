@@ -199,6 +199,46 @@ func TestLandingFirstThenTheLateWebhook(t *testing.T) {
 	}
 }
 
+// TestALandingOfAMisPricedSessionIsUnderReview: a customer who reaches the
+// page first for a session not priced as its tier claims it HELD and is
+// told at once that it is under review, as every later poll tells them.
+func TestALandingOfAMisPricedSessionIsUnderReview(t *testing.T) {
+	e := newEnv(t)
+	form := url.Values{
+		"mode": {"payment"}, "success_url": {"http://localhost:3000/oracle/result?session_id={CHECKOUT_SESSION_ID}"},
+		"line_items[0][price_data][currency]": {"cad"}, "line_items[0][price_data][unit_amount]": {"100"},
+		"line_items[0][price_data][product_data][name]": {"Strategy Session"}, "line_items[0][quantity]": {"1"},
+		"metadata[tier]": {"strategy"}, "metadata[q0]": {"Should I open a board game cafe?"}, "metadata[qn]": {"1"},
+	}
+	req, _ := http.NewRequest("POST", e.stripe+"/v1/checkout/sessions", strings.NewReader(form.Encode()))
+	req.Header.Set("Authorization", "Bearer sk_test_verdict")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if err != nil || created.ID == "" {
+		t.Fatalf("create the session: %d %v", resp.StatusCode, err)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := c.PostForm(e.stripe+"/pay/"+created.ID, url.Values{"email": {"customer@example.com"}}); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	for i := 0; i < 2; i++ {
+		if code, body := e.get(created.ID); code != http.StatusAccepted || body["status"] != "under_review" {
+			t.Fatalf("poll %d: %d %v, want 202 under_review", i, code, body)
+		}
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
+		t.Fatalf("generation jobs %+v for a mis-priced session", jobs)
+	}
+}
+
 func TestStoredVerdictIsServedAndAudited(t *testing.T) {
 	e := newEnv(t)
 	id := e.session(oracle.TierQuick, "Should I open a bakery?", true)

@@ -348,9 +348,9 @@ func TestAmountMustMatchTheTier(t *testing.T) {
 		currency string
 		paid     string
 	}{
-		{"C$1 for the strategy tier", oracle.TierStrategy, 100, "", "paid 100_CAD for the strategy tier, whose price is 2500_CAD"},
-		{"C$25 for the quick tier", oracle.TierQuick, 2500, "", "paid 2500_CAD for the quick tier, whose price is 100_CAD"},
-		{"the right amount in another currency", oracle.TierFull, 500, "usd", "paid 500_USD for the full tier, whose price is 500_CAD"},
+		{"C$1 for the strategy tier", oracle.TierStrategy, 100, "", "priced at 100_CAD for the strategy tier, whose price is 2500_CAD"},
+		{"C$25 for the quick tier", oracle.TierQuick, 2500, "", "priced at 2500_CAD for the quick tier, whose price is 100_CAD"},
+		{"the right amount in another currency", oracle.TierFull, 500, "usd", "priced at 500_USD for the full tier, whose price is 500_CAD"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, Secrets{Test: testSecret})

@@ -187,8 +187,8 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailSilentDrop})
 	case oracle.StatusHeld:
 		f.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.AmountMismatch, Session: o.SessionID,
-			Detail: fmt.Sprintf("paid %s for the %s tier, whose price is %s: the order is HELD; refund it, or deliver it as the tier paid for",
-				oracle.FormatAmount(paidAmount(s), s.Currency), o.Tier, oracle.FormatAmount(o.Tier.PriceCents(), oracle.Currency))})
+			Detail: fmt.Sprintf("priced at %s for the %s tier, whose price is %s: the order is HELD; refund it, or deliver it as the tier paid for",
+				oracle.FormatAmount(s.AmountSubtotal, s.Currency), o.Tier, oracle.FormatAmount(o.Tier.PriceCents(), oracle.Currency))})
 		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailReview})
 	default:
 		return nil
@@ -286,8 +286,8 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 	case oracle.StatusPaymentFailed:
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("delayed payment failed")
 	case oracle.StatusHeld:
-		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail(fmt.Sprintf("amount mismatch: paid %s for %s",
-			oracle.FormatAmount(paidAmount(s), s.Currency), want.Tier))
+		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail(fmt.Sprintf("amount mismatch: priced at %s for %s",
+			oracle.FormatAmount(s.AmountSubtotal, s.Currency), want.Tier))
 	}
 	if err := f.Audit.Require(ctx, r, audit.RecordID(s.ID, claimRecords[want.Status])); err != nil {
 		return fmt.Errorf("audit: %w", err)
@@ -301,13 +301,4 @@ var claimRecords = map[oracle.Status]audit.RecordName{
 	oracle.StatusHeld:          audit.NamePaid, // held at its claim: a payment all the same
 	oracle.StatusDropped:       audit.NameDropped,
 	oracle.StatusPaymentFailed: audit.NamePaymentFailed,
-}
-
-// paidAmount is what the session was priced at: its subtotal, or its total
-// when the session was rebuilt from an order, which keeps only the total.
-func paidAmount(s oracle.Session) int64 {
-	if s.AmountSubtotal != 0 {
-		return s.AmountSubtotal
-	}
-	return s.AmountTotal
 }

@@ -22,10 +22,6 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 )
 
-// DefaultReminder is how often the health job alerts an unresolved
-// quarantine again: the spec's 24-hour review promise.
-const DefaultReminder = 24 * time.Hour
-
 // Gates, as recorded.
 const (
 	GateGenerator = "generator" // gate 1: before the verdict is stored

@@ -240,7 +240,7 @@ func (o *Orders) Park(ctx context.Context, sessionID string, due time.Time) (tim
 // verdict is stored, and reports whether this call held it.
 func (o *Orders) Hold(ctx context.Context, sessionID, lease, reason string) (bool, error) {
 	return o.transition(ctx, "hold", sessionID,
-		"#s = :held, failure = :reason REMOVE gen_lease_until, gen_lease, parked_since",
+		"#s = :held, failure = :reason REMOVE gen_lease_until, gen_lease, parked_since, job_due_at",
 		"gen_lease = :lease AND attribute_not_exists(verdict)",
 		map[string]types.AttributeValue{
 			":held":   &types.AttributeValueMemberS{Value: string(oracle.StatusHeld)},
@@ -266,7 +266,7 @@ type Quarantine struct {
 func (o *Orders) QuarantineGeneration(ctx context.Context, sessionID, lease string, q Quarantine) (bool, error) {
 	values := q.values()
 	values[":lease"] = &types.AttributeValueMemberS{Value: lease}
-	return o.transition(ctx, "quarantine", sessionID, quarantineSet+" REMOVE gen_lease_until, gen_lease, parked_since",
+	return o.transition(ctx, "quarantine", sessionID, quarantineSet+" REMOVE gen_lease_until, gen_lease, parked_since, job_due_at",
 		"gen_lease = :lease AND attribute_not_exists(verdict)", values)
 }
 

@@ -62,7 +62,7 @@ func TestAMisPricedSessionIsHeld(t *testing.T) {
 	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.AmountMismatch)) > 0 }) {
 		t.Fatalf("no AMOUNT_MISMATCH alert; alerts %q", s.Alerts())
 	}
-	if got := alertsOf(s, alert.AmountMismatch); len(got) != 1 || !strings.HasPrefix(got[0], "[ORACLE-ALERT] CRITICAL ") || !strings.Contains(got[0], "paid 100_CAD for the strategy tier") {
+	if got := alertsOf(s, alert.AmountMismatch); len(got) != 1 || !strings.HasPrefix(got[0], "[ORACLE-ALERT] CRITICAL ") || !strings.Contains(got[0], "priced at 100_CAD for the strategy tier") {
 		t.Errorf("AMOUNT_MISMATCH alerts %q, want one CRITICAL", got)
 	}
 	// The customer is told it is under review, by email and on the page.
