@@ -3,7 +3,6 @@ package mail
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -187,7 +187,7 @@ func (g *Graph) Send(ctx context.Context, m Outgoing) (string, error) {
 	}
 	body := []byte(base64.StdEncoding.EncodeToString(raw))
 	// Both attempts carry the same id: they are one send in Microsoft's logs.
-	id := newRequestID()
+	id := uuid.NewString()
 	var stale *oauth2.Token
 	for attempt := 1; ; attempt++ {
 		tok, err := g.token(ctx, stale)
@@ -297,16 +297,6 @@ type fetchToken struct {
 }
 
 func (f fetchToken) Token() (*oauth2.Token, error) { return f.creds.Token(f.ctx) }
-
-// newRequestID returns a random UUID (version 4), the form Graph expects of
-// a client-request-id.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
 
 // classify turns a sendMail failure into an *Error and closes its body.
 //

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/google/uuid"
+
 	"42sisters.ai/oracle/infra/fakes/fakecontrol"
 )
 
@@ -225,7 +227,7 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
 		st, err = s.Control(c)
 	}
 	if err != nil {
-		writeGraphError(w, newRequestID(), graphError{status: http.StatusBadRequest, code: "BadRequest", message: "Invalid control: " + err.Error()})
+		writeGraphError(w, uuid.NewString(), graphError{status: http.StatusBadRequest, code: "BadRequest", message: "Invalid control: " + err.Error()})
 		return
 	}
 	s.log.Info("fakegraph: control", "reset", c.Reset, "expire_tokens", c.ExpireTokens, "send_queued", st.SendQueued, "token_queued", st.TokenQueued, "send_always", st.SendAlways != nil)

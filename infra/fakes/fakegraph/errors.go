@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // graphError is an error answer of Graph's: {"error":{"code","message",
@@ -113,5 +115,5 @@ func writeAADError(w http.ResponseWriter, requestID string, e aadError) {
 		Timestamp     string `json:"timestamp"`
 		TraceID       string `json:"trace_id"`
 		CorrelationID string `json:"correlation_id"`
-	}{e.code, "AADSTS" + strconv.Itoa(e.aadsts) + ": " + e.description, []int{e.aadsts}, time.Now().UTC().Format("2006-01-02 15:04:05Z"), requestID, newRequestID()})
+	}{e.code, "AADSTS" + strconv.Itoa(e.aadsts) + ": " + e.description, []int{e.aadsts}, time.Now().UTC().Format("2006-01-02 15:04:05Z"), requestID, uuid.NewString()})
 }

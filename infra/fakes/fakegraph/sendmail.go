@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"42sisters.ai/oracle/infra/motoserver"
 )
 
@@ -44,7 +46,7 @@ type received struct {
 // form. A queued answer comes first; then, as Graph checks them, the bearer
 // token, the size, the Content-Type, the base64 and the MIME message.
 func (s *Server) handleSendMail(w http.ResponseWriter, r *http.Request) {
-	call := Call{Kind: KindSend, Time: time.Now(), RequestID: newRequestID(), ClientRequestID: r.Header.Get("client-request-id")}
+	call := Call{Kind: KindSend, Time: time.Now(), RequestID: uuid.NewString(), ClientRequestID: r.Header.Get("client-request-id")}
 	if call.ClientRequestID != "" {
 		w.Header().Set("client-request-id", call.ClientRequestID)
 	}

@@ -28,13 +28,14 @@
 package fakegraph
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // The credentials a zero Options accepts, which the local stack uses. They
@@ -106,7 +107,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("GET /_mailbox", s.handleMailbox)
 	s.mux.HandleFunc("DELETE /_mailbox", s.handleClearMailbox)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeGraphError(w, newRequestID(), graphError{status: http.StatusNotFound, code: "ResourceNotFound",
+		writeGraphError(w, uuid.NewString(), graphError{status: http.StatusNotFound, code: "ResourceNotFound",
 			message: fmt.Sprintf("Resource not found for the segment '%.100s'.", r.URL.Path)})
 	})
 	return s
@@ -115,15 +116,6 @@ func New(o Options) *Server {
 // ServeHTTP serves the fake's API and test endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
-}
-
-// newRequestID returns a random UUID, the form of Microsoft's request ids.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // writeJSON writes v with status; v is one of the fake's own types, which

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Scope is the one scope the fake grants: Graph's, as an application asks
@@ -18,7 +20,7 @@ const Scope = "https://graph.microsoft.com/.default"
 // client-credentials grant, checked as Entra ID checks it, in order: the
 // tenant, the grant type, the client id, the secret, the scope.
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
-	call := Call{Kind: KindToken, Time: time.Now(), RequestID: newRequestID(), ClientRequestID: r.Header.Get("client-request-id")}
+	call := Call{Kind: KindToken, Time: time.Now(), RequestID: uuid.NewString(), ClientRequestID: r.Header.Get("client-request-id")}
 	refuse := func(e aadError) {
 		writeAADError(w, call.RequestID, e)
 		call.Status, call.Code, call.RetryAfter = e.status, e.code, e.retryAfter

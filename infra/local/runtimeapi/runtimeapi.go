@@ -31,6 +31,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Error types Lambda reports for failures outside the function's own code.
@@ -142,7 +144,7 @@ func Start(cfg Config) (*Function, error) {
 // *Error. Cancelling ctx abandons the wait, not the invocation, as with
 // Lambda.
 func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	inv := &invocation{id: newRequestID(), payload: payload, done: make(chan result, 1)}
+	inv := &invocation{id: uuid.NewString(), payload: payload, done: make(chan result, 1)}
 	select {
 	case f.queue <- inv:
 	case <-f.ctx.Done():
@@ -480,16 +482,6 @@ type invocation struct {
 
 func (inv *invocation) finish(body []byte, err error) {
 	inv.once.Do(func() { inv.done <- result{body: body, err: err} })
-}
-
-// newRequestID returns a random UUID, the form of Lambda's request ids.
-func newRequestID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // newLogStream returns a log stream name of the form Lambda gives each

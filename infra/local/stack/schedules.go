@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 
 	"42sisters.ai/oracle/infra/local/poller"
 	"42sisters.ai/oracle/infra/local/schedule"
@@ -57,7 +57,7 @@ func (sc *scheduled) payload(at time.Time) []byte {
 func ScheduledEvent(rule string, at time.Time) []byte {
 	b, err := json.Marshal(events.EventBridgeEvent{
 		Version:    "0",
-		ID:         newEventID(),
+		ID:         uuid.NewString(),
 		DetailType: "Scheduled Event",
 		Source:     "aws.events",
 		AccountID:  provision.Account,
@@ -70,15 +70,6 @@ func ScheduledEvent(rule string, at time.Time) []byte {
 		panic("marshal a scheduled event: " + err.Error()) // a fixed shape: cannot fail
 	}
 	return b
-}
-
-// newEventID is a random (version 4) UUID, as EventBridge's event ids are.
-func newEventID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // planSchedules reads every function's schedule events, resolved against

@@ -276,7 +276,7 @@ func TestSchedulesFireUntilClose(t *testing.T) {
 	}
 }
 
-var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // checkEvent checks payload is EventBridge's Scheduled Event of rule at at.
 func checkEvent(t *testing.T, payload []byte, rule string, at time.Time) {
@@ -292,7 +292,7 @@ func checkEvent(t *testing.T, payload []byte, rule string, at time.Time) {
 		Time: at.Truncate(time.Second), Region: Region, Resources: []string{"arn:aws:events:" + Region + ":123456789012:rule/" + rule},
 	}
 	ev.Detail = nil
-	if !uuid.MatchString(ev.ID) || ev.Version != want.Version || ev.DetailType != want.DetailType || ev.Source != want.Source ||
+	if !uuidV4.MatchString(ev.ID) || ev.Version != want.Version || ev.DetailType != want.DetailType || ev.Source != want.Source ||
 		ev.AccountID != want.AccountID || !ev.Time.Equal(want.Time) || ev.Region != want.Region || len(ev.Resources) != 1 || ev.Resources[0] != want.Resources[0] {
 		t.Errorf("event %s, want %+v", payload, want)
 	}
