@@ -76,12 +76,10 @@ func (h *Handler) checkout(ctx context.Context, req httpapi.Request) (string, er
 	if err != nil {
 		return "", err
 	}
-	r, err := parse(body)
+	r, err := h.request(body)
 	if err != nil {
 		return "", err
 	}
-	r.SuccessURL = h.BaseURL + "/oracle/result?session_id={CHECKOUT_SESSION_ID}"
-	r.CancelURL = h.BaseURL + "/?cancelled=1"
 	s, err := h.Stripe.CreateCheckoutSession(ctx, r)
 	if err != nil {
 		if errors.Is(err, stripex.ErrAuth) {
@@ -91,6 +89,15 @@ func (h *Handler) checkout(ctx context.Context, req httpapi.Request) (string, er
 	}
 	h.Log.Info("checkout session created", obs.Session(s.ID), "tier", string(r.Tier))
 	return s.URL, nil
+}
+
+// request is the session a checkout body asks for, with this site's
+// redirect URLs.
+func (h *Handler) request(body []byte) (stripex.CheckoutRequest, error) {
+	r, err := parse(body)
+	r.SuccessURL = h.BaseURL + "/oracle/result?session_id={CHECKOUT_SESSION_ID}"
+	r.CancelURL = h.BaseURL + "/?cancelled=1"
+	return r, err
 }
 
 // parse validates a checkout body into a request for Stripe, without the

@@ -24,7 +24,9 @@ type Smoke struct {
 // answer names its id so the smoke test can follow it.
 func (h *Handler) smoke(ctx context.Context, req httpapi.Request) httpapi.Response {
 	if h.Smoke == nil {
-		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeForbidden, "the smoke test is not configured: no test-mode key and signing secret"))
+		// The caller learns nothing of how the deployment is configured.
+		h.Log.Warn("smoke request refused: no test-mode key and signing secret configured")
+		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeForbidden, "forbidden"))
 	}
 	body, err := httpapi.Body(req, MaxBody)
 	if err != nil {
@@ -33,12 +35,10 @@ func (h *Handler) smoke(ctx context.Context, req httpapi.Request) httpapi.Respon
 	if err := stripex.VerifySmoke(body, httpapi.Header(req, stripex.SmokeHeader), h.Smoke.SigningSecret); err != nil {
 		return httpapi.Error(ctx, h.Log, oracle.Wrap(oracle.CodeForbidden, err, "invalid smoke signature"))
 	}
-	r, err := parse(body)
+	r, err := h.request(body)
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err)
 	}
-	r.SuccessURL = h.BaseURL + "/oracle/result?session_id={CHECKOUT_SESSION_ID}"
-	r.CancelURL = h.BaseURL + "/?cancelled=1"
 	r.Smoke, r.Email = true, h.Smoke.Email
 	s, err := h.Smoke.Stripe.CreateCheckoutSession(ctx, r)
 	if err != nil {
