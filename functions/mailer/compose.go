@@ -24,9 +24,14 @@ func (h *Handler) compose(kind oracle.MailKind, o oracle.Order) (letter.Message,
 	case oracle.MailFailed:
 		return letter.Notice(h.Brand, letter.Failed, h.link(o))
 	case oracle.MailReview:
+		if o.Failure == oracle.HoldAmountMismatch {
+			return letter.Notice(h.Brand, letter.PaymentReview, h.link(o))
+		}
 		return letter.Notice(h.Brand, letter.Review, h.link(o))
 	case oracle.MailDivergence:
 		return letter.Notice(h.Brand, letter.Divergence, h.link(o))
+	case oracle.MailRefund:
+		return letter.Notice(h.Brand, letter.Refund, h.link(o))
 	}
 	return letter.Message{}, fmt.Errorf("unknown mail kind %q", kind)
 }

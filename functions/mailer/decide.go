@@ -47,6 +47,8 @@ func next(kind oracle.MailKind, o oracle.Order, found bool) step {
 		owed = o.Status == oracle.StatusHeld || o.Status == oracle.StatusQuarantined
 	case oracle.MailDivergence:
 		owed = o.Status == oracle.StatusReady && oracle.NotifyDivergence(o.Divergence)
+	case oracle.MailRefund:
+		owed = o.Status == oracle.StatusRefunded
 	}
 	if !owed {
 		return stepNotOwed

@@ -42,6 +42,8 @@ func TestNextStepOfAMailJobFollowsItsOrder(t *testing.T) {
 		{"review notice of a held order", oracle.MailReview, order(oracle.StatusHeld), true, stepSend},
 		{"review notice of a quarantined order", oracle.MailReview, order(oracle.StatusQuarantined), true, stepSend},
 		{"review notice after a cleaned delivery", oracle.MailReview, ready, true, stepNotOwed},
+		{"refund notice of a refunded order", oracle.MailRefund, order(oracle.StatusRefunded), true, stepSend},
+		{"refund notice of an order not refunded", oracle.MailRefund, ready, true, stepNotOwed},
 		{"an unknown kind is composed, and fails", "postcard", ready, true, stepSend},
 	}
 	for _, tc := range tests {

@@ -524,19 +524,36 @@ func (e *env) setState(id string, status oracle.Status, divergence string) {
 	}
 }
 
+// setFailure records why the order failed or is held.
+func (e *env) setFailure(id, failure string) {
+	e.t.Helper()
+	_, err := dynamodb.NewFromConfig(e.f.AWS).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(e.f.Ref("OrdersTable")),
+		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
+		UpdateExpression:          aws.String("SET failure = :f"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":f": &ddbtypes.AttributeValueMemberS{Value: failure}},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func TestOrderNoticesAreSentOnceAndOnlyInTheirState(t *testing.T) {
 	tests := []struct {
 		kind       oracle.MailKind
 		notice     string
 		status     oracle.Status
 		divergence string
+		failure    string
 	}{
-		{oracle.MailFailed, letter.Failed, oracle.StatusFailed, ""},
-		{oracle.MailReview, letter.Review, oracle.StatusHeld, ""},
-		{oracle.MailDivergence, letter.Divergence, oracle.StatusReady, oracle.DivergenceSignificant},
+		{oracle.MailFailed, letter.Failed, oracle.StatusFailed, "", ""},
+		{oracle.MailReview, letter.Review, oracle.StatusHeld, "", ""},
+		{oracle.MailReview, letter.PaymentReview, oracle.StatusHeld, "", oracle.HoldAmountMismatch},
+		{oracle.MailDivergence, letter.Divergence, oracle.StatusReady, oracle.DivergenceSignificant, ""},
+		{oracle.MailRefund, letter.Refund, oracle.StatusRefunded, "", ""},
 	}
 	for _, tc := range tests {
-		t.Run(string(tc.kind), func(t *testing.T) {
+		t.Run(tc.notice, func(t *testing.T) {
 			e := newEnv(t)
 			addr := uniqueAddress(t)
 			id := e.paidSession(oracle.TierFull, addr)
@@ -551,6 +568,9 @@ func TestOrderNoticesAreSentOnceAndOnlyInTheirState(t *testing.T) {
 				t.Fatalf("a %s notice was sent to an order not owed it", tc.kind)
 			}
 			e.setState(id, tc.status, tc.divergence)
+			if tc.failure != "" {
+				e.setFailure(id, tc.failure)
+			}
 			e.run(record(id, tc.kind), record(id, tc.kind))
 			e.run(record(id, tc.kind))
 			want, err := letter.Notice(letter.DefaultBrand(), tc.notice, "http://localhost:3000/oracle/result?session_id="+id)

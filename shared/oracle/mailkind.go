@@ -11,11 +11,12 @@ const (
 	MailFailed     MailKind = "failed"      // no verdict within the parking budget: the refund notice
 	MailReview     MailKind = "review"      // the verdict is held or quarantined for review
 	MailDivergence MailKind = "divergence"  // a regenerated verdict differs significantly from the one emailed
+	MailRefund     MailKind = "refund"      // the payment was refunded in full
 )
 
 // MailKinds is every mail kind.
 func MailKinds() []MailKind {
-	return []MailKind{MailVerdict, MailSilentDrop, MailFailed, MailReview, MailDivergence}
+	return []MailKind{MailVerdict, MailSilentDrop, MailFailed, MailReview, MailDivergence, MailRefund}
 }
 
 // MailState is how far one email of an order got. The mailer sets the

@@ -160,6 +160,16 @@ type Order struct {
 	QuarantineRecord string     `dynamodbav:"quarantine_record,omitempty"`
 	QuarantinedAt    *time.Time `dynamodbav:"quarantined_at,omitempty"`
 
+	// The money events after payment: the refund (by the operator's
+	// action or in Stripe's Dashboard; RefundedBy says which), and a
+	// dispute the cardholder opened.
+	RefundID       string     `dynamodbav:"refund_id,omitempty"`
+	RefundedAmount int64      `dynamodbav:"refunded_amount,omitempty"`
+	RefundedAt     *time.Time `dynamodbav:"refunded_at,omitempty"`
+	RefundedBy     string     `dynamodbav:"refunded_by,omitempty"`
+	DisputeID      string     `dynamodbav:"dispute_id,omitempty"`
+	DisputedAt     *time.Time `dynamodbav:"disputed_at,omitempty"`
+
 	// Mail is how far each email the order owed got, by kind; a kind not
 	// in it was not sent (yet). The store keeps it per kind.
 	Mail map[MailKind]MailState `dynamodbav:"-"`

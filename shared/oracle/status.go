@@ -15,7 +15,7 @@ const (
 	StatusHeld            Status = "HELD"    // crosscheck failed twice
 	StatusQuarantined     Status = "QUARANTINED"
 	StatusFailed          Status = "FAILED"
-	StatusRefunded        Status = "REFUNDED" // refunded by the operator; nothing sets it yet
+	StatusRefunded        Status = "REFUNDED" // refunded in full: by the operator's action or in Stripe's Dashboard
 )
 
 // Paid reports whether an order in this state was paid for.

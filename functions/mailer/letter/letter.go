@@ -1,6 +1,6 @@
 // Package letter renders the customer-facing emails: the verdict letter of
 // each tier, the silent-drop notice and the order notices (failure, review,
-// divergence), as plain text in the specs' exact
+// divergence, payment review, refund), as plain text in the specs' exact
 // format with an HTML alternative carrying the same content. The texts live
 // in templates/ next to this file.
 package letter
@@ -81,10 +81,15 @@ const (
 	// Divergence is SPEC_ORACLE_REGEN_CONSISTENCY's note on a regenerated
 	// verdict that differs significantly from the emailed one.
 	Divergence = "divergence"
+	// PaymentReview tells the customer their order is held because the
+	// amount paid is not the price of the tier chosen.
+	PaymentReview = "payment_review"
+	// Refund tells the customer their payment was refunded in full.
+	Refund = "refund"
 )
 
 // Notices lists every order notice.
-func Notices() []string { return []string{Failed, Review, Divergence} }
+func Notices() []string { return []string{Failed, Review, Divergence, PaymentReview, Refund} }
 
 // linkData is what the order notices show: the brand and the result page.
 type linkData struct {

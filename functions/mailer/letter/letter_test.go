@@ -41,7 +41,7 @@ func TestGolden(t *testing.T) {
 	// One golden letter per tier and the notice; strategy is shown with NULL
 	// so the golden files also show the NULL marker.
 	all := samples(t)
-	for _, name := range []string{"quick/AMBER", "full/GREEN", "strategy/NULL", "notice", Failed, Review, Divergence} {
+	for _, name := range []string{"quick/AMBER", "full/GREEN", "strategy/NULL", "notice", Failed, Review, Divergence, PaymentReview, Refund} {
 		m, ok := all[name]
 		if !ok {
 			t.Fatalf("no sample %s", name)
@@ -539,6 +539,10 @@ func TestNoticesCarryTheSpecTexts(t *testing.T) {
 		{Divergence, "A note about your 42 Sisters AI Verdict",
 			"\n\nNOTE: Due to a technical condition, the verdict on your results page may differ slightly from the one you received by email. " +
 				"Both represent a valid coherence reading of your submission. If you have questions, reply to this email and we will provide clarification.\n\n"},
+		{PaymentReview, "Your 42 Sisters AI order is being checked",
+			"\n\nWe received your payment, but its amount does not match the price of the option you chose"},
+		{Refund, "Your 42 Sisters AI payment has been refunded",
+			"\n\nWe have refunded your payment for your 42 Sisters AI Verdict in full."},
 	}
 	for _, tc := range tests {
 		m, err := Notice(DefaultBrand(), tc.name, sampleURL)
