@@ -18,11 +18,15 @@ type settings struct {
 	GenerateQueue string
 	MailQueue     string
 	AuditBucket   string
-	AlertsTopic   string
-	Secrets       Secrets
-	Hasher        *audit.Hasher
-	Retention     time.Duration
-	JobLease      time.Duration
+	// EvidenceBucket keeps the evidence bundles of disputes; BaseURL is
+	// the site, for the result page a bundle names.
+	EvidenceBucket string
+	BaseURL        string
+	AlertsTopic    string
+	Secrets        Secrets
+	Hasher         *audit.Hasher
+	Retention      time.Duration
+	JobLease       time.Duration
 }
 
 // loadConfig reads and validates every setting once, at cold start. The
@@ -32,12 +36,14 @@ type settings struct {
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	s := settings{
-		OrdersTable:   env.String("ORDERS_TABLE"),
-		LedgerTable:   env.String("LEDGER_TABLE"),
-		GenerateQueue: env.String("GENERATE_QUEUE_URL"),
-		MailQueue:     env.String("MAIL_QUEUE_URL"),
-		AuditBucket:   env.String("AUDIT_BUCKET"),
-		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
+		OrdersTable:    env.String("ORDERS_TABLE"),
+		LedgerTable:    env.String("LEDGER_TABLE"),
+		GenerateQueue:  env.String("GENERATE_QUEUE_URL"),
+		MailQueue:      env.String("MAIL_QUEUE_URL"),
+		AuditBucket:    env.String("AUDIT_BUCKET"),
+		EvidenceBucket: env.String("EVIDENCE_BUCKET"),
+		BaseURL:        env.URL("BASE_URL"),
+		AlertsTopic:    env.String("ALERTS_TOPIC_ARN"),
 		Secrets: Secrets{
 			Live: env.Secret(ctx, "STRIPE_WEBHOOK_SECRET", false),
 			Test: env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false),

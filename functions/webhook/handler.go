@@ -75,6 +75,7 @@ type Handler struct {
 	Secrets Secrets
 	Ledger  Ledger
 	Fulfil  Fulfiller
+	Money   *Money
 	Alerts  Alerter
 	Metrics Counter
 	Log     *slog.Logger
@@ -84,7 +85,8 @@ type Handler struct {
 var received = map[string]bool{"received": true}
 
 // Handle verifies the event's signature over the raw body, then hands the
-// Checkout Session events to the claim. Nothing is written for a request
+// Checkout Session events to the claim and the money events (refunds,
+// disputes, fraud warnings) to Money. Nothing is written for a request
 // that fails verification.
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	arrived := h.Now()
@@ -111,8 +113,8 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
 
-	switch audit.Event(event.Type) {
-	case audit.EventCheckoutCompleted, audit.EventAsyncSucceeded, audit.EventAsyncFailed:
+	switch t := audit.Event(event.Type); {
+	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t]:
 	default:
 		log.Info("event type ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
@@ -125,6 +127,16 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if seen {
 		h.Metrics.Count("WebhookDuplicates", 1)
 		log.Info("duplicate event ignored")
+		return httpapi.JSON(http.StatusOK, received), nil
+	}
+	if moneyEvents[audit.Event(event.Type)] {
+		if err := h.Money.handle(ctx, log, event, arrived); err != nil {
+			if errors.Is(err, errUnreadable) {
+				return h.unreadable(ctx, log, event.ID, err), nil
+			}
+			return httpapi.Error(ctx, log, err), nil
+		}
+		h.processed(ctx, log, key)
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	session, err := stripex.SessionFromJSON(event.Data.Raw)
@@ -145,14 +157,20 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		// Stripe retries any non-2xx answer; the retry finishes the work.
 		return httpapi.Error(ctx, log, err), nil
 	}
+	h.processed(ctx, log.With("outcome", res.Outcome.String(), "status", string(res.Status)), key)
+	return httpapi.JSON(http.StatusOK, received), nil
+}
+
+// processed remembers the event under key, so that a redelivery is
+// answered without repeating the work.
+func (h *Handler) processed(ctx context.Context, log *slog.Logger, key string) {
 	if _, err := h.Ledger.Mark(ctx, key, eventTTL); err != nil {
-		// The claim is idempotent, so a redelivery after this only repeats
+		// The work is idempotent, so a redelivery after this only repeats
 		// harmless work.
 		log.Warn("recording the processed event failed", "error", err.Error())
 	}
 	h.Metrics.Count("WebhookProcessed", 1)
-	log.Info("event processed", "outcome", res.Outcome.String(), "status", string(res.Status))
-	return httpapi.JSON(http.StatusOK, received), nil
+	log.Info("event processed")
 }
 
 // unreadable answers a signed event that cannot be read: 500, so that

@@ -267,7 +267,7 @@ func TestBodyLimitAndMalformedEvents(t *testing.T) {
 func TestOtherEventTypesAreAcknowledged(t *testing.T) {
 	e := newEnv(t, Secrets{Test: testSecret})
 	s := paidSession("cs_test_other", oracle.TierQuick, "q")
-	for _, typ := range []audit.Event{"checkout.session.expired", "payment_intent.succeeded", "charge.refunded"} {
+	for _, typ := range []audit.Event{"checkout.session.expired", "payment_intent.succeeded", "charge.succeeded"} {
 		if resp := e.send(e.event("evt_"+strings.ReplaceAll(string(typ), ".", "_"), typ, s)); resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %s", typ, status(resp))
 		}

@@ -25,6 +25,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/casefile"
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
@@ -92,7 +93,19 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 		Lease:     30 * time.Second,
 		Retention: 90 * 24 * time.Hour,
 	}
-	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now}
+	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now,
+		Money: &Money{
+			Index:    store.NewOrderIndex(awsenv.NewQueries(f.AWS), f.Ref("OrdersTable")),
+			Orders:   store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
+			Records:  audit.NewReader(e.s3, f.Ref("AuditBucket")),
+			Evidence: casefile.NewEvidenceStore(e.s3, f.Ref("EvidenceBucket")),
+			Mail:     e.svc.Mail,
+			Audit:    e.svc.Audit,
+			Alerts:   alerts,
+			Hasher:   hasher,
+			BaseURL:  "https://oracle.example",
+			Now:      e.clock.Now,
+		}}
 	return e
 }
 

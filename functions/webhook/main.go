@@ -10,6 +10,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/casefile"
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/httpapi"
@@ -28,6 +29,9 @@ func main() {
 	if cfg.Secrets.Live == "" && cfg.Secrets.Test == "" {
 		log.Error("no webhook signing secret configured: every event will be refused with 503")
 	}
+	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
+	mailQueue := queue.NewSender(sq, cfg.MailQueue, time.Now)
+	recorder := &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log}
 	h := &Handler{
 		Secrets: cfg.Secrets,
 		Ledger:  ledger,
@@ -35,11 +39,23 @@ func main() {
 		Metrics: metrics,
 		Log:     log,
 		Now:     time.Now,
+		Money: &Money{
+			Index:    store.NewOrderIndex(awsenv.NewQueries(aws), cfg.OrdersTable),
+			Orders:   orders,
+			Records:  audit.NewReader(awsenv.S3(aws), cfg.AuditBucket),
+			Evidence: casefile.NewEvidenceStore(awsenv.S3(aws), cfg.EvidenceBucket),
+			Mail:     mailQueue,
+			Audit:    recorder,
+			Alerts:   alerts,
+			Hasher:   cfg.Hasher,
+			BaseURL:  cfg.BaseURL,
+			Now:      time.Now,
+		},
 		Fulfil: &fulfil.Service{
-			Orders:    store.NewOrders(db, cfg.OrdersTable, time.Now),
+			Orders:    orders,
 			Generate:  queue.NewSender(sq, cfg.GenerateQueue, time.Now),
-			Mail:      queue.NewSender(sq, cfg.MailQueue, time.Now),
-			Audit:     &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log},
+			Mail:      mailQueue,
+			Audit:     recorder,
 			Alerts:    alerts,
 			Metrics:   metrics,
 			Hasher:    cfg.Hasher,

@@ -141,6 +141,25 @@ const (
 	// broken for customers too: read the report in the smoke function's
 	// log and the named stage's function logs.
 	SmokeFailed Kind = "SMOKE_FAILED"
+
+	// Refunded (WARN): a full refund was made in Stripe's Dashboard, not
+	// through the ops function. The order is REFUNDED and the customer got
+	// the refund notice; check that it was meant.
+	Refunded Kind = "REFUNDED"
+	// PartialRefund (WARN): part of a payment was refunded in Stripe's
+	// Dashboard; the order is unchanged. Check that it was meant.
+	PartialRefund Kind = "PARTIAL_REFUND"
+	// DisputeOpened (CRITICAL): a cardholder disputed a payment. The
+	// detail names the evidence bundle written for it and the deadline;
+	// upload the bundle in Stripe's Dashboard before then.
+	DisputeOpened Kind = "DISPUTE_OPENED"
+	// EarlyFraudWarning (ERROR): Stripe's Radar warns that a payment was
+	// fraudulent. Refunding it now avoids a dispute and its fee.
+	EarlyFraudWarning Kind = "EARLY_FRAUD_WARNING"
+	// ChargeUnknown (ERROR): a refund, dispute or fraud warning names a
+	// payment no order has. Look it up in Stripe's Dashboard: another
+	// product on the account, or an order lost before its claim.
+	ChargeUnknown Kind = "CHARGE_UNKNOWN"
 )
 
 // Kinds is every kind, in the order above.
@@ -151,6 +170,6 @@ func Kinds() []Kind {
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
-		SmokePassed, SmokeFailed,
+		SmokePassed, SmokeFailed, Refunded, PartialRefund, DisputeOpened, EarlyFraudWarning, ChargeUnknown,
 	}
 }

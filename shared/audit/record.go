@@ -42,10 +42,12 @@ const (
 	SourceReconcile Source = "reconcile"
 	// SourceHealth: one run of the health job; its records name no session.
 	SourceHealth Source = "health"
+	// SourceOperator: an action of the operator through the ops function.
+	SourceOperator Source = "operator"
 )
 
 var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true,
-	SourceReconcile: true, SourceHealth: true}
+	SourceReconcile: true, SourceHealth: true, SourceOperator: true}
 
 // Record is one audit record. Field names follow the spec; the fields after
 // error_detail are this service's additions for reconciliation.
@@ -88,6 +90,19 @@ type Record struct {
 	Filter *Filter `json:"filter,omitempty"`
 	// Mail is set on mail_attempt records: one attempt of an email.
 	Mail *MailAttempt `json:"mail,omitempty"`
+	// Operator is set on operator_action records.
+	Operator *Operator `json:"operator,omitempty"`
+}
+
+// Operator is one action of the operator: what was done, who authorised it
+// and why, as they wrote it (never an address: records refuse one).
+type Operator struct {
+	Action       string `json:"action"`
+	AuthorisedBy string `json:"authorised_by"`
+	Reason       string `json:"reason"`
+	// Outcome says what the action did, e.g. "refunded re_..." or
+	// "already refunded".
+	Outcome string `json:"outcome"`
 }
 
 // MailAttempt is one attempt to send an email (SPEC_ORACLE_EMAIL_RETRY):
@@ -189,6 +204,8 @@ func (r Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("audit record: status %s must not carry error_detail", r.Status)
 	case r.Event == "":
 		return nil, fmt.Errorf("audit record: event is missing")
+	case (r.Event == EventOperator) != (r.Operator != nil && r.Operator.AuthorisedBy != "" && r.Operator.Reason != ""):
+		return nil, fmt.Errorf("audit record: an operator action, and only one, names who authorised it and why")
 	case r.LatencyMS < 0:
 		return nil, fmt.Errorf("audit record: negative latency")
 	}

@@ -18,6 +18,15 @@ const (
 	EventCheckoutCompleted Event = "checkout.session.completed"
 	EventAsyncSucceeded    Event = "checkout.session.async_payment_succeeded"
 	EventAsyncFailed       Event = "checkout.session.async_payment_failed"
+	// Stripe's money events after a payment: a refund (made by the
+	// operator's action or in the Dashboard), a dispute the cardholder
+	// opened, and Radar's early warning of a fraudulent payment.
+	EventChargeRefunded   Event = "charge.refunded"
+	EventDisputeCreated   Event = "charge.dispute.created"
+	EventEarlyFraudWarned Event = "radar.early_fraud_warning.created"
+	// EventOperator is one action of the operator on an order (the ops
+	// function), with who authorised it and why (Record.Operator).
+	EventOperator Event = "operator_action"
 	// EventLanding is the claim made by the result page when the customer
 	// arrived before the webhook.
 	EventLanding Event = "landing"
@@ -77,6 +86,15 @@ const (
 	NameMailAttempt RecordName = "mail-attempt"
 
 	NameServed RecordName = "served" // -<request id>: one load of the verdict
+
+	NameRefunded      RecordName = "refunded"       // the full refund of the payment
+	NameRefundPartial RecordName = "refund-partial" // -<amount refunded so far>: a partial refund
+	NameDispute       RecordName = "dispute"        // -<dispute id>
+	NameFraudWarning  RecordName = "fraud-warning"  // -<warning id>
+	// NameOperator: -<action>-<request>: one operator action, the request
+	// being a digest of what was asked, so the same request twice is
+	// recorded once.
+	NameOperator RecordName = "operator"
 )
 
 // RecordID is the id of session's record of name: "<session>.<name>", then

@@ -6,6 +6,7 @@ package fulfil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
 )
 
 // Orders is the order store (shared/store).
@@ -301,4 +303,40 @@ var claimRecords = map[oracle.Status]audit.RecordName{
 	oracle.StatusHeld:          audit.NamePaid, // held at its claim: a payment all the same
 	oracle.StatusDropped:       audit.NameDropped,
 	oracle.StatusPaymentFailed: audit.NamePaymentFailed,
+}
+
+// Refunder records full refunds (store.Orders).
+type Refunder interface {
+	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
+	MarkRefunded(ctx context.Context, sessionID string, r store.Refund) (bool, error)
+}
+
+// ErrNotRefundable means the order was never paid, so there is nothing to
+// refund.
+var ErrNotRefundable = errors.New("the order was never paid")
+
+// Refunded records a full refund of the session's order, whoever made it
+// (the operator's action, or Stripe's Dashboard as a charge event tells):
+// the order becomes REFUNDED once, and the customer is owed the refund
+// notice. The notice's job is sent again while its delivery is not closed,
+// so a caller retried after a crash still owes it; the mailer sends each
+// kind once. changed reports whether this call made the order REFUNDED.
+func Refunded(ctx context.Context, orders Refunder, mail Sender, sessionID string, r store.Refund) (o oracle.Order, changed bool, err error) {
+	changed, err = orders.MarkRefunded(ctx, sessionID, r)
+	if err != nil {
+		return oracle.Order{}, false, err
+	}
+	o, found, err := orders.Get(ctx, sessionID)
+	if err != nil {
+		return oracle.Order{}, false, err
+	}
+	if !found || o.Status != oracle.StatusRefunded {
+		return o, false, fmt.Errorf("refund of %s: %w", oracle.ShortID(sessionID), ErrNotRefundable)
+	}
+	if _, notified := o.Mail[oracle.MailRefund]; !notified {
+		if err := mail.Send(ctx, queue.Job{SessionID: sessionID, Kind: oracle.MailRefund}); err != nil {
+			return o, changed, fmt.Errorf("enqueue the refund notice: %w", err)
+		}
+	}
+	return o, changed, nil
 }
