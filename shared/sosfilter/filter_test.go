@@ -637,6 +637,25 @@ func TestDensityThreshold(t *testing.T) {
 	if out, rep := f.Analysis(a, ""); rep.Action != Quarantine || rep.Reason != ReasonDensity || !reflect.DeepEqual(out, oracle.Analysis{}) {
 		t.Errorf("four terms across a verdict: %s (%s)", rep.Action, rep.Reason)
 	}
+	// Reviewed by the operator, the same verdict is cleaned whole.
+	out, rep := f.Reviewed(a, "")
+	if rep.Action != Replace || !f.analysisClean(out) || out.Verdict != a.Verdict {
+		t.Errorf("the reviewed verdict: %s (%s), clean %t", rep.Action, rep.Reason, f.analysisClean(out))
+	}
+}
+
+// TestReviewLiftsOnlyTheDensity: a person's approval lifts the
+// contamination threshold, never a quarantine-class term.
+func TestReviewLiftsOnlyTheDensity(t *testing.T) {
+	f := newFilter(t)
+	a := cleanVerdicts[0].a
+	a.Summary = "GLOSS. " + a.Summary
+	if _, rep := f.Analysis(a, ""); rep.Action != Quarantine || rep.Reason != ReasonTerm {
+		t.Fatalf("a quarantine-class term: %s (%s)", rep.Action, rep.Reason)
+	}
+	if out, rep := f.Reviewed(a, ""); rep.Action != Quarantine || rep.Reason != ReasonTerm || !reflect.DeepEqual(out, oracle.Analysis{}) {
+		t.Fatalf("reviewed, a quarantine-class term: %s (%s)", rep.Action, rep.Reason)
+	}
 }
 
 func mapsClone(m map[string]oracle.DimensionNote) map[string]oracle.DimensionNote {

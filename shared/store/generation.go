@@ -304,13 +304,23 @@ func (q Quarantine) values() map[string]types.AttributeValue {
 // was lost recognises its own first attempt instead of a lost race. "#s"
 // names the status attribute.
 func (o *Orders) transition(ctx context.Context, op, sessionID, update, cond string, values map[string]types.AttributeValue) (bool, error) {
+	return o.transitionNamed(ctx, op, sessionID, update, cond, nil, values)
+}
+
+// transitionNamed is transition with attribute names beyond "#s" (for
+// attributes whose names DynamoDB reserves, such as query).
+func (o *Orders) transitionNamed(ctx context.Context, op, sessionID, update, cond string, names map[string]string, values map[string]types.AttributeValue) (bool, error) {
+	all := map[string]string{"#s": "status"}
+	for k, v := range names {
+		all[k] = v
+	}
 	values[":now"] = &types.AttributeValueMemberS{Value: o.now().UTC().Format(time.RFC3339Nano)}
 	r, err := condwrite.Update(ctx, o.db, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(o.table),
 		Key:                       key(sessionID),
 		UpdateExpression:          aws.String("SET updated_at = :now, write_id = :wid, " + update),
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#s": "status"},
+		ExpressionAttributeNames:  all,
 		ExpressionAttributeValues: values,
 	})
 	if err != nil {
