@@ -35,7 +35,13 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 // source for Athena, named by an id that is unique for what it records, so
 // that a repeated write finds its record already there.
 func Key(r Record, id string) string {
-	return fmt.Sprintf("records/date=%s/source=%s/%s.json", r.SessionCreated.UTC().Format("2006-01-02"), r.Source, id)
+	return fmt.Sprintf("%ssource=%s/%s.json", Partition(r.SessionCreated), r.Source, id)
+}
+
+// Partition is the prefix of every record, of every source, whose session
+// was created on day (its UTC date).
+func Partition(day time.Time) string {
+	return "records/date=" + day.UTC().Format("2006-01-02") + "/"
 }
 
 // Write validates r and stores it under Key(r, id) only if nothing is there
