@@ -13,14 +13,14 @@ STRIPE_MOCK_VERSION := v0.203.0
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy smoke invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy smoke ops invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
 # The template's functions: <Name>Function builds ./functions/<name>.
-FUNCTIONS    := Checkout Webhook Generator Mailer Feedback Verdict Pages DeadLetter Health Smoke
+FUNCTIONS    := Checkout Webhook Generator Mailer Feedback Verdict Pages DeadLetter Health Smoke Ops
 
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
 run:
@@ -113,6 +113,16 @@ deploy:
 	1) echo "deploy: DEPLOYED BUT BROKEN: a smoke stage failed (above); see docs/operating.md, SMOKE_FAILED";; \
 	*) echo "deploy: deployed, but the smoke test could not run (exit $$code): see docs/deploying.md, the smoke test";; \
 	esac; exit $$code
+
+## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY
+ops:
+	@mkdir -p .build && python3 infra/opsverb/ops.py request > .build/ops-request.json
+ifdef REMOTE
+	@set -o pipefail; sam remote invoke OpsFunction --stack-name $(STACK) $(if $(REGION),--region $(REGION)) --event-file .build/ops-request.json --output text 2>/dev/null | python3 infra/opsverb/ops.py answer
+else
+	@$(GO) build -o .build/local ./infra/local
+	@set -o pipefail; .build/local invoke OpsFunction -e .build/ops-request.json 2>.build/ops.log | python3 infra/opsverb/ops.py answer || { echo "(the function's log: .build/ops.log)"; exit 1; }
+endif
 
 ## smoke: the smoke test's ten stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
 smoke:

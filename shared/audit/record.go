@@ -192,6 +192,8 @@ func (r Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("audit record: timestamp or session_created is missing")
 	case r.Source == SourceHealth && r.SessionID != "":
 		return nil, fmt.Errorf("audit record: a health run's record names no session")
+	case r.Source == SourceOperator && r.SessionID == "":
+		// An operator action on no one order (a queue's redrive, a seal).
 	case r.Source != SourceHealth && !oracle.ValidSessionID(r.SessionID):
 		return nil, fmt.Errorf("audit record: session_id is invalid")
 	case !sources[r.Source]:

@@ -95,3 +95,10 @@ func (c *Queries) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInp
 func (c *Queries) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
 	return (*dynamodb.Client)(c).DescribeTable(ctx, in, optFns...)
 }
+
+// Scan is dynamodb.Client.Scan: only the operator's listing of the
+// Ledger's dead letters reads a table whole (a small table of expiring
+// items, on demand).
+func (c *Queries) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return (*dynamodb.Client)(c).Scan(ctx, in, optFns...)
+}

@@ -1,8 +1,8 @@
 // Package quarantine keeps what the content filter stopped, for a person to
 // review: the full raw payload with what the decision to deliver a cleaned
 // verdict or refund will need. The records live in their own bucket, which
-// only the two gates may write and no function reads, never in the audit
-// log (SPEC_ORACLE_SOS_FILTER invariant 4, GAP-B).
+// only the two gates may write and only the operator's ops function reads,
+// never in the audit log (SPEC_ORACLE_SOS_FILTER invariant 4, GAP-B).
 package quarantine
 
 import (
@@ -107,4 +107,33 @@ func (s *Store) Put(ctx context.Context, r Record) (string, error) {
 		return "", fmt.Errorf("write quarantine record %s: %w", oracle.ShortID(r.SessionID), err)
 	}
 	return key, nil
+}
+
+// Getter is the S3 call the reader needs.
+type Getter interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// Reader reads quarantine records back: the operator's review, which
+// may deliver a cleaned verdict from one.
+type Reader struct {
+	s3     Getter
+	bucket string
+}
+
+// NewReader reads bucket.
+func NewReader(c Getter, bucket string) *Reader { return &Reader{s3: c, bucket: bucket} }
+
+// Get reads the record under key (an order's quarantine_record).
+func (r *Reader) Get(ctx context.Context, key string) (Record, error) {
+	out, err := r.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key)})
+	if err != nil {
+		return Record{}, fmt.Errorf("read quarantine record: %w", err)
+	}
+	defer out.Body.Close()
+	var rec Record
+	if err := json.NewDecoder(out.Body).Decode(&rec); err != nil {
+		return Record{}, fmt.Errorf("decode quarantine record: %w", err)
+	}
+	return rec, nil
 }

@@ -23,6 +23,7 @@ type Reason string
 const (
 	ReasonPaid       Reason = "paid"       // first generation after payment
 	ReasonRegenerate Reason = "regenerate" // the stored verdict expired
+	ReasonOperator   Reason = "operator"   // the operator delivered or re-ran the order (the ops function)
 	// ReasonQuarantineReview was a link of the retired quarantine reminder
 	// chain (the health job re-alerts now). It is still parsed only so that
 	// the generator can acknowledge a reminder that was on the queue when
@@ -48,7 +49,7 @@ func (j Job) Validate() error {
 	switch {
 	case j.Reason != "" && j.Kind != "":
 		return fmt.Errorf("job has both reason and kind")
-	case j.Reason != "" && j.Reason != ReasonPaid && j.Reason != ReasonRegenerate && j.Reason != ReasonQuarantineReview:
+	case j.Reason != "" && j.Reason != ReasonPaid && j.Reason != ReasonRegenerate && j.Reason != ReasonOperator && j.Reason != ReasonQuarantineReview:
 		return fmt.Errorf("job has unknown reason %q", j.Reason)
 	case j.Kind != "" && !slices.Contains(oracle.MailKinds(), j.Kind):
 		return fmt.Errorf("job has unknown kind %q", j.Kind)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/checkout/session"
+	"github.com/stripe/stripe-go/v76/refund"
 
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
@@ -27,6 +28,7 @@ import (
 // of the types inside a value stored in an interface, as a Client is.
 type Client struct {
 	sessions *session.Client
+	refunds  *refund.Client
 }
 
 // Options configure the client.
@@ -55,7 +57,8 @@ func New(key string, o Options) *Client {
 	if o.BaseURL != "" {
 		cfg.URL = stripe.String(o.BaseURL)
 	}
-	return &Client{sessions: &session.Client{B: stripe.GetBackendWithConfig(stripe.APIBackend, cfg), Key: key}}
+	b := stripe.GetBackendWithConfig(stripe.APIBackend, cfg)
+	return &Client{sessions: &session.Client{B: b, Key: key}, refunds: &refund.Client{B: b, Key: key}}
 }
 
 // CheckoutRequest is what a Checkout Session is made of.

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/auditseal"
+	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+// DefaultStuckAfter is how long `list` lets a PAID or GENERATING order go
+// without progress before showing it: the health job's own default.
+const DefaultStuckAfter = 15 * time.Minute
+
+type settings struct {
+	OrdersTable      string
+	LedgerTable      string
+	AuditBucket      string
+	QuarantineBucket string
+	AlertsTopic      string
+	GenerateQueue    string
+	MailQueue        string
+	// The dead-letter queues a redrive sends back, with their sources.
+	GenerateDeadLetters string
+	MailDeadLetters     string
+	StripeLive          string
+	StripeTest          string
+	StripeAPIBase       string
+	Hasher              *audit.Hasher
+	Lock                auditseal.Lock
+	Retention           time.Duration
+	StuckAfter          time.Duration
+}
+
+// loadConfig reads and validates every setting once, at cold start.
+func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
+	env := config.FromEnviron(config.NewAWSSecrets(cfg))
+	s := settings{
+		OrdersTable:         env.String("ORDERS_TABLE"),
+		LedgerTable:         env.String("LEDGER_TABLE"),
+		AuditBucket:         env.String("AUDIT_BUCKET"),
+		QuarantineBucket:    env.String("QUARANTINE_BUCKET"),
+		AlertsTopic:         env.String("ALERTS_TOPIC_ARN"),
+		GenerateQueue:       env.String("GENERATE_QUEUE_URL"),
+		MailQueue:           env.String("MAIL_QUEUE_URL"),
+		GenerateDeadLetters: env.String("GENERATE_DEAD_LETTER_QUEUE_URL"),
+		MailDeadLetters:     env.String("MAIL_DEAD_LETTER_QUEUE_URL"),
+		StripeAPIBase:       env.Optional("STRIPE_API_BASE", ""),
+		Retention:           env.Days("ORDER_RETENTION_DAYS", 90, 1, 3650),
+		StuckAfter:          env.Duration("STUCK_AFTER", DefaultStuckAfter),
+		Lock:                auditseal.LockFrom(env),
+	}
+	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
+	s.Hasher = audit.HasherFrom(ctx, env)
+	if err := env.Err(); err != nil {
+		return settings{}, err
+	}
+	return s, nil
+}
+
+// queueName is the name of the queue at url, as the dead-letter records
+// give it.
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }

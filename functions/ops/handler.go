@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/casefile"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+// Request is one operator action, as `sam remote invoke OpsFunction -e
+// events/ops/<action>.json` or `make ops ACTION=…` sends it.
+type Request struct {
+	Action string `json:"action"`
+	// Session is the order's session id, or its first 12 characters as
+	// alerts and `list` show it.
+	Session string `json:"session,omitempty"`
+	// AuthorisedBy and Reason are required by every action that changes
+	// something (and by a reveal): who decided it and why, as recorded.
+	AuthorisedBy string `json:"authorised_by,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+	// Reveal shows the customer's query in `show`.
+	Reveal bool `json:"reveal,omitempty"`
+	// Mode is `deliver`'s choice for a quarantined order: cleaned or
+	// regenerate.
+	Mode string `json:"mode,omitempty"`
+	// Tier and Query are `rerun`'s: what the customer asked for.
+	Tier  string `json:"tier,omitempty"`
+	Query string `json:"query,omitempty"`
+	// Kind is `resend`'s mail kind; Force passes the once-per-kind guard
+	// of an email already sent.
+	Kind  string `json:"kind,omitempty"`
+	Force bool   `json:"force,omitempty"`
+	// Queue is `redrive`'s: mail (the mail dead letters) or the name of a
+	// dead-letter queue (generate, mail-jobs, mail-events).
+	Queue string `json:"queue,omitempty"`
+	// From and To bound `report` (UTC days, inclusive); Day is the day of
+	// `seal` and `verify-seal` (default: yesterday).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	Day  string `json:"day,omitempty"`
+}
+
+// Answer is what an action did: Message in a sentence, Text for a
+// terminal, Data for a program.
+type Answer struct {
+	Action  string `json:"action"`
+	OK      bool   `json:"ok"`
+	Changed bool   `json:"changed"`
+	Message string `json:"message"`
+	Text    string `json:"text,omitempty"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// Orders is the order store (store.Orders).
+type Orders interface {
+	casefile.Orders
+	MarkRefunded(ctx context.Context, sessionID string, r store.Refund) (bool, error)
+	Rerun(ctx context.Context, sessionID string, tier oracle.Tier, query string) (bool, error)
+	Regenerate(ctx context.Context, sessionID string) (bool, error)
+	DeliverCleaned(ctx context.Context, sessionID string, v store.StoredVerdict) (bool, error)
+	ReopenMail(ctx context.Context, sessionID string, kind oracle.MailKind) (bool, error)
+}
+
+// Index reads orders by state (store.OrderIndex).
+type Index interface {
+	ByStatus(ctx context.Context, status oracle.Status, exp store.Expiring, each func(store.Indexed) error) error
+}
+
+// Refunder makes refunds in one Stripe mode (stripex.Client).
+type Refunder interface {
+	RefundSession(ctx context.Context, sessionID, pi string) (stripex.Refund, error)
+}
+
+// Sender sends a job to one queue (queue.Sender).
+type Sender interface {
+	Send(ctx context.Context, j queue.Job) error
+}
+
+// Auditor appends audit records (audit.Recorder).
+type Auditor interface {
+	Require(ctx context.Context, r audit.Record, id string) error
+}
+
+// Alerter raises operator alerts.
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
+}
+
+// Handler runs the operator's actions.
+type Handler struct {
+	Orders      Orders
+	Index       Index
+	Records     casefile.Records
+	Live        Refunder // nil when no live key is configured
+	Test        Refunder // nil when no test key is configured
+	Generate    Sender
+	Mail        Sender
+	Audit       Auditor
+	Hasher      *audit.Hasher
+	Cleaner     Cleaner
+	Quarantined Quarantined
+	Dead        DeadLetters
+	Ledger      Releaser
+	// DeadQueues are the dead-letter queues a redrive may name, by the
+	// name the request gives (generate, mail-jobs).
+	DeadQueues map[string]DeadQueue
+	Seals      Sealer
+	Log        *slog.Logger
+	Now        func() time.Time
+	// StuckAfter is how long a PAID or GENERATING order may go without
+	// progress before `list` shows it.
+	StuckAfter time.Duration
+	// Retention is how long a verdict the operator delivers is kept.
+	Retention time.Duration
+}
+
+// errRefused marks a request the action does not apply to: answered with
+// ok false and the reason, never retried.
+var errRefused = errors.New("refused")
+
+func refuse(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errRefused, fmt.Sprintf(format, args...))
+}
+
+// action is one of the operator's actions; changes says whether it needs
+// who authorised it and why.
+type action struct {
+	run     func(h *Handler, ctx context.Context, r Request) (Answer, error)
+	changes bool
+}
+
+var actions = map[string]action{
+	"list":        {(*Handler).list, false},
+	"show":        {(*Handler).show, false},
+	"deliver":     {(*Handler).deliver, true},
+	"rerun":       {(*Handler).rerun, true},
+	"refund":      {(*Handler).refund, true},
+	"resend":      {(*Handler).resend, true},
+	"redrive":     {(*Handler).redrive, true},
+	"seal":        {(*Handler).seal, true},
+	"verify-seal": {(*Handler).verifySeal, false},
+}
+
+// Actions lists the action names.
+func Actions() []string {
+	names := make([]string, 0, len(actions))
+	for n := range actions {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// maxNote bounds authorised_by and reason as recorded.
+const maxNote = 200
+
+// Handle runs r. A request the action does not apply to is answered with
+// ok false and why; an error is a failure to be retried (the same request
+// again changes nothing it already changed).
+func (h *Handler) Handle(ctx context.Context, r Request) (Answer, error) {
+	a, ok := actions[r.Action]
+	if !ok {
+		return Answer{Action: r.Action, Message: fmt.Sprintf("unknown action %q; the actions are %s", oracle.Clip(r.Action, 32), strings.Join(Actions(), ", "))}, nil
+	}
+	r.AuthorisedBy, r.Reason = strings.TrimSpace(r.AuthorisedBy), strings.TrimSpace(r.Reason)
+	if (a.changes || r.Reveal) && (r.AuthorisedBy == "" || r.Reason == "") {
+		return Answer{Action: r.Action, Message: r.Action + " changes something: say who authorised it (authorised_by) and why (reason)"}, nil
+	}
+	if len(r.AuthorisedBy) > maxNote || len(r.Reason) > maxNote {
+		return Answer{Action: r.Action, Message: fmt.Sprintf("authorised_by and reason are at most %d characters", maxNote)}, nil
+	}
+	ans, err := a.run(h, ctx, r)
+	ans.Action = r.Action
+	if errors.Is(err, errRefused) || errors.Is(err, casefile.ErrNoOrder) {
+		ans.OK, ans.Message = false, strings.TrimPrefix(err.Error(), errRefused.Error()+": ")
+		h.Log.Info("operator action refused", "action", r.Action, "reason", ans.Message)
+		return ans, nil
+	}
+	if err != nil {
+		h.Log.Error("operator action failed", "action", r.Action, "error", err.Error())
+		return Answer{}, fmt.Errorf("%s: %w", r.Action, err)
+	}
+	ans.OK = true
+	h.Log.Info("operator action", "action", r.Action, "changed", ans.Changed)
+	return ans, nil
+}
+
+// resolve finds the order r names: its full session id, or the first
+// characters of one (at least 12, as alerts show it), searched among the
+// orders of every state.
+func (h *Handler) resolve(ctx context.Context, r Request) (oracle.Order, error) {
+	id := strings.TrimSpace(r.Session)
+	if len(id) < 12 || !strings.HasPrefix(id, "cs_") {
+		return oracle.Order{}, refuse("name the order: session is its id or its first 12 characters, e.g. cs_live_a1B2")
+	}
+	if o, found, err := h.Orders.Get(ctx, id); err != nil || found {
+		return o, err
+	}
+	var matches []string
+	for _, s := range allStates {
+		err := h.Index.ByStatus(ctx, s, store.Expiring{}, func(x store.Indexed) error {
+			if strings.HasPrefix(x.SessionID, id) {
+				matches = append(matches, x.SessionID)
+			}
+			return nil
+		})
+		if err != nil {
+			return oracle.Order{}, err
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return oracle.Order{}, refuse("no order's session starts with %s", oracle.Clip(id, 64))
+	case 1:
+		o, found, err := h.Orders.Get(ctx, matches[0])
+		if err == nil && !found {
+			err = refuse("the order %s is gone", oracle.ShortID(matches[0]))
+		}
+		return o, err
+	}
+	return oracle.Order{}, refuse("%d orders start with %s: give more of the session id", len(matches), oracle.Clip(id, 64))
+}
+
+// allStates are the states an order can be found in.
+var allStates = []oracle.Status{oracle.StatusAwaitingPayment, oracle.StatusPaymentFailed, oracle.StatusPaid, oracle.StatusGenerating,
+	oracle.StatusReady, oracle.StatusDropped, oracle.StatusHeld, oracle.StatusQuarantined, oracle.StatusFailed, oracle.StatusRefunded}
+
+// record audits an operator action on o (zero for an action on no one
+// order): one record per distinct request, so the same request twice is
+// recorded once, with the first outcome.
+func (h *Handler) record(ctx context.Context, r Request, o oracle.Order, outcome string) error {
+	now := h.Now()
+	rec := audit.OfOrder(h.Hasher, o, audit.SourceOperator, audit.EventOperator, audit.StatusOK, now, now)
+	if o.SessionID == "" {
+		rec.SessionCreated, rec.QueryHash = now.UTC(), ""
+	}
+	rec.Operator = &audit.Operator{Action: r.Action, AuthorisedBy: r.AuthorisedBy, Reason: r.Reason, Outcome: outcome}
+	sum := sha256.Sum256([]byte(strings.Join([]string{r.Action, o.SessionID, r.AuthorisedBy, r.Reason, r.Mode, r.Tier,
+		h.Hasher.Hash(r.Query), r.Kind, fmt.Sprint(r.Force), fmt.Sprint(r.Reveal), r.Queue, r.Day}, "\x00")))
+	id := "operator-" + r.Action + "-" + hex.EncodeToString(sum[:8])
+	if o.SessionID != "" {
+		id = audit.RecordID(o.SessionID, audit.NameOperator, r.Action, hex.EncodeToString(sum[:8]))
+	}
+	if err := h.Audit.Require(ctx, rec, id); err != nil {
+		return fmt.Errorf("record the action: %w", err)
+	}
+	return nil
+}
+
+// age is how long ago t was, rounded for a terminal.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

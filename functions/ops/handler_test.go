@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/auditseal"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+// stripeRefunds records the refunds asked of Stripe, by idempotency key,
+// as Stripe makes them: one refund per key.
+type stripeRefunds struct{ made map[string]int }
+
+func (s *stripeRefunds) RefundSession(_ context.Context, sessionID, pi string) (stripex.Refund, error) {
+	s.made[stripex.RefundKey(sessionID)]++
+	return stripex.Refund{ID: "re_" + pi, Status: "succeeded"}, nil
+}
+
+type env struct {
+	t       *testing.T
+	f       *provision.Fixture
+	h       *Handler
+	orders  *store.Orders
+	refunds *stripeRefunds
+	sqs     *sqs.Client
+	clock   *testkit.Clock
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	db, s3 := awsenv.NewTables(f.AWS), awsenv.S3(f.AWS)
+	clock := testkit.NewClock(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	hasher, err := audit.NewHasher("ops-test-pepper-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter, err := sosfilter.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := obs.NewLogger(io.Discard, "DEBUG")
+	q := queue.NewClient(f.AWS)
+	ledger := store.NewLedger(db, f.Ref("LedgerTable"), clock.Now)
+	e := &env{t: t, f: f, orders: store.NewOrders(db, f.Ref("OrdersTable"), clock.Now), refunds: &stripeRefunds{made: map[string]int{}},
+		sqs: sqs.NewFromConfig(f.AWS), clock: clock}
+	e.h = &Handler{
+		Orders: e.orders, Index: store.NewOrderIndex(awsenv.NewQueries(f.AWS), f.Ref("OrdersTable")),
+		Records:  audit.NewReader(s3, f.Ref("AuditBucket")),
+		Test:     e.refunds,
+		Generate: queue.NewSender(q, f.Ref("GenerateQueue"), clock.Now),
+		Mail:     queue.NewSender(q, f.Ref("MailQueue"), clock.Now),
+		Audit:    &audit.Recorder{Writer: audit.NewWriter(s3, f.Ref("AuditBucket")), Alerts: &testkit.Alerts{}, Log: log},
+		Hasher:   hasher, Cleaner: filter,
+		Dead: store.NewDeadLetters(awsenv.NewQueries(f.AWS), f.Ref("LedgerTable")), Ledger: ledger,
+		Seals: auditseal.New(s3, f.Ref("AuditBucket"), auditseal.Lock{Mode: "GOVERNANCE", Retention: 24 * time.Hour}, clock.Now),
+		Log:   log, Now: clock.Now, StuckAfter: 15 * time.Minute, Retention: 90 * 24 * time.Hour,
+	}
+	return e
+}
+
+// claim records an order in state s, its session created an hour ago.
+func (e *env) claim(id string, s oracle.Status) {
+	e.t.Helper()
+	o := oracle.Order{SessionID: id, Status: s, Tier: oracle.TierFull, Query: "Sell bread on Sundays", AmountTotal: 500, Currency: "cad",
+		PaymentIntent: "pi_" + strings.TrimPrefix(id, "cs_test_"), Source: oracle.SourceWebhook, SessionCreated: e.clock.Now().Add(-time.Hour),
+		Expires: e.clock.Now().Add(90 * 24 * time.Hour)}
+	if s == oracle.StatusDropped {
+		o.Tier, o.Query, o.DropReason = "", "", oracle.DropTierMissing
+	}
+	c, err := e.orders.ClaimOrder(context.Background(), o, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if c.Lease != "" {
+		if err := e.orders.JobEnqueued(context.Background(), id, c.Lease); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func (e *env) do(r Request) Answer {
+	e.t.Helper()
+	a, err := e.h.Handle(context.Background(), r)
+	if err != nil {
+		e.t.Fatalf("%s: %v", r.Action, err)
+	}
+	return a
+}
+
+func (e *env) jobs(logicalID string) []queue.Job {
+	e.t.Helper()
+	var out []queue.Job
+	for _, b := range testkit.Drain(e.t, e.sqs, e.f.Ref(logicalID)) {
+		j, err := queue.Parse(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func (e *env) operatorRecords() []audit.Record {
+	var out []audit.Record
+	for _, r := range testkit.AuditRecords(e.t, awsenv.S3(e.f.AWS), e.f.Ref("AuditBucket")) {
+		if r.Event == audit.EventOperator {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+const by, why = "ana", "asked by email"
+
+func TestAnActionThatChangesSomethingNeedsWhoAndWhy(t *testing.T) {
+	e := newEnv(t)
+	e.claim("cs_test_needsWho", oracle.StatusReady)
+	for _, r := range []Request{
+		{Action: "refund", Session: "cs_test_needsWho"},
+		{Action: "refund", Session: "cs_test_needsWho", AuthorisedBy: by},
+		{Action: "show", Session: "cs_test_needsWho", Reveal: true, Reason: why},
+		{Action: "redrive", Queue: "mail"},
+	} {
+		if a := e.do(r); a.OK || !strings.Contains(a.Message, "authorised_by") {
+			t.Errorf("%+v: %+v", r, a)
+		}
+	}
+	if a := e.do(Request{Action: "launch"}); a.OK || !strings.Contains(a.Message, "the actions are") {
+		t.Errorf("unknown action: %+v", a)
+	}
+	if len(e.refunds.made) != 0 || len(e.operatorRecords()) != 0 {
+		t.Fatal("a refused request did something")
+	}
+}
+
+func TestRefundIsMadeOnceAndRecorded(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_refundMe12345"
+	e.claim(id, oracle.StatusFailed)
+	r := Request{Action: "refund", Session: id[:12], AuthorisedBy: by, Reason: why}
+	first := e.do(r)
+	if !first.OK || !first.Changed {
+		t.Fatalf("first refund: %+v", first)
+	}
+	if again := e.do(r); !again.OK || again.Changed {
+		t.Fatalf("the same refund again: %+v", again)
+	}
+	if e.refunds.made[stripex.RefundKey(id)] != 1 || len(e.refunds.made) != 1 {
+		t.Fatalf("Stripe was asked %v", e.refunds.made)
+	}
+	o, _, _ := e.orders.Get(context.Background(), id)
+	if o.Status != oracle.StatusRefunded || o.RefundedBy != "operator" || o.RefundID != "re_pi_refundMe12345" {
+		t.Fatalf("order = %s by %q, %q", o.Status, o.RefundedBy, o.RefundID)
+	}
+	mail := e.jobs("MailQueue")
+	if len(mail) == 0 || mail[0].Kind != oracle.MailRefund {
+		t.Fatalf("mail jobs %+v", mail)
+	}
+	recs := e.operatorRecords()
+	if len(recs) != 1 || recs[0].Operator.AuthorisedBy != by || recs[0].Operator.Reason != why || recs[0].Operator.Outcome != "refunded re_pi_refundMe12345" {
+		t.Fatalf("operator records %+v", recs)
+	}
+}
+
+func TestARefundIsRefusedWhereItDoesNotApply(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		status oracle.Status
+		says   string
+	}{
+		{oracle.StatusGenerating, "being generated"},
+		{oracle.StatusAwaitingPayment, "never paid"},
+	} {
+		id := "cs_test_noRefund" + string(c.status[:3])
+		e.claim(id, c.status)
+		if a := e.do(Request{Action: "refund", Session: id, AuthorisedBy: by, Reason: why}); a.OK || !strings.Contains(a.Message, c.says) {
+			t.Errorf("%s: %+v", c.status, a)
+		}
+	}
+	if a := e.do(Request{Action: "refund", Session: "cs_test_nobodyAtAll", AuthorisedBy: by, Reason: why}); a.OK || !strings.Contains(a.Message, "no order") {
+		t.Errorf("unknown session: %+v", a)
+	}
+	if len(e.refunds.made) != 0 {
+		t.Fatalf("Stripe was asked %v", e.refunds.made)
+	}
+}
+
+func TestRerunGeneratesADroppedOrderOnce(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_droppedOne"
+	e.claim(id, oracle.StatusDropped)
+	r := Request{Action: "rerun", Session: id, Tier: "full", Query: "Should I sell bread only on Sundays?", AuthorisedBy: by, Reason: why}
+	if a := e.do(Request{Action: "rerun", Session: id, Tier: "strategy", Query: r.Query, AuthorisedBy: by, Reason: why}); a.OK || !strings.Contains(a.Message, "not the strategy tier's price") {
+		t.Fatalf("rerun as a tier not paid for: %+v", a)
+	}
+	if a := e.do(r); !a.OK || !a.Changed {
+		t.Fatalf("rerun: %+v", a)
+	}
+	if a := e.do(r); !a.OK || a.Changed {
+		t.Fatalf("rerun again: %+v", a)
+	}
+	o, _, _ := e.orders.Get(context.Background(), id)
+	if o.Status != oracle.StatusPaid || o.Tier != oracle.TierFull || o.Query != r.Query {
+		t.Fatalf("order = %s %s %q", o.Status, o.Tier, o.Query)
+	}
+	jobs := e.jobs("GenerateQueue")
+	if len(jobs) == 0 || jobs[0].Reason != queue.ReasonOperator || jobs[0].SessionID != id {
+		t.Fatalf("generate jobs %+v", jobs)
+	}
+	if recs := e.operatorRecords(); len(recs) != 1 {
+		t.Fatalf("%d operator records", len(recs))
+	}
+}
+
+func TestDeliverRegeneratesAHeldOrder(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_heldOrder"
+	e.claim(id, oracle.StatusHeld)
+	if a := e.do(Request{Action: "deliver", Session: id, Mode: "cleaned", AuthorisedBy: by, Reason: why}); a.OK || !strings.Contains(a.Message, "no verdict to clean") {
+		t.Fatalf("cleaned delivery of a held order: %+v", a)
+	}
+	if a := e.do(Request{Action: "deliver", Session: id, AuthorisedBy: by, Reason: why}); !a.OK || !a.Changed {
+		t.Fatalf("deliver: %+v", a)
+	}
+	if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusPaid {
+		t.Fatalf("order = %s", o.Status)
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+		t.Fatalf("generate jobs %+v", jobs)
+	}
+}
+
+func TestListShowsWhatWaitsWithoutTheQuery(t *testing.T) {
+	e := newEnv(t)
+	e.claim("cs_test_waitingDropped", oracle.StatusDropped)
+	e.claim("cs_test_waitingFailed", oracle.StatusFailed)
+	e.claim("cs_test_allIsWell", oracle.StatusReady)
+	a := e.do(Request{Action: "list"})
+	if !a.OK || !strings.Contains(a.Text, "cs_test_wait") || strings.Contains(a.Text, "cs_test_allI") || strings.Contains(a.Text, "waitingDropped") {
+		t.Fatalf("list:\n%s", a.Text)
+	}
+	rows := a.Data.([]Attention)
+	if len(rows) != 2 || strings.Contains(a.Text, "Sundays") {
+		t.Fatalf("rows %+v", rows)
+	}
+}
+
+func TestShowRevealsTheQueryOnlyWhenAskedAndRecordsIt(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_showMe"
+	e.claim(id, oracle.StatusReady)
+	a := e.do(Request{Action: "show", Session: id})
+	if !a.OK || strings.Contains(a.Text, "Sundays") || len(e.operatorRecords()) != 0 {
+		t.Fatalf("show without reveal:\n%s", a.Text)
+	}
+	a = e.do(Request{Action: "show", Session: id, Reveal: true, AuthorisedBy: by, Reason: why})
+	if !a.OK || !strings.Contains(a.Text, "Sell bread on Sundays") {
+		t.Fatalf("show with reveal:\n%s", a.Text)
+	}
+	if recs := e.operatorRecords(); len(recs) != 1 || recs[0].Operator.Outcome != "query revealed" {
+		t.Fatalf("records %+v", recs)
+	}
+}
+
+func TestResendPassesTheGuardOnlyWithForce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	id := "cs_test_resendMe"
+	e.claim(id, oracle.StatusReady)
+	tok, err := e.orders.ClaimMail(ctx, id, oracle.MailVerdict, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.orders.MailSent(ctx, id, oracle.MailVerdict, tok, "m-1", oracle.MailDelivered); err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Action: "resend", Session: id, Kind: "verdict", AuthorisedBy: by, Reason: why}
+	if a := e.do(r); a.OK || !strings.Contains(a.Message, "with force") {
+		t.Fatalf("resend without force: %+v", a)
+	}
+	r.Force = true
+	if a := e.do(r); !a.OK || !a.Changed {
+		t.Fatalf("resend with force: %+v", a)
+	}
+	if jobs := e.jobs("MailQueue"); len(jobs) != 1 || jobs[0].Kind != oracle.MailVerdict {
+		t.Fatalf("mail jobs %+v", jobs)
+	}
+	if _, err := e.orders.ClaimMail(ctx, id, oracle.MailVerdict, 0, time.Minute); err != nil {
+		t.Fatalf("the resent mail cannot be claimed: %v", err)
+	}
+}
+
+// TestVerifySealFindsARecordAddedAfterTheSeal: the day is sealed, then a
+// record dated before the seal appears in it.
+func TestVerifySealFindsARecordAddedAfterTheSeal(t *testing.T) {
+	e := newEnv(t)
+	e.claim("cs_test_sealedDay", oracle.StatusReady)
+	if a := e.do(Request{Action: "rerun", Session: "cs_test_sealedDay", Tier: "full", Query: "q", AuthorisedBy: by, Reason: why}); a.OK {
+		t.Fatal("a ready order was re-run")
+	}
+	// A record of yesterday's session, then the seal of yesterday.
+	w := audit.NewWriter(awsenv.S3(e.f.AWS), e.f.Ref("AuditBucket"))
+	yesterday := e.clock.Now().Add(-24 * time.Hour)
+	rec := audit.Record{Timestamp: yesterday, SessionCreated: yesterday, SessionID: "cs_test_sealedDay", Status: audit.StatusOK, Source: audit.SourceWebhook, Event: audit.EventCheckoutCompleted}
+	if _, err := w.Write(context.Background(), rec, "cs_test_sealedDay.paid"); err != nil {
+		t.Fatal(err)
+	}
+	if a := e.do(Request{Action: "seal", AuthorisedBy: "schedule", Reason: "daily"}); !a.OK || !a.Changed {
+		t.Fatalf("seal: %+v", a)
+	}
+	if a := e.do(Request{Action: "verify-seal"}); !a.OK || !strings.Contains(a.Message, "the seal holds") {
+		t.Fatalf("verify an untouched day: %+v", a)
+	}
+	rec.Timestamp = yesterday.Add(time.Hour) // dated before the seal
+	if _, err := w.Write(context.Background(), rec, "cs_test_sealedDay.dropped"); err != nil {
+		t.Fatal(err)
+	}
+	a := e.do(Request{Action: "verify-seal"})
+	if a.OK || !strings.Contains(a.Message, "THE SEAL IS BROKEN: 1 added") || !strings.Contains(a.Text, "sealedDay.dr") && !strings.Contains(a.Text, "cs_test_seal") {
+		t.Fatalf("verify after a record was added: %+v\n%s", a, a.Text)
+	}
+}

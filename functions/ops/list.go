@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/casefile"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// Attention is one order that waits for the operator: never the address,
+// never the query.
+type Attention struct {
+	Session string        `json:"session"` // the first 12 characters
+	Status  oracle.Status `json:"status"`
+	Age     string        `json:"age"` // since the order last changed
+	Reason  string        `json:"reason"`
+}
+
+// waiting are the states that wait for the operator, and what each asks.
+var waiting = []struct {
+	status oracle.Status
+	reason string
+}{
+	{oracle.StatusDropped, "paid without a usable tier or query: rerun it or refund it"},
+	{oracle.StatusHeld, "held: deliver it (regenerate) or refund it"},
+	{oracle.StatusQuarantined, "stopped by the content filter: deliver it (cleaned or regenerate) or refund it"},
+	{oracle.StatusFailed, "no verdict within the parking budget: refund it"},
+}
+
+// list shows the orders needing attention: those waiting for the
+// operator, those without progress (stuck), and the emails given up on.
+func (h *Handler) list(ctx context.Context, _ Request) (Answer, error) {
+	now := h.Now()
+	var rows []Attention
+	for _, w := range waiting {
+		err := h.Index.ByStatus(ctx, w.status, store.Expiring{}, func(x store.Indexed) error {
+			rows = append(rows, Attention{Session: oracle.ShortID(x.SessionID), Status: x.Status, Age: age(now, x.UpdatedAt), Reason: w.reason})
+			return nil
+		})
+		if err != nil {
+			return Answer{}, err
+		}
+	}
+	for _, s := range []oracle.Status{oracle.StatusPaid, oracle.StatusGenerating} {
+		err := h.Index.ByStatus(ctx, s, store.Expiring{}, func(x store.Indexed) error {
+			parked := x.JobDueAt != nil && x.JobDueAt.After(now)
+			if !parked && now.Sub(x.UpdatedAt) > h.StuckAfter {
+				rows = append(rows, Attention{Session: oracle.ShortID(x.SessionID), Status: x.Status, Age: age(now, x.UpdatedAt),
+					Reason: fmt.Sprintf("no progress for %s: the health job re-sends its job; show it if it stays", age(now, x.UpdatedAt))})
+			}
+			return nil
+		})
+		if err != nil {
+			return Answer{}, err
+		}
+	}
+	dead, err := h.Dead.MailDeadLetters(ctx)
+	if err != nil {
+		return Answer{}, err
+	}
+	for _, d := range dead {
+		rows = append(rows, Attention{Session: oracle.ShortID(d.SessionID), Status: "MAIL_DEAD_LETTER", Age: age(now, d.DeadAt),
+			Reason: fmt.Sprintf("the %s email was given up on (%s, %d tries): redrive the mail dead letters, or resend it", d.Kind, d.Class, len(d.Tries))})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-12s  %-16s  %5s  %s\n", "SESSION", "STATE", "AGE", "WHAT IT NEEDS")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-12s  %-16s  %5s  %s\n", r.Session, r.Status, r.Age, r.Reason)
+	}
+	msg := fmt.Sprintf("%d orders need attention", len(rows))
+	if len(rows) == 0 {
+		msg = "nothing needs attention"
+	}
+	return Answer{Message: msg, Text: b.String(), Data: rows}, nil
+}
+
+// shown is `show`'s answer: the order's case, and its query when revealed.
+type shown struct {
+	casefile.File
+	Query string `json:"query,omitempty"`
+}
+
+// show prints one order's timeline from the audit log and the order; the
+// query only when revealed, which is itself recorded.
+func (h *Handler) show(ctx context.Context, r Request) (Answer, error) {
+	o, err := h.resolve(ctx, r)
+	if err != nil {
+		return Answer{}, err
+	}
+	f, o, err := casefile.Open(ctx, h.Orders, h.Records, o.SessionID)
+	if err != nil {
+		return Answer{}, err
+	}
+	out := shown{File: f}
+	if r.Reveal {
+		if err := h.record(ctx, r, o, "query revealed"); err != nil {
+			return Answer{}, err
+		}
+		out.Query = o.Query
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "session   %s\nstate     %s", o.SessionID, o.Status)
+	for _, kv := range [][2]string{{"failure", o.Failure}, {"dropped", string(o.DropReason)}, {"refund", o.RefundID}, {"dispute", o.DisputeID}} {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, " (%s: %s)", kv[0], kv[1])
+		}
+	}
+	fmt.Fprintf(&b, "\ntier      %s, paid %s, %s mode\n", o.Tier, oracle.FormatAmount(o.AmountTotal, o.Currency), map[bool]string{true: "live", false: "test"}[o.Livemode])
+	if o.VerdictLabel != "" {
+		fmt.Fprintf(&b, "verdict   %s (%s)\n", o.VerdictLabel, o.VerdictHash)
+	}
+	for _, k := range oracle.MailKinds() {
+		if st, ok := o.Mail[k]; ok {
+			fmt.Fprintf(&b, "email     %s: %s\n", k, st)
+		}
+	}
+	if r.Reveal {
+		q, _ := json.Marshal(o.Query)
+		fmt.Fprintf(&b, "query     %s\n", q)
+	}
+	b.WriteString("timeline\n")
+	for _, rec := range f.Timeline {
+		fmt.Fprintf(&b, "  %s  %-13s %-40s %-13s %s\n", rec.Timestamp.UTC().Format(time.RFC3339), rec.Source, rec.Event, rec.Status, line(rec))
+	}
+	return Answer{Message: fmt.Sprintf("%s is %s; %d audit records", oracle.ShortID(o.SessionID), o.Status, len(f.Timeline)), Text: b.String(), Data: out}, nil
+}
+
+// line is what a timeline entry adds to its event: why it failed, who
+// acted, what the filter or the crosscheck decided.
+func line(r audit.Record) string {
+	switch {
+	case r.ErrorDetail != nil:
+		return *r.ErrorDetail
+	case r.Operator != nil:
+		return fmt.Sprintf("%s by %s: %s (%s)", r.Operator.Action, r.Operator.AuthorisedBy, r.Operator.Outcome, r.Operator.Reason)
+	case r.Filter != nil:
+		return fmt.Sprintf("gate %s: %s %s", r.Filter.Gate, r.Filter.Action, strings.Join(r.Filter.TermIDs, ","))
+	case r.Crosscheck != nil:
+		return fmt.Sprintf("%s, approved %t", r.Crosscheck.VerdictLabel, r.Crosscheck.Approved)
+	case r.Mail != nil:
+		return fmt.Sprintf("%s attempt %d via %s", r.Mail.Kind, r.Mail.Attempt+1, r.Mail.Transport)
+	}
+	return ""
+}

@@ -1,0 +1,63 @@
+// Command ops is the operator's hands: actions on orders (list, show,
+// deliver, rerun, refund, resend, redrive) and on the audit log (report,
+// seal, verify-seal), invoked with `sam remote invoke OpsFunction -e
+// events/ops/<action>.json` or `make ops ACTION=…`, and daily, to seal
+// the audit log's previous day. It has no HTTP route.
+package main
+
+import (
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/auditseal"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/coldstart"
+	"42sisters.ai/oracle/shared/quarantine"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
+)
+
+func main() {
+	fn, cfg := coldstart.Start(loadConfig)
+	log, aws := fn.Log, fn.AWS
+	db, queries, s3 := awsenv.NewTables(aws), awsenv.NewQueries(aws), awsenv.S3(aws)
+	sq := queue.NewClient(aws)
+	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
+	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
+	filter, err := sosfilter.New()
+	fn.Check(err, "the content filter")
+	h := &Handler{
+		Orders:      store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Index:       store.NewOrderIndex(queries, cfg.OrdersTable),
+		Records:     audit.NewReader(s3, cfg.AuditBucket),
+		Generate:    queue.NewSender(sq, cfg.GenerateQueue, time.Now),
+		Mail:        queue.NewSender(sq, cfg.MailQueue, time.Now),
+		Audit:       &audit.Recorder{Writer: audit.NewWriter(s3, cfg.AuditBucket), Alerts: alerts, Log: log},
+		Hasher:      cfg.Hasher,
+		Cleaner:     filter,
+		Quarantined: quarantine.NewReader(s3, cfg.QuarantineBucket),
+		Dead:        store.NewDeadLetters(queries, cfg.LedgerTable),
+		Ledger:      ledger,
+		DeadQueues: map[string]DeadQueue{
+			"generate":  {Name: queueName(cfg.GenerateDeadLetters), Source: queue.NewSender(sq, cfg.GenerateQueue, time.Now)},
+			"mail-jobs": {Name: queueName(cfg.MailDeadLetters), Source: queue.NewSender(sq, cfg.MailQueue, time.Now)},
+		},
+		Seals:      auditseal.New(s3, cfg.AuditBucket, cfg.Lock, time.Now),
+		Log:        log,
+		Now:        time.Now,
+		StuckAfter: cfg.StuckAfter,
+		Retention:  cfg.Retention,
+	}
+	opts := stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 2}
+	if cfg.StripeLive != "" {
+		h.Live = stripex.New(cfg.StripeLive, opts)
+	}
+	if cfg.StripeTest != "" {
+		h.Test = stripex.New(cfg.StripeTest, opts)
+	}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"42sisters.ai/oracle/shared/auditseal"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+)
+
+// DeadLetters lists the Ledger's dead letters (store.DeadLetters).
+type DeadLetters interface {
+	MailDeadLetters(ctx context.Context) ([]store.MailDeadLetter, error)
+	DeadJobs(ctx context.Context, queue string) ([]store.DeadJob, error)
+}
+
+// Releaser deletes a Ledger record (store.Ledger).
+type Releaser interface {
+	Release(ctx context.Context, key string) error
+}
+
+// DeadQueue is a dead-letter queue whose jobs a redrive sends back: its
+// name as the dead-letter records give it, and its source queue.
+type DeadQueue struct {
+	Name   string
+	Source Sender
+}
+
+// redriveMail names the mail dead letters in a redrive request.
+const redriveMail = "mail"
+
+// redrive sends again what was given up on: the emails of the mail dead
+// letters (each delivery reopened, so it goes through every guard of a
+// first send), or the jobs recorded from a dead-letter queue. Each record
+// is removed once its message is sent again, so a second redrive finds
+// nothing more to do.
+func (h *Handler) redrive(ctx context.Context, r Request) (Answer, error) {
+	if r.Queue == redriveMail {
+		return h.redriveMail(ctx, r)
+	}
+	dq, ok := h.DeadQueues[r.Queue]
+	if !ok {
+		names := []string{redriveMail}
+		for n := range h.DeadQueues {
+			names = append(names, n)
+		}
+		return Answer{}, refuse("redrive needs a queue: one of %v", names)
+	}
+	jobs, err := h.Dead.DeadJobs(ctx, dq.Name)
+	if err != nil {
+		return Answer{}, err
+	}
+	sent, unreadable := 0, 0
+	for _, d := range jobs {
+		if d.Job == "" {
+			unreadable++ // only its hash was kept: nothing to send
+			continue
+		}
+		j, err := queue.Parse(d.Job)
+		if err != nil {
+			unreadable++
+			continue
+		}
+		j.NotBefore = nil
+		if err := dq.Source.Send(ctx, j); err != nil {
+			return Answer{}, fmt.Errorf("send %s's job again: %w", oracle.ShortID(d.SessionID), err)
+		}
+		if err := h.Ledger.Release(ctx, d.Key); err != nil {
+			return Answer{}, err
+		}
+		sent++
+	}
+	outcome := fmt.Sprintf("%d jobs of %s sent again", sent, dq.Name)
+	if sent > 0 {
+		if err := h.record(ctx, r, oracle.Order{}, outcome); err != nil {
+			return Answer{}, err
+		}
+	}
+	if unreadable > 0 {
+		outcome += fmt.Sprintf("; %d messages were no job and stay recorded", unreadable)
+	}
+	return Answer{Changed: sent > 0, Message: outcome + "; their consumers act only on orders still owing them"}, nil
+}
+
+func (h *Handler) redriveMail(ctx context.Context, r Request) (Answer, error) {
+	dead, err := h.Dead.MailDeadLetters(ctx)
+	if err != nil {
+		return Answer{}, err
+	}
+	sent := 0
+	for _, d := range dead {
+		o, found, err := h.Orders.Get(ctx, d.SessionID)
+		if err != nil {
+			return Answer{}, err
+		}
+		if found {
+			if _, err := h.Orders.ReopenMail(ctx, d.SessionID, d.Kind); err != nil {
+				return Answer{}, err
+			}
+			if err := h.Mail.Send(ctx, queue.Job{SessionID: d.SessionID, Kind: d.Kind}); err != nil {
+				return Answer{}, fmt.Errorf("send %s's %s email again: %w", oracle.ShortID(d.SessionID), d.Kind, err)
+			}
+			if err := h.record(ctx, r, o, fmt.Sprintf("the %s email redriven", d.Kind)); err != nil {
+				return Answer{}, err
+			}
+			sent++
+		}
+		if err := h.Ledger.Release(ctx, store.MailDeadLetterKey(d.SessionID, d.Kind)); err != nil {
+			return Answer{}, err
+		}
+	}
+	return Answer{Changed: sent > 0, Message: fmt.Sprintf("%d emails given up on are sent again", sent)}, nil
+}
+
+// Sealer seals and verifies the audit log's days (auditseal.Sealer).
+type Sealer interface {
+	Seal(ctx context.Context, day time.Time) (auditseal.Seal, bool, error)
+	Verify(ctx context.Context, day time.Time) (auditseal.Report, error)
+}
+
+// day is the UTC day r names, yesterday by default.
+func (h *Handler) day(r Request) (time.Time, error) {
+	if r.Day == "" {
+		return h.Now().UTC().AddDate(0, 0, -1), nil
+	}
+	d, err := time.Parse(time.DateOnly, r.Day)
+	if err != nil {
+		return time.Time{}, refuse("day is a date like 2026-11-23")
+	}
+	return d, nil
+}
+
+// seal seals a finished day of the audit log (the daily schedule runs it
+// for yesterday): its record count and a hash over its records, written
+// once under Object Lock.
+func (h *Handler) seal(ctx context.Context, r Request) (Answer, error) {
+	day, err := h.day(r)
+	if err != nil {
+		return Answer{}, err
+	}
+	s, written, err := h.Seals.Seal(ctx, day)
+	if err != nil {
+		return Answer{}, err
+	}
+	if !written {
+		return Answer{Message: "already sealed: " + s.String(), Data: s}, nil
+	}
+	if err := h.record(ctx, r, oracle.Order{}, s.String()); err != nil {
+		return Answer{}, err
+	}
+	return Answer{Changed: true, Message: "sealed: " + s.String()}, nil
+}
+
+// verifySeal recomputes a day's seal and names every record added,
+// changed or missing since.
+func (h *Handler) verifySeal(ctx context.Context, r Request) (Answer, error) {
+	day, err := h.day(r)
+	if err != nil {
+		return Answer{}, err
+	}
+	rep, err := h.Seals.Verify(ctx, day)
+	if err != nil {
+		return Answer{}, refuse("%v", err)
+	}
+	ans := Answer{Text: rep.String(), Data: rep,
+		Message: fmt.Sprintf("%s: the seal holds (%d records sealed, %d added since, written after it)", rep.Day, rep.Sealed, len(rep.Added))}
+	if !rep.OK {
+		// Answered as not ok, so that `make ops` fails too.
+		return ans, refuse("%s: THE SEAL IS BROKEN: %d added and dated before it, %d changed, %d missing",
+			rep.Day, countBackdated(rep), len(rep.Changed), len(rep.Missing))
+	}
+	return ans, nil
+}
+
+func countBackdated(rep auditseal.Report) int {
+	n := 0
+	for _, a := range rep.Added {
+		if a.Arrival == auditseal.DatedBeforeSeal {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,46 @@
+"""make ops: builds the ops function's request from make's variables, and
+prints its answer for a person.
+
+  python3 infra/opsverb/ops.py request   the request (JSON) on stdout
+  python3 infra/opsverb/ops.py answer    reads the answer (JSON) on stdin,
+                                         prints it, exits 1 unless ok
+"""
+import json
+import os
+import sys
+
+# make variable -> request field
+FIELDS = {
+    "ACTION": "action", "SESSION": "session", "BY": "authorised_by", "REASON": "reason",
+    "MODE": "mode", "TIER": "tier", "QUERY": "query", "KIND": "kind", "QUEUE": "queue",
+    "FROM": "from", "TO": "to", "DAY": "day",
+}
+FLAGS = {"REVEAL": "reveal", "FORCE": "force"}
+
+
+def request():
+    req = {field: os.environ[var] for var, field in FIELDS.items() if os.environ.get(var)}
+    for var, field in FLAGS.items():
+        if os.environ.get(var, "") not in ("", "0", "false"):
+            req[field] = True
+    if "action" not in req:
+        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal")
+    json.dump(req, sys.stdout)
+
+
+def answer():
+    raw = sys.stdin.read().strip()
+    try:
+        ans = json.loads(raw.splitlines()[-1])
+    except (ValueError, IndexError):
+        sys.exit("the ops function gave no answer:\n" + raw)
+    if "errorMessage" in ans:
+        sys.exit("the ops function failed: " + ans["errorMessage"])
+    print(("" if ans.get("ok") else "REFUSED: ") + ans.get("message", ""))
+    if ans.get("text"):
+        print(ans["text"].rstrip("\n"))
+    sys.exit(0 if ans.get("ok") else 1)
+
+
+if __name__ == "__main__":
+    {"request": request, "answer": answer}[sys.argv[1]]()
