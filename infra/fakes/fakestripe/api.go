@@ -27,7 +27,8 @@ type Call struct {
 	Path           string     `json:"path"`
 	Params         url.Values `json:"params"` // the parsed form body (POST) or query (GET)
 	IdempotencyKey string     `json:"idempotency_key,omitempty"`
-	Status         int        `json:"status"` // the HTTP status answered
+	RequestID      string     `json:"request_id,omitempty"` // the Request-Id answered
+	Status         int        `json:"status"`               // the HTTP status answered
 	Time           time.Time  `json:"time"`
 }
 
@@ -51,15 +52,31 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
+// requestIDLen is the length of a Request-Id after its req_ prefix.
+const requestIDLen = 14
+
 // apiFunc handles one API request with s.mu held. It returns the response
 // object, or an error: an *apiError is sent as is, anything else as a 500.
+// An error wrapped by executed is kept for an idempotency key.
 type apiFunc func(r *http.Request, form url.Values) (any, error)
 
-// idempotentResult is a stored response to a request with an Idempotency-Key.
-type idempotentResult struct {
-	request string // method, path and parameters, to detect key reuse
-	status  int
-	body    []byte
+// apiAnswer is what an API call is answered with.
+type apiAnswer struct {
+	status   int
+	body     []byte
+	replayed bool   // an idempotent request's answer sent again
+	original string // the Request-Id of the call that made the answer
+}
+
+// requestKey carries the API request's Request-Id and Idempotency-Key in
+// its context, for the events the call makes.
+type requestKey struct{}
+
+// requestOf is the event "request" of the API call r: its Request-Id and
+// Idempotency-Key, as Stripe puts them in the events a call causes.
+func requestOf(r *http.Request) eventRequest {
+	req, _ := r.Context().Value(requestKey{}).(eventRequest)
+	return req
 }
 
 // api wraps an API handler with what every Stripe endpoint does: read the
@@ -69,15 +86,29 @@ type idempotentResult struct {
 func (s *Server) api(allowed map[string]bool, h apiFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		form, formErr := readForm(w, r)
+		idemKey := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
 
 		s.mu.Lock()
-		status, body, replayed := s.serveAPI(r, form, formErr, allowed, h)
+		var req eventRequest
+		reqID, err := s.newID("req_", requestIDLen)
+		if err != nil {
+			s.log.Error("fakestripe: request id", "err", err)
+			reqID = ""
+		} else {
+			req.ID = &reqID
+		}
+		if idemKey != "" {
+			req.IdempotencyKey = &idemKey
+		}
+		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, req))
+		ans := s.serveAPI(r, form, formErr, allowed, h, reqID, idemKey)
 		s.calls = append(s.calls, Call{
 			Method:         r.Method,
 			Path:           r.URL.Path,
 			Params:         form,
 			IdempotencyKey: r.Header.Get("Idempotency-Key"),
-			Status:         status,
+			RequestID:      reqID,
+			Status:         ans.status,
 			Time:           s.now(),
 		})
 		outbox := s.outbox
@@ -90,20 +121,30 @@ func (s *Server) api(allowed map[string]bool, h apiFunc) http.HandlerFunc {
 			s.deliver(context.WithoutCancel(r.Context()), Control{}, ev)
 		}
 
-		s.log.Debug("fakestripe: api call", "method", r.Method, "path", r.URL.Path, "status", status, "replayed", replayed)
-		if replayed {
+		s.log.Debug("fakestripe: api call", "method", r.Method, "path", r.URL.Path, "status", ans.status, "replayed", ans.replayed)
+		if reqID != "" {
+			w.Header().Set("Request-Id", reqID)
+		}
+		if idemKey != "" {
+			w.Header().Set("Idempotency-Key", idemKey)
+		}
+		if ans.original != "" {
+			w.Header().Set("Original-Request", ans.original)
+		}
+		if ans.replayed {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
-		if status == http.StatusUnauthorized {
+		if ans.status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Basic realm="Stripe"`)
 		}
-		writeJSONBody(w, status, body)
+		writeJSONBody(w, ans.status, ans.body)
 	}
 }
 
-// serveAPI runs h with s.mu held and returns the status and body to send
-// and whether they replay an earlier idempotent request.
-func (s *Server) serveAPI(r *http.Request, form url.Values, formErr error, allowed map[string]bool, h apiFunc) (int, []byte, bool) {
+// serveAPI runs h with s.mu held and returns the answer to send. A POST
+// with an Idempotency-Key whose answer is kept gets that answer again, or
+// an idempotency_error when its parameters differ.
+func (s *Server) serveAPI(r *http.Request, form url.Values, formErr error, allowed map[string]bool, h apiFunc, reqID, idemKey string) apiAnswer {
 	key, err := authenticate(r)
 	if err == nil {
 		err = formErr
@@ -115,42 +156,49 @@ func (s *Server) serveAPI(r *http.Request, form url.Values, formErr error, allow
 		return s.errorResponse(err)
 	}
 
-	idemKey := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	idempotent := r.Method == http.MethodPost && idemKey != ""
 	scope := key + "\x00" + idemKey
 	request := r.Method + " " + r.URL.Path + "?" + form.Encode()
-	if r.Method == http.MethodPost && idemKey != "" {
-		if prev, ok := s.idempotency[scope]; ok {
+	if idempotent {
+		if prev, ok := s.idempotency.get(scope, s.now()); ok {
 			if prev.request != request {
 				e := newAPIError(http.StatusBadRequest, "", "",
 					"Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '%s' if you meant to execute a different request.", idemKey)
 				e.Type = typeIdempotency
 				return s.errorResponse(e)
 			}
-			return prev.status, prev.body, true
+			return apiAnswer{status: prev.status, body: prev.body, replayed: true, original: prev.requestID}
 		}
 	}
 
+	var ans apiAnswer
 	v, err := h(r, form)
+	if err == nil {
+		var body []byte
+		if body, err = json.Marshal(v); err != nil {
+			err = fmt.Errorf("marshal %T: %w", v, err)
+		}
+		ans = apiAnswer{status: http.StatusOK, body: body}
+	}
 	if err != nil {
-		return s.errorResponse(err)
+		ans = s.errorResponse(err)
 	}
-	body, err := json.Marshal(v)
-	if err != nil {
-		return s.errorResponse(fmt.Errorf("marshal %T: %w", v, err))
+	if idempotent {
+		ans.original = reqID
+		if keptForKey(err) {
+			s.idempotency.put(&idempotentResult{scope: scope, request: request, requestID: reqID, status: ans.status, body: ans.body, at: s.now()})
+		}
 	}
-	if r.Method == http.MethodPost && idemKey != "" {
-		s.idempotency[scope] = idempotentResult{request: request, status: http.StatusOK, body: body}
-	}
-	return http.StatusOK, body, false
+	return ans
 }
 
-func (s *Server) errorResponse(err error) (int, []byte, bool) {
+func (s *Server) errorResponse(err error) apiAnswer {
 	var e *apiError
 	if !errors.As(err, &e) {
 		s.log.Error("fakestripe: internal error", "err", err)
 		e = internalError()
 	}
-	return e.status, e.body(), false
+	return apiAnswer{status: e.status, body: e.body()}
 }
 
 // authenticate accepts a test-mode secret key sent as a bearer token, the

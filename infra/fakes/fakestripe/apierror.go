@@ -22,6 +22,7 @@ const (
 	codeAmountTooLarge        = "amount_too_large"
 	codeChargeAlreadyRefunded = "charge_already_refunded"
 	codeChargeNotRefundable   = "charge_not_refundable"
+	codeChargeDisputed        = "charge_disputed"
 )
 
 // apiError is a Stripe error object with the HTTP status it is sent with.

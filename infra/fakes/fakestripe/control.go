@@ -13,7 +13,9 @@ const maxDuplicate = 100
 
 // Control shapes the webhook deliveries of the next payment only; it is
 // consumed when a payment completes. The zero Control delivers each event
-// once, in order, correctly signed.
+// once, in order, correctly signed. It does not touch the events of
+// expiries, refunds, disputes or early fraud warnings, which are always
+// delivered that way (and can be resent through /_events/{id}/deliver).
 type Control struct {
 	// Duplicate delivers each event this many times (0 and 1 mean once).
 	Duplicate int `json:"duplicate,omitempty"`

@@ -20,6 +20,9 @@ const (
 	eventAsyncSucceeded = "checkout.session.async_payment_succeeded"
 	eventAsyncFailed    = "checkout.session.async_payment_failed"
 	eventExpired        = "checkout.session.expired"
+	eventChargeRefunded = "charge.refunded"
+	eventDisputeCreated = "charge.dispute.created"
+	eventEFWCreated     = "radar.early_fraud_warning.created"
 )
 
 const (
@@ -36,7 +39,7 @@ const (
 type event struct {
 	id        string
 	typ       string
-	sessionID string
+	sessionID string // the session the event's object belongs to
 	body      []byte
 	attempts  int // guarded by Server.mu
 }
@@ -56,37 +59,60 @@ type eventJSON struct {
 
 type eventData struct {
 	Object json.RawMessage `json:"object"`
+	// PreviousAttributes holds the changed attributes' earlier values, in
+	// the events that report a change (charge.refunded, *.updated).
+	PreviousAttributes map[string]any `json:"previous_attributes,omitempty"`
 }
 
+// eventRequest names the API request that caused an event. Both are null
+// for an event Stripe made by itself (a payment, a dispute).
 type eventRequest struct {
 	ID             *string `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
 }
 
-// newEvent stores an event of type typ carrying the session as it is now.
-// The caller holds s.mu.
-func (s *Server) newEvent(typ string, rec *sessionRecord) (*event, error) {
+// eventSpec is what an event says.
+type eventSpec struct {
+	typ       string
+	sessionID string // the session the object belongs to, for Delivery records
+	livemode  bool
+	object    any
+	previous  map[string]any // data.previous_attributes; nil for none
+	request   eventRequest   // zero for an automatic event
+}
+
+// newSessionEvent stores an event of type typ carrying the session as it
+// is now. The caller holds s.mu.
+func (s *Server) newSessionEvent(typ string, rec *sessionRecord) (*event, error) {
+	return s.newEvent(eventSpec{typ: typ, sessionID: rec.s.ID, livemode: rec.s.Livemode, object: rec.s})
+}
+
+// newEvent stores an event as sp says, its object rendered now. The caller
+// holds s.mu.
+func (s *Server) newEvent(sp eventSpec) (*event, error) {
 	id, err := s.newID("evt_", objectIDLen)
 	if err != nil {
-		return nil, fmt.Errorf("create %s event: %w", typ, err)
+		return nil, fmt.Errorf("create %s event: %w", sp.typ, err)
 	}
-	obj, err := json.Marshal(rec.s)
+	obj, err := json.Marshal(sp.object)
 	if err != nil {
-		return nil, fmt.Errorf("create %s event: marshal session: %w", typ, err)
+		return nil, fmt.Errorf("create %s event: marshal %T: %w", sp.typ, sp.object, err)
 	}
 	body, err := json.Marshal(eventJSON{
 		ID:              id,
 		Object:          "event",
 		APIVersion:      stripe.APIVersion,
 		Created:         s.now().Unix(),
-		Data:            eventData{Object: obj},
+		Data:            eventData{Object: obj, PreviousAttributes: sp.previous},
+		Livemode:        sp.livemode,
 		PendingWebhooks: 1,
-		Type:            typ,
+		Request:         sp.request,
+		Type:            sp.typ,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create %s event: marshal: %w", typ, err)
+		return nil, fmt.Errorf("create %s event: marshal: %w", sp.typ, err)
 	}
-	ev := &event{id: id, typ: typ, sessionID: rec.s.ID, body: body}
+	ev := &event{id: id, typ: sp.typ, sessionID: sp.sessionID, body: body}
 	s.events = append(s.events, ev)
 	s.eventByID[id] = ev
 	return ev, nil

@@ -13,11 +13,14 @@ import (
 
 // paymentIntent is the money side of a completed session.
 type paymentIntent struct {
+	id        string
 	sessionID string
+	livemode  bool
 	currency  string
 	amount    int64
 	refunded  int64
-	succeeded bool // false while a delayed payment is pending, and after it failed
+	succeeded bool    // false while a delayed payment is pending, and after it failed
+	charge    *charge // the successful charge, made when the payment succeeds
 }
 
 // Errors of completing a session from the pay page.
@@ -88,10 +91,13 @@ func (s *Server) complete(id string, in payInput) (*payment, error) {
 	}
 	c := s.takeControl()
 	delayed := in.delayed || c.Reorder || c.FailAsync
-	pi := &paymentIntent{sessionID: id, currency: rec.s.Currency, amount: rec.s.AmountTotal, succeeded: !delayed}
-	rec.s.PaymentStatus = paymentStatusPaid
-	if delayed {
-		rec.s.PaymentStatus = paymentStatusUnpaid
+	pi := &paymentIntent{id: piID, sessionID: id, livemode: rec.s.Livemode, currency: rec.s.Currency, amount: rec.s.AmountTotal}
+	rec.s.PaymentStatus = paymentStatusUnpaid
+	if !delayed {
+		if err := s.succeed(pi, in.email); err != nil {
+			return nil, fmt.Errorf("complete session: %w", err)
+		}
+		rec.s.PaymentStatus = paymentStatusPaid
 	}
 	s.intents[piID] = pi
 
@@ -104,7 +110,7 @@ func (s *Server) complete(id string, in payInput) (*payment, error) {
 			rec.s.CustomFields[i].Text.Value = &v
 		}
 	}
-	ev, err := s.newEvent(eventCompleted, rec)
+	ev, err := s.newSessionEvent(eventCompleted, rec)
 	if err != nil {
 		return nil, fmt.Errorf("complete session: %w", err)
 	}
@@ -120,11 +126,13 @@ func (s *Server) settle(p *payment) (*event, error) {
 	pi := s.intents[*p.rec.s.PaymentIntent]
 	typ := eventAsyncFailed
 	if !p.control.FailAsync {
+		if err := s.succeed(pi, p.rec.s.CustomerDetails.Email); err != nil {
+			return nil, fmt.Errorf("settle session %s: %w", p.rec.s.ID, err)
+		}
 		typ = eventAsyncSucceeded
-		pi.succeeded = true
 		p.rec.s.PaymentStatus = paymentStatusPaid
 	}
-	ev, err := s.newEvent(typ, p.rec)
+	ev, err := s.newSessionEvent(typ, p.rec)
 	if err != nil {
 		return nil, fmt.Errorf("settle session %s: %w", p.rec.s.ID, err)
 	}

@@ -1,6 +1,7 @@
 // Package fakestripe is a stateful, in-memory fake of the parts of Stripe the
 // Oracle verdict service uses: Checkout Sessions, refunds, a hosted pay page,
-// Payment Link style sessions and signed webhook deliveries.
+// Payment Link style sessions, disputes and early fraud warnings, and signed
+// webhook deliveries.
 //
 // It speaks the wire format of the official stripe-go v76 client (form-encoded
 // requests, JSON responses, Stripe error objects), so the service's real code
@@ -14,11 +15,14 @@
 //	GET  /v1/checkout/sessions              list Checkout Sessions, newest first
 //	GET  /v1/checkout/sessions/{id}         retrieve a Checkout Session
 //	POST /v1/checkout/sessions/{id}/expire  expire an open Checkout Session
-//	POST /v1/refunds                        refund a paid session's payment intent
+//	POST /v1/refunds                        refund a paid session's payment intent or charge
 //	GET  /v1/refunds/{id}                   retrieve a refund
+//	GET  /v1/charges/{id}                   retrieve a paid payment intent's charge
 //	GET  /pay/{id}, POST /pay/{id}          the hosted pay page
 //	GET  /link/{tier}                       open a Payment Link for a tier
 //	POST /_control                          shape the next payment's webhook deliveries
+//	POST /_disputes                         the cardholder disputes a paid payment intent
+//	POST /_early_fraud_warnings             the issuer warns of fraud on a paid payment intent
 //	POST /_events/{id}/deliver              resend a stored event
 //	GET  /_calls, DELETE /_calls            API calls received
 //	GET  /_deliveries                       webhook deliveries attempted
@@ -78,8 +82,9 @@ type Server struct {
 	sessions    map[string]*sessionRecord
 	intents     map[string]*paymentIntent
 	refunds     map[string]*refund
-	links       map[oracle.Tier]string // Payment Link id per tier, made on first use
-	idempotency map[string]idempotentResult
+	links       map[oracle.Tier]string    // Payment Link id per tier, made on first use
+	charges     map[string]*paymentIntent // by charge id
+	idempotency *idempotencyStore
 	events      []*event
 	outbox      []*event // events an API call made, sent before it answers
 	eventByID   map[string]*event
@@ -102,7 +107,8 @@ func New(opts Options) *Server {
 		intents:     make(map[string]*paymentIntent),
 		refunds:     make(map[string]*refund),
 		links:       make(map[oracle.Tier]string),
-		idempotency: make(map[string]idempotentResult),
+		charges:     make(map[string]*paymentIntent),
+		idempotency: newIdempotencyStore(),
 		eventByID:   make(map[string]*event),
 	}
 	if s.now == nil {
@@ -133,6 +139,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/checkout/sessions/{id}/expire", s.api(retrieveParamNames, s.expireSession))
 	s.mux.HandleFunc("POST /v1/refunds", s.api(refundParamNames, s.createRefund))
 	s.mux.HandleFunc("GET /v1/refunds/{id}", s.api(retrieveParamNames, s.retrieveRefund))
+	s.mux.HandleFunc("GET /v1/charges/{id}", s.api(retrieveParamNames, s.retrieveCharge))
 	s.mux.HandleFunc("/v1/", s.api(nil, unknownAPIRoute))
 
 	s.mux.HandleFunc("GET /pay/{id}", s.payPage)
@@ -140,6 +147,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /link/{tier}", s.link)
 
 	s.mux.HandleFunc("POST /_control", s.handleControl)
+	s.mux.HandleFunc("POST /_disputes", s.local(disputeParamNames, s.createDispute))
+	s.mux.HandleFunc("POST /_early_fraud_warnings", s.local(earlyFraudWarningParamNames, s.createEarlyFraudWarning))
 	s.mux.HandleFunc("POST /_events/{id}/deliver", s.handleRedeliver)
 	s.mux.HandleFunc("GET /_calls", s.handleCalls)
 	s.mux.HandleFunc("DELETE /_calls", s.handleClearCalls)

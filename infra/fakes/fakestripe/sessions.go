@@ -146,19 +146,20 @@ func (s *Server) retrieveSession(r *http.Request, _ url.Values) (any, error) {
 
 // expireSession serves POST /v1/checkout/sessions/{id}/expire: an open
 // session becomes expired, and its checkout.session.expired event is sent
-// before the call answers, as a payment's events are.
+// before the call answers, as a payment's events are. A refusal is kept for
+// the idempotency key, as any answer of an endpoint that ran.
 func (s *Server) expireSession(r *http.Request, _ url.Values) (any, error) {
 	id := r.PathValue("id")
 	rec, ok := s.sessions[id]
 	if !ok {
-		return nil, noSuch(http.StatusNotFound, "checkout.session", clip(id), "session")
+		return nil, executed(noSuch(http.StatusNotFound, "checkout.session", clip(id), "session"))
 	}
 	if rec.s.Status != sessionStatusOpen {
-		return nil, invalidParam("", "", "Only Checkout Sessions with a status in [\"open\"] can be expired. This Checkout Session has a status of \"%s\".", rec.s.Status)
+		return nil, executed(invalidParam("", "", "Only Checkout Sessions with a status in [\"open\"] can be expired. This Checkout Session has a status of \"%s\".", rec.s.Status))
 	}
 	rec.s.Status = sessionStatusExpired
 	rec.s.URL = nil
-	ev, err := s.newEvent(eventExpired, rec)
+	ev, err := s.newSessionEvent(eventExpired, rec)
 	if err != nil {
 		return nil, fmt.Errorf("expire session: %w", err)
 	}
