@@ -74,8 +74,8 @@ func TestAMisPricedSessionIsHeld(t *testing.T) {
 	}) {
 		t.Fatalf("no notice reached %s", addr)
 	}
-	if len(subjects) != 1 || !strings.Contains(subjects[0], "under review") {
-		t.Errorf("emails to the customer %q, want the review notice alone", subjects)
+	if len(subjects) != 1 || !strings.Contains(subjects[0], "order is being checked") {
+		t.Errorf("emails to the customer %q, want the payment review notice alone", subjects)
 	}
 	status, body, _ = send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+created.ID))
 	if status != http.StatusAccepted || !strings.Contains(string(body), `"under_review"`) {
