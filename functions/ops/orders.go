@@ -204,7 +204,7 @@ func (h *Handler) refund(ctx context.Context, r Request) (Answer, error) {
 			refundID, outcome = re.ID, "refunded "+re.ID
 		}
 	}
-	_, changed, err := fulfil.Refunded(ctx, h.Orders, h.Mail, o.SessionID, store.Refund{ID: refundID, Amount: o.AmountTotal, By: "operator"})
+	_, changed, err := fulfil.Refunded(ctx, h.Orders, h.Mail, o.SessionID, store.Refund{ID: refundID, Amount: o.AmountTotal, By: store.RefundedByOperator})
 	if err != nil {
 		return Answer{}, err
 	}

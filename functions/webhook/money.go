@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // PaymentIndex finds the order of a payment intent (store.OrderIndex).
@@ -83,7 +84,10 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 		}
 		p = payment{intent: intentOf(c.PaymentIntent), charge: c.ID, livemode: c.Livemode}
 		act = func(ctx context.Context, log *slog.Logger, o oracle.Order, arrived time.Time) error {
-			return m.refunded(ctx, log, o, c, event.ID, arrived)
+			// The ops function's refund carries its idempotency key, and
+			// its event may arrive before the action records the refund.
+			byOperator := event.Request != nil && event.Request.IdempotencyKey == stripex.RefundKey(o.SessionID)
+			return m.refunded(ctx, log, o, c, byOperator, event.ID, arrived)
 		}
 	case audit.EventDisputeCreated:
 		var d stripe.Dispute
@@ -131,9 +135,9 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 
 // refunded records a refund: a full one makes the order REFUNDED and owes
 // the customer the refund notice; a partial one changes nothing but is
-// audited and alerted. A refund the ops function made is already recorded
-// there; the event then changes nothing.
-func (m *Money) refunded(ctx context.Context, log *slog.Logger, o oracle.Order, c stripe.Charge, eventID string, arrived time.Time) error {
+// audited and alerted. Only a refund made outside the ops function (in
+// the Dashboard) is alerted: the operator's own is recorded by its action.
+func (m *Money) refunded(ctx context.Context, log *slog.Logger, o oracle.Order, c stripe.Charge, byOperator bool, eventID string, arrived time.Time) error {
 	amount := oracle.FormatAmount(c.AmountRefunded, string(c.Currency))
 	r := m.record(o, audit.EventChargeRefunded, eventID, arrived)
 	if !c.Refunded {
@@ -145,8 +149,10 @@ func (m *Money) refunded(ctx context.Context, log *slog.Logger, o oracle.Order, 
 			Detail: fmt.Sprintf("%s of %s was refunded in Stripe's Dashboard; the order stays %s", amount, oracle.FormatAmount(c.Amount, string(c.Currency)), o.Status)})
 		return nil
 	}
-	wasRefunded := o.Status == oracle.StatusRefunded
-	refund := store.Refund{ID: c.ID, Amount: c.AmountRefunded, By: "stripe"}
+	refund := store.Refund{ID: c.ID, Amount: c.AmountRefunded, By: store.RefundedInStripe}
+	if byOperator {
+		refund.By = store.RefundedByOperator
+	}
 	if c.Refunds != nil && len(c.Refunds.Data) > 0 {
 		refund.ID = c.Refunds.Data[0].ID
 	}
@@ -165,7 +171,7 @@ func (m *Money) refunded(ctx context.Context, log *slog.Logger, o oracle.Order, 
 	if err := m.Audit.Require(ctx, r, audit.RecordID(o.SessionID, audit.NameRefunded)); err != nil {
 		return err
 	}
-	if changed && !wasRefunded {
+	if changed && !byOperator {
 		m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.Refunded, Session: o.SessionID,
 			Detail: fmt.Sprintf("%s was refunded in Stripe's Dashboard; the order is REFUNDED and the customer is sent the refund notice", amount)})
 	}

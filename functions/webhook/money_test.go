@@ -17,17 +17,26 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/casefile"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // moneyEvent is a Stripe event whose object is obj (a charge, a dispute,
 // an early fraud warning), in test mode.
 func (e *env) moneyEvent(id string, typ audit.Event, obj map[string]any) []byte {
+	return e.moneyEventOf(id, typ, obj, nil)
+}
+
+// moneyEventOf is moneyEvent caused by an API request with idempotency
+// key key (nil: the Dashboard's, without one).
+func (e *env) moneyEventOf(id string, typ audit.Event, obj map[string]any, key *string) []byte {
 	e.t.Helper()
 	obj["livemode"] = false
 	b, err := json.Marshal(map[string]any{
 		"id": id, "object": "event", "api_version": stripe.APIVersion, "type": typ,
 		"created": e.created, "livemode": false, "pending_webhooks": 1,
-		"data": map[string]any{"object": obj},
+		"data":    map[string]any{"object": obj},
+		"request": map[string]any{"id": "req_" + id, "idempotency_key": key},
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -97,6 +106,24 @@ func TestARefundInTheDashboardRefundsTheOrderOnce(t *testing.T) {
 	}
 	if refunds != 1 {
 		t.Fatalf("%d refund records, want 1", refunds)
+	}
+}
+
+// TestTheOperatorsOwnRefundIsNotAlerted: the ops function's refund
+// reaches the webhook before the action records it; its idempotency key
+// tells it from a refund made in the Dashboard.
+func TestTheOperatorsOwnRefundIsNotAlerted(t *testing.T) {
+	e := newEnv(t, Secrets{Test: testSecret})
+	s, pi := e.paidOrder("cs_test_refundedByOps", oracle.TierQuick)
+	key := stripex.RefundKey(s.ID)
+	if resp := e.send(e.moneyEventOf("evt_ops_refund", audit.EventChargeRefunded, charge(pi, 100, 100), &key)); resp.StatusCode != http.StatusOK {
+		t.Fatal(status(resp))
+	}
+	if o, _ := e.order(s.ID); o.Status != oracle.StatusRefunded || o.RefundedBy != store.RefundedByOperator {
+		t.Fatalf("order = %s by %q", o.Status, o.RefundedBy)
+	}
+	if got := e.alertsOf("REFUNDED"); len(got) != 0 {
+		t.Fatalf("the operator's own refund was alerted: %q", got)
 	}
 }
 

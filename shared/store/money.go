@@ -14,8 +14,15 @@ import (
 type Refund struct {
 	ID     string // Stripe's refund id (re_...) or, from a charge event, the charge's
 	Amount int64  // in the currency's smallest unit
-	By     string // "operator" (the ops action) or "stripe" (a refund made in Stripe's Dashboard)
+	By     string // RefundedByOperator or RefundedInStripe
 }
+
+// Who refunded: the operator's ops action, or someone in Stripe's
+// Dashboard.
+const (
+	RefundedByOperator = "operator"
+	RefundedInStripe   = "stripe"
+)
 
 // refundable are the states a full refund may close: every paid state.
 // A refund during generation takes the generator's lease away, so the

@@ -15,10 +15,11 @@ import (
 
 // Invoke runs one invocation of one function, as `sam local invoke` does:
 // moto is found or started (and stopped again if started here), the
-// template provisioned, the function built and run once with payload. A
-// fake Stripe on a free port stands in for Stripe unless a real test key is
-// set, and a fake Gemini unless a real key is; the fake Stripe delivers no
-// webhooks. A function failure is a *runtimeapi.Error.
+// template provisioned, the function built and run once with payload.
+// Unless a real test key is set, the running stack's fake Stripe (on
+// StripePort) is used, or else a fake Stripe on a free port that delivers
+// no webhooks; a fake Gemini stands in unless a real key is set. A
+// function failure is a *runtimeapi.Error.
 func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([]byte, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
@@ -45,7 +46,12 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 		return nil, err
 	}
 	env := map[string]string{}
-	if o.fakeStripe() {
+	if running := fmt.Sprintf("http://127.0.0.1:%d", o.StripePort); o.fakeStripe() && fakeStripeAlive(ctx, running) {
+		// The running stack's fake Stripe, as moto is found: what the
+		// function does there (a refund) is seen by the stack (its event
+		// reaches the stack's webhook).
+		env["STRIPE_API_BASE"] = running
+	} else if o.fakeStripe() {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("listen for the fake Stripe: %w", err)
@@ -82,4 +88,21 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 	}
 	defer f.Close()
 	return f.Invoke(ctx, payload)
+}
+
+// fakeStripeAlive reports whether a fake Stripe answers at base (its
+// introspection route, which the real API does not have).
+func fakeStripeAlive(ctx context.Context, base string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/_events", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
