@@ -1,24 +1,19 @@
 package audit
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"42sisters.ai/oracle/shared/putonce"
 )
 
 // Putter is the S3 call the writer needs.
-type Putter interface {
-	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-}
+type Putter = putonce.Putter
 
 // Writer appends records to the audit bucket.
 type Writer struct {
@@ -56,39 +51,12 @@ func (w *Writer) Write(ctx context.Context, r Record, id string) (written bool, 
 	if err != nil {
 		return false, err
 	}
-	for attempt := 1; ; attempt++ {
-		_, err = w.s3.PutObject(ctx, &s3.PutObjectInput{
-			Bucket:      aws.String(w.bucket),
-			Key:         aws.String(Key(r, id)),
-			Body:        bytes.NewReader(b),
-			ContentType: aws.String("application/json"),
-			IfNoneMatch: aws.String("*"),
-			// Object Lock buckets refuse uploads without an integrity checksum.
-			ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
-		})
-		switch {
-		case err == nil:
-			return true, nil
-		case status(err) == http.StatusPreconditionFailed:
-			return false, nil
-		case status(err) == http.StatusConflict && attempt < 3:
-			// A concurrent write of the same key is in progress; S3 asks
-			// for a retry, whose answer says whether that write landed.
-			select {
-			case <-ctx.Done():
-				return false, fmt.Errorf("write audit record: %w", ctx.Err())
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-			}
-			continue
-		}
+	written, err = putonce.Put(ctx, w.s3, Key(r, id), b, &s3.PutObjectInput{
+		Bucket:      aws.String(w.bucket),
+		ContentType: aws.String("application/json"),
+	})
+	if err != nil {
 		return false, fmt.Errorf("write audit record: %w", err)
 	}
-}
-
-func status(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
+	return written, nil
 }

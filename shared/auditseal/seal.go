@@ -6,7 +6,6 @@
 package auditseal
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -15,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -23,10 +21,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/putonce"
 )
 
 // Scheme names how a seal's digest is computed: SHA-256 over every record
@@ -188,29 +186,24 @@ func (s *Sealer) Seal(ctx context.Context, day time.Time) (seal Seal, written bo
 	if err != nil {
 		return Seal{}, false, fmt.Errorf("encode the seal of %s: %w", name, err)
 	}
-	_, err = s.s3.PutObject(ctx, &s3.PutObjectInput{
+	written, err = putonce.Put(ctx, s.s3, Key(day), b, &s3.PutObjectInput{
 		Bucket:                    aws.String(s.bucket),
-		Key:                       aws.String(Key(day)),
-		Body:                      bytes.NewReader(b),
 		ContentType:               aws.String("application/json"),
-		IfNoneMatch:               aws.String("*"),
 		ObjectLockMode:            s.lock.Mode,
 		ObjectLockRetainUntilDate: aws.Time(now.Add(s.lock.Retention)),
-		// Object Lock buckets refuse uploads without an integrity checksum.
-		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
 	})
 	switch {
-	case err == nil:
+	case err != nil:
+		return Seal{}, false, fmt.Errorf("write the seal of %s: %w", name, err)
+	case written:
 		return seal, true, nil
-	case status(err) == http.StatusPreconditionFailed:
-		// Another run sealed the day while this one read it.
-		existing, _, found, err := s.read(ctx, day)
-		if err == nil && !found {
-			err = fmt.Errorf("the seal of %s was refused as present but is not there", name)
-		}
-		return existing, false, err
 	}
-	return Seal{}, false, fmt.Errorf("write the seal of %s: %w", name, err)
+	// Another run sealed the day while this one read it.
+	existing, _, found, err := s.read(ctx, day)
+	if err == nil && !found {
+		err = fmt.Errorf("the seal of %s was refused as present but is not there", name)
+	}
+	return existing, false, err
 }
 
 // read returns the first seal written for day, and how many versions and
@@ -277,12 +270,4 @@ func digest(objs []object) string {
 		h.Write(o.body)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func status(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
 }

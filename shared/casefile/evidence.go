@@ -1,20 +1,17 @@
 package casefile
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/putonce"
 )
 
 // Dispute is a cardholder's dispute as Stripe reported it.
@@ -52,9 +49,7 @@ func NewEvidence(d Dispute, f File, o oracle.Order, resultURL string, now time.T
 }
 
 // Putter is the S3 call the evidence store needs.
-type Putter interface {
-	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-}
+type Putter = putonce.Putter
 
 // EvidenceStore writes evidence bundles to their bucket.
 type EvidenceStore struct {
@@ -81,19 +76,7 @@ func (s *EvidenceStore) Put(ctx context.Context, e Evidence) (string, error) {
 		return "", fmt.Errorf("encode evidence: %w", err)
 	}
 	key := fmt.Sprintf("disputes/%s/%s.json", e.Case.SessionID, e.Dispute.ID)
-	_, err = s.s3.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:            aws.String(s.bucket),
-		Key:               aws.String(key),
-		Body:              bytes.NewReader(b),
-		ContentType:       aws.String("application/json"),
-		IfNoneMatch:       aws.String("*"),
-		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
-	})
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed {
-		return key, nil
-	}
-	if err != nil {
+	if _, err := putonce.Put(ctx, s.s3, key, b, &s3.PutObjectInput{Bucket: aws.String(s.bucket), ContentType: aws.String("application/json")}); err != nil {
 		return "", fmt.Errorf("write the evidence of %s: %w", oracle.ShortID(e.Case.SessionID), err)
 	}
 	return key, nil

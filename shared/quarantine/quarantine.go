@@ -6,20 +6,17 @@
 package quarantine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/putonce"
 )
 
 // Gates, as recorded.
@@ -59,9 +56,7 @@ type Mail struct {
 }
 
 // Putter is the S3 call the store needs.
-type Putter interface {
-	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-}
+type Putter = putonce.Putter
 
 // Store writes records to the quarantine bucket.
 type Store struct {
@@ -91,19 +86,8 @@ func (s *Store) Put(ctx context.Context, r Record) (string, error) {
 		return "", fmt.Errorf("encode quarantine record: %w", err)
 	}
 	key := Key(r)
-	_, err = s.s3.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:            aws.String(s.bucket),
-		Key:               aws.String(key),
-		Body:              bytes.NewReader(b),
-		ContentType:       aws.String("application/json"),
-		IfNoneMatch:       aws.String("*"),
-		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
-	})
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed {
-		return key, nil // the same record, written by an earlier attempt
-	}
-	if err != nil {
+	// A record already there is the same one, written by an earlier attempt.
+	if _, err := putonce.Put(ctx, s.s3, key, b, &s3.PutObjectInput{Bucket: aws.String(s.bucket), ContentType: aws.String("application/json")}); err != nil {
 		return "", fmt.Errorf("write quarantine record %s: %w", oracle.ShortID(r.SessionID), err)
 	}
 	return key, nil
