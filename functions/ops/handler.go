@@ -79,7 +79,7 @@ type Index interface {
 	ByStatus(ctx context.Context, status oracle.Status, exp store.Expiring, each func(store.Indexed) error) error
 }
 
-// Refunder makes refunds in one Stripe mode (stripex.Client).
+// Refunder makes refunds in one Stripe mode (stripex.Refunds).
 type Refunder interface {
 	RefundSession(ctx context.Context, sessionID, pi string) (stripex.Refund, error)
 }

@@ -54,10 +54,10 @@ func main() {
 	}
 	opts := stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 2}
 	if cfg.StripeLive != "" {
-		h.Live = stripex.New(cfg.StripeLive, opts)
+		h.Live = stripex.NewRefunds(cfg.StripeLive, opts)
 	}
 	if cfg.StripeTest != "" {
-		h.Test = stripex.New(cfg.StripeTest, opts)
+		h.Test = stripex.NewRefunds(cfg.StripeTest, opts)
 	}
 	lambda.Start(h.Handle)
 }

@@ -6,7 +6,17 @@ import (
 	"fmt"
 
 	"github.com/stripe/stripe-go/v76"
+	"github.com/stripe/stripe-go/v76/refund"
 )
+
+// Refunds makes refunds with one key. It is apart from Client, so that
+// only the function that refunds links Stripe's refund client.
+type Refunds struct{ refunds *refund.Client }
+
+// NewRefunds returns a refund client using key.
+func NewRefunds(key string, o Options) *Refunds {
+	return &Refunds{refunds: &refund.Client{B: backend(o), Key: key}}
+}
 
 // ErrAlreadyRefunded means the payment was refunded before, in full.
 var ErrAlreadyRefunded = errors.New("the payment is already refunded")
@@ -27,7 +37,7 @@ func RefundKey(sessionID string) string { return "oracle-refund-" + sessionID }
 // RefundSession refunds the whole payment of the session, whose payment
 // intent is pi. It returns ErrAlreadyRefunded when nothing is left to
 // refund.
-func (c *Client) RefundSession(ctx context.Context, sessionID, pi string) (Refund, error) {
+func (c *Refunds) RefundSession(ctx context.Context, sessionID, pi string) (Refund, error) {
 	p := &stripe.RefundParams{PaymentIntent: stripe.String(pi), Reason: stripe.String(string(stripe.RefundReasonRequestedByCustomer))}
 	p.Context = ctx
 	p.SetIdempotencyKey(RefundKey(sessionID))
@@ -35,8 +45,11 @@ func (c *Client) RefundSession(ctx context.Context, sessionID, pi string) (Refun
 	r, err := c.refunds.New(p)
 	if err != nil {
 		var se *stripe.Error
-		if errors.As(err, &se) && se.Code == stripe.ErrorCodeChargeAlreadyRefunded {
+		switch {
+		case errors.As(err, &se) && se.Code == stripe.ErrorCodeChargeAlreadyRefunded:
 			return Refund{}, fmt.Errorf("refund %s: %w", pi, ErrAlreadyRefunded)
+		case errors.As(err, &se) && se.Code == stripe.ErrorCodeResourceMissing:
+			return Refund{}, fmt.Errorf("refund %s: Stripe has no such payment with this key (request %s)", pi, se.RequestID)
 		}
 		return Refund{}, classify(err, "create refund")
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/checkout/session"
-	"github.com/stripe/stripe-go/v76/refund"
 
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
@@ -28,7 +27,6 @@ import (
 // of the types inside a value stored in an interface, as a Client is.
 type Client struct {
 	sessions *session.Client
-	refunds  *refund.Client
 }
 
 // Options configure the client.
@@ -46,6 +44,11 @@ type Options struct {
 
 // New returns a client using key.
 func New(key string, o Options) *Client {
+	return &Client{sessions: &session.Client{B: backend(o), Key: key}}
+}
+
+// backend is the HTTP backend o asks for.
+func backend(o Options) stripe.Backend {
 	if o.Timeout == 0 {
 		o.Timeout = 4 * time.Second
 	}
@@ -57,8 +60,7 @@ func New(key string, o Options) *Client {
 	if o.BaseURL != "" {
 		cfg.URL = stripe.String(o.BaseURL)
 	}
-	b := stripe.GetBackendWithConfig(stripe.APIBackend, cfg)
-	return &Client{sessions: &session.Client{B: b, Key: key}, refunds: &refund.Client{B: b, Key: key}}
+	return stripe.GetBackendWithConfig(stripe.APIBackend, cfg)
 }
 
 // CheckoutRequest is what a Checkout Session is made of.
