@@ -18,7 +18,7 @@ import (
 // The defaults of the health job's windows (docs/configuration.md).
 const (
 	DefaultPeriod          = health.DefaultPeriod
-	DefaultStuckAfter      = 15 * time.Minute
+	DefaultStuckAfter      = health.DefaultStuckAfter
 	DefaultMailStuckAfter  = 30 * time.Minute
 	DefaultReconcileWindow = 24 * time.Hour
 	DefaultRetryDelay      = 5 * time.Second

@@ -10,12 +10,9 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/health"
 	"42sisters.ai/oracle/shared/stripex"
 )
-
-// DefaultStuckAfter is how long `list` lets a PAID or GENERATING order go
-// without progress before showing it: the health job's own default.
-const DefaultStuckAfter = 15 * time.Minute
 
 type settings struct {
 	OrdersTable      string
@@ -52,7 +49,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		MailDeadLetters:     env.String("MAIL_DEAD_LETTER_QUEUE_URL"),
 		StripeAPIBase:       env.Optional("STRIPE_API_BASE", ""),
 		Retention:           env.Days("ORDER_RETENTION_DAYS", 90, 1, 3650),
-		StuckAfter:          env.Duration("STUCK_AFTER", DefaultStuckAfter),
+		StuckAfter:          env.Duration("STUCK_AFTER", health.DefaultStuckAfter),
 		Lock:                auditseal.LockFrom(env),
 	}
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)

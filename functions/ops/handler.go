@@ -186,7 +186,8 @@ func (h *Handler) Handle(ctx context.Context, r Request) (Answer, error) {
 	ans.Action = r.Action
 	if errors.Is(err, errRefused) || errors.Is(err, casefile.ErrNoOrder) {
 		ans.OK, ans.Message = false, strings.TrimPrefix(err.Error(), errRefused.Error()+": ")
-		h.Log.Info("operator action refused", "action", r.Action, "reason", ans.Message)
+		// Not the message: it may echo the session id the operator typed.
+		h.Log.Info("operator action refused", "action", r.Action)
 		return ans, nil
 	}
 	if err != nil {

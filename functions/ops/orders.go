@@ -184,16 +184,16 @@ func (h *Handler) refund(ctx context.Context, r Request) (Answer, error) {
 	case o.PaymentIntent == "":
 		return Answer{}, refuse("%s has no payment intent recorded: refund it in Stripe's Dashboard; its charge.refunded event then records it", oracle.ShortID(o.SessionID))
 	}
-	stripe := h.Live
+	refunds := h.Live
 	if !o.Livemode {
-		stripe = h.Test
+		refunds = h.Test
 	}
-	if stripe == nil {
+	if refunds == nil {
 		return Answer{}, refuse("no Stripe key for %s-mode orders is configured", map[bool]string{true: "live", false: "test"}[o.Livemode])
 	}
 	refundID, outcome := o.RefundID, "already refunded"
 	if o.Status != oracle.StatusRefunded {
-		re, err := stripe.RefundSession(ctx, o.SessionID, o.PaymentIntent)
+		re, err := refunds.RefundSession(ctx, o.SessionID, o.PaymentIntent)
 		switch {
 		case errors.Is(err, stripex.ErrAlreadyRefunded):
 			// Refunded in the Dashboard, its event not here yet.

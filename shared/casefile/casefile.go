@@ -6,6 +6,7 @@ package casefile
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -25,35 +26,35 @@ type Records interface {
 }
 
 // ErrNoOrder means the session has no order.
-var ErrNoOrder = fmt.Errorf("no such order")
+var ErrNoOrder = errors.New("no such order")
 
 // File is one order's case: its state, without the customer's address or
 // query, and every audit record of its session, oldest first.
 type File struct {
-	SessionID      string                               `json:"session_id"`
-	Status         oracle.Status                        `json:"status"`
-	Tier           oracle.Tier                          `json:"tier,omitempty"`
-	Livemode       bool                                 `json:"livemode"`
-	Smoke          bool                                 `json:"smoke,omitempty"`
-	AmountTotal    int64                                `json:"amount_total"`
-	Currency       string                               `json:"currency"`
-	Amount         string                               `json:"amount"` // AmountTotal as the alerts write it, e.g. 500_CAD
-	SessionCreated time.Time                            `json:"session_created"`
-	PaidAt         *time.Time                           `json:"paid_at,omitempty"`
-	GeneratedAt    *time.Time                           `json:"generated_at,omitempty"`
-	Verdict        oracle.Verdict                       `json:"verdict,omitempty"`
-	VerdictHash    string                               `json:"verdict_hash,omitempty"`
-	Attempts       int                                  `json:"attempts,omitempty"`
-	Failure        string                               `json:"failure,omitempty"`
-	DropReason     oracle.DropReason                    `json:"drop_reason,omitempty"`
-	QuarantineGate string                               `json:"quarantine_gate,omitempty"`
-	QuarantineTerm []string                             `json:"quarantine_terms,omitempty"`
-	RefundID       string                               `json:"refund_id,omitempty"`
-	RefundedAt     *time.Time                           `json:"refunded_at,omitempty"`
-	RefundedBy     string                               `json:"refunded_by,omitempty"`
-	DisputeID      string                               `json:"dispute_id,omitempty"`
-	Mail           map[oracle.MailKind]oracle.MailState `json:"mail,omitempty"`
-	Timeline       []audit.Record                       `json:"timeline"`
+	SessionID       string                               `json:"session_id"`
+	Status          oracle.Status                        `json:"status"`
+	Tier            oracle.Tier                          `json:"tier,omitempty"`
+	Livemode        bool                                 `json:"livemode"`
+	Smoke           bool                                 `json:"smoke,omitempty"`
+	AmountTotal     int64                                `json:"amount_total"`
+	Currency        string                               `json:"currency"`
+	Amount          string                               `json:"amount"` // AmountTotal as the alerts write it, e.g. 500_CAD
+	SessionCreated  time.Time                            `json:"session_created"`
+	PaidAt          *time.Time                           `json:"paid_at,omitempty"`
+	GeneratedAt     *time.Time                           `json:"generated_at,omitempty"`
+	Verdict         oracle.Verdict                       `json:"verdict,omitempty"`
+	VerdictHash     string                               `json:"verdict_hash,omitempty"`
+	Attempts        int                                  `json:"attempts,omitempty"`
+	Failure         string                               `json:"failure,omitempty"`
+	DropReason      oracle.DropReason                    `json:"drop_reason,omitempty"`
+	QuarantineGate  string                               `json:"quarantine_gate,omitempty"`
+	QuarantineTerms []string                             `json:"quarantine_terms,omitempty"`
+	RefundID        string                               `json:"refund_id,omitempty"`
+	RefundedAt      *time.Time                           `json:"refunded_at,omitempty"`
+	RefundedBy      string                               `json:"refunded_by,omitempty"`
+	DisputeID       string                               `json:"dispute_id,omitempty"`
+	Mail            map[oracle.MailKind]oracle.MailState `json:"mail,omitempty"`
+	Timeline        []audit.Record                       `json:"timeline"`
 }
 
 // Open reads the case of sessionID, and the order it was read from.
@@ -83,7 +84,7 @@ func Of(o oracle.Order, recs []audit.Record) File {
 		AmountTotal: o.AmountTotal, Currency: o.Currency, Amount: oracle.FormatAmount(o.AmountTotal, o.Currency),
 		SessionCreated: o.SessionCreated, PaidAt: o.PaidAt, GeneratedAt: o.GeneratedAt,
 		Verdict: o.VerdictLabel, VerdictHash: o.VerdictHash, Attempts: o.Attempts, Failure: o.Failure, DropReason: o.DropReason,
-		QuarantineGate: o.QuarantineGate, QuarantineTerm: o.QuarantineTerms,
+		QuarantineGate: o.QuarantineGate, QuarantineTerms: o.QuarantineTerms,
 		RefundID: o.RefundID, RefundedAt: o.RefundedAt, RefundedBy: o.RefundedBy, DisputeID: o.DisputeID,
 		Mail: o.Mail, Timeline: recs,
 	}

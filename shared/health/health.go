@@ -19,6 +19,11 @@ const (
 	MaxPeriod     = time.Hour
 )
 
+// DefaultStuckAfter is how long a PAID or GENERATING order may go without
+// progress before it counts as stuck: the health job re-sends its job, and
+// the operator's list shows it.
+const DefaultStuckAfter = 15 * time.Minute
+
 // CheckPeriod refuses a period outside [MinPeriod, MaxPeriod].
 func CheckPeriod(d time.Duration) error {
 	if d < MinPeriod || d > MaxPeriod {
