@@ -111,7 +111,8 @@ func (h *Handler) show(ctx context.Context, r Request) (Answer, error) {
 			fmt.Fprintf(&b, " (%s: %s)", kv[0], kv[1])
 		}
 	}
-	fmt.Fprintf(&b, "\ntier      %s, paid %s, %s mode\n", o.Tier, oracle.FormatAmount(o.AmountTotal, o.Currency), map[bool]string{true: "live", false: "test"}[o.Livemode])
+	fmt.Fprintf(&b, "\ntier      %s, paid %s (%s), %s mode\n", o.Tier, oracle.FormatAmount(o.AmountTotal, o.Currency), o.PaymentIntent,
+		map[bool]string{true: "live", false: "test"}[o.Livemode])
 	if o.VerdictLabel != "" {
 		fmt.Fprintf(&b, "verdict   %s (%s)\n", o.VerdictLabel, o.VerdictHash)
 	}

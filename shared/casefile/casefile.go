@@ -38,6 +38,7 @@ type File struct {
 	Smoke           bool                                 `json:"smoke,omitempty"`
 	AmountTotal     int64                                `json:"amount_total"`
 	Currency        string                               `json:"currency"`
+	PaymentIntent   string                               `json:"payment_intent,omitempty"`
 	Amount          string                               `json:"amount"` // AmountTotal as the alerts write it, e.g. 500_CAD
 	SessionCreated  time.Time                            `json:"session_created"`
 	PaidAt          *time.Time                           `json:"paid_at,omitempty"`
@@ -81,7 +82,7 @@ func Of(o oracle.Order, recs []audit.Record) File {
 	}
 	return File{
 		SessionID: o.SessionID, Status: o.Status, Tier: o.Tier, Livemode: o.Livemode, Smoke: o.Smoke,
-		AmountTotal: o.AmountTotal, Currency: o.Currency, Amount: oracle.FormatAmount(o.AmountTotal, o.Currency),
+		AmountTotal: o.AmountTotal, Currency: o.Currency, PaymentIntent: o.PaymentIntent, Amount: oracle.FormatAmount(o.AmountTotal, o.Currency),
 		SessionCreated: o.SessionCreated, PaidAt: o.PaidAt, GeneratedAt: o.GeneratedAt,
 		Verdict: o.VerdictLabel, VerdictHash: o.VerdictHash, Attempts: o.Attempts, Failure: o.Failure, DropReason: o.DropReason,
 		QuarantineGate: o.QuarantineGate, QuarantineTerms: o.QuarantineTerms,
