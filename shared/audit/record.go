@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"42sisters.ai/oracle/shared/oracle"
@@ -46,6 +47,17 @@ const (
 
 var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true,
 	SourceReconcile: true, SourceHealth: true}
+
+// Sources returns every source, sorted: the values the audit table's
+// source partition takes.
+func Sources() []Source {
+	out := make([]Source, 0, len(sources))
+	for s := range sources {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Record is one audit record. Field names follow the spec; the fields after
 // error_detail are this service's additions for reconciliation.
