@@ -118,6 +118,7 @@ type Handler struct {
 	// name the request gives (generate, mail-jobs).
 	DeadQueues map[string]DeadQueue
 	Seals      Sealer
+	Figures    Figures
 	Log        *slog.Logger
 	Now        func() time.Time
 	// StuckAfter is how long a PAID or GENERATING order may go without
@@ -150,6 +151,7 @@ var actions = map[string]action{
 	"refund":      {(*Handler).refund, true},
 	"resend":      {(*Handler).resend, true},
 	"redrive":     {(*Handler).redrive, true},
+	"report":      {(*Handler).report, false},
 	"seal":        {(*Handler).seal, true},
 	"verify-seal": {(*Handler).verifySeal, false},
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/auditfigures"
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/obs"
@@ -332,5 +334,166 @@ func TestVerifySealFindsARecordAddedAfterTheSeal(t *testing.T) {
 	if a.OK || !strings.Contains(a.Message, "THE SEAL IS BROKEN: 1 added") || len(rep.Added) != 1 ||
 		!strings.HasSuffix(rep.Added[0].Key, ".dropped.json") || rep.Added[0].Arrival != auditseal.DatedBeforeSeal {
 		t.Fatalf("verify after a record was added: %+v", a)
+	}
+}
+
+// quarantinedAtGate2 is an order whose verdict gate 2 stopped: it names
+// the TMM three times, more than the density the filter replaces alone.
+func (e *env) quarantinedAtGate2(id string) {
+	e.t.Helper()
+	ctx := context.Background()
+	e.claim(id, oracle.StatusPaid)
+	a := oracle.Analysis{Verdict: oracle.VerdictAmber, Summary: "The TMM reads a steady weekend trade. The TMM sees room to grow.", Breakdown: map[string]oracle.DimensionNote{}}
+	for _, d := range oracle.Dimensions {
+		a.Breakdown[d] = oracle.DimensionNote{Verdict: oracle.VerdictGreen, Analysis: "According to the TMM, " + d + " holds for a bakery open on Sundays."}
+	}
+	canonical, err := a.CanonicalJSON()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.orders.StoreVerdict(ctx, id, lease, store.StoredVerdict{Canonical: string(canonical), Hash: e.h.Hasher.Hash(string(canonical)), Label: a.Verdict,
+		Model: "m", PromptVersion: "v1", ExpiresAt: e.clock.Now().Add(time.Hour)}); err != nil {
+		e.t.Fatal(err)
+	}
+	if ok, err := e.orders.QuarantineReady(ctx, id, store.Quarantine{Gate: "mailer", Terms: []string{"cat1.tmm"}, Record: "quarantine/" + id + "/mailer-1.json"}); err != nil || !ok {
+		e.t.Fatalf("quarantine: %v %v", ok, err)
+	}
+}
+
+// TestDeliverCleanedServesTheQuarantinedVerdictOnce: the verdict stopped
+// at gate 2 is stored with its terms replaced and emailed once; the same
+// request again changes nothing.
+func TestDeliverCleanedServesTheQuarantinedVerdictOnce(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_quarantinedOne"
+	e.quarantinedAtGate2(id)
+	r := Request{Action: "deliver", Session: id, AuthorisedBy: by, Reason: why}
+	if a := e.do(r); a.OK || !strings.Contains(a.Message, "mode cleaned") {
+		t.Fatalf("deliver without a mode: %+v", a)
+	}
+	r.Mode = "cleaned"
+	if a := e.do(r); !a.OK || !a.Changed {
+		t.Fatalf("deliver cleaned: %+v", a)
+	}
+	if a := e.do(r); !a.OK || a.Changed || !strings.Contains(a.Message, "already READY") {
+		t.Fatalf("deliver cleaned again: %+v", a)
+	}
+	o, _, _ := e.orders.Get(context.Background(), id)
+	if o.Status != oracle.StatusReady || strings.Contains(o.Verdict, "TMM") || !strings.Contains(o.Verdict, "our analysis") || o.FilterVersion == "" {
+		t.Fatalf("order = %s, verdict %s", o.Status, o.Verdict)
+	}
+	if jobs := e.jobs("MailQueue"); len(jobs) != 1 || jobs[0].Kind != oracle.MailVerdict {
+		t.Fatalf("mail jobs %+v", jobs)
+	}
+	if recs := e.operatorRecords(); len(recs) != 1 || recs[0].Operator.Outcome != "cleaned verdict delivered" {
+		t.Fatalf("operator records %+v", recs)
+	}
+}
+
+// TestRedriveSendsWhatWasGivenUpOnOnce: the mail dead letters and the
+// recorded jobs of a dead-letter queue go back to their queues, once.
+func TestRedriveSendsWhatWasGivenUpOnOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ledger := store.NewLedger(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
+	e.h.DeadQueues = map[string]DeadQueue{"generate": {Name: "oracle-generate-dlq", Source: e.h.Generate}}
+
+	id := "cs_test_mailGivenUp"
+	e.claim(id, oracle.StatusFailed)
+	if _, err := ledger.RecordMailDeadLetter(ctx, store.MailDeadLetter{SessionID: id, Kind: oracle.MailFailed, Transport: "ses", Class: "transient", DeadAt: e.clock.Now()}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	job := `{"session_id":"cs_test_jobGivenUp","reason":"paid"}`
+	for i, body := range []string{job, "not a job"} {
+		d := store.DeadLetter{Queue: "oracle-generate-dlq", MessageID: fmt.Sprintf("m-%d", i)}
+		if i == 0 {
+			d.SessionID, d.Reason, d.Job = "cs_test_jobGivenUp", "paid", body
+		} else {
+			d.BodySHA256, d.BodyBytes = "00ff", len(body)
+		}
+		if _, err := ledger.RecordDeadLetter(ctx, d, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if a := e.do(Request{Action: "redrive", Queue: "billing", AuthorisedBy: by, Reason: why}); a.OK || !strings.Contains(a.Message, "redrive needs a queue") {
+		t.Fatalf("an unknown queue: %+v", a)
+	}
+	mail := Request{Action: "redrive", Queue: "mail", AuthorisedBy: by, Reason: why}
+	if a := e.do(mail); !a.OK || !a.Changed || !strings.HasPrefix(a.Message, "1 emails") {
+		t.Fatalf("redrive mail: %+v", a)
+	}
+	if a := e.do(mail); !a.OK || a.Changed {
+		t.Fatalf("redrive mail again: %+v", a)
+	}
+	if jobs := e.jobs("MailQueue"); len(jobs) != 1 || jobs[0].SessionID != id || jobs[0].Kind != oracle.MailFailed {
+		t.Fatalf("mail jobs %+v", jobs)
+	}
+
+	gen := Request{Action: "redrive", Queue: "generate", AuthorisedBy: by, Reason: why}
+	if a := e.do(gen); !a.OK || !a.Changed || !strings.Contains(a.Message, "1 jobs of oracle-generate-dlq sent again; 1 messages were no job") {
+		t.Fatalf("redrive generate: %+v", a)
+	}
+	if a := e.do(gen); !a.OK || a.Changed {
+		t.Fatalf("redrive generate again: %+v", a)
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 || jobs[0].SessionID != "cs_test_jobGivenUp" {
+		t.Fatalf("generate jobs %+v", jobs)
+	}
+	if recs := e.operatorRecords(); len(recs) != 2 {
+		t.Fatalf("%d operator records, want one per redrive that sent something", len(recs))
+	}
+}
+
+// TestReportGivesTheFiguresOfItsRange: report reads the audit records of
+// the range it is given (the last 30 days by default), refuses a range it
+// cannot read, and shows no session id.
+func TestReportGivesTheFiguresOfItsRange(t *testing.T) {
+	e := newEnv(t)
+	s3 := awsenv.S3(e.f.AWS)
+	e.h.Figures = func(ctx context.Context, from, to time.Time) (auditfigures.Figures, error) {
+		return auditfigures.Compute(ctx, s3, e.f.Ref("AuditBucket"), from, to)
+	}
+	w := audit.NewWriter(s3, e.f.Ref("AuditBucket"))
+	paid := func(id string, created time.Time) {
+		r := audit.Record{Timestamp: created, SessionCreated: created, SessionID: id, Tier: "full", Status: audit.StatusOK, Source: audit.SourceWebhook,
+			Event: audit.EventCheckoutCompleted, Livemode: true, AmountTotal: 500, Currency: "cad", OrderStatus: "PAID", LatencyMS: 120}
+		if _, err := w.Write(context.Background(), r, audit.RecordID(id, audit.NamePaid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := e.clock.Now()
+	paid("cs_live_paidToday0000000000", now)
+	paid("cs_live_paidLongAgo00000000", now.AddDate(0, 0, -40))
+
+	a := e.do(Request{Action: "report"})
+	f, _ := a.Data.(auditfigures.Figures)
+	if !a.OK || f.From != "2026-10-26" || f.To != "2026-11-24" || f.Paid.Sessions != 1 || len(f.Revenue.Totals) != 1 || f.Revenue.Totals[0].AmountNet != 500 {
+		t.Fatalf("report of the last 30 days: %+v\n%s", a, a.Text)
+	}
+	if strings.Contains(a.Text, "cs_live_paid") || !strings.Contains(a.Text, "5.00 CAD") {
+		t.Fatalf("the report's text:\n%s", a.Text)
+	}
+	if a := e.do(Request{Action: "report", From: "2026-10-01"}); !a.OK || a.Data.(auditfigures.Figures).Paid.Sessions != 2 {
+		t.Fatalf("report from October: %+v", a)
+	}
+	if recs := e.operatorRecords(); len(recs) != 0 {
+		t.Fatalf("a report was recorded as a change: %+v", recs)
+	}
+	for _, c := range []struct {
+		r    Request
+		says string
+	}{
+		{Request{Action: "report", From: "yesterday"}, "from is a date"},
+		{Request{Action: "report", From: "2026-11-24", To: "2026-11-01"}, "ends (2026-11-01) before it starts"},
+		{Request{Action: "report", From: "2025-01-01", To: "2026-11-24"}, "query Athena"},
+	} {
+		if a := e.do(c.r); a.OK || !strings.Contains(a.Message, c.says) {
+			t.Errorf("%+v: %+v", c.r, a)
+		}
 	}
 }

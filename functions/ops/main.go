@@ -6,11 +6,13 @@
 package main
 
 import (
+	"context"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/auditfigures"
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/coldstart"
@@ -46,7 +48,10 @@ func main() {
 			"generate":  {Name: queueName(cfg.GenerateDeadLetters), Source: queue.NewSender(sq, cfg.GenerateQueue, time.Now)},
 			"mail-jobs": {Name: queueName(cfg.MailDeadLetters), Source: queue.NewSender(sq, cfg.MailQueue, time.Now)},
 		},
-		Seals:      auditseal.New(s3, cfg.AuditBucket, cfg.Lock, time.Now),
+		Seals: auditseal.New(s3, cfg.AuditBucket, cfg.Lock, time.Now),
+		Figures: func(ctx context.Context, from, to time.Time) (auditfigures.Figures, error) {
+			return auditfigures.Compute(ctx, s3, cfg.AuditBucket, from, to)
+		},
 		Log:        log,
 		Now:        time.Now,
 		StuckAfter: cfg.StuckAfter,

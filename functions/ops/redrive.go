@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
@@ -113,74 +111,4 @@ func (h *Handler) redriveMail(ctx context.Context, r Request) (Answer, error) {
 		}
 	}
 	return Answer{Changed: sent > 0, Message: fmt.Sprintf("%d emails given up on are sent again", sent)}, nil
-}
-
-// Sealer seals and verifies the audit log's days (auditseal.Sealer).
-type Sealer interface {
-	Seal(ctx context.Context, day time.Time) (auditseal.Seal, bool, error)
-	Verify(ctx context.Context, day time.Time) (auditseal.Report, error)
-}
-
-// day is the UTC day r names, yesterday by default.
-func (h *Handler) day(r Request) (time.Time, error) {
-	if r.Day == "" {
-		return h.Now().UTC().AddDate(0, 0, -1), nil
-	}
-	d, err := time.Parse(time.DateOnly, r.Day)
-	if err != nil {
-		return time.Time{}, refuse("day is a date like 2026-11-23")
-	}
-	return d, nil
-}
-
-// seal seals a finished day of the audit log (the daily schedule runs it
-// for yesterday): its record count and a hash over its records, written
-// once under Object Lock.
-func (h *Handler) seal(ctx context.Context, r Request) (Answer, error) {
-	day, err := h.day(r)
-	if err != nil {
-		return Answer{}, err
-	}
-	s, written, err := h.Seals.Seal(ctx, day)
-	if err != nil {
-		return Answer{}, err
-	}
-	if !written {
-		return Answer{Message: "already sealed: " + s.String(), Data: s}, nil
-	}
-	if err := h.record(ctx, r, oracle.Order{}, s.String()); err != nil {
-		return Answer{}, err
-	}
-	return Answer{Changed: true, Message: "sealed: " + s.String()}, nil
-}
-
-// verifySeal recomputes a day's seal and names every record added,
-// changed or missing since.
-func (h *Handler) verifySeal(ctx context.Context, r Request) (Answer, error) {
-	day, err := h.day(r)
-	if err != nil {
-		return Answer{}, err
-	}
-	rep, err := h.Seals.Verify(ctx, day)
-	if err != nil {
-		return Answer{}, refuse("%v", err)
-	}
-	ans := Answer{Text: rep.String(), Data: rep,
-		Message: fmt.Sprintf("%s: the seal holds (%d records sealed, %d added since, written after it)", rep.Day, rep.Sealed, len(rep.Added))}
-	if !rep.OK {
-		// Answered as not ok, so that `make ops` fails too.
-		return ans, refuse("%s: THE SEAL IS BROKEN: %d added and dated before it, %d changed, %d missing",
-			rep.Day, countBackdated(rep), len(rep.Changed), len(rep.Missing))
-	}
-	return ans, nil
-}
-
-func countBackdated(rep auditseal.Report) int {
-	n := 0
-	for _, a := range rep.Added {
-		if a.Arrival == auditseal.DatedBeforeSeal {
-			n++
-		}
-	}
-	return n
 }

@@ -140,6 +140,7 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 func (m *Money) refunded(ctx context.Context, log *slog.Logger, o oracle.Order, c stripe.Charge, byOperator bool, eventID string, arrived time.Time) error {
 	amount := oracle.FormatAmount(c.AmountRefunded, string(c.Currency))
 	r := m.record(o, audit.EventChargeRefunded, eventID, arrived)
+	r.AmountRefunded = c.AmountRefunded
 	if !c.Refunded {
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail(fmt.Sprintf("partial refund: %s of %s", amount, oracle.FormatAmount(c.Amount, string(c.Currency))))
 		if err := m.Audit.Require(ctx, r, audit.RecordID(o.SessionID, audit.NameRefundPartial, c.AmountRefunded)); err != nil {

@@ -99,7 +99,7 @@ func TestARefundInTheDashboardRefundsTheOrderOnce(t *testing.T) {
 	for _, r := range e.auditRecords() {
 		if r.Event == audit.EventChargeRefunded {
 			refunds++
-			if r.Status != audit.StatusOK || r.OrderStatus != string(oracle.StatusRefunded) || r.SessionID != s.ID {
+			if r.Status != audit.StatusOK || r.OrderStatus != string(oracle.StatusRefunded) || r.SessionID != s.ID || r.AmountRefunded != 500 {
 				t.Errorf("refund record = %+v", r)
 			}
 		}
@@ -141,6 +141,16 @@ func TestAPartialRefundIsAlertedAndLeavesTheOrder(t *testing.T) {
 	}
 	if jobs := e.jobs("MailQueue"); len(jobs) != 0 {
 		t.Fatalf("a partial refund owed a notice: %+v", jobs)
+	}
+	// The figures' revenue reads what was refunded from the record.
+	var refunded []int64
+	for _, r := range e.auditRecords() {
+		if r.Event == audit.EventChargeRefunded {
+			refunded = append(refunded, r.AmountRefunded)
+		}
+	}
+	if len(refunded) != 1 || refunded[0] != 1000 {
+		t.Fatalf("refund records carry %v refunded, want one of 1000", refunded)
 	}
 }
 

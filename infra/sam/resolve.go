@@ -104,7 +104,9 @@ func (t *Template) Condition(name string, v *Values) (bool, error) {
 	return b, nil
 }
 
-var subVar = regexp.MustCompile(`\$\{([^}!][^}]*)\}`)
+// subVar is a variable of Fn::Sub; ${!Literal} is the escape that
+// writes ${Literal} itself.
+var subVar = regexp.MustCompile(`\$\{([^}]+)\}`)
 
 func (t *Template) intrinsic(x Intrinsic, v *Values) (any, error) {
 	switch x.Name {
@@ -136,6 +138,9 @@ func (t *Template) intrinsic(x Intrinsic, v *Values) (any, error) {
 		var firstErr error
 		out := subVar.ReplaceAllStringFunc(s, func(m string) string {
 			name := m[2 : len(m)-1]
+			if literal, ok := strings.CutPrefix(name, "!"); ok {
+				return "${" + literal + "}"
+			}
 			var r any
 			var err error
 			if e, ok := vars[name]; ok {

@@ -32,6 +32,7 @@ Resources:
           ARN: !GetAtt Queue.Arn
           LONG: {"Fn::GetAtt": [Queue, Arn]}
           SUB: !Sub "${Name}-${Table}-${Queue.Arn}"
+          ESCAPED: !Sub "${Name}/date=${!date}"
           JOIN: !Join [",", !Ref Origins]
           IF: !If [HasEmpty, yes, !Ref AWS::NoValue]
       Events:
@@ -65,7 +66,7 @@ func TestParseAndResolve(t *testing.T) {
 	}
 	want := map[string]string{
 		"TABLE": "t-Table", "ARN": "arn:q", "LONG": "arn:q",
-		"SUB": "oracle-t-Table-arn:q", "JOIN": "https://a,https://b",
+		"SUB": "oracle-t-Table-arn:q", "JOIN": "https://a,https://b", "ESCAPED": "oracle/date=${date}",
 	}
 	for k, w := range want {
 		got, err := tmpl.ResolveString(fn.Env[k], v)

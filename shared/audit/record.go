@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"42sisters.ai/oracle/shared/oracle"
@@ -49,6 +50,17 @@ const (
 var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true,
 	SourceReconcile: true, SourceHealth: true, SourceOperator: true}
 
+// Sources returns every source, sorted: the values the audit table's
+// source partition takes.
+func Sources() []Source {
+	out := make([]Source, 0, len(sources))
+	for s := range sources {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Record is one audit record. Field names follow the spec; the fields after
 // error_detail are this service's additions for reconciliation.
 type Record struct {
@@ -72,7 +84,10 @@ type Record struct {
 	Livemode       bool      `json:"livemode"`
 	AmountTotal    int64     `json:"amount_total"`
 	Currency       string    `json:"currency"`
-	OrderStatus    string    `json:"order_status,omitempty"`
+	// AmountRefunded is set on charge.refunded records: how much of the
+	// payment Stripe has refunded so far, in the currency's minor unit.
+	AmountRefunded int64  `json:"amount_refunded,omitempty"`
+	OrderStatus    string `json:"order_status,omitempty"`
 	// Smoke marks the smoke test's records: every report and count of the
 	// log leaves them out.
 	Smoke bool `json:"smoke,omitempty"`

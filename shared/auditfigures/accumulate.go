@@ -1,0 +1,238 @@
+package auditfigures
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// claimEvents are the events of a session's claim: Stripe's payment events
+// (the webhook's), the result page's landing and the health job's
+// reconciliation.
+var claimEvents = map[audit.Event]bool{
+	audit.EventCheckoutCompleted: true,
+	audit.EventAsyncSucceeded:    true,
+	audit.EventLanding:           true,
+	audit.EventReconcile:         true,
+}
+
+// claimSources are the sources that claim sessions.
+var claimSources = map[audit.Source]bool{audit.SourceWebhook: true, audit.SourceResultPage: true, audit.SourceReconcile: true}
+
+// paidClaim reports whether r records the claim of a paid session: a claim
+// event from a claiming source whose order is in a paid state. Its status
+// may be ERROR: a dropped order or a held amount was paid all the same
+// (a failed payment's order is not in a paid state).
+func paidClaim(r audit.Record) bool {
+	return claimSources[r.Source] && claimEvents[r.Event] && oracle.Status(r.OrderStatus).Paid()
+}
+
+// refundRecord reports whether r records a refund Stripe made (the
+// webhook's charge.refunded, full or partial).
+func refundRecord(r audit.Record) bool {
+	return r.Source == audit.SourceWebhook && r.Event == audit.EventChargeRefunded && r.AmountRefunded > 0
+}
+
+// deliveryRecord reports whether r records the outcome of an email's
+// delivery (mail_<kind>), not one of its attempts (mail_attempt).
+func deliveryRecord(r audit.Record) bool {
+	return r.Source == audit.SourceEmailService && strings.HasPrefix(string(r.Event), "mail_") && r.Event != audit.EventMailAttempt &&
+		(r.Status == audit.StatusEmailSent || r.Status == audit.StatusEmailFailed)
+}
+
+// session is what the figures keep of one paid session.
+type session struct {
+	date, tier, currency string
+	amount               int64
+	live                 bool
+	from                 int // sourceRank of the record the fields came from
+	webhookRecords       int
+}
+
+// sourceRank orders the claims a session's figures are taken from: the
+// webhook's (Stripe's own event) first. Every claim of a session carries
+// the same payment fields; the order only makes the choice deterministic.
+func sourceRank(s audit.Source) int {
+	switch s {
+	case audit.SourceWebhook:
+		return 0
+	case audit.SourceResultPage:
+		return 1
+	case audit.SourceReconcile:
+		return 2
+	}
+	return 3
+}
+
+// accumulator counts records as they stream by.
+type accumulator struct {
+	records, smoke int64
+
+	sessions     map[string]*session
+	refunded     map[string]int64 // by session: the most refunded, as Stripe's total grows
+	paidRecords  int64
+	paidBySource map[string]int64
+	webhookLatMS []int64
+	cached, ok   int64
+	regenerated  int64
+	failures     int64
+	withDetail   int64
+	patterns     map[string]int64
+	mailSent     int64
+	mailFailed   int64
+	crosschecks  int64
+	rejected     int64
+	divergences  int64
+	significant  int64
+}
+
+func newAccumulator() *accumulator {
+	return &accumulator{sessions: map[string]*session{}, refunded: map[string]int64{}, paidBySource: map[string]int64{}, patterns: map[string]int64{}}
+}
+
+func (a *accumulator) add(r audit.Record) {
+	if r.Smoke {
+		a.smoke++
+		return
+	}
+	a.records++
+	if paidClaim(r) {
+		a.paidRecords++
+		a.paidBySource[string(r.Source)]++
+		s := a.sessions[r.SessionID]
+		if s == nil || sourceRank(r.Source) < s.from {
+			n := &session{date: r.SessionCreated.UTC().Format(DateFormat), tier: r.Tier, currency: strings.ToLower(r.Currency),
+				amount: r.AmountTotal, live: r.Livemode, from: sourceRank(r.Source)}
+			if s != nil {
+				n.webhookRecords = s.webhookRecords
+			}
+			s = n
+			a.sessions[r.SessionID] = s
+		}
+		if r.Source == audit.SourceWebhook {
+			s.webhookRecords++
+			a.webhookLatMS = append(a.webhookLatMS, r.LatencyMS)
+		}
+	}
+	if refundRecord(r) {
+		a.refunded[r.SessionID] = max(a.refunded[r.SessionID], r.AmountRefunded)
+	}
+	switch {
+	case r.Source == audit.SourceCacheHit && r.Event == audit.EventVerdictServed && r.Status == audit.StatusCached:
+		a.cached++
+	case r.Source == audit.SourceGenerator && r.Event == audit.EventVerdictGenerated && r.Status == audit.StatusOK:
+		a.ok++
+	case r.Source == audit.SourceGenerator && r.Event == audit.EventVerdictRegenerated && r.Status == audit.StatusRegenerated:
+		a.regenerated++
+	}
+	if r.Status == audit.StatusError || r.Status == audit.StatusEmailFailed {
+		a.failures++
+		if r.ErrorDetail != nil && *r.ErrorDetail != "" {
+			a.withDetail++
+			a.patterns[normalise(*r.ErrorDetail)]++
+		}
+	}
+	if deliveryRecord(r) {
+		if r.Status == audit.StatusEmailFailed {
+			a.mailFailed++
+		} else {
+			a.mailSent++
+		}
+	}
+	if r.Source == audit.SourceGenerator && r.Event == audit.EventCrosscheck && r.Crosscheck != nil {
+		a.crosschecks++
+		if !r.Crosscheck.Approved {
+			a.rejected++
+		}
+	}
+	if r.Source == audit.SourceGenerator && r.Event == audit.EventDivergenceCheck && r.Divergence != nil {
+		a.divergences++
+		if r.Divergence.DivergenceLevel == "significant" {
+			a.significant++
+		}
+	}
+}
+
+func (a *accumulator) figures(from, to string) Figures {
+	f := Figures{
+		From: from, To: to, Records: a.records, SmokeRecords: a.smoke,
+		Cache:                   Cache{Cached: a.cached, OK: a.ok, Regenerated: a.regenerated, HitRatio: ratio(a.cached, a.cached+a.regenerated)},
+		EmailFailureRate:        ratio(a.mailFailed, a.mailSent+a.mailFailed),
+		CrosscheckRejectionRate: ratio(a.rejected, a.crosschecks),
+		DivergenceRate:          ratio(a.significant, a.divergences),
+	}
+
+	f.Paid = Paid{Sessions: int64(len(a.sessions)), Records: a.paidRecords, RecordsBySource: a.paidBySource,
+		SessionsPerRecord: ratio(int64(len(a.sessions)), a.paidRecords)}
+	for _, s := range a.sessions {
+		if s.webhookRecords > 1 {
+			f.Paid.DoubleProcessed++
+		}
+	}
+
+	f.WebhookLatency = Latency{Method: "nearest-rank", Records: int64(len(a.webhookLatMS))}
+	if n := len(a.webhookLatMS); n > 0 {
+		slices.Sort(a.webhookLatMS)
+		p50, p95, top := nearestRank(a.webhookLatMS, 50), nearestRank(a.webhookLatMS, 95), a.webhookLatMS[n-1]
+		f.WebhookLatency.P50MS, f.WebhookLatency.P95MS, f.WebhookLatency.MaxMS = &p50, &p95, &top
+	}
+
+	f.Errors = Errors{Coverage: ratio(a.withDetail, a.failures), TopPatterns: []Pattern{}}
+	for p, n := range a.patterns {
+		f.Errors.TopPatterns = append(f.Errors.TopPatterns, Pattern{Pattern: p, Records: n})
+	}
+	slices.SortFunc(f.Errors.TopPatterns, func(x, y Pattern) int {
+		return cmp.Or(cmp.Compare(y.Records, x.Records), strings.Compare(x.Pattern, y.Pattern))
+	})
+	f.Errors.TopPatterns = f.Errors.TopPatterns[:min(len(f.Errors.TopPatterns), TopPatternCount)]
+
+	f.Revenue = a.revenue()
+	return f
+}
+
+// nearestRank is the p-th percentile of sorted (not empty) by the nearest
+// rank: the value at rank ceil(p/100 × n), counted from 1.
+func nearestRank(sorted []int64, p int) int64 {
+	rank := (p*len(sorted) + 99) / 100
+	return sorted[max(rank, 1)-1]
+}
+
+func (a *accumulator) revenue() Revenue {
+	type key struct{ date, tier, currency string }
+	rows := map[key]*RevenueRow{}
+	totals := map[string]*RevenueTotal{}
+	for id, s := range a.sessions {
+		if !s.live {
+			continue
+		}
+		k := key{s.date, s.tier, s.currency}
+		row := rows[k]
+		if row == nil {
+			row = &RevenueRow{Date: s.date, Tier: s.tier, Currency: s.currency}
+			rows[k] = row
+		}
+		t := totals[s.currency]
+		if t == nil {
+			t = &RevenueTotal{Currency: s.currency}
+			totals[s.currency] = t
+		}
+		refunded := a.refunded[id]
+		row.add(s.amount, refunded)
+		t.add(s.amount, refunded)
+	}
+	out := Revenue{Rows: []RevenueRow{}, Totals: []RevenueTotal{}}
+	for _, r := range rows {
+		out.Rows = append(out.Rows, *r)
+	}
+	slices.SortFunc(out.Rows, func(x, y RevenueRow) int {
+		return cmp.Or(strings.Compare(x.Date, y.Date), strings.Compare(x.Tier, y.Tier), strings.Compare(x.Currency, y.Currency))
+	})
+	for _, t := range totals {
+		out.Totals = append(out.Totals, *t)
+	}
+	slices.SortFunc(out.Totals, func(x, y RevenueTotal) int { return strings.Compare(x.Currency, y.Currency) })
+	return out
+}

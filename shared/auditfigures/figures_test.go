@@ -1,0 +1,357 @@
+package auditfigures_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/auditfigures"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// The two partition days of the seeded log, and one on each side of them.
+var (
+	day1   = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	day2   = time.Date(2026, 11, 21, 23, 30, 0, 0, time.UTC) // late: still the 21st in UTC
+	before = time.Date(2026, 11, 19, 12, 0, 0, 0, time.UTC)
+	after  = time.Date(2026, 11, 22, 0, 5, 0, 0, time.UTC)
+)
+
+// The seeded sessions.
+const (
+	sessA = "cs_live_a1webhookfirst000000000" // live quick, day 1: the webhook claims it
+	sessH = "cs_live_h8secondquick000000000"  // live quick, day 1: the webhook claims it, refunded in full
+	sessB = "cs_live_b2pagefirst00000000000"  // live full, day 2: the result page claims it first; refunded in part
+	sessC = "cs_test_c3testmode000000000000"  // test mode quick, day 1
+	sessD = "cs_test_d4smoke000000000000000"  // the smoke test's, day 2
+	sessE = "cs_live_e5reconciled0000000000"  // live quick, day 2: the health job claims it
+	sessF = "cs_live_f6dropped0000000000000"  // live quick, paid without a query, day 2
+	sessG = "cs_live_g7asyncfailed000000000"  // a delayed payment that failed, day 1
+	sessX = "cs_live_x9outsiderange0000000"   // paid on the day after the range
+	sessY = "cs_live_y0beforerange00000000"   // paid on the day before the range
+)
+
+// seed writes records with the audit log's own writer.
+type seed struct {
+	t *testing.T
+	w *audit.Writer
+}
+
+// rec is a record of session, created at created, with the payment fields
+// of a live quick session: each entry below changes what differs.
+func rec(session string, created time.Time, src audit.Source, ev audit.Event, st audit.Status, opts ...func(*audit.Record)) audit.Record {
+	r := audit.Record{
+		Timestamp: created.Add(time.Minute), SessionCreated: created, SessionID: session, Tier: "quick",
+		Status: st, Source: src, Event: ev, Livemode: strings.HasPrefix(session, "cs_live_"), AmountTotal: 100, Currency: "cad",
+		OrderStatus: "PAID",
+	}
+	for _, o := range opts {
+		o(&r)
+	}
+	return r
+}
+
+func latency(ms int64) func(*audit.Record) { return func(r *audit.Record) { r.LatencyMS = ms } }
+func detail(d string) func(*audit.Record) {
+	return func(r *audit.Record) { r.ErrorDetail = audit.Detail(d) }
+}
+func orderStatus(s string) func(*audit.Record) { return func(r *audit.Record) { r.OrderStatus = s } }
+func refunded(cents int64) func(*audit.Record) {
+	return func(r *audit.Record) { r.AmountRefunded = cents }
+}
+func smoke(r *audit.Record) { r.Smoke = true }
+func full(r *audit.Record)  { r.Tier, r.AmountTotal = "full", 500 }
+func crosscheck(approved bool) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Crosscheck = &audit.Crosscheck{VerdictLabel: "GREEN", CoherenceScore: 0.99, Threshold: 0.974, Phi: 0.042, Approved: approved, Flags: []string{}}
+	}
+}
+func divergence(level string) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Divergence = &audit.Divergence{OriginalVerdict: "GREEN", RegenVerdict: "AMBER", DivergenceLevel: level}
+	}
+}
+func attempt(n int) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Mail = &audit.MailAttempt{Kind: oracle.MailVerdict, Attempt: n, Transport: "ses"}
+	}
+}
+
+func (s seed) write(r audit.Record, id string) {
+	s.t.Helper()
+	if ok, err := s.w.Write(context.Background(), r, id); err != nil || !ok {
+		s.t.Fatalf("write %s: %v (written %v)", id, err, ok)
+	}
+}
+
+// writeLog seeds the log every figure is checked against.
+func writeLog(t *testing.T, w *audit.Writer) {
+	s := seed{t, w}
+	id := audit.RecordID
+	const regen = int64(1767225600)
+	paid := audit.EventCheckoutCompleted
+	verdict := audit.MailEvent(oracle.MailVerdict)
+
+	// A: claimed by its webhook, generated, crosschecked, emailed (one
+	// attempt, one delivery), loaded three times, then regenerated after its
+	// retention with a minor divergence.
+	s.write(rec(sessA, day1, audit.SourceWebhook, paid, audit.StatusOK, latency(1200)), id(sessA, audit.NamePaid))
+	s.write(rec(sessA, day1, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, orderStatus("READY")), id(sessA, audit.NameGenerated))
+	s.write(rec(sessA, day1, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusOK, crosscheck(true)), id(sessA, audit.NameCrosscheck, 1, 1))
+	s.write(rec(sessA, day1, audit.SourceEmailService, audit.EventMailAttempt, audit.StatusEmailSent, attempt(0)), id(sessA, audit.NameMailAttempt, oracle.MailVerdict, 0))
+	s.write(rec(sessA, day1, audit.SourceEmailService, verdict, audit.StatusEmailSent), id(sessA, audit.NameMail, oracle.MailVerdict))
+	for _, req := range []string{"req-1", "req-2", "req-3"} {
+		s.write(rec(sessA, day1, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, orderStatus("READY")), id(sessA, audit.NameServed, req))
+	}
+	s.write(rec(sessA, day1, audit.SourceGenerator, audit.EventVerdictRegenerated, audit.StatusRegenerated), id(sessA, audit.NameRegenerated, regen))
+	s.write(rec(sessA, day1, audit.SourceGenerator, audit.EventDivergenceCheck, audit.StatusOK, divergence("minor")), id(sessA, audit.NameDivergence, regen))
+
+	// H: another live quick session of day 1, claimed by its webhook, then
+	// refunded in full.
+	s.write(rec(sessH, day1, audit.SourceWebhook, paid, audit.StatusOK, latency(4000)), id(sessH, audit.NamePaid))
+	s.write(rec(sessH, day1, audit.SourceWebhook, audit.EventChargeRefunded, audit.StatusOK, orderStatus("REFUNDED"), refunded(100)), id(sessH, audit.NameRefunded))
+
+	// B: the customer reached the result page first, then the webhook came
+	// (the order READY by then); a failed generation attempt, a rejected
+	// and an approved crosscheck; its email failed twice, then for good.
+	s.write(rec(sessB, day2, audit.SourceResultPage, audit.EventLanding, audit.StatusOK, full, latency(300)), id(sessB, audit.NamePaid))
+	s.write(rec(sessB, day2, audit.SourceWebhook, paid, audit.StatusOK, full, latency(2500), orderStatus("READY")), id(sessB, audit.NamePaid))
+	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventGenerationFailed, audit.StatusError, full, detail("generation failed: timeout")), id(sessB, audit.NameAttempt, 1))
+	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusError, full, crosscheck(false),
+		detail("crosscheck rejected the reply: low_coherence")), id(sessB, audit.NameCrosscheck, 1, 1))
+	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusOK, full, crosscheck(true)), id(sessB, audit.NameCrosscheck, 1, 2))
+	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, full), id(sessB, audit.NameGenerated))
+	s.write(rec(sessB, day2, audit.SourceEmailService, audit.EventMailAttempt, audit.StatusEmailFailed, full, attempt(0),
+		detail("transient: SES answered 503 after 2 tries")), id(sessB, audit.NameMailAttempt, oracle.MailVerdict, 0))
+	s.write(rec(sessB, day2, audit.SourceEmailService, audit.EventMailAttempt, audit.StatusEmailFailed, full, attempt(1),
+		detail("transient: SES answered 502 after 3 tries")), id(sessB, audit.NameMailAttempt, oracle.MailVerdict, 1))
+	s.write(rec(sessB, day2, audit.SourceEmailService, verdict, audit.StatusEmailFailed, full,
+		detail("permanent: SES refused message 0100018c-1234-5678-9abc-def012345678 (400)")), id(sessB, audit.NameMail, oracle.MailVerdict))
+	// Then refunded in part, twice: Stripe's amount refunded is the total
+	// so far, 1.50 then 2.00.
+	for _, cents := range []int64{150, 200} {
+		s.write(rec(sessB, day2, audit.SourceWebhook, audit.EventChargeRefunded, audit.StatusError, full, orderStatus("READY"), refunded(cents),
+			detail("partial refund: 2.00 CAD of 5.00 CAD")), id(sessB, audit.NameRefundPartial, cents))
+	}
+
+	// C: test mode, claimed by its webhook after a delayed payment,
+	// emailed, regenerated with a significant divergence.
+	s.write(rec(sessC, day1, audit.SourceWebhook, audit.EventAsyncSucceeded, audit.StatusOK, latency(800)), id(sessC, audit.NamePaid))
+	s.write(rec(sessC, day1, audit.SourceEmailService, verdict, audit.StatusEmailSent), id(sessC, audit.NameMail, oracle.MailVerdict))
+	s.write(rec(sessC, day1, audit.SourceGenerator, audit.EventVerdictRegenerated, audit.StatusRegenerated), id(sessC, audit.NameRegenerated, regen))
+	s.write(rec(sessC, day1, audit.SourceGenerator, audit.EventDivergenceCheck, audit.StatusOK, divergence("significant")), id(sessC, audit.NameDivergence, regen))
+
+	// D: the smoke test's, everything in it odd, so that any record of it
+	// counted would show.
+	s.write(rec(sessD, day2, audit.SourceWebhook, paid, audit.StatusOK, smoke, latency(99999)), id(sessD, audit.NamePaid))
+	s.write(rec(sessD, day2, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, smoke), id(sessD, audit.NameGenerated))
+	s.write(rec(sessD, day2, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusError, smoke, crosscheck(false), detail("smoke")), id(sessD, audit.NameCrosscheck, 1, 1))
+	s.write(rec(sessD, day2, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, smoke), id(sessD, audit.NameServed, "req-1"))
+	s.write(rec(sessD, day2, audit.SourceEmailService, verdict, audit.StatusEmailFailed, smoke, detail("smoke")), id(sessD, audit.NameMail, oracle.MailVerdict))
+
+	// E: the health job claimed it (its webhook never came).
+	s.write(rec(sessE, day2, audit.SourceReconcile, audit.EventReconcile, audit.StatusOK, latency(50)), id(sessE, audit.NamePaid))
+
+	// F: paid without a query: a drop (paid all the same), and the notice
+	// sent.
+	s.write(rec(sessF, day2, audit.SourceWebhook, paid, audit.StatusError, orderStatus("DROPPED"), latency(600), detail("silent drop: missing_query")), id(sessF, audit.NameDropped))
+	s.write(rec(sessF, day2, audit.SourceEmailService, audit.MailEvent(oracle.MailSilentDrop), audit.StatusEmailSent, orderStatus("DROPPED")), id(sessF, audit.NameMail, oracle.MailSilentDrop))
+
+	// G: a delayed payment that failed.
+	s.write(rec(sessG, day1, audit.SourceWebhook, audit.EventAsyncFailed, audit.StatusError, orderStatus("PAYMENT_FAILED"), detail("delayed payment failed")), id(sessG, audit.NamePaymentFailed))
+
+	// A health run's record, which names no session.
+	run := audit.Record{Timestamp: day2, SessionCreated: day2, Status: audit.StatusOK, Source: audit.SourceHealth, Event: audit.EventHealthRun}
+	s.write(run, "health-run-20261121T233000.000000000Z")
+
+	// Outside the range: paid the day before and the day after.
+	s.write(rec(sessY, before, audit.SourceWebhook, paid, audit.StatusOK, latency(70000)), id(sessY, audit.NamePaid))
+	s.write(rec(sessX, after, audit.SourceWebhook, paid, audit.StatusOK, latency(70000)), id(sessX, audit.NamePaid))
+}
+
+func i64(n int64) *int64     { return &n }
+func f64(f float64) *float64 { return &f }
+
+// TestFiguresOfASeededLog checks every figure of a known log exactly.
+func TestFiguresOfASeededLog(t *testing.T) {
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	bucket := f.Ref("AuditBucket")
+	writeLog(t, audit.NewWriter(c, bucket))
+
+	// The range's ends are days: their times are ignored.
+	got, err := auditfigures.Compute(context.Background(), c, bucket, day1.Add(5*time.Hour), time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := auditfigures.Figures{
+		From: "2026-11-20", To: "2026-11-21",
+		Records: 32, SmokeRecords: 5,
+		Paid: auditfigures.Paid{
+			Sessions: 6, Records: 7,
+			RecordsBySource:   map[string]int64{"webhook": 5, "result_page": 1, "reconcile": 1},
+			SessionsPerRecord: auditfigures.Ratio{Numerator: 6, Denominator: 7, Value: f64(6.0 / 7)},
+			DoubleProcessed:   0,
+		},
+		// 600, 800, 1200, 2500, 4000: the ranks ceil(0.5×5) = 3 and ceil(0.95×5) = 5.
+		WebhookLatency: auditfigures.Latency{Method: "nearest-rank", Records: 5, P50MS: i64(1200), P95MS: i64(4000), MaxMS: i64(4000)},
+		Cache:          auditfigures.Cache{Cached: 3, OK: 2, Regenerated: 2, HitRatio: auditfigures.Ratio{Numerator: 3, Denominator: 5, Value: f64(0.6)}},
+		Errors: auditfigures.Errors{
+			Coverage: auditfigures.Ratio{Numerator: 9, Denominator: 9, Value: f64(1)},
+			TopPatterns: []auditfigures.Pattern{
+				{Pattern: "partial refund: #.# CAD of #.# CAD", Records: 2},
+				{Pattern: "transient: SES answered # after # tries", Records: 2},
+				{Pattern: "crosscheck rejected the reply: low_coherence", Records: 1},
+				{Pattern: "delayed payment failed", Records: 1},
+				{Pattern: "generation failed: timeout", Records: 1},
+				// "permanent: SES refused…" and "silent drop: missing_query" follow.
+			},
+		},
+		EmailFailureRate:        auditfigures.Ratio{Numerator: 1, Denominator: 4, Value: f64(0.25)},
+		CrosscheckRejectionRate: auditfigures.Ratio{Numerator: 1, Denominator: 3, Value: f64(1.0 / 3)},
+		DivergenceRate:          auditfigures.Ratio{Numerator: 1, Denominator: 2, Value: f64(0.5)},
+		Revenue: auditfigures.Revenue{
+			// The drop (F) was paid; H was refunded in full, B in part.
+			Rows: []auditfigures.RevenueRow{
+				{Date: "2026-11-20", Tier: "quick", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, RefundedSessions: 1, AmountRefunded: 100, AmountNet: 100}},
+				{Date: "2026-11-21", Tier: "full", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 500, RefundedSessions: 1, AmountRefunded: 200, AmountNet: 300}},
+				{Date: "2026-11-21", Tier: "quick", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}},
+			},
+			Totals: []auditfigures.RevenueTotal{{Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 5, AmountTotal: 900, RefundedSessions: 2, AmountRefunded: 300, AmountNet: 600}}},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		w, _ := json.MarshalIndent(want, "", "  ")
+		t.Fatalf("figures\n%s\nwant\n%s", g, w)
+	}
+
+	text := got.String()
+	for _, line := range []string{
+		"partition days 2026-11-20 to 2026-11-21",
+		"32 records; 5 smoke records left out",
+		"6 sessions from 7 paid records (reconcile 1, result_page 1, webhook 5)",
+		"p50 1200 ms, p95 4000 ms, max 4000 ms (5 records, nearest-rank)",
+		"60.0 % (3 of 5): 3 CACHED, 2 REGENERATED; 2 OK (first verdicts)",
+		"100.0 % (9 of 9) failure records",
+		"25.0 % (1 of 4) deliveries",
+		"33.3 % (1 of 3) crosschecks",
+		"50.0 % (1 of 2) regenerations",
+		"  2  transient: SES answered # after # tries",
+		"2026-11-20  quick  2         2.00 CAD  1.00 CAD (1)  1.00 CAD",
+		"2026-11-21  quick  2         2.00 CAD  none          2.00 CAD",
+		"total              5         9.00 CAD  3.00 CAD (2)  6.00 CAD",
+	} {
+		if !strings.Contains(text, line) {
+			t.Errorf("the text lacks %q:\n%s", line, text)
+		}
+	}
+	for _, leak := range []string{sessA, sessB} {
+		if strings.Contains(text, leak) {
+			t.Errorf("the text shows %q:\n%s", leak, text)
+		}
+	}
+}
+
+// TestEmptyRangeHasNoData: a range without records says "no data" for
+// every ratio and percentile, in the text and as JSON null, never NaN.
+func TestEmptyRangeHasNoData(t *testing.T) {
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	bucket := f.Ref("AuditBucket")
+	writeLog(t, audit.NewWriter(c, bucket))
+
+	oct := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	got, err := auditfigures.Compute(context.Background(), c, bucket, oct, oct.AddDate(0, 0, 30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := auditfigures.Figures{
+		From: "2026-10-01", To: "2026-10-31",
+		Paid:           auditfigures.Paid{RecordsBySource: map[string]int64{}},
+		WebhookLatency: auditfigures.Latency{Method: "nearest-rank"},
+		Errors:         auditfigures.Errors{TopPatterns: []auditfigures.Pattern{}},
+		Revenue:        auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("figures %+v, want %+v", got, want)
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"sessions_per_record", "hit_ratio", "detail_coverage", "email_failure_rate", "crosscheck_rejection_rate", "regeneration_divergence_rate"} {
+		if !bytes.Contains(b, []byte(`"`+name+`":{"numerator":0,"denominator":0,"value":null}`)) {
+			t.Errorf("%s is not an empty ratio with a null value: %s", name, b)
+		}
+	}
+	if !bytes.Contains(b, []byte(`"p50_ms":null,"p95_ms":null,"max_ms":null`)) || !bytes.Contains(b, []byte(`"top_patterns":[]`)) {
+		t.Errorf("empty latency or patterns: %s", b)
+	}
+	text := got.String()
+	if n := strings.Count(text, "no data"); n != 8 {
+		t.Errorf("%d figures say no data, want 8 (five ratios, the latency, the patterns, the revenue):\n%s", n, text)
+	}
+	if strings.Contains(strings.ToLower(text), "nan") {
+		t.Errorf("the text shows NaN:\n%s", text)
+	}
+}
+
+// TestUnreadableRecordFailsNamingItsKey: one object that is no record
+// fails the figures, naming its key with the session cut to 12
+// characters; nothing is computed over the rest.
+func TestUnreadableRecordFailsNamingItsKey(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	bucket := f.Ref("AuditBucket")
+	writeLog(t, audit.NewWriter(c, bucket))
+	key := "records/date=2026-11-21/source=webhook/cs_live_brokenrecord0000000.paid.json"
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(`{"timestamp": "yesterday"`),
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := auditfigures.Compute(ctx, c, bucket, day1, day2)
+	if err == nil {
+		t.Fatalf("an unreadable record gave figures: %+v", got)
+	}
+	if want := "records/date=2026-11-21/source=webhook/cs_live_brok….paid.json"; !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "brokenrecord") {
+		t.Fatalf("error %q does not name %s by its short form", err, want)
+	}
+
+	// A record that cannot be fetched fails the same way.
+	failing := failingGet{Client: c, key: audit.Key(rec(sessB, day2, audit.SourceWebhook, "", ""), audit.RecordID(sessB, audit.NamePaid))}
+	_, err = auditfigures.Compute(ctx, failing, bucket, day2, day2)
+	if !errors.Is(err, errDenied) || !strings.Contains(err.Error(), "records/date=2026-11-21/source=webhook/cs_live_b2pa….paid.json") {
+		t.Fatalf("error %v, want the denial naming the record", err)
+	}
+}
+
+var errDenied = errors.New("access denied")
+
+// failingGet refuses to read one key.
+type failingGet struct {
+	*s3.Client
+	key string
+}
+
+func (f failingGet) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if aws.ToString(in.Key) == f.key {
+		return nil, errDenied
+	}
+	return f.Client.GetObject(ctx, in, opts...)
+}

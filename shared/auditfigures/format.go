@@ -1,0 +1,102 @@
+package auditfigures
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// String is the ratio as Format writes it: a percentage and its counts.
+func (r Ratio) String() string {
+	if r.Value == nil {
+		return fmt.Sprintf("no data (%d of %d)", r.Numerator, r.Denominator)
+	}
+	return fmt.Sprintf("%.1f %% (%d of %d)", *r.Value*100, r.Numerator, r.Denominator)
+}
+
+// String is the figures as Format writes them.
+func (f Figures) String() string {
+	var b strings.Builder
+	_ = f.Format(&b)
+	return b.String()
+}
+
+// Format writes the figures for an operator's terminal: one line per
+// figure with its counts and its healthy value, then the top error
+// patterns and the revenue.
+func (f Figures) Format(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(tw, format+"\n", a...) }
+
+	p("Figures of the business, partition days %s to %s (UTC), from the audit log", f.From, f.To)
+	p("%d records; %d smoke records left out", f.Records, f.SmokeRecords)
+	p("")
+	p("figure\tvalue\thealthy")
+	var sources []string
+	for _, s := range slices.Sorted(maps.Keys(f.Paid.RecordsBySource)) {
+		sources = append(sources, fmt.Sprintf("%s %d", s, f.Paid.RecordsBySource[s]))
+	}
+	bySource := ""
+	if len(sources) > 0 {
+		bySource = " (" + strings.Join(sources, ", ") + ")"
+	}
+	p("paid sessions\t%d sessions from %d paid records%s\tone record each; two when the result page claimed first", f.Paid.Sessions, f.Paid.Records, bySource)
+	p("double-processed sessions\t%d with more than one webhook paid record\t0", f.Paid.DoubleProcessed)
+	p("webhook latency\t%s\tp95 under 1 s; none over 60 s", f.WebhookLatency)
+	p("cache-hit ratio\t%s: %d CACHED, %d REGENERATED; %d OK (first verdicts)\tnear 100 %%", f.Cache.HitRatio, f.Cache.Cached, f.Cache.Regenerated, f.Cache.OK)
+	p("error-detail coverage\t%s failure records\t100 %%", f.Errors.Coverage)
+	p("email failure rate\t%s deliveries\tnear 0 %%; look closer above 5 %%", f.EmailFailureRate)
+	p("crosscheck rejection rate\t%s crosschecks\tnear 0 %%", f.CrosscheckRejectionRate)
+	p("significant divergence rate\t%s regenerations\tunder 5 %%", f.DivergenceRate)
+	p("")
+	if len(f.Errors.TopPatterns) == 0 {
+		p("top error patterns: no data")
+	} else {
+		p("top error patterns (ids and numbers replaced)")
+		for _, e := range f.Errors.TopPatterns {
+			p("  %d\t%s", e.Records, e.Pattern)
+		}
+	}
+	p("")
+	if len(f.Revenue.Rows) == 0 {
+		p("revenue (live mode, each paid session once): no data")
+		return tw.Flush()
+	}
+	p("revenue (live mode, each paid session once)")
+	p("  date\ttier\tsessions\tpaid\trefunded\tnet")
+	for _, r := range f.Revenue.Rows {
+		p("  %s\t%s\t%d\t%s\t%s\t%s", r.Date, r.Tier, r.Sessions, amount(r.AmountTotal, r.Currency), refunds(r.Amounts, r.Currency), amount(r.AmountNet, r.Currency))
+	}
+	for _, t := range f.Revenue.Totals {
+		p("  total\t\t%d\t%s\t%s\t%s", t.Sessions, amount(t.AmountTotal, t.Currency), refunds(t.Amounts, t.Currency), amount(t.AmountNet, t.Currency))
+	}
+	return tw.Flush()
+}
+
+// String is the latency as Format writes it.
+func (l Latency) String() string {
+	if l.P50MS == nil {
+		return "no data (0 records)"
+	}
+	return fmt.Sprintf("p50 %d ms, p95 %d ms, max %d ms (%d records, %s)", *l.P50MS, *l.P95MS, *l.MaxMS, l.Records, l.Method)
+}
+
+// refunds writes what was refunded and of how many sessions.
+func refunds(a Amounts, currency string) string {
+	if a.RefundedSessions == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%s (%d)", amount(a.AmountRefunded, currency), a.RefundedSessions)
+}
+
+// amount writes minor units (cents) in their currency: "25.00 CAD".
+func amount(cents int64, currency string) string {
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	return fmt.Sprintf("%s%d.%02d %s", sign, cents/100, cents%100, strings.ToUpper(currency))
+}

@@ -1,0 +1,231 @@
+package auditfigures
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/shared/audit"
+)
+
+// memoryBucket is an S3 bucket in memory that lists three keys a page and
+// counts the reads in flight.
+type memoryBucket struct {
+	mu      sync.Mutex
+	objects map[string][]byte
+	delay   time.Duration
+
+	inFlight, maxInFlight atomic.Int64
+	gets                  atomic.Int64
+}
+
+func (m *memoryBucket) put(t *testing.T, r audit.Record, id string) {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.objects == nil {
+		m.objects = map[string][]byte{}
+	}
+	m.objects[audit.Key(r, id)] = b
+}
+
+func (m *memoryBucket) ListObjectsV2(_ context.Context, in *s3.ListObjectsV2Input, _ ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []string
+	for k := range m.objects {
+		if strings.HasPrefix(k, aws.ToString(in.Prefix)) && k > aws.ToString(in.ContinuationToken) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := &s3.ListObjectsV2Output{}
+	for i, k := range keys {
+		if i == 3 {
+			out.IsTruncated, out.NextContinuationToken = aws.Bool(true), aws.String(keys[i-1])
+			break
+		}
+		out.Contents = append(out.Contents, s3types.Object{Key: aws.String(k)})
+	}
+	return out, nil
+}
+
+func (m *memoryBucket) GetObject(ctx context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	m.gets.Add(1)
+	n := m.inFlight.Add(1)
+	defer m.inFlight.Add(-1)
+	for {
+		top := m.maxInFlight.Load()
+		if n <= top || m.maxInFlight.CompareAndSwap(top, n) {
+			break
+		}
+	}
+	select {
+	case <-time.After(m.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	m.mu.Lock()
+	b, ok := m.objects[aws.ToString(in.Key)]
+	m.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no such key")
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b))}, nil
+}
+
+var at = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+func paidRecord(session string, src audit.Source, latency int64) audit.Record {
+	ev := audit.EventCheckoutCompleted
+	switch src {
+	case audit.SourceResultPage:
+		ev = audit.EventLanding
+	case audit.SourceReconcile:
+		ev = audit.EventReconcile
+	}
+	return audit.Record{Timestamp: at, SessionCreated: at, SessionID: session, Tier: "quick", Status: audit.StatusOK, Source: src,
+		Event: ev, OrderStatus: "PAID", Livemode: true, AmountTotal: 100, Currency: "cad", LatencyMS: latency}
+}
+
+// TestReadsAreBoundedAndPagesFollowed: every record of the range is read,
+// through every page of every day's listing, never more than Concurrency
+// at once.
+func TestReadsAreBoundedAndPagesFollowed(t *testing.T) {
+	m := &memoryBucket{delay: 5 * time.Millisecond}
+	const n = 120
+	for i := range n {
+		r := paidRecord(fmt.Sprintf("cs_live_s%04d", i), audit.SourceWebhook, int64(i+1))
+		r.SessionCreated = at.AddDate(0, 0, i%3)
+		m.put(t, r, audit.RecordID(r.SessionID, audit.NamePaid))
+	}
+	f, err := Compute(context.Background(), m, "bucket", at, at.AddDate(0, 0, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Paid.Sessions != n || m.gets.Load() != n {
+		t.Fatalf("%d sessions from %d reads, want %d", f.Paid.Sessions, m.gets.Load(), n)
+	}
+	if top := m.maxInFlight.Load(); top > Concurrency || top < 2 {
+		t.Fatalf("%d reads at once, want between 2 and %d", top, Concurrency)
+	}
+	// 1..120 ms: the ranks 60 and 114.
+	if *f.WebhookLatency.P50MS != 60 || *f.WebhookLatency.P95MS != 114 || *f.WebhookLatency.MaxMS != 120 {
+		t.Fatalf("latency %s", f.WebhookLatency)
+	}
+}
+
+// TestDoubleProcessingAndMissingDetailShow: the figures that must stay at
+// zero and at 100 % move when the log shows what they watch for.
+func TestDoubleProcessingAndMissingDetailShow(t *testing.T) {
+	m := &memoryBucket{}
+	// Two webhook paid records of one session, as a claim without its
+	// idempotent record id would leave.
+	m.put(t, paidRecord("cs_live_twice", audit.SourceWebhook, 10), "cs_live_twice.paid")
+	m.put(t, paidRecord("cs_live_twice", audit.SourceWebhook, 20), "cs_live_twice.paid-again")
+	m.put(t, paidRecord("cs_live_twice", audit.SourceResultPage, 5), "cs_live_twice.paid")
+	m.put(t, paidRecord("cs_live_once", audit.SourceWebhook, 30), "cs_live_once.paid")
+	// A failure the schema check would have refused: no detail.
+	bare := paidRecord("cs_live_once", audit.SourceGenerator, 0)
+	bare.Event, bare.Status = audit.EventGenerationFailed, audit.StatusError
+	m.put(t, bare, "cs_live_once.attempt-1")
+	withDetail := bare
+	withDetail.ErrorDetail = audit.Detail("generation failed: cs_live_once answered 500 for hmac-sha256:00ff")
+	m.put(t, withDetail, "cs_live_once.attempt-2")
+
+	f, err := Compute(context.Background(), m, "bucket", at, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Paid.DoubleProcessed != 1 || f.Paid.Sessions != 2 || f.Paid.Records != 4 {
+		t.Errorf("paid %+v, want 2 sessions, 4 records, 1 processed twice", f.Paid)
+	}
+	// Revenue counts each session once, whatever its records.
+	if want := []RevenueTotal{{Currency: "cad", Amounts: Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}}}; !slices.Equal(f.Revenue.Totals, want) {
+		t.Errorf("revenue %+v, want %+v", f.Revenue.Totals, want)
+	}
+	if f.Errors.Coverage.String() != "50.0 % (1 of 2)" {
+		t.Errorf("coverage %s, want 1 of 2", f.Errors.Coverage)
+	}
+	if want := []Pattern{{Pattern: "generation failed: <id> answered # for <hash>", Records: 1}}; !slices.Equal(f.Errors.TopPatterns, want) {
+		t.Errorf("patterns %+v, want %+v", f.Errors.TopPatterns, want)
+	}
+}
+
+func TestRangeIsChecked(t *testing.T) {
+	m := &memoryBucket{}
+	if _, err := Compute(context.Background(), m, "b", at, at.AddDate(0, 0, -1)); err == nil || !strings.Contains(err.Error(), "ends (2026-11-19) before it starts (2026-11-20)") {
+		t.Errorf("a reversed range: %v", err)
+	}
+	if _, err := Compute(context.Background(), m, "b", at, at.AddDate(0, 0, MaxDays)); err == nil || !strings.Contains(err.Error(), "Athena") {
+		t.Errorf("a range over MaxDays: %v", err)
+	}
+	if _, err := Compute(context.Background(), m, "b", at, at.AddDate(0, 0, MaxDays-1)); err != nil {
+		t.Errorf("a range of MaxDays: %v", err)
+	}
+}
+
+func TestNormalise(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"generation failed: timeout", "generation failed: timeout"},
+		{"silent drop: missing_query", "silent drop: missing_query"},
+		{"amount mismatch: priced at 500_CAD for quick", "amount mismatch: priced at #_CAD for quick"},
+		{"Graph API returned 503", "Graph API returned #"},
+		{"order cs_test_a1B2c3 of event evt_1NxYz2 for pi_3AbC", "order <id> of event <id> for <id>"},
+		{"RequestID: 5b0fa4c2-3d1e-4f5a-9b8c-7d6e5f4a3b2c, status 429", "RequestID: <id>, status #"},
+		{"message 0100018c9f2b7a61deadbeefcafe-000000 refused", "message <id>-# refused"},
+		{"key hmac-sha256:0123456789abcdef0123456789abcdef", "key <hash>"},
+		{"focus_group words_with_underscores stay", "focus_group words_with_underscores stay"},
+	} {
+		if got := normalise(c.in); got != c.want {
+			t.Errorf("normalise(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestKeyNameCutsTheSession(t *testing.T) {
+	for key, want := range map[string]string{
+		"records/date=2026-11-20/source=webhook/cs_live_a1b2c3d4e5f6g7.paid.json": "records/date=2026-11-20/source=webhook/cs_live_a1b2….paid.json",
+		"records/date=2026-11-20/source=health/health-run-20261120T1.json":        "records/date=2026-11-20/source=health/health-run-20261120T1.json",
+		"records/date=2026-11-20/source=webhook/cs_live_a1b2.paid.json":           "records/date=2026-11-20/source=webhook/cs_live_a1b2.paid.json",
+	} {
+		if got := keyName(key); got != want {
+			t.Errorf("keyName(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestTemplatePatternsAreGos: the template's top-error-patterns query
+// normalises error_detail with the expression normalise is.
+func TestTemplatePatternsAreGos(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, ok := tmpl.Resources["TopErrorPatternsQuery"]
+	if !ok {
+		t.Fatal("the template has no TopErrorPatternsQuery")
+	}
+	text, _ := q.Properties["QueryString"].(string)
+	if want := sqlNormalise("error_detail"); !strings.Contains(text, want) {
+		t.Fatalf("the query does not normalise with\n  %s\nit reads\n%s", want, text)
+	}
+}

@@ -1,0 +1,153 @@
+package auditfigures
+
+// Figures are the figures of the business over a range of partition days.
+// Every ratio carries its numerator and denominator, and a ratio, a
+// percentile or a total with nothing to count says so (JSON null, "no
+// data"), never NaN or a zero that would read as a measurement.
+type Figures struct {
+	From string `json:"from"` // the first partition day, YYYY-MM-DD (UTC)
+	To   string `json:"to"`   // the last, included
+	// Records is how many records the figures are computed from;
+	// SmokeRecords how many smoke records were read and left out.
+	Records      int64 `json:"records"`
+	SmokeRecords int64 `json:"smoke_records_left_out"`
+
+	Paid           Paid    `json:"paid_sessions"`
+	WebhookLatency Latency `json:"webhook_latency"`
+	Cache          Cache   `json:"cache"`
+	Errors         Errors  `json:"errors"`
+	// EmailFailureRate is EMAIL_FAILED over EMAIL_SENT and EMAIL_FAILED
+	// among the deliveries (mail_<kind> records; each delivery's attempts,
+	// mail_attempt records, are not deliveries).
+	EmailFailureRate Ratio `json:"email_failure_rate"`
+	// CrosscheckRejectionRate is the tmm_crosscheck records not approved
+	// over all of them.
+	CrosscheckRejectionRate Ratio `json:"crosscheck_rejection_rate"`
+	// DivergenceRate is the regen_divergence_check records whose level is
+	// significant over all of them.
+	DivergenceRate Ratio   `json:"regeneration_divergence_rate"`
+	Revenue        Revenue `json:"revenue"`
+}
+
+// Ratio is Numerator over Denominator.
+type Ratio struct {
+	Numerator   int64 `json:"numerator"`
+	Denominator int64 `json:"denominator"`
+	// Value is Numerator/Denominator; null when Denominator is 0.
+	Value *float64 `json:"value"`
+}
+
+func ratio(n, d int64) Ratio {
+	r := Ratio{Numerator: n, Denominator: d}
+	if d != 0 {
+		v := float64(n) / float64(d)
+		r.Value = &v
+	}
+	return r
+}
+
+// Paid is the paid sessions against their paid records (VC-1): a paid
+// claim is a record of a Stripe payment event, of the result page's
+// landing or of the health job's reconciliation, status OK, whose order
+// is a paid one. A session the result page claimed first has two, the
+// page's and the webhook's, and counts once.
+type Paid struct {
+	Sessions int64 `json:"sessions"`
+	Records  int64 `json:"records"`
+	// RecordsBySource splits Records by the source that wrote them.
+	RecordsBySource map[string]int64 `json:"records_by_source"`
+	// SessionsPerRecord is Sessions over Records: 1 when every session was
+	// claimed by its webhook alone, lower when the result page claimed
+	// some first.
+	SessionsPerRecord Ratio `json:"sessions_per_record"`
+	// DoubleProcessed is the sessions with more than one paid record from
+	// the webhook: the spec's double-processing indicator, healthy at 0.
+	DoubleProcessed int64 `json:"double_processed_sessions"`
+}
+
+// Latency is latency_ms of the webhook's paid records (VC-2): nearest-rank
+// percentiles, the smallest value at least p % of the records do not
+// exceed. P50MS, P95MS and MaxMS are null when there is no record.
+type Latency struct {
+	Method  string `json:"method"`
+	Records int64  `json:"records"`
+	P50MS   *int64 `json:"p50_ms"`
+	P95MS   *int64 `json:"p95_ms"`
+	MaxMS   *int64 `json:"max_ms"`
+}
+
+// Cache is how verdicts reached readers: Cached the verdict API's loads of
+// a stored verdict (verdict_served, CACHED), OK the generator's first
+// verdicts (verdict_generated, OK), Regenerated the verdicts generated
+// again because none was stored any more (verdict_regenerated,
+// REGENERATED). HitRatio is Cached over Cached and Regenerated: of the
+// reads of a verdict, the share the store answered.
+type Cache struct {
+	Cached      int64 `json:"cached"`
+	OK          int64 `json:"ok"`
+	Regenerated int64 `json:"regenerated"`
+	HitRatio    Ratio `json:"hit_ratio"`
+}
+
+// Errors is the failure records (status ERROR or EMAIL_FAILED, each
+// attempt's included): Coverage is those carrying an error_detail over all
+// of them (VC-5, healthy at 100 %), TopPatterns the most frequent details
+// with ids and numbers replaced (Pattern), at most TopPatternCount, most
+// frequent first and alphabetically among equals.
+type Errors struct {
+	Coverage    Ratio     `json:"detail_coverage"`
+	TopPatterns []Pattern `json:"top_patterns"`
+}
+
+// TopPatternCount is how many error patterns Figures lists.
+const TopPatternCount = 5
+
+// Pattern is an error pattern and how many failure records have it.
+type Pattern struct {
+	Pattern string `json:"pattern"`
+	Records int64  `json:"records"`
+}
+
+// Revenue is what the live-mode paid sessions paid, each session once,
+// from its paid record's amount_total (in the currency's minor unit,
+// cents) and currency, and what Stripe refunded of it (the webhook's
+// charge.refunded records, full or partial, the largest of a session's):
+// by partition day, tier and currency, and in total per currency.
+type Revenue struct {
+	Rows   []RevenueRow   `json:"by_day_and_tier"`
+	Totals []RevenueTotal `json:"totals"`
+}
+
+// RevenueRow is one day's and tier's revenue in one currency.
+type RevenueRow struct {
+	Date     string `json:"date"`
+	Tier     string `json:"tier"`
+	Currency string `json:"currency"`
+	Amounts
+}
+
+// RevenueTotal is the range's revenue in one currency.
+type RevenueTotal struct {
+	Currency string `json:"currency"`
+	Amounts
+}
+
+// Amounts are a set of paid sessions' amounts: what they paid, how many
+// were refunded (fully or in part) and how much, and what stays.
+type Amounts struct {
+	Sessions         int64 `json:"sessions"`
+	AmountTotal      int64 `json:"amount_total"`
+	RefundedSessions int64 `json:"refunded_sessions"`
+	AmountRefunded   int64 `json:"amount_refunded"`
+	AmountNet        int64 `json:"amount_net"`
+}
+
+func (a *Amounts) add(paid, refunded int64) {
+	a.Sessions++
+	a.AmountTotal += paid
+	if refunded > 0 {
+		a.RefundedSessions++
+		a.AmountRefunded += refunded
+	}
+	a.AmountNet = a.AmountTotal - a.AmountRefunded
+}
