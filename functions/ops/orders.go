@@ -191,7 +191,7 @@ func (h *Handler) refund(ctx context.Context, r Request) (Answer, error) {
 	if refunds == nil {
 		return Answer{}, refuse("no Stripe key for %s-mode orders is configured", map[bool]string{true: "live", false: "test"}[o.Livemode])
 	}
-	refundID, outcome := o.RefundID, "already refunded"
+	refundID, outcome, made := o.RefundID, "already refunded", false
 	if o.Status != oracle.StatusRefunded {
 		re, err := refunds.RefundSession(ctx, o.SessionID, o.PaymentIntent)
 		switch {
@@ -201,17 +201,20 @@ func (h *Handler) refund(ctx context.Context, r Request) (Answer, error) {
 		case err != nil:
 			return Answer{}, err
 		default:
-			refundID, outcome = re.ID, "refunded "+re.ID
+			// Made now unless Stripe replayed an earlier request's.
+			refundID, outcome, made = re.ID, "refunded "+re.ID, !re.Replayed
 		}
 	}
-	_, changed, err := fulfil.Refunded(ctx, h.Orders, h.Mail, o.SessionID, store.Refund{ID: refundID, Amount: o.AmountTotal, By: store.RefundedByOperator})
+	// The refund's own event may have reached the webhook, and recorded
+	// it, before Stripe answered: this request still made the change.
+	_, recorded, err := fulfil.Refunded(ctx, h.Orders, h.Mail, o.SessionID, store.Refund{ID: refundID, Amount: o.AmountTotal, By: store.RefundedByOperator})
 	if err != nil {
 		return Answer{}, err
 	}
 	if err := h.record(ctx, r, o, outcome); err != nil {
 		return Answer{}, err
 	}
-	return Answer{Changed: changed, Message: fmt.Sprintf("%s: %s (%s); the order is REFUNDED and the customer gets the refund notice",
+	return Answer{Changed: made || recorded, Message: fmt.Sprintf("%s: %s (%s); the order is REFUNDED and the customer gets the refund notice",
 		oracle.ShortID(o.SessionID), outcome, oracle.FormatAmount(o.AmountTotal, o.Currency))}, nil
 }
 

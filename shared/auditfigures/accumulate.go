@@ -204,8 +204,15 @@ func (a *accumulator) revenue() Revenue {
 	type key struct{ date, tier, currency string }
 	rows := map[key]*RevenueRow{}
 	totals := map[string]*RevenueTotal{}
+	testMode := map[string]*RevenueTotal{}
 	for id, s := range a.sessions {
 		if !s.live {
+			t := testMode[s.currency]
+			if t == nil {
+				t = &RevenueTotal{Currency: s.currency}
+				testMode[s.currency] = t
+			}
+			t.add(s.amount, a.refunded[id])
 			continue
 		}
 		k := key{s.date, s.tier, s.currency}
@@ -223,16 +230,22 @@ func (a *accumulator) revenue() Revenue {
 		row.add(s.amount, refunded)
 		t.add(s.amount, refunded)
 	}
-	out := Revenue{Rows: []RevenueRow{}, Totals: []RevenueTotal{}}
+	out := Revenue{Rows: []RevenueRow{}, Totals: sortedTotals(totals), TestMode: sortedTotals(testMode)}
 	for _, r := range rows {
 		out.Rows = append(out.Rows, *r)
 	}
 	slices.SortFunc(out.Rows, func(x, y RevenueRow) int {
 		return cmp.Or(strings.Compare(x.Date, y.Date), strings.Compare(x.Tier, y.Tier), strings.Compare(x.Currency, y.Currency))
 	})
+	return out
+}
+
+// sortedTotals are totals by currency.
+func sortedTotals(totals map[string]*RevenueTotal) []RevenueTotal {
+	out := []RevenueTotal{}
 	for _, t := range totals {
-		out.Totals = append(out.Totals, *t)
+		out = append(out, *t)
 	}
-	slices.SortFunc(out.Totals, func(x, y RevenueTotal) int { return strings.Compare(x.Currency, y.Currency) })
+	slices.SortFunc(out, func(x, y RevenueTotal) int { return strings.Compare(x.Currency, y.Currency) })
 	return out
 }

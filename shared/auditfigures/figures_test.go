@@ -230,6 +230,8 @@ func TestFiguresOfASeededLog(t *testing.T) {
 				{Date: "2026-11-21", Tier: "quick", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}},
 			},
 			Totals: []auditfigures.RevenueTotal{{Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 5, AmountTotal: 900, RefundedSessions: 2, AmountRefunded: 300, AmountNet: 600}}},
+			// C, apart.
+			TestMode: []auditfigures.RevenueTotal{{Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 100, AmountNet: 100}}},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -253,6 +255,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		"2026-11-20  quick  2         2.00 CAD  1.00 CAD (1)  1.00 CAD",
 		"2026-11-21  quick  2         2.00 CAD  none          2.00 CAD",
 		"total              5         9.00 CAD  3.00 CAD (2)  6.00 CAD",
+		"test mode (no money moved)",
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("the text lacks %q:\n%s", line, text)
@@ -283,7 +286,7 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		Paid:           auditfigures.Paid{RecordsBySource: map[string]int64{}},
 		WebhookLatency: auditfigures.Latency{Method: "nearest-rank"},
 		Errors:         auditfigures.Errors{TopPatterns: []auditfigures.Pattern{}},
-		Revenue:        auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}},
+		Revenue:        auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}, TestMode: []auditfigures.RevenueTotal{}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("figures %+v, want %+v", got, want)

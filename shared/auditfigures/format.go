@@ -61,6 +61,9 @@ func (f Figures) Format(w io.Writer) error {
 		}
 	}
 	p("")
+	for _, t := range f.Revenue.TestMode {
+		p("test mode (no money moved)\t%d sessions\t%s paid\t%s refunded\t%s net", t.Sessions, amount(t.AmountTotal, t.Currency), refunds(t.Amounts, t.Currency), amount(t.AmountNet, t.Currency))
+	}
 	if len(f.Revenue.Rows) == 0 {
 		p("revenue (live mode, each paid session once): no data")
 		return tw.Flush()

@@ -116,6 +116,10 @@ type Pattern struct {
 type Revenue struct {
 	Rows   []RevenueRow   `json:"by_day_and_tier"`
 	Totals []RevenueTotal `json:"totals"`
+	// TestMode is the test-mode sessions' amounts per currency, apart:
+	// no money moved, but a stack in test mode (the local one) shows its
+	// payments and refunds add up.
+	TestMode []RevenueTotal `json:"test_mode_totals"`
 }
 
 // RevenueRow is one day's and tier's revenue in one currency.

@@ -26,6 +26,9 @@ type Refund struct {
 	ID     string
 	Amount int64
 	Status string
+	// Replayed is set when Stripe answered with the refund an earlier
+	// request of the same key made: this one made none.
+	Replayed bool
 }
 
 // RefundKey is the idempotency key of the full refund of a session: the
@@ -53,5 +56,6 @@ func (c *Refunds) RefundSession(ctx context.Context, sessionID, pi string) (Refu
 		}
 		return Refund{}, classify(err, "create refund")
 	}
-	return Refund{ID: r.ID, Amount: r.Amount, Status: string(r.Status)}, nil
+	replayed := r.LastResponse != nil && r.LastResponse.Header.Get("Idempotent-Replayed") == "true"
+	return Refund{ID: r.ID, Amount: r.Amount, Status: string(r.Status), Replayed: replayed}, nil
 }

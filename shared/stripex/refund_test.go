@@ -23,11 +23,11 @@ func TestARefundIsMadeOncePerSession(t *testing.T) {
 	}
 	refunds := stripex.NewRefunds(testKey, stripex.Options{BaseURL: f.url})
 	first, err := refunds.RefundSession(ctx, id, s.PaymentIntent)
-	if err != nil || first.Amount != oracle.TierFull.PriceCents() || first.Status != "succeeded" {
+	if err != nil || first.Amount != oracle.TierFull.PriceCents() || first.Status != "succeeded" || first.Replayed {
 		t.Fatalf("refund: %+v %v", first, err)
 	}
 	again, err := refunds.RefundSession(ctx, id, s.PaymentIntent)
-	if err != nil || again.ID != first.ID {
+	if err != nil || again.ID != first.ID || !again.Replayed {
 		t.Fatalf("the same refund again: %+v %v, want %s", again, err, first.ID)
 	}
 	// Past Stripe's 24 hours of idempotency keys, a second refund is refused.

@@ -32,32 +32,8 @@ func TestAMisPricedSessionIsHeld(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 
-	form := url.Values{
-		"mode":                                   {"payment"},
-		"success_url":                            {s.APIURL + "/oracle/result?session_id={CHECKOUT_SESSION_ID}"},
-		"line_items[0][price_data][currency]":    {"cad"},
-		"line_items[0][price_data][unit_amount]": {"100"},
-		"line_items[0][price_data][product_data][name]": {"Strategy Session"},
-		"line_items[0][quantity]":                       {"1"},
-		"metadata[tier]":                                {"strategy"},
-		"metadata[q0]":                                  {"Should I open a board game cafe?"},
-		"metadata[qn]":                                  {"1"},
-	}
-	req, _ := http.NewRequest("POST", s.StripeURL+"/v1/checkout/sessions", strings.NewReader(form.Encode()))
-	req.Header.Set("Authorization", "Bearer "+stack.FakeStripeKey)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	status, body, _ := send(t, http.DefaultClient, req)
-	var created struct{ ID, URL string }
-	if err := json.Unmarshal(body, &created); status != http.StatusOK || err != nil {
-		t.Fatalf("create the session: %d %s", status, body)
-	}
 	addr := fmt.Sprintf("mispriced-%d@example.com", time.Now().UnixNano())
-	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ = http.NewRequest("POST", created.URL, strings.NewReader(url.Values{"email": {addr}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if status, body, _ := send(t, client, req); status != http.StatusSeeOther {
-		t.Fatalf("pay: %d %s", status, body)
-	}
+	session := payRaw(t, s, 100, url.Values{"metadata[tier]": {"strategy"}, "metadata[q0]": {"Should I open a board game cafe?"}, "metadata[qn]": {"1"}}, addr)
 
 	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.AmountMismatch)) > 0 }) {
 		t.Fatalf("no AMOUNT_MISMATCH alert; alerts %q", s.Alerts())
@@ -77,15 +53,45 @@ func TestAMisPricedSessionIsHeld(t *testing.T) {
 	if len(subjects) != 1 || !strings.Contains(subjects[0], "order is being checked") {
 		t.Errorf("emails to the customer %q, want the payment review notice alone", subjects)
 	}
-	status, body, _ = send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+created.ID))
+	status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
 	if status != http.StatusAccepted || !strings.Contains(string(body), `"under_review"`) {
 		t.Errorf("verdict API: %d %s, want 202 under_review", status, body)
 	}
-	item := orderItem(t, s, created.ID)
+	item := orderItem(t, s, session)
 	if stringAttr(item, "status") != string(oracle.StatusHeld) || stringAttr(item, "failure") != oracle.HoldAmountMismatch {
 		t.Errorf("order %v, want HELD for %s", item, oracle.HoldAmountMismatch)
 	}
 	if _, ok := item["verdict"]; ok {
 		t.Error("a verdict was generated for a mis-priced payment")
 	}
+}
+
+// payRaw creates a Checkout Session in the fake Stripe as an integration
+// other than ours would (a Payment Link, a tampered client): amount cents
+// in CAD with the metadata given, then pays it as addr. It returns the
+// session id.
+func payRaw(t *testing.T, s *stack.Stack, amount int, metadata url.Values, addr string) string {
+	t.Helper()
+	form := url.Values{
+		"mode":                                   {"payment"},
+		"success_url":                            {s.APIURL + "/oracle/result?session_id={CHECKOUT_SESSION_ID}"},
+		"line_items[0][price_data][currency]":    {"cad"},
+		"line_items[0][price_data][unit_amount]": {fmt.Sprint(amount)},
+		"line_items[0][price_data][product_data][name]": {"Oracle verdict"},
+		"line_items[0][quantity]":                       {"1"},
+	}
+	for k, v := range metadata {
+		form[k] = v
+	}
+	var created struct{ ID, URL string }
+	if err := json.Unmarshal(stripeForm(t, s, "/v1/checkout/sessions", form), &created); err != nil {
+		t.Fatalf("create the session: %v", err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("POST", created.URL, strings.NewReader(url.Values{"email": {addr}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if status, body, _ := send(t, client, req); status != http.StatusSeeOther {
+		t.Fatalf("pay: %d %s", status, body)
+	}
+	return created.ID
 }
