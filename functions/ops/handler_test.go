@@ -250,6 +250,9 @@ func TestDeliverRegeneratesAHeldOrder(t *testing.T) {
 
 func TestListShowsWhatWaitsWithoutTheQuery(t *testing.T) {
 	e := newEnv(t)
+	if a := e.do(Request{Action: "list"}); !a.OK || a.Message != "nothing needs attention" || a.Text != "" {
+		t.Fatalf("list of a quiet stack: %+v", a)
+	}
 	e.claim("cs_test_waitingDropped", oracle.StatusDropped)
 	e.claim("cs_test_waitingFailed", oracle.StatusFailed)
 	e.claim("cs_test_allIsWell", oracle.StatusReady)

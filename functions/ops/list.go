@@ -68,16 +68,15 @@ func (h *Handler) list(ctx context.Context, _ Request) (Answer, error) {
 		rows = append(rows, Attention{Session: oracle.ShortID(d.SessionID), Status: "MAIL_DEAD_LETTER", Age: age(now, d.DeadAt),
 			Reason: fmt.Sprintf("the %s email was given up on (%s, %d tries): redrive the mail dead letters, or resend it", d.Kind, d.Class, len(d.Tries))})
 	}
+	if len(rows) == 0 {
+		return Answer{Message: "nothing needs attention", Data: rows}, nil
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-12s  %-16s  %5s  %s\n", "SESSION", "STATE", "AGE", "WHAT IT NEEDS")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%-12s  %-16s  %5s  %s\n", r.Session, r.Status, r.Age, r.Reason)
 	}
-	msg := fmt.Sprintf("%d orders need attention", len(rows))
-	if len(rows) == 0 {
-		msg = "nothing needs attention"
-	}
-	return Answer{Message: msg, Text: b.String(), Data: rows}, nil
+	return Answer{Message: fmt.Sprintf("%d orders need attention", len(rows)), Text: b.String(), Data: rows}, nil
 }
 
 // shown is `show`'s answer: the order's case, and its query when revealed.
