@@ -201,7 +201,10 @@ func (h *Handler) refund(ctx context.Context, r Request) (Answer, error) {
 		case err != nil:
 			return Answer{}, err
 		default:
-			// Made now unless Stripe replayed an earlier request's.
+			// Made now unless Stripe replayed an earlier request's (or
+			// the SDK's own retry of this one, when Stripe's first answer
+			// was lost: then a racing webhook may leave the answer saying
+			// nothing changed, though the refund is made and recorded).
 			refundID, outcome, made = re.ID, "refunded "+re.ID, !re.Replayed
 		}
 	}

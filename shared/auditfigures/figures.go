@@ -9,7 +9,8 @@
 // so it runs wherever S3 does (the local stack's moto included); the
 // template's Athena workgroup answers the same questions over long ranges
 // with its named queries. Records are streamed into counters, never kept:
-// what it holds grows with the paid sessions of the range, not its records.
+// what it holds grows with the paid sessions of the range (a few fields
+// and a latency each), not with its records.
 // Smoke records are left out of every figure.
 package auditfigures
 

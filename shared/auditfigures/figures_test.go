@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -143,7 +144,7 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	// so far, 1.50 then 2.00.
 	for _, cents := range []int64{150, 200} {
 		s.write(rec(sessB, day2, audit.SourceWebhook, audit.EventChargeRefunded, audit.StatusError, full, orderStatus("READY"), refunded(cents),
-			detail("partial refund: 2.00 CAD of 5.00 CAD")), id(sessB, audit.NameRefundPartial, cents))
+			detail(fmt.Sprintf("partial refund: %d_CAD of 500_CAD", cents))), id(sessB, audit.NameRefundPartial, cents))
 	}
 
 	// C: test mode, claimed by its webhook after a delayed payment,
@@ -211,7 +212,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		Errors: auditfigures.Errors{
 			Coverage: auditfigures.Ratio{Numerator: 9, Denominator: 9, Value: f64(1)},
 			TopPatterns: []auditfigures.Pattern{
-				{Pattern: "partial refund: #.# CAD of #.# CAD", Records: 2},
+				{Pattern: "partial refund: #_CAD of #_CAD", Records: 2},
 				{Pattern: "transient: SES answered # after # tries", Records: 2},
 				{Pattern: "crosscheck rejected the reply: low_coherence", Records: 1},
 				{Pattern: "delayed payment failed", Records: 1},

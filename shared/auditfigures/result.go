@@ -48,8 +48,8 @@ func ratio(n, d int64) Ratio {
 
 // Paid is the paid sessions against their paid records (VC-1): a paid
 // claim is a record of a Stripe payment event, of the result page's
-// landing or of the health job's reconciliation, status OK, whose order
-// is a paid one. A session the result page claimed first has two, the
+// landing or of the health job's reconciliation whose order is a paid
+// one, whatever its status (a drop or a held amount is ERROR). A session the result page claimed first has two, the
 // page's and the webhook's, and counts once.
 type Paid struct {
 	Sessions int64 `json:"sessions"`

@@ -148,6 +148,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 	t.Run("quarantine, deliver cleaned: one email", func(t *testing.T) {
 		// Six leaks in a full verdict: more than the filter replaces alone.
 		post(t, s.GeminiURL+"/_control", `{"leak_terms":["TMM"]}`)
+		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) }) // not into the next subtest
 		to := addr("quarantine")
 		session := pay(t, s, "full", "Should I open a second bakery across town?", to)
 		waitStatus(t, s, session, oracle.StatusQuarantined)
@@ -204,6 +205,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 	t.Run("fail, refund: one refund, one email", func(t *testing.T) {
 		// The model refuses the request: the order FAILED at once.
 		post(t, s.GeminiURL+"/_control", `{"status":400}`)
+		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) })
 		to := addr("refund")
 		session := pay(t, s, "quick", "Should I rent a food truck for the summer?", to)
 		waitStatus(t, s, session, oracle.StatusFailed)
