@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/casefile"
 	"42sisters.ai/oracle/shared/oracle"
@@ -92,11 +91,6 @@ type Sender interface {
 // Auditor appends audit records (audit.Recorder).
 type Auditor interface {
 	Require(ctx context.Context, r audit.Record, id string) error
-}
-
-// Alerter raises operator alerts.
-type Alerter interface {
-	Raise(ctx context.Context, a alert.Alert)
 }
 
 // Handler runs the operator's actions.

@@ -21,6 +21,11 @@ func TestSampleEvents(t *testing.T) {
 		"payment-link-idea.json":                 200,
 		"silent-drop-missing-tier.json":          200,
 		"unsigned.json":                          400,
+		// Stripe's money events, for the sample session's payment intent
+		// (pi_sample): answered whether or not its order exists yet.
+		"charge-refunded.json":           200,
+		"charge-dispute-created.json":    200,
+		"radar-early-fraud-warning.json": 200,
 	}
 	files, err := filepath.Glob("../../events/webhook/*.json")
 	if err != nil || len(files) != len(want) {

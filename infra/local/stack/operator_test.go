@@ -65,28 +65,23 @@ func waitStatus(t *testing.T, s *stack.Stack, session string, want oracle.Status
 	}
 }
 
-// subjectsWith counts the subjects that hold part.
-func subjectsWith(subjects []string, part string) int {
+// count counts the subjects that are such.
+func count(subjects []string, such func(string) bool) int {
 	n := 0
 	for _, s := range subjects {
-		if strings.Contains(s, part) {
+		if such(s) {
 			n++
 		}
 	}
 	return n
 }
 
-// verdictEmails counts the verdicts among the subjects: "Your Oracle
-// Verdict", where every notice about a verdict says more.
-func verdictEmails(subjects []string) int {
-	n := 0
-	for _, s := range subjects {
-		if strings.HasSuffix(s, " Verdict") {
-			n++
-		}
-	}
-	return n
-}
+// isVerdict tells a verdict email, "Your Oracle Verdict", from the notices
+// about one, whose subjects say more.
+func isVerdict(subject string) bool { return strings.HasSuffix(subject, " Verdict") }
+
+// isRefund tells the refund notice.
+func isRefund(subject string) bool { return strings.Contains(subject, "has been refunded") }
 
 // refundEvents counts the fake Stripe's charge.refunded events of a
 // payment intent: one per refund it made.
@@ -143,7 +138,6 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	q := sqs.NewFromConfig(s.AWS)
 	addr := func(name string) string { return fmt.Sprintf("ops-%s-%d@example.com", name, time.Now().UnixNano()) }
-	const refundMail = "has been refunded"
 
 	t.Run("quarantine, deliver cleaned: one email", func(t *testing.T) {
 		// Six leaks in a full verdict: more than the filter replaces alone.
@@ -166,7 +160,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 		mails := mailbox(t, s.APIURL, to)
 		verdicts := 0
 		for _, m := range mails {
-			if verdictEmails([]string{m.Subject}) == 1 {
+			if isVerdict(m.Subject) {
 				verdicts++
 				if strings.Contains(m.Text+m.HTML, "TMM") || !strings.Contains(m.Text, "our analysis") {
 					t.Errorf("the delivered verdict is not the cleaned one:\n%s", m.Text)
@@ -194,7 +188,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 			t.Fatalf("rerun again: %s", a.raw)
 		}
 		drained(ctx, t, q, s)
-		if n := verdictEmails(mailboxNow(t, s.APIURL, to)); n != 1 {
+		if n := count(mailboxNow(t, s.APIURL, to), isVerdict); n != 1 {
 			t.Fatalf("%d verdict emails, want 1: %q", n, mailboxNow(t, s.APIURL, to))
 		}
 		if item := orderItem(t, s, session); stringAttr(item, "verdict_hash") == "" {
@@ -227,7 +221,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 		if item := orderItem(t, s, session); stringAttr(item, "refunded_by") != "operator" {
 			t.Errorf("refunded by %q, want operator", stringAttr(item, "refunded_by"))
 		}
-		if n := subjectsWith(mailboxNow(t, s.APIURL, to), refundMail); n != 1 {
+		if n := count(mailboxNow(t, s.APIURL, to), isRefund); n != 1 {
 			t.Fatalf("%d refund emails, want 1: %q", n, mailboxNow(t, s.APIURL, to))
 		}
 		_, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
@@ -251,7 +245,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 		if got := alertsOf(s, alert.Refunded); len(got) != 1 || !strings.Contains(got[0], "Dashboard") {
 			t.Fatalf("REFUNDED alerts %q, want one", got)
 		}
-		if n := subjectsWith(mailboxNow(t, s.APIURL, to), refundMail); n != 1 {
+		if n := count(mailboxNow(t, s.APIURL, to), isRefund); n != 1 {
 			t.Fatalf("%d refund emails, want 1", n)
 		}
 		if item := orderItem(t, s, session); stringAttr(item, "refunded_by") != "stripe" {
