@@ -47,15 +47,7 @@ func (l *Ledger) Seen(ctx context.Context, key string) (bool, error) {
 	if out.Item == nil {
 		return false, nil
 	}
-	exp, ok := out.Item["expires_at"].(*types.AttributeValueMemberN)
-	if !ok {
-		return true, nil
-	}
-	var sec int64
-	if _, err := fmt.Sscan(exp.Value, &sec); err != nil {
-		return true, nil
-	}
-	return sec > l.now().Unix(), nil
+	return !expired(out.Item, l.now()), nil
 }
 
 // Mark records key for ttl; first is false when a live record already

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -57,76 +56,14 @@ type Try struct {
 // and recorded as failed. It returns a token, or ErrAlreadySent,
 // ErrAttemptSpent, or ErrMailInFlight while another attempt's lease lives.
 func (o *Orders) ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, attempt int, lease time.Duration) (string, error) {
-	a := attrsOf(kind)
-	now := o.now().UTC()
-	// The token is the claim's lease, so a retried request whose first
-	// attempt took the claim still gets it.
-	r, err := condwrite.UpdateLease(ctx, o.db, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(o.table),
-		Key:              key(sessionID),
-		UpdateExpression: aws.String("SET #until = :until, #tok = :wid"),
-		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(#sent) AND " +
-			"(attribute_not_exists(#until) OR #until < :nowms) AND (attribute_not_exists(#next) OR #next <= :attempt)"),
-		ExpressionAttributeNames: map[string]string{"#sent": a.sent, "#until": a.leaseUntil, "#tok": a.lease, "#next": a.nextAttempt},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":until":   number(now.Add(lease).UnixMilli()),
-			":nowms":   number(now.UnixMilli()),
-			":attempt": number(int64(attempt)),
-		},
-	}, a.lease)
-	if err != nil {
-		return "", fmt.Errorf("claim %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
-	}
-	if r.Applied {
-		return r.Token, nil
-	}
-	if r.Current == nil {
-		return "", fmt.Errorf("claim %s mail for %s: no such order", kind, oracle.ShortID(sessionID))
-	}
-	if _, done := r.Current[a.sent]; done {
-		return "", ErrAlreadySent
-	}
-	if next, ok := r.Current[a.nextAttempt].(*types.AttributeValueMemberN); ok {
-		if n, err := strconv.Atoi(next.Value); err == nil && n > attempt {
-			return "", ErrAttemptSpent
-		}
-	}
-	return "", ErrMailInFlight
+	return o.delivery(sessionID, kind).claim(ctx, attempt, lease)
 }
 
 // MailSent closes the delivery, by the holder of the claim only: result is
 // the transport's message id, or why nothing left; state is how far the
 // email got ("" when it was never sent: no address, quarantined).
 func (o *Orders) MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, result string, state oracle.MailState) error {
-	a := attrsOf(kind)
-	now := o.now().UTC()
-	set := "SET #sent = :now, #msg = :msg, updated_at = :now"
-	values := map[string]types.AttributeValue{
-		":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
-		":msg":   &types.AttributeValueMemberS{Value: result},
-		":token": &types.AttributeValueMemberS{Value: token},
-	}
-	names := map[string]string{"#sent": a.sent, "#until": a.leaseUntil, "#tok": a.lease, "#msg": a.messageID, "#nextat": a.nextAt}
-	if state != "" {
-		set += ", #state = :state"
-		names["#state"] = a.state
-		values[":state"] = &types.AttributeValueMemberS{Value: string(state)}
-	}
-	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(o.table),
-		Key:                       key(sessionID),
-		UpdateExpression:          aws.String(set + " REMOVE #until, #tok, #nextat"),
-		ConditionExpression:       aws.String("#tok = :token"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	})
-	if condwrite.ConditionFailed(err) {
-		return fmt.Errorf("record %s mail for %s: %w", kind, oracle.ShortID(sessionID), ErrLeaseLost)
-	}
-	if err != nil {
-		return fmt.Errorf("record %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
-	}
-	return nil
+	return o.delivery(sessionID, kind).sent(ctx, token, result, state)
 }
 
 // MailFailed records a failed attempt, by the holder of the claim only,
@@ -136,73 +73,20 @@ func (o *Orders) MailSent(ctx context.Context, sessionID string, kind oracle.Mai
 // failure is permanent): the delivery is closed as undeliverable. It
 // returns every failed attempt recorded so far, this one included.
 func (o *Orders) MailFailed(ctx context.Context, sessionID string, kind oracle.MailKind, token string, try Try, nextAt time.Time) ([]Try, error) {
-	a := attrsOf(kind)
-	now := o.now().UTC()
-	entry, err := attributevalue.MarshalMap(try)
-	if err != nil {
-		return nil, fmt.Errorf("record failed %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
-	}
-	names := map[string]string{"#until": a.leaseUntil, "#tok": a.lease, "#next": a.nextAttempt, "#tries": a.tries, "#nextat": a.nextAt}
-	values := map[string]types.AttributeValue{
-		":now":   &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
-		":token": &types.AttributeValueMemberS{Value: token},
-		":next":  number(int64(try.Attempt + 1)),
-		":try":   &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: entry}}},
-		":none":  &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
-	}
-	set := "SET #next = :next, #tries = list_append(if_not_exists(#tries, :none), :try), updated_at = :now, write_id = :wid"
-	remove := " REMOVE #until, #tok"
-	if nextAt.IsZero() {
-		set += ", #sent = :now, #msg = :dead, #state = :undeliverable"
-		remove += ", #nextat"
-		names["#sent"], names["#msg"], names["#state"] = a.sent, a.messageID, a.state
-		values[":dead"] = &types.AttributeValueMemberS{Value: "undeliverable"}
-		values[":undeliverable"] = &types.AttributeValueMemberS{Value: string(oracle.MailUndeliverable)}
-	} else {
-		set += ", #nextat = :nextat"
-		values[":nextat"] = &types.AttributeValueMemberS{Value: nextAt.UTC().Format(time.RFC3339Nano)}
-	}
-	r, err := condwrite.Update(ctx, o.db, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(o.table),
-		Key:                       key(sessionID),
-		UpdateExpression:          aws.String(set + remove),
-		ConditionExpression:       aws.String("#tok = :token"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record failed %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
-	}
-	if !r.Applied {
-		return nil, fmt.Errorf("record failed %s mail for %s: %w", kind, oracle.ShortID(sessionID), ErrLeaseLost)
-	}
-	var tries []Try
-	if err := attributevalue.Unmarshal(r.Current[a.tries], &tries); err != nil {
-		return nil, fmt.Errorf("read failed %s mail attempts for %s: %w", kind, oracle.ShortID(sessionID), err)
-	}
-	return tries, nil
+	return o.delivery(sessionID, kind).failed(ctx, token, try, nextAt)
 }
 
 // ReleaseMail gives up a claim without spending its attempt (the account
 // could not send, or the send was never tried), so the same attempt may be
 // made again.
 func (o *Orders) ReleaseMail(ctx context.Context, sessionID string, kind oracle.MailKind, token string) error {
-	a := attrsOf(kind)
-	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(o.table),
-		Key:                      key(sessionID),
-		UpdateExpression:         aws.String("REMOVE #until, #tok"),
-		ConditionExpression:      aws.String("#tok = :token"),
-		ExpressionAttributeNames: map[string]string{"#until": a.leaseUntil, "#tok": a.lease},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":token": &types.AttributeValueMemberS{Value: token},
-		},
-	})
-	if err != nil && !condwrite.ConditionFailed(err) {
-		return fmt.Errorf("release %s mail for %s: %w", kind, oracle.ShortID(sessionID), err)
-	}
-	return nil
+	return o.delivery(sessionID, kind).release(ctx, token)
+}
+
+// delivery is the order's delivery of the mail of kind.
+func (o *Orders) delivery(sessionID string, kind oracle.MailKind) delivery {
+	return delivery{db: o.db, table: o.table, key: key(sessionID), mustExist: "session_id", a: attrsOf(kind),
+		name: fmt.Sprintf("%s mail for %s", kind, oracle.ShortID(sessionID)), now: o.now}
 }
 
 // mailMoves lists the states a feedback event may move an email from: a
