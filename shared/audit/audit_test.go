@@ -75,6 +75,33 @@ func TestValidate(t *testing.T) {
 			r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("send to bob@example.org failed")
 		}, false},
 		{"no event", func(r *audit.Record) { r.Event = "" }, false},
+		{"operator action on no order", func(r *audit.Record) {
+			r.Source, r.SessionID, r.Event = audit.SourceOperator, "", audit.EventOperator
+			r.Operator = &audit.Operator{Action: "seal", AuthorisedBy: "ana", Reason: "daily"}
+		}, true},
+		{"operator action on no order, unknown status", func(r *audit.Record) {
+			r.Source, r.SessionID, r.Event, r.Status = audit.SourceOperator, "", audit.EventOperator, "MAYBE"
+			r.Operator = &audit.Operator{Action: "seal", AuthorisedBy: "ana", Reason: "daily"}
+		}, false},
+		{"inbox message naming no order", func(r *audit.Record) {
+			r.Source, r.SessionID, r.Event = audit.SourceInbox, "", audit.EventInboxMessage
+			r.Inbox = &audit.InboxMessage{MessageKey: "k", Domain: "example.com", Via: "ses", Outcome: "acknowledged"}
+		}, true},
+		{"inbox message naming its order", func(r *audit.Record) {
+			r.Source, r.Event = audit.SourceInbox, audit.EventInboxMessage
+			r.Inbox = &audit.InboxMessage{MessageKey: "k", Domain: "example.com", Via: "ses", Outcome: "cooldown"}
+		}, true},
+		{"inbox record without its message", func(r *audit.Record) {
+			r.Source, r.SessionID, r.Event = audit.SourceInbox, "", audit.EventInboxMessage
+		}, false},
+		{"inbox message without event", func(r *audit.Record) {
+			r.Source, r.SessionID, r.Event = audit.SourceInbox, "", ""
+			r.Inbox = &audit.InboxMessage{MessageKey: "k", Domain: "example.com", Via: "ses", Outcome: "acknowledged"}
+		}, false},
+		{"inbox message with a bad session", func(r *audit.Record) {
+			r.Source, r.SessionID, r.Event = audit.SourceInbox, "pi_123", audit.EventInboxMessage
+			r.Inbox = &audit.InboxMessage{MessageKey: "k", Domain: "example.com", Via: "ses", Outcome: "acknowledged"}
+		}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

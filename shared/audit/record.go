@@ -45,10 +45,13 @@ const (
 	SourceHealth Source = "health"
 	// SourceOperator: an action of the operator through the ops function.
 	SourceOperator Source = "operator"
+	// SourceInbox: a message that reached the support inbox, and the
+	// autoresponse to it; a record names the message's order when it has one.
+	SourceInbox Source = "inbox"
 )
 
 var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true,
-	SourceReconcile: true, SourceHealth: true, SourceOperator: true}
+	SourceReconcile: true, SourceHealth: true, SourceOperator: true, SourceInbox: true}
 
 // Sources returns every source, sorted: the values the audit table's
 // source partition takes.
@@ -107,6 +110,23 @@ type Record struct {
 	Mail *MailAttempt `json:"mail,omitempty"`
 	// Operator is set on operator_action records.
 	Operator *Operator `json:"operator,omitempty"`
+	// Inbox is set on the support inbox's records.
+	Inbox *InboxMessage `json:"inbox,omitempty"`
+}
+
+// InboxMessage is a message the support inbox received, as its records
+// keep it: its key (a keyed hash of its Message-ID) and its sender's
+// domain, never the address, the subject or the body. The sender's keyed
+// hash is the record's email field.
+type InboxMessage struct {
+	MessageKey string `json:"message_key"`
+	Domain     string `json:"sender_domain"`
+	// Via is where the message was read: ses (received by SES) or graph
+	// (a Microsoft 365 mailbox polled through Graph).
+	Via string `json:"via"`
+	// Outcome is what was done: "acknowledged" (an autoresponse queued), or
+	// why none was (a skip reason: automatic, cooldown, no_reply...).
+	Outcome string `json:"outcome"`
 }
 
 // Operator is one action of the operator: what was done, who authorised it
@@ -202,14 +222,18 @@ func (r Record) Validate() error {
 
 // encode validates r and returns the JSON it is written as.
 func (r Record) encode() ([]byte, error) {
+	// A record names its session, except a health run's (never), an
+	// operator action on no one order (a queue's redrive, a seal) and an
+	// inbox message that names no order.
+	optional := r.Source == SourceOperator || r.Source == SourceInbox
 	switch {
 	case r.Timestamp.IsZero() || r.SessionCreated.IsZero():
 		return nil, fmt.Errorf("audit record: timestamp or session_created is missing")
 	case r.Source == SourceHealth && r.SessionID != "":
 		return nil, fmt.Errorf("audit record: a health run's record names no session")
-	case r.Source == SourceOperator && r.SessionID == "":
-		// An operator action on no one order (a queue's redrive, a seal).
-	case r.Source != SourceHealth && !oracle.ValidSessionID(r.SessionID):
+	case r.Source == SourceInbox && r.Inbox == nil:
+		return nil, fmt.Errorf("audit record: an inbox record names its message")
+	case r.Source != SourceHealth && !(optional && r.SessionID == "") && !oracle.ValidSessionID(r.SessionID):
 		return nil, fmt.Errorf("audit record: session_id is invalid")
 	case !sources[r.Source]:
 		return nil, fmt.Errorf("audit record: unknown source %q", r.Source)

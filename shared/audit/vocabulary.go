@@ -54,6 +54,12 @@ const (
 	// that had no order; EventHealthRun is one run of the health job.
 	EventReconcile Event = "reconcile"
 	EventHealthRun Event = "health_run"
+
+	// EventInboxMessage is a message that reached the support inbox, with
+	// what was done about it; EventAutoresponse the delivery of its
+	// acknowledgement (each attempt is an EventMailAttempt).
+	EventInboxMessage Event = "inbox_message"
+	EventAutoresponse Event = "mail_autoresponse"
 )
 
 // MailEvent is the event of one delivery of a mail kind ("mail_verdict").
@@ -95,7 +101,18 @@ const (
 	// being a digest of what was asked, so the same request twice is
 	// recorded once.
 	NameOperator RecordName = "operator"
+
+	// An inbox message's records, named with InboxRecordID: its receipt,
+	// and the delivery of its autoresponse (NameMail-autoresponse, with
+	// NameMailAttempt-autoresponse-<attempt> for each attempt).
+	NameReceived RecordName = "received"
 )
+
+// InboxRecordID is the id of a record of the inbox message whose key is
+// messageKey: "inbox-<key>.<name>", then "-<part>" for each part.
+func InboxRecordID(messageKey string, name RecordName, parts ...any) string {
+	return RecordID("inbox-"+messageKey, name, parts...)
+}
 
 // RecordID is the id of session's record of name: "<session>.<name>", then
 // "-<part>" for each part.

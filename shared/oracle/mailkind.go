@@ -14,7 +14,12 @@ const (
 	MailRefund     MailKind = "refund"      // the payment was refunded in full
 )
 
-// MailKinds is every mail kind.
+// MailAutoresponse is the support inbox's acknowledgement of a message the
+// customer wrote: owed to a message, not to an order, so it is not one of
+// MailKinds.
+const MailAutoresponse MailKind = "autoresponse"
+
+// MailKinds is every mail kind an order owes.
 func MailKinds() []MailKind {
 	return []MailKind{MailVerdict, MailSilentDrop, MailFailed, MailReview, MailDivergence, MailRefund}
 }

@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,17 +34,39 @@ const (
 )
 
 // Job is one message on the generate or mail queue. It carries no email
-// address and no query: consumers read the order by session id.
+// address and no query: consumers read the order by session id, or the
+// stored message an autoresponse answers by its key.
 type Job struct {
-	SessionID string          `json:"session_id"`
+	SessionID string          `json:"session_id,omitempty"`
 	Reason    Reason          `json:"reason,omitempty"` // generate jobs
 	Kind      oracle.MailKind `json:"kind,omitempty"`   // mail jobs
-	Attempt   int             `json:"attempt"`
-	NotBefore *time.Time      `json:"not_before,omitempty"`
+	// Inbox is, on an autoresponse job, the key of the received message in
+	// the inbox bucket; the mailer reads the sender from it at send time.
+	Inbox     string     `json:"inbox,omitempty"`
+	Attempt   int        `json:"attempt"`
+	NotBefore *time.Time `json:"not_before,omitempty"`
 }
+
+// inboxKey is the form of a stored message's key: what the inbox function
+// and the local stack write ("inbound/<id>").
+var inboxKey = regexp.MustCompile(`^inbound/[A-Za-z0-9._-]{1,160}$`)
 
 // Validate checks a job's fields.
 func (j Job) Validate() error {
+	if j.Kind == oracle.MailAutoresponse {
+		switch {
+		case !inboxKey.MatchString(j.Inbox) || strings.Contains(j.Inbox, ".."):
+			return fmt.Errorf("autoresponse job has an invalid inbox key")
+		case j.SessionID != "" || j.Reason != "":
+			return fmt.Errorf("autoresponse job names a session or reason")
+		case j.Attempt < 0:
+			return fmt.Errorf("job has a negative attempt")
+		}
+		return nil
+	}
+	if j.Inbox != "" {
+		return fmt.Errorf("job names an inbox message but is no autoresponse")
+	}
 	if !oracle.ValidSessionID(j.SessionID) {
 		return fmt.Errorf("job has an invalid session_id")
 	}
@@ -138,7 +162,15 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 		in.DelaySeconds = delaySeconds(j.NotBefore.Sub(s.now()))
 	}
 	if _, err := s.sqs.SendMessage(ctx, in); err != nil {
-		return fmt.Errorf("send job for %s: %w", oracle.ShortID(j.SessionID), err)
+		return fmt.Errorf("send job for %s: %w", j.subject(), err)
 	}
 	return nil
+}
+
+// subject names what the job is for in errors and logs.
+func (j Job) subject() string {
+	if j.Kind == oracle.MailAutoresponse {
+		return "inbox message " + strings.TrimPrefix(j.Inbox, "inbound/")
+	}
+	return oracle.ShortID(j.SessionID)
 }

@@ -37,6 +37,13 @@ func TestParse(t *testing.T) {
 		{"neither", `{"session_id":"cs_test_abc","attempt":0}`, false},
 		{"unknown reason", `{"session_id":"cs_test_abc","reason":"because","attempt":0}`, false},
 		{"negative attempt", `{"session_id":"cs_test_abc","reason":"paid","attempt":-1}`, false},
+		{"autoresponse", `{"kind":"autoresponse","inbox":"inbound/0100abc-def","attempt":1}`, true},
+		{"autoresponse without its message", `{"kind":"autoresponse","attempt":0}`, false},
+		{"autoresponse outside the inbox prefix", `{"kind":"autoresponse","inbox":"records/x","attempt":0}`, false},
+		{"autoresponse climbing out of its prefix", `{"kind":"autoresponse","inbox":"inbound/..","attempt":0}`, false},
+		{"autoresponse naming a session", `{"session_id":"cs_test_abc","kind":"autoresponse","inbox":"inbound/m","attempt":0}`, false},
+		{"autoresponse with a negative attempt", `{"kind":"autoresponse","inbox":"inbound/m","attempt":-1}`, false},
+		{"an order's mail naming an inbox message", `{"session_id":"cs_test_abc","kind":"verdict","inbox":"inbound/m","attempt":0}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

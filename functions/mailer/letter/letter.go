@@ -16,8 +16,10 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"unicode"
 	"unicode/utf8"
 
+	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -273,6 +275,25 @@ func checkURL(s string) error {
 		return errors.New("the result page URL contains white space")
 	}
 	return nil
+}
+
+// autoresponseTemplate names the acknowledgement's files.
+const autoresponseTemplate = "autoresponse"
+
+// maxReplySubject bounds the subject an autoresponse echoes, in runes.
+const maxReplySubject = 200
+
+// Autoresponse renders the support inbox's acknowledgement of a message
+// whose subject was subject: the canonical text, under the message's own
+// subject with "Re: " once. The echoed subject loses its control
+// characters (a header cannot be split through it) and is kept short.
+func Autoresponse(b Brand, subject string) (Message, error) {
+	subject = strings.Join(strings.FieldsFunc(subject, unicode.IsControl), " ")
+	if utf8.RuneCountInString(subject) > maxReplySubject {
+		subject = string([]rune(subject)[:maxReplySubject])
+	}
+	d := linkData{Brand: b.withDefaults(), Subject: inbox.ReplySubject(subject)}
+	return message(d.Subject, autoresponseTemplate+".txt", autoresponseTemplate+".html", d)
 }
 
 // noticeData is what the silent-drop notice templates see.

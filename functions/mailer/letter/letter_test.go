@@ -293,7 +293,7 @@ func TestHTMLCarriesTheTextContent(t *testing.T) {
 
 func TestLinkIsPresent(t *testing.T) {
 	for name, m := range samples(t) {
-		if name == "notice" {
+		if name == "notice" || name == "autoresponse" { // they answer no order
 			continue
 		}
 		line := "\n\nView your verdict online: "
@@ -498,7 +498,7 @@ func TestBrand(t *testing.T) {
 
 func TestSamplesCoverEveryTierAndVerdict(t *testing.T) {
 	all := samples(t)
-	if len(all) != len(oracle.Tiers())*4+1+len(Notices()) {
+	if len(all) != len(oracle.Tiers())*4+1+len(Notices())+1 {
 		t.Fatalf("%d samples", len(all))
 	}
 	for _, tier := range oracle.Tiers() {
@@ -517,14 +517,43 @@ func TestSamplesCoverEveryTierAndVerdict(t *testing.T) {
 
 // roots are the templates the code executes, by template set.
 var roots = map[string][]string{
-	".txt":  {verdictSubject, verdictText, noticeSubject, noticeText},
-	".html": {verdictHTML, noticeHTML},
+	".txt":  {verdictSubject, verdictText, noticeSubject, noticeText, autoresponseTemplate + ".txt"},
+	".html": {verdictHTML, noticeHTML, autoresponseTemplate + ".html"},
 }
 
 func init() {
 	for _, name := range Notices() {
 		roots[".txt"] = append(roots[".txt"], name+" subject", name+".txt")
 		roots[".html"] = append(roots[".html"], name+".html")
+	}
+}
+
+// The acknowledgement is the canonical text, verbatim, under the
+// message's subject with "Re: " once (V3, V9).
+func TestAutoresponseCarriesTheCanonicalText(t *testing.T) {
+	const canonical = "Your inquiry has been received by the 42Sisters.AI Oracle. Expect a response within 24 hours. " +
+		"Thank you for reaching out. — 42 Sisters AI · oracle@42sisters.ai"
+	for _, tc := range []struct{ subject, want string }{
+		{"Question about my verdict", "Re: Question about my verdict"},
+		{"Re: Hello", "Re: Hello"},
+		{"RE: Hello", "RE: Hello"},
+		{"", "Re: your message"},
+		{"Two\r\nBcc: lines", "Re: Two Bcc: lines"},
+		{strings.Repeat("é", 300), "Re: " + strings.Repeat("é", maxReplySubject)},
+	} {
+		m, err := Autoresponse(DefaultBrand(), tc.subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject != tc.want {
+			t.Errorf("subject of %q = %q, want %q", tc.subject, m.Subject, tc.want)
+		}
+		if m.Text != canonical+"\n" {
+			t.Errorf("text = %q, want the canonical %q", m.Text, canonical)
+		}
+		if !strings.Contains(m.HTML, "Expect a response within 24 hours.") || !strings.Contains(m.HTML, "oracle@42sisters.ai") {
+			t.Errorf("the HTML alternative lacks the text: %s", m.HTML)
+		}
 	}
 }
 

@@ -91,5 +91,10 @@ func Samples() ([]Sample, error) {
 		}
 		out = append(out, Sample{Name: name, Message: m})
 	}
+	m, err = Autoresponse(DefaultBrand(), "Question about my verdict")
+	if err != nil {
+		return nil, fmt.Errorf("sample autoresponse: %w", err)
+	}
+	out = append(out, Sample{Name: "autoresponse", Message: m})
 	return out, nil
 }
