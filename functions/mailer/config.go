@@ -22,6 +22,8 @@ type settings struct {
 	// the review notice.
 	QuarantineBucket string
 	MailQueue        string
+	// InboxBucket holds the received messages autoresponses answer.
+	InboxBucket string
 	BaseURL          string
 	StripeLive       string // the key for live sessions, if any
 	StripeTest       string // the key for test sessions, if any
@@ -53,6 +55,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		AlertsTopic:      env.String("ALERTS_TOPIC_ARN"),
 		QuarantineBucket: env.String("QUARANTINE_BUCKET"),
 		MailQueue:        env.String("MAIL_QUEUE_URL"),
+		InboxBucket:      env.String("INBOX_BUCKET"),
 		BaseURL:          env.URL("BASE_URL"),
 		StripeAPIBase:    env.Optional("STRIPE_API_BASE", ""),
 		Brand: letter.Brand{

@@ -32,10 +32,21 @@ type Orders interface {
 	QuarantineReady(ctx context.Context, sessionID string, q store.Quarantine) (bool, error)
 }
 
-// Ledger keeps the mail dead letters and the suppression list (shared/store).
+// Ledger keeps the mail dead letters, the suppression list, which session
+// each sent email was, and the autoresponses' deliveries (shared/store).
 type Ledger interface {
 	RecordMailDeadLetter(ctx context.Context, d store.MailDeadLetter, ttl time.Duration) (bool, error)
 	Suppressed(ctx context.Context, emailHash string) (bool, error)
+	RecordSentMessage(ctx context.Context, messageID, sessionID string, ttl time.Duration) error
+	ClaimReply(ctx context.Context, key string, attempt int, lease, ttl time.Duration) (string, error)
+	ReplySent(ctx context.Context, key, token, result string) error
+	ReplyFailed(ctx context.Context, key, token string, try store.Try, nextAt time.Time) ([]store.Try, error)
+	ReleaseReply(ctx context.Context, key, token string) error
+}
+
+// Received reads a message the support inbox received (shared/inbox).
+type Received interface {
+	Get(ctx context.Context, key string) ([]byte, time.Time, error)
 }
 
 // Sessions retrieves Checkout Sessions, for the recipient at send time.
@@ -90,6 +101,12 @@ type Handler struct {
 	BlockedRetry time.Duration
 	// DeadLetterRetention is how long a mail dead-letter record is kept.
 	DeadLetterRetention time.Duration
+	// SentRetention is how long the session of each sent email is
+	// remembered, for replies to find their order; ReplyRetention how long
+	// an autoresponse's delivery record is kept.
+	SentRetention, ReplyRetention time.Duration
+	// Inbox reads the received messages autoresponses answer.
+	Inbox Received
 	// Audit writes the mailer's records, alerting when one is lost.
 	Audit  *audit.Recorder
 	Alerts Alerter
@@ -114,6 +131,15 @@ type Handler struct {
 // live send is never taken over.
 const DefaultLease = time.Minute
 
+// DefaultSentRetention is how long the session of a sent email is
+// remembered: replies come within days, rarely after months.
+const DefaultSentRetention = 90 * 24 * time.Hour
+
+// DefaultReplyRetention is how long an autoresponse's delivery record is
+// kept: past its last retry, and past the inbox bucket's expiry of the
+// message it answers, so no redelivered job can send it again.
+const DefaultReplyRetention = 60 * 24 * time.Hour
+
 // DefaultBlockedRetry is how often a job parked while the account cannot
 // send tries again: often enough that mail resumes soon after the fix, and
 // within one SQS delay, so a parked job needs no hops.
@@ -129,6 +155,9 @@ type task struct {
 	token string
 	// hash is the keyed hash of the message, the same on every attempt.
 	hash string
+	// reply is set on an autoresponse's task, which answers a received
+	// message instead of an order.
+	reply *reply
 }
 
 // Handle processes a batch and reports the records that failed, so that
@@ -149,7 +178,11 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			Detail: "unreadable message on the mail queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
-	return h.run(ctx, &task{job: job, started: h.Now(), log: h.Log.With(obs.Session(job.SessionID), "kind", job.Kind, "attempt", job.Attempt)})
+	t := &task{job: job, started: h.Now(), log: h.Log.With(obs.Session(job.SessionID), "kind", job.Kind, "attempt", job.Attempt)}
+	if job.Kind == oracle.MailAutoresponse {
+		t.log = h.Log.With("kind", job.Kind, "attempt", job.Attempt)
+	}
+	return h.run(ctx, t)
 }
 
 // run does what the job calls for, given its order.
@@ -161,6 +194,9 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 		}
 		t.log.Debug("mail job not due yet; sent on", "attempt", t.job.Attempt, "not_before", t.job.NotBefore.UTC().Format(time.RFC3339))
 		return nil
+	}
+	if t.job.Kind == oracle.MailAutoresponse {
+		return h.autorespond(ctx, t)
 	}
 	order, found, err := h.Orders.Get(ctx, t.job.SessionID)
 	if err != nil {
@@ -191,21 +227,7 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		return err
 	}
 	token, err := h.Orders.ClaimMail(ctx, o.SessionID, kind, t.job.Attempt, h.Lease)
-	switch {
-	case errors.Is(err, store.ErrAlreadySent):
-		t.log.Info("mail already sent; duplicate job acknowledged")
-		return nil
-	case errors.Is(err, store.ErrAttemptSpent):
-		t.log.Info("this attempt was already made; duplicate job acknowledged")
-		return nil
-	case errors.Is(err, store.ErrMailInFlight):
-		// The holder's own job is acknowledged only once it has settled
-		// the attempt (sent, or the next one queued, or parked); if the
-		// holder dies, SQS brings that job back after its lease. So this
-		// duplicate is not needed.
-		t.log.Info("another job holds this attempt; duplicate acknowledged")
-		return nil
-	case err != nil:
+	if done, err := claimed(t, err); done || err != nil {
 		return err
 	}
 	t.token = token
@@ -252,6 +274,10 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		return h.giveUp(ctx, t, err, oc, to)
 	}
 	h.close(ctx, t, id, oracle.MailSent)
+	if err := h.Ledger.RecordSentMessage(ctx, id, o.SessionID, h.SentRetention); err != nil {
+		// The reply still finds its order when it quotes the result link.
+		t.log.Warn("remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
+	}
 	h.auditMail(ctx, t, audit.StatusEmailSent, nil, to)
 	t.log.Info("mail sent")
 	return nil
@@ -282,7 +308,7 @@ func (h *Handler) retryLater(ctx context.Context, t *task, cause error, wait tim
 		h.release(ctx, t)
 		return fmt.Errorf("queue attempt %d: %w", next.Attempt, err)
 	}
-	if _, err := h.Orders.MailFailed(ctx, t.order.SessionID, t.job.Kind, t.token, h.try(t, cause, failedAt), at); err != nil {
+	if _, err := h.failed(ctx, t, h.try(t, cause, failedAt), at); err != nil {
 		// The next attempt is queued and claims once this lease ends.
 		t.log.Error("recording the failed attempt failed", "error", err.Error())
 	}
@@ -297,8 +323,8 @@ func (h *Handler) retryLater(ctx context.Context, t *task, cause error, wait tim
 func (h *Handler) park(ctx context.Context, t *task, cause error) error {
 	h.release(ctx, t)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.EmailBlocked,
-		Detail: "the account cannot send (" + cause.Error() + "); mail jobs such as the " + string(t.job.Kind) + " email of " +
-			oracle.ShortID(t.order.SessionID) + " are parked and try again every " + h.BlockedRetry.String()})
+		Detail: "the account cannot send (" + cause.Error() + "); mail jobs such as " + t.what() +
+			" are parked and try again every " + h.BlockedRetry.String()})
 	at := h.Now().Add(h.BlockedRetry)
 	job := t.job
 	job.NotBefore = &at
@@ -316,7 +342,7 @@ func (h *Handler) park(ctx context.Context, t *task, cause error) error {
 func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, to string) error {
 	o, kind := t.order, t.job.Kind
 	try := h.try(t, cause, h.Now())
-	tries, err := h.Orders.MailFailed(ctx, o.SessionID, kind, t.token, try, time.Time{})
+	tries, err := h.failed(ctx, t, try, time.Time{})
 	if err != nil {
 		// The record still goes out: the attempt is what it says.
 		t.log.Error("closing the undeliverable email failed", "error", err.Error())
@@ -363,14 +389,64 @@ func (h *Handler) transportOf(err error) string {
 // nothing left) and the email's state. A failure is logged: the audit
 // record and the alert still say what happened.
 func (h *Handler) close(ctx context.Context, t *task, result string, state oracle.MailState) {
-	if err := h.Orders.MailSent(ctx, t.order.SessionID, t.job.Kind, t.token, result, state); err != nil {
+	var err error
+	if t.reply != nil {
+		err = h.Ledger.ReplySent(ctx, t.reply.key, t.token, result)
+	} else {
+		err = h.Orders.MailSent(ctx, t.order.SessionID, t.job.Kind, t.token, result, state)
+	}
+	if err != nil {
 		t.log.Error("recording the delivery failed", "result", result, "error", err.Error())
 	}
 }
 
 // release gives up the task's claim without spending its attempt.
 func (h *Handler) release(ctx context.Context, t *task) {
-	if err := h.Orders.ReleaseMail(ctx, t.order.SessionID, t.job.Kind, t.token); err != nil {
+	var err error
+	if t.reply != nil {
+		err = h.Ledger.ReleaseReply(ctx, t.reply.key, t.token)
+	} else {
+		err = h.Orders.ReleaseMail(ctx, t.order.SessionID, t.job.Kind, t.token)
+	}
+	if err != nil {
 		t.log.Error("releasing the delivery failed", "error", err.Error())
 	}
+}
+
+// failed records the task's failed attempt; a zero nextAt closes the
+// delivery as undeliverable.
+func (h *Handler) failed(ctx context.Context, t *task, try store.Try, nextAt time.Time) ([]store.Try, error) {
+	if t.reply != nil {
+		return h.Ledger.ReplyFailed(ctx, t.reply.key, t.token, try, nextAt)
+	}
+	return h.Orders.MailFailed(ctx, t.order.SessionID, t.job.Kind, t.token, try, nextAt)
+}
+
+// what names the task's email for the operator.
+func (t *task) what() string {
+	if t.reply != nil {
+		return "the autoresponse to inbox message " + oracle.Clip(t.reply.key, 12)
+	}
+	return "the " + string(t.job.Kind) + " email of " + oracle.ShortID(t.order.SessionID)
+}
+
+// claimed judges a claim's error: done when the job has nothing left to do
+// (its email sent, its attempt made, or held by another job).
+func claimed(t *task, err error) (done bool, _ error) {
+	switch {
+	case errors.Is(err, store.ErrAlreadySent):
+		t.log.Info("mail already sent; duplicate job acknowledged")
+		return true, nil
+	case errors.Is(err, store.ErrAttemptSpent):
+		t.log.Info("this attempt was already made; duplicate job acknowledged")
+		return true, nil
+	case errors.Is(err, store.ErrMailInFlight):
+		// The holder's own job is acknowledged only once it has settled
+		// the attempt (sent, or the next one queued, or parked); if the
+		// holder dies, SQS brings that job back after its lease. So this
+		// duplicate is not needed.
+		t.log.Info("another job holds this attempt; duplicate acknowledged")
+		return true, nil
+	}
+	return false, err
 }

@@ -33,6 +33,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -104,6 +105,7 @@ func newEnv(t *testing.T) *env {
 		Orders:   e.orders,
 		Ledger:   e.ledger,
 		Schedule: schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour, TransportName: "SES",
+		SentRetention: DefaultSentRetention, ReplyRetention: DefaultReplyRetention, Inbox: inbox.NewMessages(e.s3, f.Ref("InboxBucket")),
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
 		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
 

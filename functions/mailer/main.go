@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/coldstart"
+	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
@@ -27,7 +28,7 @@ func main() {
 	fn.Check(err, "the content filter's block list is unusable")
 	db := awsenv.NewTables(aws)
 	queues := queue.NewClient(aws)
-	buckets := awsenv.S3(aws) // the audit log and the quarantine bucket
+	buckets := awsenv.S3(aws) // the audit log, the quarantine and inbox buckets
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	var transport Transport = &mail.SES{Client: mail.NewClient(aws), ConfigurationSet: cfg.ConfigurationSet, Now: time.Now}
@@ -45,6 +46,9 @@ func main() {
 		Schedule:            cfg.Schedule,
 		BlockedRetry:        cfg.BlockedRetry,
 		DeadLetterRetention: cfg.DeadLetterRetention,
+		SentRetention:       DefaultSentRetention,
+		ReplyRetention:      DefaultReplyRetention,
+		Inbox:               inbox.NewMessages(buckets, cfg.InboxBucket),
 		Audit:               &audit.Recorder{Writer: audit.NewWriter(buckets, cfg.AuditBucket), Alerts: alerts, Log: log},
 		Alerts:              alerts,
 		Filter:              filter,

@@ -130,17 +130,37 @@ func (m *memOrders) ReleaseMail(_ context.Context, id string, kind oracle.MailKi
 	return nil
 }
 
-// memLedger keeps the mail dead letters and the suppression list.
+// memLedger keeps the mail dead letters, the suppression list and the
+// sent messages; the autoresponse tests use the real Ledger (handler_test).
 type memLedger struct {
 	mu         sync.Mutex
 	dead       map[string]store.MailDeadLetter
 	suppressed map[string]bool
-	fail       error // when set, every dead-letter write fails with it
+	sent       map[string]string // message id -> session
+	fail       error             // when set, every dead-letter write fails with it
 }
 
 func newMemLedger() *memLedger {
-	return &memLedger{dead: map[string]store.MailDeadLetter{}, suppressed: map[string]bool{}}
+	return &memLedger{dead: map[string]store.MailDeadLetter{}, suppressed: map[string]bool{}, sent: map[string]string{}}
 }
+
+func (l *memLedger) RecordSentMessage(_ context.Context, messageID, sessionID string, _ time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sent[messageID] = sessionID
+	return nil
+}
+
+var errNoReplies = errors.New("memLedger keeps no autoresponses")
+
+func (l *memLedger) ClaimReply(context.Context, string, int, time.Duration, time.Duration) (string, error) {
+	return "", errNoReplies
+}
+func (l *memLedger) ReplySent(context.Context, string, string, string) error { return errNoReplies }
+func (l *memLedger) ReplyFailed(context.Context, string, string, store.Try, time.Time) ([]store.Try, error) {
+	return nil, errNoReplies
+}
+func (l *memLedger) ReleaseReply(context.Context, string, string) error { return errNoReplies }
 
 func (l *memLedger) RecordMailDeadLetter(_ context.Context, d store.MailDeadLetter, _ time.Duration) (bool, error) {
 	l.mu.Lock()

@@ -160,6 +160,26 @@ const (
 	// payment no order has. Look it up in Stripe's Dashboard: another
 	// product on the account, or an order lost before its claim.
 	ChargeUnknown Kind = "CHARGE_UNKNOWN"
+
+	// InboxMessage (WARN): a message reached the support inbox. The
+	// detail shows the sender's keyed hash and domain, the subject
+	// (shortened, and withheld when the content filter stops it) and
+	// whether it was acknowledged; the alert names its order when the
+	// message replies to one of our emails or names a session. Read it in
+	// the mailbox and answer within 24 hours.
+	InboxMessage Kind = "INBOX_MESSAGE"
+	// InboxSeeded (INFO): the polled mailbox was read for the first time;
+	// the unread messages already there were recorded as seen, with no
+	// alert and no autoresponse. Read them in the mailbox.
+	InboxSeeded Kind = "INBOX_SEEDED"
+	// InboxUnreadable (ERROR): the inbox could not be read (Graph refused
+	// or failed, or a stored message could not be fetched); no message
+	// is lost, the next poll or SES's retry reads it again.
+	InboxUnreadable Kind = "INBOX_UNREADABLE"
+	// AutoresponseFailed (WARN while retried, ERROR once given up): the
+	// acknowledgement of an inbox message failed. A given-up one is not
+	// sent: answer the message by hand.
+	AutoresponseFailed Kind = "AUTORESPONSE_FAILED"
 )
 
 // Kinds is every kind, in the order above.
@@ -171,5 +191,6 @@ func Kinds() []Kind {
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
 		SmokePassed, SmokeFailed, Refunded, PartialRefund, DisputeOpened, EarlyFraudWarning, ChargeUnknown,
+		InboxMessage, InboxSeeded, InboxUnreadable, AutoresponseFailed,
 	}
 }
