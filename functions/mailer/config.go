@@ -23,13 +23,13 @@ type settings struct {
 	QuarantineBucket string
 	MailQueue        string
 	// InboxBucket holds the received messages autoresponses answer.
-	InboxBucket string
-	BaseURL          string
-	StripeLive       string // the key for live sessions, if any
-	StripeTest       string // the key for test sessions, if any
-	StripeAPIBase    string // empty in production: the real Stripe API
-	Brand            letter.Brand
-	Hasher           *audit.Hasher
+	InboxBucket   string
+	BaseURL       string
+	StripeLive    string // the key for live sessions, if any
+	StripeTest    string // the key for test sessions, if any
+	StripeAPIBase string // empty in production: the real Stripe API
+	Brand         letter.Brand
+	Hasher        *audit.Hasher
 	// Transport is "ses" (the default) or "graph"; SES sends through the
 	// ConfigurationSet, whose events say what became of each email.
 	Transport        string
