@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -87,4 +89,27 @@ func AlertTap(tb testing.TB, cfg aws.Config, topicARN, region, account string) f
 	}
 	url := aws.ToString(q.QueueUrl)
 	return func() []string { return Drain(tb, c, url) }
+}
+
+// TableItems reads every item of table, each as the JSON of its attribute
+// values: for the privacy sweeps, which look for what no item may hold.
+func TableItems(tb testing.TB, cfg aws.Config, table string) []string {
+	tb.Helper()
+	var out []string
+	p := dynamodb.NewScanPaginator(dynamodb.NewFromConfig(cfg), &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			tb.Fatalf("scan %s: %v", table, err)
+		}
+		for _, item := range page.Items {
+			var m map[string]any
+			if err := attributevalue.UnmarshalMap(item, &m); err != nil {
+				tb.Fatalf("scan %s: %v", table, err)
+			}
+			b, _ := json.Marshal(m)
+			out = append(out, string(b))
+		}
+	}
+	return out
 }

@@ -214,6 +214,9 @@ func Detail(s string) *string { return &s }
 // emailPattern is the VC-4 check: no record may contain an email address.
 var emailPattern = regexp.MustCompile(`[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}`)
 
+// HasEmail reports whether s holds something shaped like an email address.
+func HasEmail(s string) bool { return emailPattern.MatchString(s) }
+
 // Validate checks r against the schema before it is written.
 func (r Record) Validate() error {
 	_, err := r.encode()
