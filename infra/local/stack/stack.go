@@ -34,6 +34,9 @@ import (
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/inbox"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // Stack is the running local stack.
@@ -219,6 +222,8 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	s.wg.Go(func() { s.alerts.run(runCtx) })
 	mux := http.NewServeMux()
 	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint, graph: graph})
+	mux.Handle("/_local/inbox", receiving{messages: inbox.NewMessages(awsenv.S3(s.AWS), s.Resources.Ref("InboxBucket")),
+		function: s.invokers["InboxFunction"], support: oracle.SupportAddress})
 	mux.Handle("/", front)
 	s.serve(api, mux)
 	s.startSchedules(runCtx, &o)
