@@ -13,7 +13,7 @@ STRIPE_MOCK_VERSION := v0.203.0
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy smoke ops invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy smoke ops inbox-replay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -123,6 +123,17 @@ ifdef REMOTE
 else
 	@$(GO) build -o .build/local ./infra/local
 	@set -o pipefail; .build/local invoke OpsFunction -e .build/ops-request.json 2>.build/ops.log | python3 infra/opsverb/ops.py answer || { echo "(the function's log: .build/ops.log)"; exit 1; }
+endif
+
+## inbox-replay: process again a message SES stored while the inbox function was failing (ID: its SES message id, the object inbound/<ID> in the inbox bucket); on `make run`'s stack, or with REMOTE=1 the deployed one. A message already processed changes nothing
+inbox-replay:
+	@case "$(ID)" in ""|*[!A-Za-z0-9-]*) echo "usage: make inbox-replay ID=<SES message id> [REMOTE=1]"; exit 2;; esac
+	@mkdir -p .build && sed 's/o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1/$(ID)/' events/inbox/received.json > .build/inbox-replay.json
+ifdef REMOTE
+	@sam remote invoke InboxFunction --stack-name $(STACK) $(if $(REGION),--region $(REGION)) --event-file .build/inbox-replay.json
+else
+	@$(GO) build -o .build/local ./infra/local
+	@.build/local invoke InboxFunction -e .build/inbox-replay.json
 endif
 
 ## smoke: the smoke test's ten stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed

@@ -414,3 +414,24 @@ func (e *env) noPrivateData(addr string) {
 		}
 	}
 }
+
+// The sample event (events/inbox/received.json, which `make
+// inbox-replay` sends with another id) is SES's receipt event as the
+// handler reads it: the message it names, once stored, is processed.
+func TestSampleEvent(t *testing.T) {
+	e := newEnv(t)
+	b, err := os.ReadFile("../../events/inbox/received.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.messages.Put(context.Background(), inbox.Prefix+"o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1",
+		message("customer@example.com", "Re: Your 42 Sisters AI Verdict", "Message-ID: <CAF-sample-reply@mail.example.com>")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.handle(b); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].Inbox != inbox.Prefix+"o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1" {
+		t.Fatalf("jobs %+v", jobs)
+	}
+}
