@@ -14,6 +14,7 @@ import (
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/inbox"
+	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
@@ -37,5 +38,12 @@ func main() {
 		Cooldown: cfg.Cooldown, Retention: cfg.Retention, Lease: DefaultLease, Log: log, Now: time.Now,
 	}
 	h := &Handler{Core: core, Messages: messages, Alerts: alerts, Log: log}
+	if cfg.Graph != nil {
+		g, err := mail.NewGraph(*cfg.Graph)
+		fn.Check(err, "the Graph client")
+		p := &Poller{Graph: g, Mailbox: cfg.Mailbox, Lookback: cfg.Lookback, State: ledger, Store: messages, Core: core,
+			Alerts: alerts, FailureAlertEvery: time.Hour, Log: log, Now: time.Now}
+		h.Poll = p.Poll
+	}
 	lambda.Start(h.Handle)
 }

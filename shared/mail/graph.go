@@ -70,9 +70,11 @@ type Graph struct {
 	// shownURL is sendURL with the sender left out: it names the request
 	// in transport failures, which never hold an address.
 	shownURL string
-	http     *http.Client
-	now      func() time.Time
-	creds    *clientcredentials.Config
+	// apiBase is Graph's root, for reading mailboxes (graphread.go).
+	apiBase string
+	http    *http.Client
+	now     func() time.Time
+	creds   *clientcredentials.Config
 
 	// lock guards tok; a channel so that a send whose context ends stops
 	// waiting for another's token fetch.
@@ -104,6 +106,7 @@ func NewGraph(c GraphConfig) (*Graph, error) {
 	g := &Graph{
 		sendURL:  apiBase + "/users/" + url.PathEscape(c.Sender) + "/sendMail",
 		shownURL: apiBase + "/users/<sender>/sendMail",
+		apiBase:  apiBase,
 		http:     c.HTTP,
 		now:      c.Now,
 		creds: &clientcredentials.Config{

@@ -16,6 +16,8 @@
 //	POST   /_control                       queue failures (see Control)
 //	GET    /_calls                         token and sendMail requests received (no bodies,
 //	DELETE /_calls                         no addresses, no secrets); forget them
+//	POST   /_inbox/{mailbox}               deliver a message to a mailbox the app reads (inbox.go,
+//	                                       with the two reads Graph answers for it)
 //	GET    /_mailbox                       the messages accepted, parsed (see Message)
 //	DELETE /_mailbox                       forget them
 //
@@ -76,6 +78,7 @@ type Server struct {
 	sendAlways *SendAnswer
 	calls      []Call
 	received   []received
+	inboxes    map[string][]inboxMessage // by lower-case mailbox (inbox.go)
 }
 
 // New returns a fake Graph configured by o.
@@ -104,6 +107,9 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /_control", s.handleControl)
 	s.mux.HandleFunc("GET /_calls", s.handleCalls)
 	s.mux.HandleFunc("DELETE /_calls", s.handleClearCalls)
+	s.mux.HandleFunc("POST /_inbox/{mailbox}", s.handleDeliver)
+	s.mux.HandleFunc("GET /v1.0/users/{mailbox}/mailFolders/inbox/messages", s.handleList)
+	s.mux.HandleFunc("GET /v1.0/users/{mailbox}/messages/{id}/$value", s.handleValue)
 	s.mux.HandleFunc("GET /_mailbox", s.handleMailbox)
 	s.mux.HandleFunc("DELETE /_mailbox", s.handleClearMailbox)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

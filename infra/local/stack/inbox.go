@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -20,15 +22,19 @@ import (
 // most 40 MB, more than a hand-made message needs.
 const maxReceived = 10 << 20
 
-// receiving stands in for SES receiving at /_local/inbox: a message posted
-// there (the raw .eml) is stored in the inbox bucket under inbound/<id>
-// and the inbox function invoked with the receipt event SES would send, as
-// the template's receipt rule does in AWS. It answers once the function
-// has run: 202 with the message's id, or 502 with the function's error.
+// receiving stands in for mail arriving at the support address, at
+// /_local/inbox: a message posted there (the raw .eml) is stored in the
+// inbox bucket under inbound/<id> and the inbox function invoked with the
+// receipt event SES would send, as the template's receipt rule does in
+// AWS; it answers once the function has run: 202 with the message's id,
+// or 502 with the function's error. With MAIL_TRANSPORT=graph the message
+// is delivered to the fake Graph's mailbox instead, for the function's
+// next poll (every 2 minutes) to read.
 type receiving struct {
 	messages *inbox.Messages
 	function poller.Invoker
 	support  string
+	graph    string // the fake Graph's root, with MAIL_TRANSPORT=graph
 }
 
 func (rc receiving) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,6 +54,23 @@ func (rc receiving) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case len(raw) == 0:
 		http.Error(w, "no message: POST the raw .eml as the body", http.StatusBadRequest)
+		return
+	}
+	if rc.graph != "" {
+		resp, err := http.Post(rc.graph+"/_inbox/"+url.PathEscape(rc.support), "message/rfc822", bytes.NewReader(raw))
+		if err != nil {
+			http.Error(w, "deliver to the Graph mailbox: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			http.Error(w, fmt.Sprintf("deliver to the Graph mailbox: %d", resp.StatusCode), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(map[string]string{"delivered_to": "the fake Graph mailbox " + rc.support,
+			"read_by": "the inbox function's next poll (every 2 minutes)"})
 		return
 	}
 	b := make([]byte, 16)

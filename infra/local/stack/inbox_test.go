@@ -149,3 +149,46 @@ func TestInboxEndToEnd(t *testing.T) {
 
 	privacySweep(t, s, o, []string{addr, "inbox-body-never-logged"}, []string{query})
 }
+
+// TestInboxThroughGraph is `MAIL_TRANSPORT=graph make run`: mail to the
+// support address lands in the fake Microsoft 365 mailbox, the schedule's
+// poll reads it; the first poll only records what was waiting (V1, G7).
+func TestInboxThroughGraph(t *testing.T) {
+	o := options(t)
+	o.MailTransport = "graph"
+	o.ScheduleOff = true
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	q := sqs.NewFromConfig(s.AWS)
+	waiting := fmt.Sprintf("waiting-%d@example.com", time.Now().UnixNano())
+	receive(t, s, eml(waiting, "Sent before the first poll", "Message-ID: <waiting@example.com>"))
+	if _, err := s.Fire(ctx, "InboxFunction"); err != nil {
+		t.Fatal(err)
+	}
+	if n, seeded := len(alertsOf(s, alert.InboxMessage)), len(alertsOf(s, alert.InboxSeeded)); n != 0 || seeded != 1 {
+		t.Fatalf("after the first poll: %d message alerts, %d seeding notices; want 0 and 1", n, seeded)
+	}
+	addr := fmt.Sprintf("graph-reader-%d@example.com", time.Now().UnixNano())
+	receive(t, s, eml(addr, "A question", "Message-ID: <graph-question@example.com>"))
+	for range 2 { // the second poll finds nothing new
+		if _, err := s.Fire(ctx, "InboxFunction"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drained(ctx, t, q, s)
+	if a := alertsOf(s, alert.InboxMessage); len(a) != 1 || !strings.Contains(a[0], "acknowledged") {
+		t.Fatalf("inbox alerts %q", a)
+	}
+	if got := autoresponses(t, s, addr); len(got) != 1 || got[0].Subject != "Re: A question" {
+		t.Fatalf("autoresponses %+v", got)
+	}
+	if got := mailboxNow(t, s.APIURL, waiting); len(got) != 0 {
+		t.Fatalf("the message waiting before the first poll was answered: %v", got)
+	}
+	privacySweep(t, s, o, []string{addr, waiting, "inbox-body-never-logged"}, nil)
+}

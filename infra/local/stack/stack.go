@@ -173,9 +173,11 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		Logger:           slog.New(slog.NewTextHandler(prefixed(o.Log, "[ses] "), nil)),
 	}))
 	var graph *fakegraph.Server
+	graphRoot := ""
 	if o.graph() {
 		graph = fakegraph.New(fakegraph.Options{Logger: slog.New(slog.NewTextHandler(prefixed(o.Log, "[graph] "), nil))})
 		s.GraphURL = fmt.Sprintf("http://localhost:%d", o.GraphPort)
+		graphRoot = "http://" + graphLn.Addr().String()
 		env["GRAPH_LOGIN_BASE"] = "http://" + graphLn.Addr().String()
 		env["GRAPH_API_BASE"] = "http://" + graphLn.Addr().String() + "/v1.0"
 		s.serve(graphLn, graph)
@@ -223,7 +225,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint, graph: graph})
 	mux.Handle("/_local/inbox", receiving{messages: inbox.NewMessages(awsenv.S3(s.AWS), s.Resources.Ref("InboxBucket")),
-		function: s.invokers["InboxFunction"], support: oracle.SupportAddress})
+		function: s.invokers["InboxFunction"], support: oracle.SupportAddress, graph: graphRoot})
 	mux.Handle("/", front)
 	s.serve(api, mux)
 	s.startSchedules(runCtx, &o)
