@@ -47,8 +47,7 @@ func TestGraphReadsTheUnreadMessagesAndTheirMIME(t *testing.T) {
 
 // A next link that leaves Graph is not followed: the token would go with it.
 func TestGraphFollowsNoNextLinkAwayFromGraph(t *testing.T) {
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/token") {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"access_token":"t","token_type":"Bearer","expires_in":3600}`)
