@@ -94,6 +94,7 @@ func TestInboxEndToEnd(t *testing.T) {
 		if len(got) != 1 || got[0].Subject != "Re: "+verdict[0].Subject {
 			t.Fatalf("autoresponses %+v", got)
 		}
+		testkit.Eventually(10*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.InboxMessage)) > 0 })
 		a := alertsOf(s, alert.InboxMessage)
 		if len(a) != 1 || !strings.Contains(a[0], "| "+oracle.ShortID(session)+" |") || !strings.Contains(a[0], "acknowledged") {
 			t.Fatalf("inbox alerts %q", a)
@@ -170,6 +171,8 @@ func TestInboxThroughGraph(t *testing.T) {
 	if _, err := s.Fire(ctx, "InboxFunction"); err != nil {
 		t.Fatal(err)
 	}
+	// Alerts reach the stack's tap through SNS and SQS: wait for the notice.
+	testkit.Eventually(10*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.InboxSeeded)) > 0 })
 	if n, seeded := len(alertsOf(s, alert.InboxMessage)), len(alertsOf(s, alert.InboxSeeded)); n != 0 || seeded != 1 {
 		t.Fatalf("after the first poll: %d message alerts, %d seeding notices; want 0 and 1", n, seeded)
 	}
@@ -181,6 +184,7 @@ func TestInboxThroughGraph(t *testing.T) {
 		}
 	}
 	drained(ctx, t, q, s)
+	testkit.Eventually(10*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.InboxMessage)) > 0 })
 	if a := alertsOf(s, alert.InboxMessage); len(a) != 1 || !strings.Contains(a[0], "acknowledged") {
 		t.Fatalf("inbox alerts %q", a)
 	}
