@@ -100,7 +100,9 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			about = fmt.Sprintf("SES's %s event about the %s email", ev.EventType, ev.Tag(mail.TagKind))
 		}
 	}
-	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.JobDeadLettered, Session: session,
+	// The message id keys the dedupe window too: jobs of no session (the
+	// autoresponses) would otherwise share one.
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.JobDeadLettered, Session: session, Subject: d.MessageID,
 		Detail: about + " reached " + d.Queue + " as message " + d.MessageID + "; the record " + key + " keeps it"})
 	log.Warn("dead letter recorded and alerted", "record", key)
 	return nil
@@ -152,6 +154,8 @@ func what(d store.DeadLetter) string {
 	switch {
 	case d.Job == "":
 		return fmt.Sprintf("an unreadable message (%d bytes)", d.BodyBytes)
+	case d.Kind == string(oracle.MailAutoresponse):
+		return fmt.Sprintf("an autoresponse job (attempt %d): the sender was not acknowledged; the message is in the inbox", d.Attempt)
 	case d.Kind != "":
 		return fmt.Sprintf("a mail job (kind %s, attempt %d)", d.Kind, d.Attempt)
 	default:

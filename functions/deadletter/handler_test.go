@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -238,6 +240,29 @@ func TestEveryDeadMessageAlertsOnceAndIsRecorded(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), `"session":"cs_test_dead"`) {
 		t.Error("no log line names the jobs' session (cut to 12 characters)")
+	}
+}
+
+// Autoresponse jobs name no session: each still gets its record and its
+// own alert.
+func TestDeadAutoresponsesAlertEachOnce(t *testing.T) {
+	e := newEnv(t)
+	var recs []events.SQSMessage
+	for i := range 2 {
+		job, _ := json.Marshal(queue.Job{Kind: oracle.MailAutoresponse, Inbox: fmt.Sprintf("inbound/dead-%d", i), Attempt: 3})
+		recs = append(recs, e.message("MailDeadLetterQueue", fmt.Sprintf("msg-auto-%d", i), string(job)))
+	}
+	if failed := e.run(recs...); len(failed) != 0 {
+		t.Fatalf("failed %v", failed)
+	}
+	dead := deadAlerts(e.alerts())
+	if len(dead) != 2 || e.records() != 2 {
+		t.Fatalf("alerts %q and %d records, want 2 and 2", dead, e.records())
+	}
+	for _, a := range dead {
+		if !strings.Contains(a, "an autoresponse job (attempt 3)") {
+			t.Errorf("alert %q", a)
+		}
 	}
 }
 

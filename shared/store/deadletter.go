@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"42sisters.ai/oracle/shared/oracle"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -44,8 +45,8 @@ func (d DeadLetter) valid() error {
 		return errors.New("a dead letter needs its queue and message id")
 	case (d.Job == "") == (d.BodySHA256 == ""):
 		return errors.New("a dead letter holds either a job or an unreadable body's hash")
-	case d.Job != "" && d.SessionID == "":
-		return errors.New("a dead job needs its session id")
+	case d.Job != "" && d.SessionID == "" && d.Kind != string(oracle.MailAutoresponse):
+		return errors.New("a dead job needs its session id (an autoresponse names a stored message instead)")
 	}
 	return nil
 }
@@ -69,7 +70,9 @@ func (l *Ledger) RecordDeadLetter(ctx context.Context, d DeadLetter, keep time.D
 	}
 	if d.Job != "" {
 		item["job"] = &types.AttributeValueMemberS{Value: d.Job}
-		item["session_id"] = &types.AttributeValueMemberS{Value: d.SessionID}
+		if d.SessionID != "" {
+			item["session_id"] = &types.AttributeValueMemberS{Value: d.SessionID}
+		}
 		item["attempt"] = &types.AttributeValueMemberN{Value: strconv.Itoa(d.Attempt)}
 		if d.Reason != "" {
 			item["reason"] = &types.AttributeValueMemberS{Value: d.Reason}
