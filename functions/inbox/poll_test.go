@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -58,10 +59,15 @@ func (e *graphEnv) deliver(raw []byte, ago time.Duration) {
 	}
 }
 
-// poll invokes the function as its schedule does.
+// poll invokes the function as its schedule does, with the sample event
+// events/inbox/poll.json.
 func (e *graphEnv) poll() {
 	e.t.Helper()
-	if err := e.handle([]byte(`{"source":"aws.events","detail-type":"Scheduled Event","detail":{}}`)); err != nil {
+	ev, err := os.ReadFile("../../events/inbox/poll.json")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.handle(ev); err != nil {
 		e.t.Fatalf("a poll failed the invocation: %v", err)
 	}
 }
