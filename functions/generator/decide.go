@@ -70,9 +70,13 @@ const (
 	// last delivery: the order fails, and the message goes to the
 	// dead-letter queue.
 	remedyLastDelivery
+	// remedyHoldRefused: the model refused the prompt again on the
+	// stricter retry: a content outcome, not an outage; the order is held
+	// for the operator at once.
+	remedyHoldRefused
 )
 
-var remedyNames = [...]string{"hold", "park until the key works", "retry", "give up", "redeliver", "give up on the last delivery"}
+var remedyNames = [...]string{"hold", "park until the key works", "retry", "give up", "redeliver", "give up on the last delivery", "hold: the model refused"}
 
 func (r remedy) String() string { return remedyNames[r] }
 
@@ -83,6 +87,8 @@ func remedyFor(cause error, receives, maxReceives int) remedy {
 	switch kind := gemini.KindOf(cause); {
 	case errors.As(cause, &rej):
 		return remedyHold
+	case gemini.Refusals(cause) >= 2:
+		return remedyHoldRefused
 	case kind == gemini.AuthFailure:
 		return remedyParkKey
 	case kind == gemini.BadRequest:
@@ -103,6 +109,8 @@ func failureClass(err error) string {
 	switch {
 	case errors.As(err, &rej):
 		return "crosscheck_" + string(rej.decision.Reason)
+	case errors.Is(err, gemini.ErrRefused):
+		return "model_refused"
 	case errors.Is(err, gemini.ErrInvalidReply):
 		return "invalid_reply"
 	case errors.Is(err, gemini.ErrNoBudget):

@@ -8,7 +8,6 @@ import (
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
-	"42sisters.ai/oracle/shared/crosscheck"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
@@ -20,10 +19,15 @@ func (h *Handler) failed(ctx context.Context, t *task, cause error) error {
 	class := failureClass(cause)
 	r := remedyFor(cause, t.receives, h.MaxReceives)
 	t.log.Warn("generation failed", "class", class, "remedy", r.String(), "error", cause.Error())
-	if r == remedyHold {
+	switch r {
+	case remedyHold:
 		var rej *rejected
 		errors.As(cause, &rej)
-		return h.hold(ctx, t, rej.decision)
+		d := rej.decision
+		return h.hold(ctx, t, "crosscheck_"+string(d.Reason),
+			fmt.Sprintf("two replies failed the crosscheck (%s, C=%.4f)", d.Reason, d.CoherenceScore))
+	case remedyHoldRefused:
+		return h.hold(ctx, t, "model_refused", "the model refused the prompt twice, the second time on the stricter retry ("+cause.Error()+")")
 	}
 	h.abandon(ctx, t)
 	h.audit(ctx, t, audit.StatusError, audit.Detail("generation failed: "+class), audit.RecordID(t.order.SessionID, audit.NameAttempt, t.order.Attempts), "")
@@ -103,11 +107,13 @@ func (h *Handler) giveUp(ctx context.Context, t *task, class string) error {
 	return h.Mail.Send(ctx, queue.Job{SessionID: t.order.SessionID, Kind: oracle.MailFailed})
 }
 
-// hold sets aside an order whose replies failed the crosscheck twice: never
-// stored, never sent, never replaced by anything else.
-func (h *Handler) hold(ctx context.Context, t *task, d crosscheck.Decision) error {
+// hold sets aside, for the operator, an order the model gave no usable
+// verdict for on content grounds: two replies the crosscheck refused, or a
+// prompt refused twice. Nothing is stored or sent but the review notice.
+// reason is kept on the order; why is the alert's and the audit's account.
+func (h *Handler) hold(ctx context.Context, t *task, reason, why string) error {
 	o := t.order
-	held, err := h.Orders.Hold(ctx, o.SessionID, t.lease, "crosscheck_"+string(d.Reason))
+	held, err := h.Orders.Hold(ctx, o.SessionID, t.lease, reason)
 	if err != nil {
 		h.abandon(ctx, t)
 		return err
@@ -116,10 +122,10 @@ func (h *Handler) hold(ctx context.Context, t *task, d crosscheck.Decision) erro
 		t.log.Warn("generation lease lost before holding the order")
 		return nil
 	}
-	t.log.Error("verdict held for review", "crosscheck_reason", string(d.Reason), "coherence", d.CoherenceScore)
-	h.audit(ctx, t, audit.StatusError, audit.Detail("held for review: crosscheck "+string(d.Reason)), audit.RecordID(o.SessionID, audit.NameHeld), "")
+	t.log.Error("verdict held for review", "reason", reason)
+	h.audit(ctx, t, audit.StatusError, audit.Detail("held for review: "+why), audit.RecordID(o.SessionID, audit.NameHeld), "")
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.VerdictHeld, Session: o.SessionID,
-		Detail: fmt.Sprintf("two replies failed the crosscheck (%s, C=%.4f); the order is HELD for review", d.Reason, d.CoherenceScore)})
+		Detail: why + "; the order is HELD for review"})
 	return h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailReview})
 }
 

@@ -793,6 +793,35 @@ func TestCrosscheckFailureHoldsTheOrder(t *testing.T) {
 	}
 }
 
+// A prompt the model refuses, and refuses again on the stricter retry, is
+// a content outcome: the order is HELD within the one job, with the review
+// notice and one alert, instead of parked until the budget ends.
+func TestAPromptRefusedTwiceHoldsTheOrder(t *testing.T) {
+	e := newEnv(t)
+	const id = "cs_test_refusedPrompt0001"
+	e.paid(id, oracle.TierFull, "q")
+	e.control(fakegemini.Scenario{Blocked: true, Calls: 2})
+	if failed := e.run(record("x", job(id), 1)); len(failed) != 0 {
+		t.Fatal("the item failed: SQS would deliver it again")
+	}
+	o := e.order(id)
+	if o.Status != oracle.StatusHeld || o.Verdict != "" || len(e.model.Calls()) != 2 {
+		t.Fatalf("order %s (verdict %q) after %d calls, want HELD after 2", o.Status, o.Verdict, len(e.model.Calls()))
+	}
+	if jobs := e.mailJobs(); len(jobs) != 1 || jobs[0].Kind != oracle.MailReview {
+		t.Fatalf("mail jobs %+v, want the review notice", jobs)
+	}
+	if jobs := e.generateJobs(); len(jobs) != 0 {
+		t.Fatalf("the job was parked: %+v", jobs)
+	}
+	if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "ERROR") || !strings.Contains(a[0], "VERDICT_HELD") || !strings.Contains(a[0], "refused the prompt twice") {
+		t.Fatalf("alerts %q", a)
+	}
+	if n := e.byEvent(); n["generation_failed/ERROR"] != 1 {
+		t.Fatalf("audit %v, want the held record", n)
+	}
+}
+
 func TestRegenerationIsConsistentAndChecked(t *testing.T) {
 	// REGEN_CONSISTENCY VC-1, VC-2, VC-3, VC-5, VC-6 on the generator.
 	for _, tc := range []struct {

@@ -99,6 +99,13 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrRefused is wrapped in the ContentFailure of an answer that refused the
+// request on content grounds: the prompt blocked (no candidate, with a
+// block reason) or the candidate stopped for safety, prohibited content, a
+// block list or personal data. Asked the same again, the model refuses the
+// same: see Refusals.
+var ErrRefused = errors.New("gemini: the model refused the request")
+
 // KindOf returns the Kind of the first *Error in err's chain, or 0 when
 // there is none.
 func KindOf(err error) Kind {

@@ -187,13 +187,15 @@ func (c *Client) reply(resp *genai.GenerateContentResponse) (Reply, error) {
 	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
 		detail := "the answer has no candidate"
 		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
-			detail = fmt.Sprintf("the prompt was blocked (%s)", pf.BlockReason)
+			return Reply{}, &Error{Kind: ContentFailure, detail: fmt.Sprintf("the prompt was blocked (%s)", pf.BlockReason), Err: ErrRefused}
 		}
 		return Reply{}, &Error{Kind: ContentFailure, detail: detail}
 	}
 	cand := resp.Candidates[0]
 	switch cand.FinishReason {
 	case "", genai.FinishReasonUnspecified, genai.FinishReasonStop, genai.FinishReasonMaxTokens:
+	case genai.FinishReasonSafety, genai.FinishReasonProhibitedContent, genai.FinishReasonBlocklist, genai.FinishReasonSPII:
+		return Reply{}, &Error{Kind: ContentFailure, detail: fmt.Sprintf("the candidate was blocked (%s)", cand.FinishReason), Err: ErrRefused}
 	default:
 		return Reply{}, &Error{Kind: ContentFailure, detail: fmt.Sprintf("the candidate stopped with %s", cand.FinishReason)}
 	}

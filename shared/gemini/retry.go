@@ -167,7 +167,21 @@ type CallError struct {
 	Model string
 	// Strict says that the stricter retry was used.
 	Strict bool
-	Err    error
+	// Refusals counts the attempts the model refused on content grounds
+	// (ErrRefused).
+	Refusals int
+	Err      error
+}
+
+// Refusals is how many attempts of a failed Call the model refused on
+// content grounds: 2 means the prompt was refused again on the stricter
+// retry, a content outcome rather than an outage.
+func Refusals(err error) int {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.Refusals
+	}
+	return 0
 }
 
 // Error says how many attempts were made and how the last one failed, in
@@ -309,6 +323,9 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 		}
 		e := classified(ctx, err)
 		ce.Err = e
+		if errors.Is(e, ErrRefused) {
+			ce.Refusals++
+		}
 		attrs := []slog.Attr{
 			slog.String("model", name), slog.String("kind", e.Kind.String()), slog.Int64("latency_ms", latency.Milliseconds()),
 			slog.Bool("strict", ce.Strict), slog.Bool("fallback", onFallback), slog.String("error", e.Error()),

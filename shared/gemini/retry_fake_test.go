@@ -374,3 +374,31 @@ func TestCheckKeyFailures(t *testing.T) {
 		})
 	}
 }
+
+// A prompt the model blocks again on the stricter retry is a refusal
+// twice: the caller holds the order instead of asking again later. Once
+// blocked and then answered, or blocked once then malformed, it is not.
+func TestRefusalsAreCounted(t *testing.T) {
+	for _, tc := range []struct {
+		scenarios []string
+		refusals  int
+		ok        bool
+	}{
+		{[]string{`{"blocked":true,"calls":2}`}, 2, false},
+		{[]string{`{"blocked":true,"calls":1}`}, 0, true},
+		{[]string{`{"fenced":true,"calls":2}`}, 0, false},
+	} {
+		t.Run(tc.scenarios[0], func(t *testing.T) {
+			f := newFixture(t, fakegemini.Options{})
+			f.control(t, tc.scenarios[0])
+			c := fakeCaller(t, f, newHarness(), gemini.Policy{}, gemini.Options{})
+			_, err := c.Call(context.Background(), request(oracle.TierQuick), validator(oracle.TierQuick))
+			if (err == nil) != tc.ok || gemini.Refusals(err) != tc.refusals {
+				t.Fatalf("err %v with %d refusals, want ok=%v and %d", err, gemini.Refusals(err), tc.ok, tc.refusals)
+			}
+			if tc.refusals > 0 && (!errors.Is(err, gemini.ErrRefused) || gemini.Countable(err)) {
+				t.Fatalf("a refusal: %v, countable %v", err, gemini.Countable(err))
+			}
+		})
+	}
+}
