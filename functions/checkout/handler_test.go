@@ -129,6 +129,7 @@ func TestBadInputNeverReachesStripe(t *testing.T) {
 		{"tier not a string", post(`{"tier":5,"query":"q"}`), 400, "JSON object"},
 		{"empty query", post(`{"tier":"quick","query":""}`), 400, "query is empty"},
 		{"blank query", post(`{"tier":"quick","query":"  \n "}`), 400, "query is empty"},
+		{"query of invisible characters", post(`{"tier":"quick","query":"\u200b\u200d\ufeff \u2060\u3164"}`), 400, "query is empty"},
 		{"missing query", post(`{"tier":"quick"}`), 400, "query is required"},
 		{"malformed JSON", post(`{"tier":"quick",`), 400, "JSON object"},
 		{"not an object", post(`"quick"`), 400, "JSON object"},
@@ -150,6 +151,21 @@ func TestBadInputNeverReachesStripe(t *testing.T) {
 				t.Fatalf("Stripe was called %d times", len(calls))
 			}
 		})
+	}
+}
+
+// The order form counts UTF-16 units up to oracle.MaxQueryUnits; every
+// query it lets through is taken, however its two-unit characters fall on
+// the metadata's chunk boundaries.
+func TestEveryQueryTheFormAllowsIsTaken(t *testing.T) {
+	f := newFixture(t, "sk_test_checkout")
+	q := strings.Repeat("🚀"+strings.Repeat("a", 487), 46) + strings.Repeat("a", 46)
+	if oracle.QueryUnits(q) != oracle.MaxQueryUnits {
+		t.Fatalf("%d units", oracle.QueryUnits(q))
+	}
+	body, _ := json.Marshal(map[string]string{"tier": "quick", "query": q})
+	if resp := f.call(t, post(string(body))); resp.StatusCode != 200 {
+		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
 	}
 }
 

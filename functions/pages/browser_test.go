@@ -273,6 +273,11 @@ func (s *suite) orderValidation(t *testing.T) {
 	if f := eval[string](t, ctx, `document.activeElement.id`); f != "query" {
 		t.Errorf("focus on %q, want the query", f)
 	}
+	// Only invisible characters: empty to the form as to the server
+	// (oracle.Blank), which would answer 400.
+	do(t, ctx, "invisible", chromedp.Evaluate[chromedp.Void](
+		`(q => { q.value = '\u200b\u200d\ufeff \u2060\u3164\u0301'; q.dispatchEvent(new Event('input')); })(document.getElementById('query'))`))
+	submit("Describe your idea or question.")
 	// One unit over: a paste the counter and the check both see.
 	do(t, ctx, "overfill", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
 		`(q => { q.value = 'x'.repeat(%d); q.dispatchEvent(new Event('input')); })(document.getElementById('query'))`, oracle.MaxQueryUnits+1)))

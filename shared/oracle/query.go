@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -18,7 +19,7 @@ func ValidateQuery(query string) error {
 	if !utf8.ValidString(query) {
 		return Errorf(CodeInvalid, "query must be valid UTF-8 text")
 	}
-	if strings.TrimSpace(query) == "" {
+	if Blank(query) {
 		return Errorf(CodeInvalid, "query is empty: describe your idea or question")
 	}
 	if strings.ContainsRune(query, 0) {
@@ -28,6 +29,24 @@ func ValidateQuery(query string) error {
 		return Errorf(CodeTooLarge, "query is too long: at most %d characters", MaxQueryUnits)
 	}
 	return nil
+}
+
+// Blank reports whether s shows nothing a reader could read: only white
+// space, format characters (zero-width spaces and joiners, the byte order
+// mark, bidirectional controls, soft hyphens), control characters,
+// combining marks with nothing to combine with, and the fillers that render
+// as blanks. The order form applies the same test (order.js).
+func Blank(s string) bool {
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r), unicode.In(r, unicode.Cf, unicode.Cc, unicode.Mn, unicode.Me):
+		case r == '\u115F', r == '\u1160', r == '\u3164', r == '\uFFA0', r == '\u2800':
+			// Hangul fillers and the blank Braille pattern.
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // DropReason says why a paid session cannot be fulfilled. Empty means it can.

@@ -20,7 +20,11 @@ const (
 )
 
 // ChunkSize is the query chunk length in UTF-16 code units: 490, leaving
-// headroom under Stripe's 500-character value limit.
+// headroom under Stripe's 500-character value limit. A chunk whose last
+// character is a two-unit one straddling the boundary takes it whole and
+// holds ChunkSize+1, so that every chunk but the last carries at least
+// ChunkSize units and MaxChunks always carry oracle.MaxQueryUnits: the
+// order form's counter is then the whole truth.
 const ChunkSize = 490
 
 // Metadata keys. Every key that is not a query chunk is reserved here, so the
@@ -44,16 +48,17 @@ var MaxChunks = MaxMetadataKeys - len(reservedMetadataKeys)
 // ChunkKey is the metadata key of chunk i.
 func ChunkKey(i int) string { return "q" + strconv.Itoa(i) }
 
-// Chunk splits a query into chunks of at most ChunkSize UTF-16 code units,
-// never inside a code point, so every chunk is valid UTF-8 that Stripe
-// accepts and the concatenation of the chunks is the query byte for byte.
-// An empty query has no chunks.
+// Chunk splits a query into chunks of ChunkSize UTF-16 code units (one
+// more when a two-unit character straddles the boundary; the last may be
+// shorter), never inside a code point, so every chunk is valid UTF-8 that
+// Stripe accepts and the concatenation of the chunks is the query byte for
+// byte. An empty query has no chunks.
 func Chunk(query string) []string {
 	var chunks []string
 	start, units := 0, 0
 	for i, r := range query {
 		n := oracle.UnitsOf(r)
-		if units+n > ChunkSize {
+		if units >= ChunkSize || units+n > ChunkSize+1 {
 			chunks = append(chunks, query[start:i])
 			start, units = i, 0
 		}
@@ -66,9 +71,8 @@ func Chunk(query string) []string {
 }
 
 // QueryMetadata returns the metadata entries carrying query: q0..qN and qn.
-// A query that needs more than MaxChunks chunks (possible within
-// oracle.MaxQueryUnits only when two-unit characters straddle every
-// boundary) is refused with CodeTooLarge.
+// A query that needs more than MaxChunks chunks, which only one longer than
+// oracle.MaxQueryUnits can, is refused with CodeTooLarge.
 func QueryMetadata(query string) (map[string]string, error) {
 	chunks := Chunk(query)
 	if len(chunks) > MaxChunks {
@@ -112,7 +116,7 @@ func ReassembleQuery(meta map[string]string) (string, oracle.DropReason) {
 		}
 		b.WriteString(c)
 	}
-	if strings.TrimSpace(b.String()) == "" {
+	if oracle.Blank(b.String()) {
 		return "", oracle.DropQueryEmpty
 	}
 	return b.String(), oracle.DropNone
@@ -135,7 +139,7 @@ func chunkKeys(meta map[string]string) int {
 // the query is returned whenever it could be read, for the drop alert.
 func Resolve(meta map[string]string, idea string) (oracle.Tier, string, oracle.DropReason) {
 	query, reason := idea, oracle.DropNone
-	if strings.TrimSpace(idea) == "" {
+	if oracle.Blank(idea) {
 		query, reason = ReassembleQuery(meta)
 	}
 	rawTier, ok := meta[MetaTier]

@@ -40,8 +40,8 @@ func TestChunkRoundTrip(t *testing.T) {
 				if !utf8.ValidString(ch) {
 					t.Errorf("chunk %d is not valid UTF-8", i)
 				}
-				if n := oracle.QueryUnits(ch); n > ChunkSize || n == 0 {
-					t.Errorf("chunk %d has %d UTF-16 units, want 1..%d", i, n, ChunkSize)
+				if n := oracle.QueryUnits(ch); n > ChunkSize+1 || n == 0 || (n == ChunkSize+1 && oracle.UnitsOf(lastRune(ch)) != 2) {
+					t.Errorf("chunk %d has %d UTF-16 units, want 1..%d (%d when it ends with a two-unit character)", i, n, ChunkSize, ChunkSize+1)
 				}
 			}
 			meta := metaOf(t, c.query)
@@ -98,6 +98,8 @@ func TestResolve(t *testing.T) {
 		{"tier invalid", meta("tier", "premium", "q0", "x", "qn", "1"), "", "", "x", oracle.DropTierInvalid},
 		{"tier wrong case", meta("tier", "Quick", "q0", "x", "qn", "1"), "", "", "x", oracle.DropTierInvalid},
 		{"query empty", meta("tier", "quick"), "", oracle.TierQuick, "", oracle.DropQueryEmpty},
+		{"invisible idea falls back to chunks", meta("tier", "quick", "q0", "from metadata", "qn", "1"), "\u200b\ufeff", oracle.TierQuick, "from metadata", oracle.DropNone},
+		{"query of invisible characters only", meta("tier", "quick", "q0", "\u200b\u2060\u3164", "qn", "1"), "", oracle.TierQuick, "", oracle.DropQueryEmpty},
 		{"qn zero", meta("tier", "quick", "qn", "0"), "", oracle.TierQuick, "", oracle.DropQueryEmpty},
 		{"middle chunk missing", meta("tier", "quick", "q0", "a", "q2", "c", "qn", "3"), "", oracle.TierQuick, "", oracle.DropChunkMissing},
 		{"last chunk missing", meta("tier", "quick", "q0", "a", "qn", "2"), "", oracle.TierQuick, "", oracle.DropChunkMissing},
@@ -131,9 +133,17 @@ func FuzzChunkRoundTrip(f *testing.F) {
 			t.Fatalf("chunks do not reassemble to the input")
 		}
 		for _, c := range chunks {
-			if !utf8.ValidString(c) || oracle.QueryUnits(c) > ChunkSize || c == "" {
+			if !utf8.ValidString(c) || oracle.QueryUnits(c) > ChunkSize+1 || oracle.QueryUnits(c) > MaxMetadataValue || c == "" {
 				t.Fatalf("bad chunk %q", c)
 			}
+		}
+		for _, c := range chunks[:max(len(chunks)-1, 0)] {
+			if oracle.QueryUnits(c) < ChunkSize {
+				t.Fatalf("a chunk before the last holds %d units, under %d", oracle.QueryUnits(c), ChunkSize)
+			}
+		}
+		if oracle.QueryUnits(s) <= oracle.MaxQueryUnits && len(chunks) > MaxChunks {
+			t.Fatalf("a query of %d units needs %d chunks", oracle.QueryUnits(s), len(chunks))
 		}
 		if s != "" && strings.TrimSpace(s) != "" {
 			meta, err := QueryMetadata(s)
@@ -154,17 +164,33 @@ func FuzzChunkRoundTrip(f *testing.F) {
 	})
 }
 
-// A query within oracle.MaxQueryUnits can still need one chunk too many
-// when a two-unit character straddles every boundary: it is refused, never
-// sent to Stripe with more keys than Stripe takes.
-func TestQueryMetadataRefusesOneChunkTooMany(t *testing.T) {
+// A query within oracle.MaxQueryUnits never needs one chunk too many, even
+// when a two-unit character straddles every boundary: a chunk then takes it
+// whole (491 units, under Stripe's 500), so the order form's counter, which
+// counts units, never promises room the server would refuse.
+func TestEveryQueryWithinTheLimitFitsTheMetadata(t *testing.T) {
 	q := strings.Repeat("🚀"+strings.Repeat("a", 487), MaxChunks) + strings.Repeat("a", 46)
-	if oracle.QueryUnits(q) != oracle.MaxQueryUnits || len(Chunk(q)) != MaxChunks+1 {
-		t.Fatalf("the query has %d units in %d chunks", oracle.QueryUnits(q), len(Chunk(q)))
+	odd := "a" + strings.Repeat("🚀", (oracle.MaxQueryUnits-1)/2)
+	for _, q := range []string{q, odd} {
+		if oracle.QueryUnits(q) > oracle.MaxQueryUnits {
+			t.Fatalf("the query has %d units", oracle.QueryUnits(q))
+		}
+		meta, err := QueryMetadata(q)
+		if err != nil || len(Chunk(q)) > MaxChunks {
+			t.Fatalf("%d chunks: %v", len(Chunk(q)), err)
+		}
+		if got, reason := ReassembleQuery(meta); reason != oracle.DropNone || got != q {
+			t.Fatalf("round trip: %q", reason)
+		}
 	}
-	if _, err := QueryMetadata(q); oracle.ErrorCode(err) != oracle.CodeTooLarge {
-		t.Fatalf("got %v, want 413", err)
+	if _, err := QueryMetadata(q + strings.Repeat("🚀", 1000)); oracle.ErrorCode(err) != oracle.CodeTooLarge {
+		t.Fatalf("a query over the limit: %v, want 413", err)
 	}
+}
+
+func lastRune(s string) rune {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r
 }
 
 func metaOf(t *testing.T, query string) map[string]string {

@@ -12,6 +12,10 @@
   const max = Number(form.dataset.max);
   const number = new Intl.NumberFormat('en-CA');
   const referralPattern = /^[A-Za-z0-9_-]{1,64}$/;
+  // What the checkout API counts as an empty query (oracle.Blank): white
+  // space, format and control characters, lone combining marks and the
+  // fillers that render as blanks.
+  const blankPattern = /^[\s\p{Z}\p{Cf}\p{Cc}\p{Mn}\p{Me}\u115F\u1160\u3164\uFFA0\u2800]*$/u;
   // The draft survives a trip to the payment page and back (cancel or the
   // back button) in this tab only; the result page forgets it.
   const draftKey = 'oracle-draft';
@@ -122,7 +126,7 @@
     const code = referral.value.trim();
     const left = count();
     if (!tier) return say('Choose a tier.', form.querySelector('input[name="tier"]'));
-    if (!query.value.trim()) return say('Describe your idea or question.', query);
+    if (blankPattern.test(query.value)) return say('Describe your idea or question.', query);
     if (left < 0) return say('Your question is too long: shorten it by ' + plural(-left, ' character.', ' characters.'), query);
     if (code && !referralPattern.test(code)) {
       return say('A referral code has at most 64 letters, digits, dashes and underscores.', referral);
