@@ -161,7 +161,7 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 		if !o.Expires.IsZero() && !o.Expires.After(arrived) {
 			return h.regenerate(ctx, log, o), nil
 		}
-		return h.serve(ctx, log, o, req.RequestContext.RequestID, arrived), nil
+		return h.serve(ctx, o, arrived), nil
 	}
 	return h.unserved(ctx, log, o.Status), nil
 }
@@ -247,17 +247,18 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 }
 
 // serve answers the stored verdict and records that it was served.
-func (h *Handler) serve(ctx context.Context, log *slog.Logger, o oracle.Order, requestID string, arrived time.Time) httpapi.Response {
+func (h *Handler) serve(ctx context.Context, o oracle.Order, arrived time.Time) httpapi.Response {
+	// Every load counts on the metric; the audit log keeps one record per
+	// session and hour, the first load's: its objects are locked for years,
+	// and anyone holding a session id could otherwise grow the bucket
+	// without bound by reloading the page. Every load is served from the
+	// store, a regenerated verdict too: the generator's own record counts
+	// the regeneration, once.
 	h.Metrics.Count("CacheHits", 1)
-	// Every load is served from the store, a regenerated verdict too: the
-	// generator's own record counts the regeneration, once.
 	now := h.Now()
 	r := audit.OfOrder(h.Hasher, o, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, arrived, now)
-	if requestID == "" {
-		requestID = fmt.Sprint(now.UnixNano())
-	}
 	// A failed audit write alerts; the customer still gets the verdict.
-	h.Audit.Record(ctx, r, audit.RecordID(o.SessionID, audit.NameServed, safeID(requestID)))
+	h.Audit.Record(ctx, r, audit.RecordID(o.SessionID, audit.NameServed, now.UTC().Truncate(time.Hour).Unix()))
 	a := answer{
 		Status: "ready", Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query, Verdict: json.RawMessage(o.Verdict),
 		CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
@@ -295,18 +296,4 @@ func (h *Handler) regenerate(ctx context.Context, log *slog.Logger, o oracle.Ord
 		log.Info("expired verdict: regeneration queued")
 	}
 	return httpapi.JSON(http.StatusAccepted, pending)
-}
-
-// safeID keeps an id to the characters an audit key allows.
-func safeID(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '-'
-		}
-	}
-	if len(b) > 100 {
-		b = b[:100]
-	}
-	return string(b)
 }

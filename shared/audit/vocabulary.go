@@ -42,7 +42,8 @@ const (
 	EventFilter             Event = "sos_filter"
 	EventDivergenceCheck    Event = "regen_divergence_check"
 
-	// EventVerdictServed is one load of a stored verdict by the verdict API.
+	// EventVerdictServed is a stored verdict served by the verdict API: one
+	// record per session and hour, however often the page is loaded.
 	EventVerdictServed Event = "verdict_served"
 
 	// EventMailAttempt is one attempt to send an email, with the message's
@@ -91,7 +92,9 @@ const (
 	// NameMailAttempt: -<mail kind>-<attempt>: one attempt of a delivery.
 	NameMailAttempt RecordName = "mail-attempt"
 
-	NameServed RecordName = "served" // -<request id>: one load of the verdict
+	// NameServed: -<hour, Unix seconds>: the verdict served in that hour
+	// (the record of its first load; the CacheHits metric counts each).
+	NameServed RecordName = "served"
 
 	NameRefunded      RecordName = "refunded"       // the full refund of the payment
 	NameRefundPartial RecordName = "refund-partial" // -<amount refunded so far>: a partial refund

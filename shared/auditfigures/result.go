@@ -76,8 +76,9 @@ type Latency struct {
 	MaxMS   *int64 `json:"max_ms"`
 }
 
-// Cache is how verdicts reached readers: Cached the verdict API's loads of
-// a stored verdict (verdict_served, CACHED), OK the generator's first
+// Cache is how verdicts reached readers: Cached the hours in which the
+// verdict API served a session's stored verdict (verdict_served, CACHED:
+// one record per session and hour), OK the generator's first
 // verdicts (verdict_generated, OK), Regenerated the verdicts generated
 // again because none was stored any more (verdict_regenerated,
 // REGENERATED). HitRatio is Cached over Cached and Regenerated: of the
