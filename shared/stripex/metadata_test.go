@@ -145,7 +145,7 @@ func FuzzChunkRoundTrip(f *testing.F) {
 		if oracle.QueryUnits(s) <= oracle.MaxQueryUnits && len(chunks) > MaxChunks {
 			t.Fatalf("a query of %d units needs %d chunks", oracle.QueryUnits(s), len(chunks))
 		}
-		if s != "" && strings.TrimSpace(s) != "" {
+		if !oracle.Blank(s) {
 			meta, err := QueryMetadata(s)
 			if len(Chunk(s)) > MaxChunks {
 				if oracle.ErrorCode(err) != oracle.CodeTooLarge {
