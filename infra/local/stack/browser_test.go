@@ -146,6 +146,12 @@ func mailbox(t *testing.T, api, addr string) []motoserver.Sent {
 // function (PRODUCT_TIERS VC-6, AUDIT_TRAIL VC-4).
 func privacySweep(t *testing.T, s *stack.Stack, o stack.Options, addrs, queries []string) {
 	t.Helper()
+	for _, a := range addrs {
+		used.address(a)
+	}
+	for _, q := range queries {
+		used.query(q)
+	}
 	ctx := context.Background()
 	items, err := dynamodb.NewFromConfig(s.AWS).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.Resources.Ref("OrdersTable"))})
 	if err != nil {

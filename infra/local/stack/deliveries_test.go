@@ -122,6 +122,8 @@ func TestStripeDeliveryOrders(t *testing.T) {
 // the fake Stripe's pay page. It returns the session id.
 func pay(t testing.TB, s *stack.Stack, tier, query, addr string) string {
 	t.Helper()
+	used.address(addr)
+	used.query(query)
 	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	body, _ := json.Marshal(map[string]string{"tier": tier, "query": query})
 	req, _ := http.NewRequest("POST", s.APIURL+"/api/checkout", bytes.NewReader(body))

@@ -36,6 +36,7 @@ func receive(t *testing.T, s *stack.Stack, raw string) {
 // eml is a message from sender with the headers given and a body that no
 // log, Ledger item or audit record may hold.
 func eml(sender, subject string, headers ...string) string {
+	used.address(sender)
 	h := append([]string{"From: A Customer <" + sender + ">", "To: oracle@42sisters.ai", "Subject: " + subject,
 		"Date: " + time.Now().UTC().Format(time.RFC1123Z)}, headers...)
 	return strings.Join(h, "\r\n") + "\r\n\r\nThank you! One more question: inbox-body-never-logged.\r\n\r\n> quoted verdict\r\n"

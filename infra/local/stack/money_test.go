@@ -72,6 +72,7 @@ func TestAMisPricedSessionIsHeld(t *testing.T) {
 // session id.
 func payRaw(t *testing.T, s *stack.Stack, amount int, metadata url.Values, addr string) string {
 	t.Helper()
+	used.address(addr)
 	form := url.Values{
 		"mode":                                   {"payment"},
 		"success_url":                            {s.APIURL + "/oracle/result?session_id={CHECKOUT_SESSION_ID}"},

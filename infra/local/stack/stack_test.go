@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 	}
 	buildDir = dir
 	code := m.Run()
+	if code == 0 {
+		// Last: what every test left behind, searched for what they used.
+		code = sweepSuite()
+	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -64,6 +68,8 @@ func options(t testing.TB) stack.Options {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	logs := &testkit.Buffer{}
+	prefix := "e2e" + hex.EncodeToString(b) + "-"
+	used.stack(prefix, motoserver.ForTest(t), logs)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("stack logs:\n%s", logs)
@@ -78,7 +84,7 @@ func options(t testing.TB) stack.Options {
 		SESPort:      ports[3],
 		GraphPort:    ports[4],
 		MotoEndpoint: motoserver.ForTest(t),
-		Prefix:       "e2e" + hex.EncodeToString(b) + "-",
+		Prefix:       prefix,
 		Log:          logs,
 	}
 }

@@ -1,0 +1,274 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/awsenv"
+)
+
+// The suite's privacy sweep: once every end-to-end test has run, every
+// DynamoDB item, every S3 object and every log line of every stack the
+// suite started is searched for every email address and query text the
+// suite used. What keeps a customer's words by design is left out: the
+// order's own query and verdict (the page reads them there), and the
+// buckets that keep raw payloads (quarantine: what the filter stopped;
+// inbox: messages as received; evidence: a dispute's bundle for Stripe).
+
+// minSecret is the shortest query worth searching for: shorter ones ("q")
+// are everywhere.
+const minSecret = 12
+
+// suiteData is what the suite used: the addresses and queries, the log of
+// each stack, and the prefix of each stack's resources.
+type suiteData struct {
+	mu        sync.Mutex
+	addresses []string
+	queries   []string
+	logs      []*testkit.Buffer
+	prefixes  []string
+	endpoint  string
+}
+
+var used suiteData
+
+// address records an address the suite gave a customer.
+func (d *suiteData) address(a string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.addresses = append(d.addresses, a)
+}
+
+// query records a query the suite paid for.
+func (d *suiteData) query(q string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(q) >= minSecret {
+		d.queries = append(d.queries, q)
+	}
+}
+
+// stack records a stack's prefix, log and moto server.
+func (d *suiteData) stack(prefix, endpoint string, log *testkit.Buffer) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.prefixes = append(d.prefixes, prefix)
+	d.logs = append(d.logs, log)
+	d.endpoint = endpoint
+}
+
+// exemptBuckets keep raw payloads by design (by logical id, lower-cased as
+// bucket names are).
+var exemptBuckets = []string{"quarantinebucket", "inboxbucket", "evidencebucket"}
+
+// exemptAttributes of an order are where the service keeps the query.
+var exemptAttributes = []string{"query", "verdict"}
+
+// sweep searches every table and bucket on endpoint whose name starts with
+// one of prefixes, and every log, for every secret; it returns where each
+// was found, and how many items, objects and lines it read.
+func sweep(ctx context.Context, endpoint string, prefixes []string, logs []string, secrets []string) (found []string, read int, err error) {
+	cfg := awsenv.ForEndpoint(endpoint, provision.TestRegion)
+	ours := func(name string) bool {
+		return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(strings.ToLower(name), strings.ToLower(p)) })
+	}
+	find := func(where, text string) {
+		read++
+		for _, s := range secrets {
+			if strings.Contains(text, s) || strings.Contains(strings.ToLower(text), strings.ToLower(s)) {
+				found = append(found, fmt.Sprintf("%s holds %.40q", where, s))
+			}
+		}
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	tables := dynamodb.NewListTablesPaginator(db, &dynamodb.ListTablesInput{})
+	for tables.HasMorePages() {
+		page, err := tables.NextPage(ctx)
+		if err != nil {
+			return nil, read, fmt.Errorf("list tables: %w", err)
+		}
+		for _, table := range page.TableNames {
+			if !ours(table) {
+				continue
+			}
+			items := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table)})
+			for items.HasMorePages() {
+				p, err := items.NextPage(ctx)
+				if err != nil {
+					return nil, read, fmt.Errorf("scan %s: %w", table, err)
+				}
+				for _, item := range p.Items {
+					if strings.HasSuffix(table, "OrdersTable") {
+						item = without(item, exemptAttributes)
+					}
+					find("an item of "+table, itemText(item))
+				}
+			}
+		}
+	}
+	s3c := awsenv.S3(cfg)
+	buckets, err := s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil {
+		return nil, read, fmt.Errorf("list buckets: %w", err)
+	}
+	for _, b := range buckets.Buckets {
+		name := aws.ToString(b.Name)
+		if !ours(name) || slices.ContainsFunc(exemptBuckets, func(e string) bool { return strings.HasSuffix(name, e) }) {
+			continue
+		}
+		objects := s3.NewListObjectsV2Paginator(s3c, &s3.ListObjectsV2Input{Bucket: b.Name})
+		for objects.HasMorePages() {
+			page, err := objects.NextPage(ctx)
+			if err != nil {
+				return nil, read, fmt.Errorf("list %s: %w", name, err)
+			}
+			for _, o := range page.Contents {
+				out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: b.Name, Key: o.Key})
+				if err != nil {
+					return nil, read, fmt.Errorf("read s3://%s/%s: %w", name, aws.ToString(o.Key), err)
+				}
+				body, err := io.ReadAll(out.Body)
+				out.Body.Close()
+				if err != nil {
+					return nil, read, err
+				}
+				find("s3://"+name+"/"+aws.ToString(o.Key), string(body)+" "+aws.ToString(o.Key))
+			}
+		}
+	}
+	for i, log := range logs {
+		for _, line := range strings.Split(log, "\n") {
+			// The fake Stripe and the fake Gemini are the customer's bank
+			// and Google: their lines are theirs, not the functions'.
+			if strings.HasPrefix(line, "[stripe]") || strings.HasPrefix(line, "[gemini]") {
+				continue
+			}
+			find(fmt.Sprintf("a line of stack log %d (%.80s)", i, line), line)
+		}
+	}
+	return found, read, nil
+}
+
+// without is item less the attributes names.
+func without(item map[string]ddbtypes.AttributeValue, names []string) map[string]ddbtypes.AttributeValue {
+	out := make(map[string]ddbtypes.AttributeValue, len(item))
+	for k, v := range item {
+		if !slices.Contains(names, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// itemText is an item as text, its string values decoded.
+func itemText(item map[string]ddbtypes.AttributeValue) string {
+	var m map[string]any
+	if err := attributevalue.UnmarshalMap(item, &m); err != nil {
+		return fmt.Sprintf("%#v", item)
+	}
+	b, _ := json.Marshal(m)
+	// json.Marshal escapes <, > and &; the secrets hold none that matter.
+	return string(b)
+}
+
+// sweepSuite is TestMain's last step: it reports every find and fails the
+// suite when there is one.
+func sweepSuite() int {
+	used.mu.Lock()
+	defer used.mu.Unlock()
+	if used.endpoint == "" || len(used.prefixes) == 0 {
+		return 0 // no stack was started (a -run that chose none)
+	}
+	var logs []string
+	for _, b := range used.logs {
+		logs = append(logs, b.String())
+	}
+	secrets := append(append([]string{}, used.addresses...), used.queries...)
+	found, read, err := sweep(context.Background(), used.endpoint, used.prefixes, logs, secrets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "privacy sweep:", err)
+		return 1
+	}
+	if len(found) > 0 {
+		fmt.Fprintf(os.Stderr, "privacy sweep: %d finds of customer data where none may be:\n  %s\n", len(found), strings.Join(found, "\n  "))
+		return 1
+	}
+	fmt.Printf("privacy sweep: %d addresses and %d queries searched in %d items, objects and log lines of %d stacks: none found outside their places\n",
+		len(used.addresses), len(used.queries), read, len(used.prefixes))
+	return 0
+}
+
+// The sweep finds a planted address, and a planted query, wherever it is
+// put: a Ledger item, an audit object, an order's attribute that is not
+// its query, a log line; and it leaves the order's own query alone.
+func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	endpoint := motoserver.ForTest(t)
+	// Its own prefix: the suite's sweep, which reads the end-to-end stacks'
+	// prefixes only, never sees what this test plants.
+	prefix, _, _ := strings.Cut(f.Ref("OrdersTable"), "OrdersTable")
+	const addr, query = "planted.customer@example.com", "Should I plant a secret orchard?"
+	clean := []string{prefix}
+	if found, _, err := sweep(ctx, endpoint, clean, nil, []string{addr, query}); err != nil || len(found) != 0 {
+		t.Fatalf("a fresh stack: %v %v", found, err)
+	}
+	db := awsenv.NewTables(f.AWS)
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("OrdersTable")), Item: map[string]ddbtypes.AttributeValue{
+		"session_id": &ddbtypes.AttributeValueMemberS{Value: "cs_test_planted"},
+		"query":      &ddbtypes.AttributeValueMemberS{Value: query},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if found, read, err := sweep(ctx, endpoint, clean, nil, []string{addr, query}); err != nil || len(found) != 0 || read == 0 {
+		t.Fatalf("the order's own query was reported, or nothing read (%d): %v %v", read, found, err)
+	}
+	var err error
+	plants := []func(){
+		func() {
+			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("LedgerTable")), Item: map[string]ddbtypes.AttributeValue{
+				"pk": &ddbtypes.AttributeValueMemberS{Value: "suppress#" + addr}}})
+		},
+		func() {
+			_, err = awsenv.S3(f.AWS).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(f.Ref("AuditBucket")), Key: aws.String("records/x.json"),
+				ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256, Body: strings.NewReader(`{"detail":"` + strings.ToUpper(addr) + `"}`)})
+		},
+		func() {
+			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("OrdersTable")), Item: map[string]ddbtypes.AttributeValue{
+				"session_id": &ddbtypes.AttributeValueMemberS{Value: "cs_test_planted2"},
+				"drop_note":  &ddbtypes.AttributeValueMemberS{Value: "about: " + query},
+			}})
+		},
+	}
+	for i, plant := range plants {
+		plant()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, _, err := sweep(ctx, endpoint, clean, nil, []string{addr, query})
+		if err != nil || len(found) != i+1 {
+			t.Fatalf("after plant %d: %d finds %v (%v), want %d", i, len(found), found, err, i+1)
+		}
+	}
+	found, _, err := sweep(ctx, endpoint, clean, []string{`[MailerFunction#1] {"msg":"sent to ` + addr + `"}`, "[stripe] " + addr}, []string{addr})
+	if err != nil || len(found) != 3 || !strings.Contains(strings.Join(found, "\n"), "stack log 0") {
+		t.Fatalf("a planted log line: %v %v", found, err)
+	}
+}
