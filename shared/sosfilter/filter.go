@@ -236,11 +236,16 @@ func (f *Filter) Mail(subject, text, html, query string) Report {
 	return rep
 }
 
-// clean reports a text with no hit at all, stopping at the first.
+// clean reports a text with no hit at all, stopping at the first: none as
+// it is written, and none as it is shown when a right-to-left override
+// reverses part of it.
 func (f *Filter) clean(s string, isHTML bool) bool {
 	var c collector
 	c.first = true
 	f.scan(s, isHTML, &c)
+	if c.n == 0 && reversed(s) {
+		f.scan(shown(s), isHTML, &c)
+	}
 	return c.n == 0
 }
 
@@ -269,6 +274,22 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 		f.scan(fl.text, fl.html, &c)
 		if fl.html {
 			f.scan(fl.text, false, &c)
+		}
+		if reversed(fl.text) {
+			// A term that shows only once the override has reversed its
+			// letters ("\u202eNOIA" reads "AION") is a disguise: its
+			// letters cannot be replaced in place, so it quarantines.
+			for _, h := range f.reversedHits(fl, &c) {
+				if !echoRead {
+					echo, echoRead = f.queryTerms(query), true
+				}
+				if h.Echo = slices.Contains(echo, f.patterns[h.pat].term); h.Echo {
+					h.Action = Pass
+				} else {
+					quarantine++
+				}
+				hits = append(hits, h.Hit)
+			}
 		}
 		if c.n == 0 {
 			continue
@@ -332,6 +353,38 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 		fl.out = out
 	}
 	return Replace, "", hits
+}
+
+// reversedHit is a hit found only in the text as shown, with its pattern.
+type reversedHit struct {
+	Hit
+	pat int32
+}
+
+// reversedHits are the terms fl shows once its right-to-left overrides
+// have reversed its letters, beyond those its text holds as written
+// (logical, the written text's collected hits): each as a quarantining hit.
+func (f *Filter) reversedHits(fl *field, logical *collector) []reversedHit {
+	written := map[int32]int{}
+	for i := 0; i < logical.len(); i++ {
+		written[logical.at(i).pat]++
+	}
+	var c collector
+	view := shown(fl.text)
+	f.scan(view, fl.html, &c)
+	if fl.html {
+		f.scan(view, false, &c)
+	}
+	var out []reversedHit
+	for _, sp := range resolve(&c) {
+		if written[sp.pat] > 0 {
+			written[sp.pat]--
+			continue
+		}
+		e := &f.entries[f.patterns[sp.pat].entry]
+		out = append(out, reversedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
+	}
+	return out
 }
 
 // queryTerms lists the terms the customer's query holds as words, in any

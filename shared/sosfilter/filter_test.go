@@ -954,3 +954,51 @@ func TestEdgeInputs(t *testing.T) {
 		t.Errorf("invalid UTF-8 next to a term: %s %q", r.Action, r.Text)
 	}
 }
+
+// A right-to-left override shows the letters after it reversed: a term
+// written backwards behind one reads as the term and quarantines (its
+// letters cannot be replaced in place), at either gate and in any part of
+// an email; text that merely holds an override, or a reversed word that
+// is no term, passes; a term written plainly beside an override is still
+// replaced as usual.
+func TestReversedTermsBehindAnOverrideAreCaught(t *testing.T) {
+	f := newFilter(t)
+	for _, tc := range []struct {
+		text string
+		act  Action
+		id   string
+	}{
+		{"The \u202eNOIA\u202c method agrees.", Quarantine, "cat2.aion"},
+		{"Ask \u202eSSOLG", Quarantine, "cat2.gloss"},
+		{"Ask \u202eSSO\u200bLG\u2069 today.", Quarantine, "cat2.gloss"},
+		{"Plain \u202eolleh\u202c text.", Pass, ""},
+		{"An override alone \u202e.", Pass, ""},
+		{"An embedding keeps letters in order: \u202bSSOLG\u202c.", Pass, ""},
+		{"The TMM agrees \u202eolleh\u202c.", Replace, "cat3.tmm"},
+		{"Two lines \u202eNO\nIA stay apart.", Pass, ""},
+	} {
+		r := f.Text(tc.text, "")
+		if r.Action != tc.act || (tc.id != "" && !caught(r, tc.id)) {
+			t.Errorf("%q: %s %v, want %s %s", tc.text, r.Action, hitIDs(r.Hits), tc.act, tc.id)
+		}
+	}
+	// Gate 1 quarantines a reversed term it could otherwise replace.
+	a := oracle.Analysis{Verdict: oracle.VerdictGreen, Summary: "Strong demand, says the \u202eMMT\u202c."}
+	if _, rep := f.Analysis(a, ""); rep.Action != Quarantine {
+		t.Errorf("gate 1: %s %+v", rep.Action, rep.Hits)
+	}
+	// Gate 2, in the subject, the text and the HTML part.
+	for _, m := range [][3]string{
+		{"Your \u202eNOIA verdict", "Fine.", "<p>Fine.</p>"},
+		{"Your verdict", "Fine \u202eNOIA\u202c.", "<p>Fine.</p>"},
+		{"Your verdict", "Fine.", "<p>Fine \u202eNOIA\u202c.</p>"},
+	} {
+		if rep := f.Mail(m[0], m[1], m[2], ""); rep.Action != Quarantine {
+			t.Errorf("gate 2 %q: %s %+v", m, rep.Action, rep.Hits)
+		}
+	}
+	// The customer's own words stay exempt (the echo rule), reversed too.
+	if r := f.Text("About \u202eNOIA\u202c: yes.", "Is AION a good name?"); r.Action != Pass {
+		t.Errorf("echo: %s %v", r.Action, hitIDs(r.Hits))
+	}
+}

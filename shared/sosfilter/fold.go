@@ -443,3 +443,51 @@ func decodeBack(s string, i int, isHTML bool) (r rune, start int, kind int) {
 	}
 	return r, i - size, kindRune
 }
+
+// The right-to-left override (U+202E) shows the characters after it in
+// reverse order, up to the pop (U+202C), the end of an isolate (U+2069) or
+// the paragraph's end: "\u202eNOIA" is shown as "AION". An embedding or an
+// isolate alone leaves Latin letters in their order; only the override
+// reverses them.
+const (
+	rtlOverride = '\u202e'
+	popFormat   = '\u202c'
+	popIsolate  = '\u2069'
+)
+
+// reversed reports whether s holds a right-to-left override.
+func reversed(s string) bool { return strings.ContainsRune(s, rtlOverride) }
+
+// shown is s in the order a reader sees it: each run after an override
+// reversed, rune by rune, the controls themselves left out.
+func shown(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	var run []rune
+	flush := func() {
+		for i := len(run) - 1; i >= 0; i-- {
+			b.WriteRune(run[i])
+		}
+		run = run[:0]
+	}
+	inRun := false
+	for _, r := range s {
+		switch {
+		case r == rtlOverride:
+			flush()
+			inRun = true
+		case inRun && (r == popFormat || r == popIsolate || r == '\n' || r == '\u2029'):
+			flush()
+			inRun = false
+			if r == '\n' || r == '\u2029' {
+				b.WriteRune(r)
+			}
+		case inRun:
+			run = append(run, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	flush()
+	return b.String()
+}
