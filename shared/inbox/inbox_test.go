@@ -92,9 +92,15 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseRefusesWhatIsNoMessage(t *testing.T) {
-	for _, raw := range []string{"", "\x00\x01\x02", "no headers at all"} {
-		if _, err := inbox.Parse([]byte(raw)); !errors.Is(err, inbox.ErrNotAMessage) {
+	for _, raw := range []string{"", "\x00\x01\x02", "no headers at all",
+		"From: leak@example.com\r\nSubject: ok\r\n broken continuation\r\nTo leak@example.com\r\n\r\nbody"} {
+		_, err := inbox.Parse([]byte(raw))
+		if !errors.Is(err, inbox.ErrNotAMessage) {
 			t.Errorf("Parse(%q) = %v, want ErrNotAMessage", raw, err)
+		}
+		// The error reaches logs: it never quotes the message.
+		if err != nil && strings.Contains(err.Error(), "leak@") {
+			t.Errorf("Parse(%q): the error quotes the message: %v", raw, err)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -67,7 +66,9 @@ var sessionPattern = regexp.MustCompile(`cs_(?:test|live)_[A-Za-z0-9]{10,250}`)
 func Parse(raw []byte) (Message, error) {
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
-		return Message{}, fmt.Errorf("%w: %v", ErrNotAMessage, err)
+		// net/mail's error quotes the header line it could not read,
+		// which may hold an address: it is not passed on to any log.
+		return Message{}, ErrNotAMessage
 	}
 	h := msg.Header
 	m := Message{ID: firstID(h.Get("Message-Id")), Subject: decodeHeader(h.Get("Subject"))}
