@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"42sisters.ai/oracle/shared/oracle"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/queue"
 )
 
 // DeadLetter is a message that reached a dead-letter queue, as its Ledger
@@ -45,8 +46,13 @@ func (d DeadLetter) valid() error {
 		return errors.New("a dead letter needs its queue and message id")
 	case (d.Job == "") == (d.BodySHA256 == ""):
 		return errors.New("a dead letter holds either a job or an unreadable body's hash")
-	case d.Job != "" && d.SessionID == "" && d.Kind != string(oracle.MailAutoresponse):
-		return errors.New("a dead job needs its session id (an autoresponse names a stored message instead)")
+	}
+	if d.Job != "" {
+		// What a job must name (a session, or the stored message an
+		// autoresponse answers) is the job's own rule.
+		if _, err := queue.Parse(d.Job); err != nil {
+			return fmt.Errorf("a dead job must be a valid job: %w", err)
+		}
 	}
 	return nil
 }

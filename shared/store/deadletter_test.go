@@ -60,6 +60,9 @@ func TestDeadLetterIsRecordedOnce(t *testing.T) {
 				"session_id": "cs_test_deadjob0000000001", "kind": "verdict", "reason": "", "attempt": "2",
 				"job": `{"session_id":"cs_test_deadjob0000000001","kind":"verdict","attempt":2}`, "body_sha256": "", "body_bytes": "",
 				"expires_at": "1795867200"}}, // dead_at + 7 days
+		{"autoresponse job, which names no session", store.DeadLetter{Queue: "MailDLQ", MessageID: "m-auto", Kind: "autoresponse", Attempt: 3,
+			Job: `{"kind":"autoresponse","inbox":"inbound/abc","attempt":3}`},
+			map[string]string{"session_id": "", "kind": "autoresponse", "attempt": "3", "job": `{"kind":"autoresponse","inbox":"inbound/abc","attempt":3}`}},
 		{"garbage", store.DeadLetter{Queue: "GenerateDLQ", MessageID: "m-garbage", BodySHA256: strings.Repeat("ab", 32), BodyBytes: 7},
 			map[string]string{"queue": "GenerateDLQ", "message_id": "m-garbage", "sent_at": "", "body_sha256": strings.Repeat("ab", 32),
 				"body_bytes": "7", "session_id": "", "job": "", "kind": "", "reason": "", "attempt": ""}},
@@ -92,7 +95,8 @@ func TestDeadLetterNeedsItsMessageAndOneBody(t *testing.T) {
 		"no message id":         {Queue: "q", BodySHA256: "ab"},
 		"neither":               {Queue: "q", MessageID: "m"},
 		"both":                  {Queue: "q", MessageID: "m", BodySHA256: "ab", Job: "{}", SessionID: "cs_test_x"},
-		"job without a session": {Queue: "q", MessageID: "m", Job: "{}"},
+		"job without a session": {Queue: "q", MessageID: "m", Job: `{"kind":"verdict","attempt":0}`},
+		"job that is no job":    {Queue: "q", MessageID: "m", Job: "{}", SessionID: "cs_test_x"},
 	} {
 		if _, err := ledger.RecordDeadLetter(context.Background(), d, time.Hour); err == nil {
 			t.Errorf("%s: recorded", name)
