@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -63,6 +64,24 @@ func (t *Template) Resolve(x any, v *Values) (any, error) {
 		return out, nil
 	}
 	return x, nil
+}
+
+// ResolveInt resolves x and requires a whole number; nil (a property the
+// template does not set) is 0.
+func (t *Template) ResolveInt(x any, v *Values) (int, error) {
+	if x == nil {
+		return 0, nil
+	}
+	r, err := t.Resolve(x, v)
+	if err != nil {
+		return 0, err
+	}
+	s := scalar(r)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number: %w", s, err)
+	}
+	return n, nil
 }
 
 // ResolveString resolves x and requires a string (or a list, joined by commas
@@ -304,8 +323,14 @@ type Function struct {
 	LogicalID string
 	CodeURI   string // package directory, e.g. functions/webhook/
 	Timeout   int    // seconds
-	Env       map[string]any
-	Routes    []Route
+	// MemorySize is the function's memory in MB, globals applied.
+	MemorySize int
+	// ReservedConcurrency is ReservedConcurrentExecutions unresolved (a
+	// number or an intrinsic), nil when the template sets none; resolve it
+	// with Template.ResolveInt.
+	ReservedConcurrency any
+	Env                 map[string]any
+	Routes              []Route
 	Queues    []QueueEvent
 	Schedules []ScheduleEvent
 }
@@ -321,6 +346,10 @@ type QueueEvent struct {
 	QueueLogicalID          string
 	BatchSize               int
 	ReportBatchItemFailures bool
+	// MaximumConcurrency is ScalingConfig.MaximumConcurrency unresolved (a
+	// number or an intrinsic such as !Ref GeneratorConcurrency), nil when
+	// the mapping sets none; resolve it with Template.ResolveInt.
+	MaximumConcurrency any
 }
 
 // ScheduleEvent is a Schedule event (an EventBridge rule) or a ScheduleV2
@@ -418,11 +447,18 @@ func (t *Template) Functions() []Function {
 		f := Function{
 			LogicalID: r.LogicalID,
 			CodeURI:   scalar(p["CodeUri"]),
-			Timeout:   t.Globals.Timeout,
-			Env:       map[string]any{},
+			Timeout:    t.Globals.Timeout,
+			MemorySize: t.Globals.MemorySize,
+			Env:        map[string]any{},
 		}
 		if v, ok := p["Timeout"]; ok {
 			f.Timeout = atoi(v)
+		}
+		if v, ok := p["MemorySize"]; ok {
+			f.MemorySize = atoi(v)
+		}
+		if v, ok := p["ReservedConcurrentExecutions"]; ok {
+			f.ReservedConcurrency = v
 		}
 		for k, v := range t.Globals.Environment {
 			f.Env[k] = v
@@ -453,6 +489,9 @@ func (t *Template) Functions() []Function {
 				}
 				if v, ok := props["BatchSize"]; ok {
 					q.BatchSize = atoi(v)
+				}
+				if v, ok := mapOf(props["ScalingConfig"])["MaximumConcurrency"]; ok {
+					q.MaximumConcurrency = v
 				}
 				for _, ft := range anyList(props["FunctionResponseTypes"]) {
 					if ft == "ReportBatchItemFailures" {
