@@ -331,8 +331,8 @@ type Function struct {
 	ReservedConcurrency any
 	Env                 map[string]any
 	Routes              []Route
-	Queues    []QueueEvent
-	Schedules []ScheduleEvent
+	Queues              []QueueEvent
+	Schedules           []ScheduleEvent
 }
 
 // Route is an HttpApi event.
@@ -445,8 +445,8 @@ func (t *Template) Functions() []Function {
 	for _, r := range t.OfType("AWS::Serverless::Function") {
 		p := r.Properties
 		f := Function{
-			LogicalID: r.LogicalID,
-			CodeURI:   scalar(p["CodeUri"]),
+			LogicalID:  r.LogicalID,
+			CodeURI:    scalar(p["CodeUri"]),
 			Timeout:    t.Globals.Timeout,
 			MemorySize: t.Globals.MemorySize,
 			Env:        map[string]any{},
