@@ -97,6 +97,11 @@ type Function struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// stats counts invocations for Stats; envsAtReset is envs at the last
+	// ResetStats.
+	stats       stats
+	envsAtReset atomic.Int64
 }
 
 // Start starts cfg.Instances processes of the function's bootstrap. They
@@ -353,6 +358,7 @@ func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 	case <-e.ctx.Done():
 		return
 	}
+	e.f.stats.begin(inv)
 	timeout := e.f.cfg.Timeout
 	deadline := time.Now().Add(timeout)
 	e.mu.Lock()
@@ -478,10 +484,19 @@ type invocation struct {
 	payload []byte
 	done    chan result // buffered: finishing never blocks
 	once    sync.Once
+	// stats counts the invocation from began, when an environment took it
+	// (nil if none did).
+	stats *stats
+	began time.Time
 }
 
 func (inv *invocation) finish(body []byte, err error) {
-	inv.once.Do(func() { inv.done <- result{body: body, err: err} })
+	inv.once.Do(func() {
+		if inv.stats != nil {
+			inv.stats.end(inv.began, err != nil)
+		}
+		inv.done <- result{body: body, err: err}
+	})
 }
 
 // newLogStream returns a log stream name of the form Lambda gives each
