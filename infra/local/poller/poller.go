@@ -3,7 +3,8 @@
 // Lambda shapes them, messages deleted only when the batch (or, with
 // ReportBatchItemFailures, the message) succeeded, and everything else left
 // to reappear after the visibility timeout and, past maxReceiveCount, to
-// move to the dead-letter queue.
+// move to the dead-letter queue. Like the mapping, it runs several batches
+// at once, up to its maximum concurrency.
 package poller
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"log"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -43,14 +45,22 @@ type Config struct {
 	// ReportBatchItemFailures: the function reports failed messages in
 	// batchItemFailures and only those are kept.
 	ReportBatchItemFailures bool
-	Function                Invoker
+	// Concurrency is the most batches in flight at once, as a mapping's
+	// ScalingConfig.MaximumConcurrency (or the function's reserved
+	// concurrency) caps Lambda's pollers; 0 means 1. Each of that many
+	// pollers receives, invokes and deletes in turn, so a queue with
+	// messages keeps every one of them busy, as Lambda scales its pollers
+	// up while messages wait.
+	Concurrency int
+	Function    Invoker
 	// Name labels log lines, e.g. "GenerateQueue -> GeneratorFunction".
 	Name string
 	// Log receives failures; nil means the standard logger.
 	Log *log.Logger
 }
 
-// Run polls until ctx is cancelled.
+// Run polls until ctx is cancelled, with c.Concurrency batches at most in
+// flight.
 func Run(ctx context.Context, c Config) error {
 	if c.SQS == nil || c.QueueURL == "" || c.Function == nil {
 		return fmt.Errorf("poller %s: needs an SQS client, a queue URL and a function", c.Name)
@@ -58,9 +68,22 @@ func Run(ctx context.Context, c Config) error {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 10
 	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 1
+	}
 	if c.Log == nil {
 		c.Log = log.Default()
 	}
+	var wg sync.WaitGroup
+	for range c.Concurrency {
+		wg.Go(func() { c.poll(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// poll is one of the mapping's pollers: one batch at a time.
+func (c Config) poll(ctx context.Context) {
 	for ctx.Err() == nil {
 		out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(c.QueueURL),
@@ -84,7 +107,6 @@ func Run(ctx context.Context, c Config) error {
 			c.handle(ctx, out.Messages)
 		}
 	}
-	return nil
 }
 
 // handle invokes the function with one batch and deletes what succeeded.
