@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"42sisters.ai/oracle/shared/crashpoint"
 )
 
 // Error types Lambda reports for failures outside the function's own code.
@@ -75,6 +77,9 @@ type Config struct {
 	// it, e.g. "[WebhookFunction#2] "; the local runtime's lines about an
 	// environment carry its prefix too. nil means os.Stderr.
 	Log io.Writer
+	// OnKill, when set, hears of every process killed at a crash point
+	// (KillAt), once it has exited.
+	OnKill func(Kill)
 }
 
 // Error is a failed invocation as Lambda reports it.
@@ -102,6 +107,9 @@ type Function struct {
 	// ResetStats.
 	stats       stats
 	envsAtReset atomic.Int64
+
+	// kills is the kill plan: processes to kill at crash points.
+	kills killPlan
 }
 
 // Start starts cfg.Instances processes of the function's bootstrap. They
@@ -228,6 +236,7 @@ func (f *Function) start() (*environment, error) {
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", e.response)
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", e.invocationError)
 	mux.HandleFunc("POST /2018-06-01/runtime/init/error", e.initError)
+	mux.HandleFunc("POST "+crashpoint.Path+"{point...}", e.crashpoint)
 	// The server starts after the process so that everything the handlers
 	// read (e.cmd) is set before any of them runs; the process's first
 	// request waits in the listen backlog meanwhile.
@@ -260,6 +269,9 @@ func (f *Function) environ(runtimeAPI, logStream string) []string {
 		"AWS_DEFAULT_REGION":              f.cfg.Region,
 		"AWS_ACCESS_KEY_ID":               "test",
 		"AWS_SECRET_ACCESS_KEY":           "test",
+		// Every process announces its crash points here, as a Lambda
+		// runtime knows its reserved variables: never from the template.
+		crashpoint.Variable: "on",
 	} {
 		vars[k] = v
 	}

@@ -18,6 +18,7 @@ import (
 
 	"42sisters.ai/oracle/infra/local/internal/echotest"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
+	"42sisters.ai/oracle/shared/crashpoint"
 )
 
 var echoBin string
@@ -272,5 +273,74 @@ func TestInvokeAfterCloseFails(t *testing.T) {
 	f.Close()
 	if _, err := invoke(t, f, `{}`); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("err = %v, want closed", err)
+	}
+}
+
+// TestKillPlanKillsAtTheNamedPoint: a process is told to go on at a crash
+// point nobody armed; the armed point kills the next two processes that
+// reach it with SIGKILL (each invocation fails as a crash, the environment
+// is replaced and OnKill hears of it with the invocation), then spares the
+// third.
+func TestKillPlanKillsAtTheNamedPoint(t *testing.T) {
+	log := &testkit.Buffer{}
+	var mu sync.Mutex
+	var kills []runtimeapi.Kill
+	f := start(t, runtimeapi.Config{Instances: 1, Log: log, OnKill: func(k runtimeapi.Kill) {
+		mu.Lock()
+		kills = append(kills, k)
+		mu.Unlock()
+	}})
+	const point = "generator/after-lease"
+	reach := func(p string) ([]byte, error) { return invoke(t, f, fmt.Sprintf(`{"do":"crashpoint","point":%q}`, p)) }
+	if out, err := reach(point); err != nil || string(out) != `"went on past `+point+`"` {
+		t.Fatalf("unarmed: %s %v, want the process to go on", out, err)
+	}
+	f.KillAt(point, 2)
+	if out, err := reach("mailer/after-send"); err != nil || !strings.Contains(string(out), "went on") {
+		t.Fatalf("another point: %s %v, want the process to go on", out, err)
+	}
+	for i := range 2 {
+		out, err := reach(point)
+		var fe *runtimeapi.Error
+		if !errors.As(err, &fe) || fe.Type != runtimeapi.ErrorTypeExit || !strings.Contains(fe.Message, "signal: killed") {
+			t.Fatalf("kill %d: %s %v, want %s with signal: killed", i+1, out, err, runtimeapi.ErrorTypeExit)
+		}
+	}
+	if out, err := reach(point); err != nil || !strings.Contains(string(out), "went on") {
+		t.Fatalf("after the plan ran out: %s %v, want the process to go on", out, err)
+	}
+	if n := f.Killed(point); n != 2 {
+		t.Errorf("Killed = %d, want 2", n)
+	}
+	waitLog(t, log, regexp.MustCompile(`(?m)^\[Echo#1\] killed at crash point generator/after-lease$`))
+	waitLog(t, log, regexp.MustCompile(`(?m)^\[Echo#2\] killed at crash point generator/after-lease$`))
+	waitLog(t, log, regexp.MustCompile(`(?m)^\[Echo#3\] echo: invoked do="crashpoint"$`))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kills) != 2 {
+		t.Fatalf("OnKill heard %d kills, want 2", len(kills))
+	}
+	for i, k := range kills {
+		if k.Function != "Echo" || k.Environment != fmt.Sprintf("Echo#%d", i+1) || k.Point != point ||
+			!strings.Contains(string(k.Payload), `"point":"`+point+`"`) || k.At.IsZero() {
+			t.Errorf("kill %d = %+v", i+1, k)
+		}
+	}
+}
+
+// Every process is told where to announce its crash points, whatever its
+// function's own environment says.
+func TestCrashPointsAreAnnouncedByEveryProcess(t *testing.T) {
+	f := start(t, runtimeapi.Config{Instances: 1, Log: &testkit.Buffer{}, Env: map[string]string{crashpoint.Variable: "off"}})
+	out, err := invoke(t, f, `{"do":"echo"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got echoed
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if v := got.Env[crashpoint.Variable]; v != "on" {
+		t.Errorf("%s = %q, want on", crashpoint.Variable, v)
 	}
 }

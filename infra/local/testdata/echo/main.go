@@ -19,11 +19,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"42sisters.ai/oracle/shared/crashpoint"
 )
 
 type request struct {
 	Do      string            `json:"do"`
 	URL     string            `json:"url"`
+	Point   string            `json:"point"`
 	Version string            `json:"version"`
 	Query   map[string]string `json:"queryStringParameters"`
 	Records []json.RawMessage `json:"Records"`
@@ -66,6 +69,9 @@ func handle(ctx context.Context, payload json.RawMessage) (any, error) {
 		return get(ctx, req.URL)
 	case "pid":
 		return map[string]int{"pid": os.Getpid()}, nil
+	case "crashpoint":
+		crashpoint.Reach(ctx, crashpoint.Point(req.Point))
+		return "went on past " + req.Point, nil
 	}
 	if req.Version == "2.0" {
 		return events.APIGatewayV2HTTPResponse{
