@@ -20,40 +20,48 @@ type Kill struct {
 	At time.Time
 }
 
-// killPlan is how many more processes to kill at each crash point.
+// killPlan is how many more processes to kill at each crash point, and
+// who hears of each kill.
 type killPlan struct {
 	mu    sync.Mutex
-	left  map[string]int
+	armed map[string]*arm
 	count map[string]int // killed so far, by point
 }
 
-// take reports whether a process reaching point is to be killed, and
-// counts the kill.
-func (p *killPlan) take(point string) bool {
+type arm struct {
+	left int
+	then func(Kill)
+}
+
+// take reports whether a process reaching point is to be killed, counts
+// the kill and returns who hears of it.
+func (p *killPlan) take(point string) (kill bool, then func(Kill)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.left[point] <= 0 {
-		return false
+	a := p.armed[point]
+	if a == nil || a.left <= 0 {
+		return false, nil
 	}
-	p.left[point]--
+	a.left--
 	if p.count == nil {
 		p.count = map[string]int{}
 	}
 	p.count[point]++
-	return true
+	return true, a.then
 }
 
 // KillAt arms the function's kill plan: the next times processes that
 // reach point (a shared/crashpoint name) are killed there with SIGKILL,
-// whatever invocation they run, as a crash of the host would kill them. A
-// later call replaces the count; 0 disarms the point.
-func (f *Function) KillAt(point string, times int) {
+// whatever invocation they run, as a crash of the host would kill them;
+// then, when not nil, hears of each kill once the process has exited. A
+// later call for the same point replaces this one; times 0 disarms it.
+func (f *Function) KillAt(point string, times int, then func(Kill)) {
 	f.kills.mu.Lock()
 	defer f.kills.mu.Unlock()
-	if f.kills.left == nil {
-		f.kills.left = map[string]int{}
+	if f.kills.armed == nil {
+		f.kills.armed = map[string]*arm{}
 	}
-	f.kills.left[point] = times
+	f.kills.armed[point] = &arm{left: times, then: then}
 }
 
 // Killed is how many processes were killed at point so far.
@@ -71,7 +79,8 @@ func (f *Function) Killed(point string) int {
 func (e *environment) crashpoint(w http.ResponseWriter, r *http.Request) {
 	at := time.Now()
 	point := r.PathValue("point")
-	if !e.f.kills.take(point) {
+	kill, then := e.f.kills.take(point)
+	if !kill {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -85,8 +94,8 @@ func (e *environment) crashpoint(w http.ResponseWriter, r *http.Request) {
 	_ = e.cmd.Process.Kill()
 	// run cancels ctx once the process has exited.
 	<-e.ctx.Done()
-	if e.f.cfg.OnKill != nil {
+	if then != nil {
 		name := e.prefix[1 : len(e.prefix)-2] // "[Name#N] " -> "Name#N"
-		e.f.cfg.OnKill(Kill{Function: e.f.cfg.Name, Environment: name, Point: point, Payload: payload, At: at})
+		then(Kill{Function: e.f.cfg.Name, Environment: name, Point: point, Payload: payload, At: at})
 	}
 }

@@ -77,9 +77,6 @@ type Config struct {
 	// it, e.g. "[WebhookFunction#2] "; the local runtime's lines about an
 	// environment carry its prefix too. nil means os.Stderr.
 	Log io.Writer
-	// OnKill, when set, hears of every process killed at a crash point
-	// (KillAt), once it has exited.
-	OnKill func(Kill)
 }
 
 // Error is a failed invocation as Lambda reports it.

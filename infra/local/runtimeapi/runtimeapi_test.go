@@ -279,23 +279,23 @@ func TestInvokeAfterCloseFails(t *testing.T) {
 // TestKillPlanKillsAtTheNamedPoint: a process is told to go on at a crash
 // point nobody armed; the armed point kills the next two processes that
 // reach it with SIGKILL (each invocation fails as a crash, the environment
-// is replaced and OnKill hears of it with the invocation), then spares the
-// third.
+// is replaced and the plan's callback hears of it with the invocation),
+// then spares the third.
 func TestKillPlanKillsAtTheNamedPoint(t *testing.T) {
 	log := &testkit.Buffer{}
 	var mu sync.Mutex
 	var kills []runtimeapi.Kill
-	f := start(t, runtimeapi.Config{Instances: 1, Log: log, OnKill: func(k runtimeapi.Kill) {
-		mu.Lock()
-		kills = append(kills, k)
-		mu.Unlock()
-	}})
+	f := start(t, runtimeapi.Config{Instances: 1, Log: log})
 	const point = "generator/after-lease"
 	reach := func(p string) ([]byte, error) { return invoke(t, f, fmt.Sprintf(`{"do":"crashpoint","point":%q}`, p)) }
 	if out, err := reach(point); err != nil || string(out) != `"went on past `+point+`"` {
 		t.Fatalf("unarmed: %s %v, want the process to go on", out, err)
 	}
-	f.KillAt(point, 2)
+	f.KillAt(point, 2, func(k runtimeapi.Kill) {
+		mu.Lock()
+		kills = append(kills, k)
+		mu.Unlock()
+	})
 	if out, err := reach("mailer/after-send"); err != nil || !strings.Contains(string(out), "went on") {
 		t.Fatalf("another point: %s %v, want the process to go on", out, err)
 	}
@@ -318,7 +318,7 @@ func TestKillPlanKillsAtTheNamedPoint(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(kills) != 2 {
-		t.Fatalf("OnKill heard %d kills, want 2", len(kills))
+		t.Fatalf("the plan heard of %d kills, want 2", len(kills))
 	}
 	for i, k := range kills {
 		if k.Function != "Echo" || k.Environment != fmt.Sprintf("Echo#%d", i+1) || k.Point != point ||
