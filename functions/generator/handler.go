@@ -13,6 +13,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/circuit"
+	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -228,9 +229,11 @@ func (h *Handler) generate(ctx context.Context, t *task) error {
 	}
 	t.order, t.lease = order, lease
 	t.log = t.log.With("generation", order.Attempts)
+	crashpoint.Reach(ctx, crashpoint.GeneratorLeased)
 
 	callStart := h.Now()
 	g, err := h.ask(ctx, t)
+	crashpoint.Reach(ctx, crashpoint.GeneratorReplied)
 	h.report(ctx, t.log, permit, h.Now().Sub(callStart), err)
 	if err != nil {
 		return h.failed(ctx, t, err)

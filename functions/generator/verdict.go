@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/queue"
@@ -20,6 +21,7 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 	// Gate 1: what the model wrote reaches the store only through the
 	// content filter, on first generations and regenerations alike.
 	filtered, rep := h.Filter.Analysis(g.analysis, t.order.Query)
+	crashpoint.Reach(ctx, crashpoint.GeneratorFiltered)
 	h.auditFilter(ctx, t, rep)
 	if rep.Action == sosfilter.Quarantine {
 		return h.quarantine(ctx, t, g, rep)
@@ -56,6 +58,7 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		h.abandon(ctx, t)
 		return err
 	}
+	crashpoint.Reach(ctx, crashpoint.GeneratorStored)
 	t.log.Info("verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
 		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(t.started).Milliseconds())
 	t.order = stored

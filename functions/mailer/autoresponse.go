@@ -9,6 +9,7 @@ import (
 	"42sisters.ai/oracle/functions/mailer/letter"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
@@ -64,6 +65,7 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 		return err
 	}
 	t.token = token
+	crashpoint.Reach(ctx, crashpoint.MailerClaimed)
 	suppressed, err := h.suppressed(ctx, m.From)
 	if err != nil {
 		h.release(ctx, t)
@@ -78,6 +80,7 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
 	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: m.From, ReplyTo: h.Brand.Support, Subject: msg.Subject,
 		Text: msg.Text, HTML: msg.HTML, Tags: map[string]string{mail.TagKind: string(oracle.MailAutoresponse)}})
+	crashpoint.Reach(ctx, crashpoint.MailerSent)
 	h.auditReplyAttempt(ctx, t, err)
 	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:

@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/functions/mailer/letter"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -231,6 +232,7 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		return err
 	}
 	t.token = token
+	crashpoint.Reach(ctx, crashpoint.MailerClaimed)
 	// Gate 2, on the email exactly as it would leave.
 	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, o.Query)
 	h.auditFilter(ctx, t, rep)
@@ -264,6 +266,9 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
 	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
 		Tags: map[string]string{mail.TagSession: o.SessionID, mail.TagKind: string(kind)}})
+	// A crash from here until close records the delivery sends the email
+	// again once the claim's lease lapses: the one duplicate window.
+	crashpoint.Reach(ctx, crashpoint.MailerSent)
 	h.auditAttempt(ctx, t, err, to)
 	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:
