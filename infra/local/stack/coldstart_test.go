@@ -71,7 +71,7 @@ func BenchmarkColdStart(b *testing.B) {
 			size := lambdaSizeMB(b, o.Root, fn.CodeURI)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				f, err := function(&o, back, fn, bins[fn.LogicalID], nil)
+				f, err := function(&o, back, fn, bins[fn.LogicalID], nil, concurrency{})
 				if err != nil {
 					b.Fatal(err)
 				}

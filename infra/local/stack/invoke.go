@@ -82,7 +82,7 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 	defer sesSrv.Close()
 	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + ses.Addr().String()
 	env["QUEUE_AGE_METRICS"] = "off"
-	f, err := function(&o, b, *fn, bins[fn.LogicalID], env)
+	f, err := function(&o, b, *fn, bins[fn.LogicalID], env, concurrency{})
 	if err != nil {
 		return nil, err
 	}

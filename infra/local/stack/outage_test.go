@@ -57,6 +57,9 @@ const outageLength = 10 * time.Second
 func TestModelOutage(t *testing.T) {
 	o := options(t)
 	o.Instances = 2 // two generator containers share the circuit
+	// One generate batch at a time, so that the accounting below can tell
+	// which invocation each model call and log line belongs to.
+	o.MaximumConcurrency = map[string]int{"GeneratorFunction": 1}
 	o.Env = map[string]map[string]string{"GeneratorFunction": compressed}
 	dispatch := watchDispatch(&o)
 	gen := watchGenerate(&o)
@@ -261,10 +264,10 @@ func modelCalls(t *testing.T, gemini string) []modelCall {
 }
 
 // generateWatch records when each generate job was handed to the
-// generator. The generate queue's poller invokes one batch at a time and
-// its batches hold one job, so the invocations follow one another: the one
-// that got delivery k ran between it and delivery k+1, and every model call
-// and log line of it falls in that window.
+// generator. The test caps the generate queue's poller at one batch at a
+// time and its batches hold one job, so the invocations follow one
+// another: the one that got delivery k ran between it and delivery k+1,
+// and every model call and log line of it falls in that window.
 type generateWatch struct {
 	mu         sync.Mutex
 	deliveries []delivery

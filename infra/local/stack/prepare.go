@@ -75,8 +75,19 @@ type Options struct {
 	// sends through the fake Microsoft Graph on GraphPort (default 3004).
 	MailTransport string
 	GraphPort     int
-	// Instances is the number of processes per function; default 2.
+	// Instances is the number of processes per function; default 2. A
+	// function whose SQS event source caps its concurrency gets at least
+	// that many, and one with a reserved concurrency at most that many.
 	Instances int
+	// MeterAWS puts a meter between the functions and moto that counts
+	// their requests by service and operation (Stack.Meter), for what a
+	// verdict costs.
+	MeterAWS bool
+	// MaximumConcurrency overrides, by logical id, the maximum concurrency
+	// of a function's SQS event sources (its batches in flight at once),
+	// e.g. 1 for a test that needs a function's jobs invoked one after
+	// another.
+	MaximumConcurrency map[string]int
 	// Env overrides environment variables of functions, by logical id
 	// (e.g. {"GeneratorFunction": {"GEMINI_CIRCUIT_OPEN_FOR": "1s"}}), over
 	// everything else the function gets from the template and the stack,
@@ -195,6 +206,17 @@ type backend struct {
 	aws       aws.Config
 	template  *sam.Template
 	resources *provision.Stack
+	// metered is the meter in front of moto that the functions reach it
+	// through, empty when AWS is not metered.
+	metered string
+}
+
+// functionsEndpoint is where the functions reach moto.
+func (b *backend) functionsEndpoint() string {
+	if b.metered != "" {
+		return b.metered
+	}
+	return b.endpoint
 }
 
 // close stops moto if it was started here.
@@ -327,7 +349,7 @@ func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]stri
 
 // function starts one function's processes with its resolved environment,
 // the stack's variables (env) and the options' overrides, in that order.
-func function(o *Options, b *backend, fn sam.Function, bin string, env map[string]string) (*runtimeapi.Function, error) {
+func function(o *Options, b *backend, fn sam.Function, bin string, env map[string]string, c concurrency) (*runtimeapi.Function, error) {
 	resolved, err := b.resources.Env(fn)
 	if err != nil {
 		return nil, err
@@ -343,10 +365,10 @@ func function(o *Options, b *backend, fn sam.Function, bin string, env map[strin
 		Binary:      bin,
 		Env:         resolved,
 		Timeout:     time.Duration(fn.Timeout) * time.Second,
-		MemoryMB:    b.template.Globals.MemorySize,
-		Instances:   o.Instances,
+		MemoryMB:    fn.MemorySize,
+		Instances:   c.instances(o),
 		Region:      Region,
-		AWSEndpoint: b.endpoint,
+		AWSEndpoint: b.functionsEndpoint(),
 		Log:         o.Log,
 	})
 }

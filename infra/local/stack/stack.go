@@ -69,6 +69,12 @@ type Stack struct {
 	// env is what every function gets on top of the template's.
 	env map[string]string
 	scheduling
+
+	// byName are the functions by logical id, caps the maximum
+	// concurrency enforced on each one's event sources.
+	byName map[string]*runtimeapi.Function
+	caps   map[string]int
+	meter  *Meter
 }
 
 // Start builds and starts everything; ctx bounds the start only. Close stops
@@ -104,7 +110,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		claimed = append(claimed, *p.ln)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s = &Stack{APIURL: o.baseURL(), cancel: cancel}
+	s = &Stack{APIURL: o.baseURL(), cancel: cancel, byName: map[string]*runtimeapi.Function{}, caps: map[string]int{}}
 	defer func() {
 		if err != nil {
 			release()
@@ -116,6 +122,11 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		return s, err
 	}
 	s.Resources, s.AWS = s.backend.resources, s.backend.aws
+	if o.MeterAWS {
+		if s.backend.metered, err = s.startMeter(s.backend.endpoint); err != nil {
+			return s, err
+		}
+	}
 	fns := s.backend.template.Functions()
 	if err := checkEnv(o.Env, fns); err != nil {
 		return s, err
@@ -187,11 +198,16 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	sqsClient := sqs.NewFromConfig(s.AWS)
 	pollLog := log.New(o.Log, "[poller] ", 0)
 	for _, fn := range fns {
-		f, err := function(&o, s.backend, fn, bins[fn.LogicalID], env)
+		conc, err := concurrencyOf(&o, s.backend, fn)
+		if err != nil {
+			return s, err
+		}
+		f, err := function(&o, s.backend, fn, bins[fn.LogicalID], env, conc)
 		if err != nil {
 			return s, err
 		}
 		s.functions = append(s.functions, f)
+		s.byName[fn.LogicalID] = f
 		s.invokers[fn.LogicalID] = f
 		for _, r := range fn.Routes {
 			routes = append(routes, gateway.Route{Method: r.Method, Path: r.Path, Function: f})
@@ -204,9 +220,13 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 				Region:                  Region,
 				BatchSize:               q.BatchSize,
 				ReportBatchItemFailures: q.ReportBatchItemFailures,
+				Concurrency:             conc.batches(&o, q.QueueLogicalID),
 				Function:                observed(f, q.QueueLogicalID, o.BeforeDelivery, o.LoseDelivery),
 				Name:                    q.QueueLogicalID + " -> " + fn.LogicalID,
 				Log:                     pollLog,
+			}
+			if m := conc.maximum[q.QueueLogicalID]; m > 0 {
+				s.caps[fn.LogicalID] = max(s.caps[fn.LogicalID], m)
 			}
 			if c.QueueURL == "" {
 				return s, fmt.Errorf("%s: SQS event on %q, which is not a provisioned queue", fn.LogicalID, q.QueueLogicalID)
