@@ -61,8 +61,21 @@ type env struct {
 
 func newEnv(t testing.TB, secrets Secrets) *env {
 	t.Helper()
+	return newEnvWith(t, secrets, nil)
+}
+
+// newEnvWith is newEnv with instrument (when not nil) applied to the AWS
+// configuration the handler's clients are made from, so that a benchmark
+// can time the calls themselves.
+func newEnvWith(t testing.TB, secrets Secrets, instrument func(*aws.Config)) *env {
+	t.Helper()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, db: awsenv.NewTables(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}}
+	cfg := f.AWS
+	if instrument != nil {
+		cfg = f.AWS.Copy()
+		instrument(&cfg)
+	}
+	e := &env{t: t, f: f, db: awsenv.NewTables(cfg), sqs: sqs.NewFromConfig(cfg), queues: queue.NewClient(cfg), s3: awsenv.S3(cfg), logs: &testkit.Buffer{}}
 	e.clock = testkit.NewClock(time.Now())
 	e.created = time.Now().Add(-time.Minute).Unix()
 
@@ -79,7 +92,7 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 	}
 	ledger := store.NewLedger(e.db, f.Ref("LedgerTable"), e.clock.Now)
 	metrics := obs.NewMetrics(e.logs, "Oracle", e.clock.Now)
-	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics, Now: e.clock.Now}
+	alerts := &alert.Alerter{SNS: awsenv.NewTopics(cfg), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Metrics: metrics, Now: e.clock.Now}
 	e.svc = &fulfil.Service{
 		Orders:    store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
 		Generate:  queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now),
@@ -95,7 +108,7 @@ func newEnv(t testing.TB, secrets Secrets) *env {
 	}
 	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now,
 		Money: &Money{
-			Index:    store.NewOrderIndex(awsenv.NewQueries(f.AWS), f.Ref("OrdersTable")),
+			Index:    store.NewOrderIndex(awsenv.NewQueries(cfg), f.Ref("OrdersTable")),
 			Orders:   store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
 			Records:  audit.NewReader(e.s3, f.Ref("AuditBucket")),
 			Evidence: casefile.NewEvidenceStore(e.s3, f.Ref("EvidenceBucket")),
