@@ -28,12 +28,13 @@ const foldMax = 80
 //
 // The matching form is the compatibility decomposition (the K of NFKC,
 // from golang.org/x/text/unicode/norm) with every combining mark removed,
-// separators turned into sep, a few Cyrillic look-alikes turned into the
-// Latin letters they imitate, and the case folded: full-width "ＡＩＯＮ",
-// circled "ⒶⒾⓄⓃ", "AIÓN" and Cyrillic "АІОN" all read "aion". Composition,
-// the C of NFKC, is left out on purpose: once the marks are gone there is
-// nothing left to compose, and leaving it out is what lets one character be
-// folded alone, without a buffer, on the way through the text.
+// separators turned into sep, the letters of other scripts and the small
+// capitals that read as Latin letters turned into those (readsAs), and the
+// case folded: full-width "ＡＩＯＮ", circled "ⒶⒾⓄⓃ", "AIÓN", Cyrillic
+// "АІОN" and small capitals "ᴀɪᴏɴ" all read "aion". Composition, the C of
+// NFKC, is left out on purpose: once the marks are gone there is nothing
+// left to compose, and leaving it out is what lets one character be folded
+// alone, without a buffer, on the way through the text.
 func foldRune(r rune, buf *[foldMax]byte) (n int, soft bool) {
 	if r < utf8.RuneSelf {
 		switch {
@@ -89,7 +90,14 @@ func foldOne(r rune, buf *[foldMax]byte, n int) int {
 		buf[n] = sep
 		return n + 1
 	}
-	r = lowerFold(lookAlike(r))
+	if latin := readsAs(r); latin != "" {
+		for i := 0; i < len(latin) && n < foldMax; i++ {
+			buf[n] = lowerASCII(latin[i])
+			n++
+		}
+		return n
+	}
+	r = lowerFold(r)
 	if n+utf8.RuneLen(r) > foldMax {
 		return n // cannot happen with Unicode's decompositions; never overflow
 	}
@@ -132,81 +140,37 @@ func ignorable(r rune) bool {
 	return unicode.Is(unicode.Cf, r) || (unicode.Is(unicode.Cc, r) && !unicode.IsSpace(r))
 }
 
-// lookAlike maps the Cyrillic letters that are drawn exactly like Latin
-// ones to those Latin letters, keeping the case, so a term typed with a
-// Cyrillic "А" or "О" is still the term. Greek look-alikes are left alone:
-// every Greek letter is blocked as such (GAP-C).
-func lookAlike(r rune) rune {
-	if r < 0x0400 || r > 0x052f {
-		return r
+//go:generate sh -c "/usr/bin/python3 lookalikes.py > lookalikes.go"
+
+// lookAlike is one letter that a reader takes for Latin letters, and the
+// letters it reads as, in their case.
+type lookAlike struct {
+	r     rune
+	reads string
+}
+
+// readsAs returns the Latin letters r reads as, or "" when it is not a
+// look-alike: the letters of other scripts that UTS #39's skeleton makes
+// Latin (Cyrillic "А", Cherokee "Ꭺ", Latin "ø" and "ł") and the small
+// capitals ("ᴀɪᴏɴ" reads "AION"), from the generated table lookalikes.go.
+// Greek is not in it: every Greek letter is blocked as such (GAP-C).
+func readsAs(r rune) string {
+	if r < lookAlikes[0].r || r > lookAlikes[len(lookAlikes)-1].r {
+		return ""
 	}
-	switch r {
-	case 'А':
-		return 'A'
-	case 'В':
-		return 'B'
-	case 'Е':
-		return 'E'
-	case 'К':
-		return 'K'
-	case 'М':
-		return 'M'
-	case 'Н', 'Һ':
-		return 'H'
-	case 'О':
-		return 'O'
-	case 'Р':
-		return 'P'
-	case 'С':
-		return 'C'
-	case 'Т':
-		return 'T'
-	case 'Х':
-		return 'X'
-	case 'У', 'Ү':
-		return 'Y'
-	case 'І', 'Ӏ':
-		return 'I'
-	case 'Ј':
-		return 'J'
-	case 'Ѕ':
-		return 'S'
-	case 'Ԛ':
-		return 'Q'
-	case 'Ԝ':
-		return 'W'
-	case 'а':
-		return 'a'
-	case 'е':
-		return 'e'
-	case 'о':
-		return 'o'
-	case 'р':
-		return 'p'
-	case 'с':
-		return 'c'
-	case 'у', 'ү':
-		return 'y'
-	case 'х':
-		return 'x'
-	case 'і':
-		return 'i'
-	case 'ј':
-		return 'j'
-	case 'ѕ':
-		return 's'
-	case 'ԁ':
-		return 'd'
-	case 'ԛ':
-		return 'q'
-	case 'ԝ':
-		return 'w'
-	case 'һ':
-		return 'h'
-	case 'ӏ':
-		return 'l'
+	lo, hi := 0, len(lookAlikes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if lookAlikes[m].r < r {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return r
+	if lo < len(lookAlikes) && lookAlikes[lo].r == r {
+		return lookAlikes[lo].reads
+	}
+	return ""
 }
 
 // baseRune is r as a reader sees its letter: the first code point of its
@@ -221,7 +185,17 @@ func baseRune(r rune) rune {
 	if d := norm.NFKD.Properties(enc[:m]).Decomposition(); d != nil {
 		r, _ = utf8.DecodeRune(d)
 	}
-	return lookAlike(r)
+	if latin := readsAs(r); latin != "" {
+		return rune(latin[0])
+	}
+	return r
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // foldString is the matching form of a whole string, as the scanner sees

@@ -48,9 +48,14 @@ func refFold(s string) []refChar {
 				soft = false
 				continue
 			}
-			shape := lookAlike(c)
-			out = append(out, refChar{r: unicode.ToLower(unicode.ToUpper(shape)), shape: shape, off: off, soft: soft})
-			soft = false
+			shapes := []rune{c}
+			if latin := readsAs(c); latin != "" {
+				shapes = []rune(latin)
+			}
+			for _, shape := range shapes {
+				out = append(out, refChar{r: unicode.ToLower(unicode.ToUpper(shape)), shape: shape, off: off, soft: soft})
+				soft = false
+			}
 		}
 	}
 	return out

@@ -162,8 +162,15 @@ func load(data []byte) (*Filter, error) {
 	if len(lf.Entries) == 0 {
 		return nil, fmt.Errorf("%w: no entries", ErrInvalidList)
 	}
-	sum := sha256.Sum256(data)
-	f := &Filter{version: lf.Version + "+" + hex.EncodeToString(sum[:6])}
+	// The digest covers the look-alike table too: what the list catches
+	// depends on how text is folded, so a new table is a new version.
+	h := sha256.New()
+	h.Write(data)
+	h.Write([]byte(lookAlikeSource))
+	for _, la := range lookAlikes {
+		fmt.Fprintf(h, "\n%x %s", la.r, la.reads)
+	}
+	f := &Filter{version: lf.Version + "+" + hex.EncodeToString(h.Sum(nil)[:6])}
 	ids := map[string]bool{}
 	seen := map[string]string{} // folded pattern -> entry id
 	var nterms int32
