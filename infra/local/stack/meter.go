@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -47,6 +48,9 @@ type Requests struct {
 	// each 64 KB of a request as one request.
 	RequestBytes  int64 `json:"request_bytes"`
 	ResponseBytes int64 `json:"response_bytes"`
+	// Seconds is the time the requests took, all together: where a slow
+	// run waits.
+	Seconds float64 `json:"seconds"`
 	// SQSChunks are the billed SQS requests: one per started 64 KB of
 	// request body.
 	SQSChunks int64 `json:"sqs_chunks,omitempty"`
@@ -130,8 +134,9 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in := &countingReader{r: r.Body}
 	r.Body = in
 	cw := &countingWriter{ResponseWriter: w}
+	start := time.Now()
 	m.proxy.ServeHTTP(cw, r)
-	m.record(service, op, in.n.Load(), cw.n, body)
+	m.record(service, op, in.n.Load(), cw.n, time.Since(start), body)
 }
 
 // s3Operation names an S3 REST request by its method and target.
@@ -154,7 +159,7 @@ func s3Operation(r *http.Request) string {
 	return r.Method + "Bucket"
 }
 
-func (m *Meter) record(service, op string, in, out int64, body []byte) {
+func (m *Meter) record(service, op string, in, out int64, took time.Duration, body []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name := service + "." + op
@@ -166,6 +171,7 @@ func (m *Meter) record(service, op string, in, out int64, body []byte) {
 	c.Count++
 	c.RequestBytes += in
 	c.ResponseBytes += out
+	c.Seconds += took.Seconds()
 	if service == "sqs" {
 		c.SQSChunks += sqsChunks(in)
 	}
