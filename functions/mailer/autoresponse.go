@@ -80,7 +80,11 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
 	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: m.From, ReplyTo: h.Brand.Support, Subject: msg.Subject,
 		Text: msg.Text, HTML: msg.HTML, Tags: map[string]string{mail.TagKind: string(oracle.MailAutoresponse)}})
+	// As for an order's email: recorded before anything else.
 	crashpoint.Reach(ctx, crashpoint.MailerSent)
+	if err == nil {
+		h.close(ctx, t, id, "")
+	}
 	h.auditReplyAttempt(ctx, t, err)
 	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:
@@ -103,7 +107,6 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 		t.log.Error("autoresponse given up", "outcome", oc.String(), "class", failureClass(err))
 		return nil
 	}
-	h.close(ctx, t, id, "")
 	h.auditReply(ctx, t, audit.StatusEmailSent, nil, "sent")
 	t.log.Info("autoresponse sent")
 	return nil

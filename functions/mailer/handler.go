@@ -267,8 +267,12 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
 		Tags: map[string]string{mail.TagSession: o.SessionID, mail.TagKind: string(kind)}})
 	// A crash from here until close records the delivery sends the email
-	// again once the claim's lease lapses: the one duplicate window.
+	// again once the claim's lease lapses: the one duplicate window, so
+	// the record comes first and the attempt's audit record after it.
 	crashpoint.Reach(ctx, crashpoint.MailerSent)
+	if err == nil {
+		h.close(ctx, t, id, oracle.MailSent)
+	}
 	h.auditAttempt(ctx, t, err, to)
 	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:
@@ -278,7 +282,6 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	case deadLetter, refused:
 		return h.giveUp(ctx, t, err, oc, to)
 	}
-	h.close(ctx, t, id, oracle.MailSent)
 	if err := h.Ledger.RecordSentMessage(ctx, id, o.SessionID, h.SentRetention); err != nil {
 		// The reply still finds its order when it quotes the result link.
 		t.log.Warn("remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
