@@ -13,7 +13,7 @@ STRIPE_MOCK_VERSION := v0.203.0
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz bench prompt-check build deploy smoke ops inbox-replay invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz crash bench prompt-check build deploy smoke ops inbox-replay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -77,6 +77,18 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),100000x) ./shared/sosfilter
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/inbox
+
+## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's six crash points, each ending with one verdict and one email (two when killed after the send, before its record); prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
+CRASH_ORDERS ?= 10
+crash:
+	@set -euo pipefail; mkdir -p .build; \
+	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
+	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-crash.log 2>&1 & moto=$$!; \
+	trap 'kill $$moto 2>/dev/null' EXIT; \
+	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
+	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-crash.log; exit 1; }; \
+	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_CRASH_ORDERS=$(CRASH_ORDERS) $(GO) test -race -count=1 -timeout 30m -run '^TestCrashAtEveryStep$$' -v ./infra/local/stack \
+		| tee .build/crash.log | grep -E '^(\s*---|ok|FAIL|PASS|privacy|\s+crash_test)' || { echo "(the whole log: .build/crash.log)"; exit 1; }
 
 ## bench: the benchmarks behind the performance budgets in docs/performance.md
 bench:
