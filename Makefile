@@ -13,7 +13,7 @@ STRIPE_MOCK_VERSION := v0.203.0
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz crash bench prompt-check build deploy smoke ops inbox-replay invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -90,9 +90,42 @@ crash:
 	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_CRASH_ORDERS=$(CRASH_ORDERS) $(GO) test -race -count=1 -timeout 30m -run '^TestCrashAtEveryStep$$' -v ./infra/local/stack \
 		| tee .build/crash.log | grep -E '^(\s*---|ok|FAIL|PASS|privacy|\s+crash_test)' || { echo "(the whole log: .build/crash.log)"; exit 1; }
 
-## bench: the benchmarks behind the performance budgets in docs/performance.md
+## bench: the benchmarks behind the performance budgets in docs/performance.md (one moto server for them all, output in .build/bench.txt), then one table: each budget, its figure, its limit, pass or fail; fails when a budget fails or its benchmark is missing
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@set -uo pipefail; mkdir -p .build; \
+	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
+	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-bench.log 2>&1 & moto=$$!; \
+	trap 'kill $$moto 2>/dev/null' EXIT; \
+	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
+	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-bench.log; exit 1; }; \
+	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./... 2>&1 | tee .build/bench.txt; status=$$?; \
+	echo; $(GO) run ./infra/benchreport .build/bench.txt || status=1; \
+	exit $$status
+
+# Runs a command with a moto server of its own, as unit does, its endpoint
+# in ORACLE_MOTO_ENDPOINT and its log in .build/moto-<target>.log.
+define with-moto
+	@set -euo pipefail; mkdir -p .build; \
+	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
+	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-$@.log 2>&1 & moto=$$!; \
+	trap 'kill $$moto 2>/dev/null' EXIT; \
+	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
+	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-$@.log; exit 1; }; \
+	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port $(1)
+endef
+
+## bench-burst: 1,000 orders paid at once through the local stack with an instant model, then 1,000 more while it answers 429 for a minute: none lost or doubled, the generator's cap held; prints throughput and payment-to-email p50/p95/p99 (figures in .build/burst-full.json)
+bench-burst:
+	$(call with-moto,ORACLE_BURST=full ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-full.json $(GO) test -count=1 -timeout 60m -run '^TestBurst$$' -v ./infra/local/stack | tee .build/bench-burst.log | grep -E '^(---|ok|FAIL|PASS|privacy|\s+burst_test)')
+
+## cost: the infrastructure cost of a verdict (excluding the model) and the idle cost per month, from a metered burst of 100 orders on the local stack (FIGURES=file: from a burst already run, e.g. .build/burst-full.json)
+cost:
+ifdef FIGURES
+	$(GO) run ./infra/cost $(FIGURES)
+else
+	$(call with-moto,ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-reduced.json $(GO) test -count=1 -timeout 20m -run '^TestBurst$$' ./infra/local/stack >/dev/null)
+	$(GO) run ./infra/cost .build/burst-reduced.json
+endif
 
 ## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts with the current prompt and reports how many the content filter would touch; fails above MAX_RATE (default 0)
 MAX_RATE ?= 0

@@ -1,0 +1,111 @@
+// Command cost prices a verdict's infrastructure (everything but the model)
+// and the stack's idle month, from the figures a burst of orders through the
+// local stack measured (`make cost` runs one; `make bench-burst` writes
+// .build/burst-full.json) and the public prices of one region (prices.go).
+//
+// Usage: go run ./infra/cost FIGURES.json
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/sam"
+)
+
+// The goals of issue 16, item 5.
+const (
+	goalPerVerdict = 0.0005
+	goalIdle       = 0.0
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "cost:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("usage: cost FIGURES.json (written by the burst test with ORACLE_BURST_FIGURES)")
+	}
+	b, err := os.ReadFile(args[0])
+	if err != nil {
+		return fmt.Errorf("read the figures: %w", err)
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("read the figures %s: %w", args[0], err)
+	}
+	if len(rep.Runs) == 0 || rep.Runs[0].Orders == 0 {
+		return fmt.Errorf("%s holds no run with orders", args[0])
+	}
+	t, err := sam.Load(filepath.Join(filepath.Dir(provision.TemplatePath()), "template.yaml"))
+	if err != nil {
+		return err
+	}
+	routed, queued := map[string]bool{}, map[string]bool{}
+	for _, fn := range t.Functions() {
+		routed[fn.LogicalID] = len(fn.Routes) > 0
+		queued[fn.LogicalID] = len(fn.Queues) > 0
+	}
+	retention, err := t.ResolveInt(sam.Intrinsic{Name: "Ref", Arg: "AuditRetentionDays"}, &sam.Values{})
+	if err != nil {
+		return fmt.Errorf("AuditRetentionDays: %w", err)
+	}
+
+	fmt.Fprintf(w, "Prices: us-east-1, on demand, as of %s (infra/cost/prices.go); figures: %s (%s form)\n", PricesDate, args[0], rep.Form)
+	var verdict float64
+	for i, r := range rep.Runs {
+		lines, unpriced := runLines(r, routed, queued, retention)
+		per := perVerdict(r, lines)
+		if i == 0 {
+			verdict = per
+		}
+		fmt.Fprintf(w, "\nThe %s run: %d orders, %d emails, in %.1f s\n", r.Name, r.Orders, r.Emails, r.Seconds)
+		printLines(w, lines, float64(r.Orders))
+		if len(unpriced) > 0 {
+			fmt.Fprintf(w, "  not priced (free, or no price here): %v\n", unpriced)
+		}
+		fmt.Fprintf(w, "  per verdict: $%.6f (the model excluded)\n", per)
+	}
+	idle, err := idleLines(t, map[string]string{}, verdict)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nIdle, a %d-day month with no orders\n", daysPerMonth)
+	printLines(w, idle, 1)
+	idleTotal := total(idle)
+	fmt.Fprintf(w, "  per month: $%.2f\n", idleTotal)
+	fmt.Fprintf(w, "\nCOST: $%.6f per verdict (goal under $%.4f: %s); $%.2f a month idle (goal $%.0f: %s)\n",
+		verdict, goalPerVerdict, met(verdict < goalPerVerdict), idleTotal, goalIdle, met(idleTotal <= goalIdle))
+	return nil
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// printLines prints each line's quantity, price and cost, each also per
+// one of per (orders; 1 for a month).
+func printLines(w io.Writer, lines []line, per float64) {
+	for _, l := range lines {
+		if l.Quantity == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %-100s %12.4f %-16s x $%.10f = $%.6f", l.What, l.Quantity, l.Unit, l.Price, l.cost())
+		if per != 1 {
+			fmt.Fprintf(w, "  ($%.8f each)", l.cost()/per)
+		}
+		fmt.Fprintln(w)
+	}
+}
