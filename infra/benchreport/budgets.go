@@ -1,0 +1,234 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Verdict is a budget's outcome in one report.
+type Verdict string
+
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "FAIL"
+	// Missing: a benchmark or a figure the budget reads is not in the
+	// output (it did not run, failed, or no longer reports the figure).
+	Missing Verdict = "MISSING"
+)
+
+// Row is one budget's line of the report.
+type Row struct {
+	Budget, Measured, Limit string
+	Verdict                 Verdict
+}
+
+// budget is one performance budget of docs/performance.md: what it reads
+// from the benchmarks, and its limit.
+type budget struct {
+	name  string
+	limit string
+	// judge returns the measured figure, as the report shows it, and
+	// whether it is within the limit; an error says what is missing.
+	judge func(Results) (figure string, ok bool, err error)
+}
+
+// Budgets are docs/performance.md's budgets that a benchmark measures, in
+// the order the document lists them. Each reads figures of one run: a
+// ratio of two figures measured together wherever one benchmark can
+// measure both.
+var Budgets = []budget{
+	{
+		name:  "webhook: own work / its store and queue calls",
+		limit: "≤ 1 %",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkWebhookEndToEnd", "own-%", "own-µs/op", "calls-µs/op")
+			if err != nil {
+				return "", false, err
+			}
+			pct, _ := r.Value("own-%")
+			own, _ := r.Value("own-µs/op")
+			calls, _ := r.Value("calls-µs/op")
+			return fmt.Sprintf("%.2f %% (%.0f µs of own work, %.1f ms of calls)", pct, own, calls/1000), pct <= 1, nil
+		},
+	},
+	{
+		name:  "pipeline, paid to email sent: p95 / floor (its round trips)",
+		limit: "≤ 2×",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkPaidToEmail", "p95/floor", "p95-ms", "floor-ms")
+			if err != nil {
+				return "", false, err
+			}
+			x, _ := r.Value("p95/floor")
+			p95, _ := r.Value("p95-ms")
+			least, _ := r.Value("floor-ms")
+			return fmt.Sprintf("%.2f× (p95 %.0f ms, floor %.0f ms)", x, p95, least), x <= 2, nil
+		},
+	},
+	{
+		name:  "content filter, clean text: regexp time / filter time",
+		limit: "≥ 100×",
+		judge: func(rs Results) (string, bool, error) {
+			clean := rs.Under("BenchmarkFilter", "*/clean")
+			if len(clean) == 0 {
+				return "", false, errors.New("no BenchmarkFilter/*/clean")
+			}
+			least, at := 0.0, ""
+			for _, f := range clean {
+				variant := strings.TrimPrefix(f.Name, "BenchmarkFilter/")
+				re, err := need(rs, "BenchmarkRegexp/"+variant, "ns/op")
+				if err != nil {
+					return "", false, err
+				}
+				fns, ok := f.Value("ns/op")
+				if !ok || fns <= 0 {
+					return "", false, fmt.Errorf("%s has no ns/op", f.Name)
+				}
+				rns, _ := re.Value("ns/op")
+				if x := rns / fns; at == "" || x < least {
+					least, at = x, strings.TrimSuffix(variant, "/clean")
+				}
+			}
+			return fmt.Sprintf("%.0f× (least: %s)", least, at), least >= 100, nil
+		},
+	},
+	{
+		name:  "content filter, clean text: allocations",
+		limit: "0",
+		judge: func(rs Results) (string, bool, error) {
+			clean := rs.Under("BenchmarkFilter", "*/clean")
+			if len(clean) == 0 {
+				return "", false, errors.New("no BenchmarkFilter/*/clean")
+			}
+			most, at := -1.0, ""
+			for _, f := range clean {
+				n, ok := f.Value("allocs/op")
+				if !ok {
+					return "", false, fmt.Errorf("%s has no allocs/op", f.Name)
+				}
+				if n > most {
+					most, at = n, strings.TrimSuffix(strings.TrimPrefix(f.Name, "BenchmarkFilter/"), "/clean")
+				}
+			}
+			if most == 0 {
+				return fmt.Sprintf("0 allocs/op (%d tiers)", len(clean)), true, nil
+			}
+			return fmt.Sprintf("%.0f allocs/op (%s)", most, at), false, nil
+		},
+	},
+	{
+		name:  "cold start: ready for the first event",
+		limit: "≤ 50 ms each",
+		judge: func(rs Results) (string, bool, error) {
+			most, at, err := worst(rs, "BenchmarkColdStart", "ns/op")
+			if err != nil {
+				return "", false, err
+			}
+			return fmt.Sprintf("%.1f ms (slowest: %s)", most/1e6, strings.TrimSuffix(at, "Function")), most <= 50e6, nil
+		},
+	},
+	{
+		name:  "bootstrap size (as make build builds it)",
+		limit: "≤ 15 MB each",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkBootstrapSize", "max-MB")
+			if err != nil {
+				return "", false, err
+			}
+			most, _ := r.Value("max-MB")
+			var over []string
+			for unit := range r.Values {
+				fn, ok := strings.CutSuffix(unit, "-MB")
+				if mb, _ := r.Value(unit); ok && fn != "max" && mb > 15 {
+					over = append(over, fmt.Sprintf("%s %.1f", strings.TrimSuffix(fn, "Function"), mb))
+				}
+			}
+			if len(over) == 0 {
+				return fmt.Sprintf("%.1f MB at most", most), true, nil
+			}
+			slices.Sort(over)
+			return fmt.Sprintf("%.1f MB at most; over: %s", most, strings.Join(over, ", ")), false, nil
+		},
+	},
+	{
+		name:  "health job: Scan calls on the Orders table",
+		limit: "0",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkReconciliation", "calls/run")
+			if err != nil {
+				return "", false, err
+			}
+			// The benchmark reports a unit per operation it saw: no
+			// Scan/run is no Scan.
+			scans, _ := r.Value("Scan/run")
+			return fmt.Sprintf("%.0f a run", scans), scans == 0, nil
+		},
+	},
+	{
+		name:  "health job: reads grow with the orders it acts on (20 stuck of 200)",
+		limit: "≤ 20 GetItem a run",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkReconciliation", "GetItem/run", "calls/run")
+			if err != nil {
+				return "", false, err
+			}
+			reads, _ := r.Value("GetItem/run")
+			calls, _ := r.Value("calls/run")
+			return fmt.Sprintf("%.0f GetItem a run (%.0f calls in all)", reads, calls), reads <= 20, nil
+		},
+	},
+}
+
+// need returns the named benchmark, or an error when it, or one of the
+// units, is not in the output.
+func need(rs Results, name string, units ...string) (*Result, error) {
+	r, ok := rs[name]
+	if !ok {
+		return nil, fmt.Errorf("no %s", name)
+	}
+	for _, u := range units {
+		if _, ok := r.Value(u); !ok {
+			return nil, fmt.Errorf("%s reports no %s", name, u)
+		}
+	}
+	return r, nil
+}
+
+// worst is the largest value of unit among parent's sub-benchmarks, and
+// which one it is.
+func worst(rs Results, parent, unit string) (float64, string, error) {
+	subs := rs.Under(parent, "*")
+	if len(subs) == 0 {
+		return 0, "", fmt.Errorf("no %s/*", parent)
+	}
+	most, at := 0.0, ""
+	for _, r := range subs {
+		v, ok := r.Value(unit)
+		if !ok {
+			return 0, "", fmt.Errorf("%s reports no %s", r.Name, unit)
+		}
+		if at == "" || v > most {
+			most, at = v, strings.TrimPrefix(r.Name, parent+"/")
+		}
+	}
+	return most, at, nil
+}
+
+// Judge reads every budget from rs.
+func Judge(rs Results, budgets []budget) []Row {
+	rows := make([]Row, 0, len(budgets))
+	for _, b := range budgets {
+		fig, ok, err := b.judge(rs)
+		row := Row{Budget: b.name, Limit: b.limit, Measured: fig, Verdict: Pass}
+		switch {
+		case err != nil:
+			row.Measured, row.Verdict = err.Error(), Missing
+		case !ok:
+			row.Verdict = Fail
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// The lines below are real `go test -bench` output, captured on the
+// development machine (2 cores, AMD EPYC), except where a case says a
+// figure was changed to cross a limit.
+const (
+	webhookLine  = "BenchmarkWebhookEndToEnd-2   \t      48\t  23722024 ns/op\t     23004 calls-µs/op\t         6.000 calls/op\t         3.114 own-%\t       716.2 own-µs/op\t     22126 wire-µs/op\t  292116 B/op\t    2965 allocs/op"
+	pipelineLine = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
+	healthLine   = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
+	filterLines  = `BenchmarkFilter/quick/clean-2         	 1629386	       874.3 ns/op	 205.89 MB/s	       0 B/op	       0 allocs/op
+BenchmarkFilter/quick/dirty-2         	  241820	      4487 ns/op	  44.35 MB/s	     552 B/op	       8 allocs/op
+BenchmarkFilter/full/clean-2          	  636766	      3977 ns/op	 173.75 MB/s	       0 B/op	       0 allocs/op
+BenchmarkRegexp/quick/clean-2         	    2098	    656728 ns/op	   0.27 MB/s	      42 B/op	       0 allocs/op
+BenchmarkRegexp/quick/dirty-2         	    1550	    834903 ns/op	   0.24 MB/s	     256 B/op	       2 allocs/op
+BenchmarkRegexp/full/clean-2          	     585	   4259693 ns/op	   0.16 MB/s	     153 B/op	       0 allocs/op
+`
+)
+
+func TestParse(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		input string
+		bench string
+		unit  string
+		want  float64
+		pkg   string
+	}{
+		{"a result's own metrics", "pkg: 42sisters.ai/oracle/functions/webhook\n" + webhookLine, "BenchmarkWebhookEndToEnd", "own-%", 3.114, "42sisters.ai/oracle/functions/webhook"},
+		{"ns/op", webhookLine, "BenchmarkWebhookEndToEnd", "ns/op", 23722024, ""},
+		{"a unit with a slash", pipelineLine, "BenchmarkPaidToEmail", "p95/floor", 3.106, ""},
+		{"a sub-benchmark, its suffix dropped", filterLines, "BenchmarkFilter/full/clean", "ns/op", 3977, ""},
+		{"allocs/op", filterLines, "BenchmarkRegexp/quick/dirty", "allocs/op", 2, ""},
+		{"no GOMAXPROCS suffix (-cpu 1)", "BenchmarkWebhookOwnWork \t   41815\t     29893 ns/op", "BenchmarkWebhookOwnWork", "ns/op", 29893, ""},
+		{"the median of -count 3", "BenchmarkCheck/quick-2 \t 1 \t 2581 ns/op\nBenchmarkCheck/quick-2 \t 1 \t 2400 ns/op\nBenchmarkCheck/quick-2 \t 1 \t 9000 ns/op", "BenchmarkCheck/quick", "ns/op", 2581, ""},
+		{"the median of -count 2", "BenchmarkCheck/quick-2 \t 1 \t 2000 ns/op\nBenchmarkCheck/quick-2 \t 1 \t 3000 ns/op", "BenchmarkCheck/quick", "ns/op", 2500, ""},
+		{"logs and verdicts around it", "--- BENCH: BenchmarkPaidToEmail-2\n    pipeline_test.go:75: floor 87.5 ms: 6 GetItem × 3.8 ms\nBenchmarkPaidToEmail\n" + pipelineLine + "\nPASS\nok  \t42sisters.ai/oracle/infra/local/stack\t17.118s", "BenchmarkPaidToEmail", "floor-ms", 87.48, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs, err := Parse(strings.NewReader(c.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, ok := rs[c.bench]
+			if !ok {
+				t.Fatalf("no %s in %v", c.bench, rs)
+			}
+			if got, ok := r.Value(c.unit); !ok || got != c.want {
+				t.Errorf("%s %s = %v (%v), want %v", c.bench, c.unit, got, ok, c.want)
+			}
+			if r.Package != c.pkg {
+				t.Errorf("package %q, want %q", r.Package, c.pkg)
+			}
+		})
+	}
+}
+
+func TestParseRefusesAMangledResult(t *testing.T) {
+	for _, line := range []string{
+		"BenchmarkFilter/quick/clean-2 \t 1629386 \t 874.3 ns/op \t 205.89",
+		"BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op",
+	} {
+		if _, err := Parse(strings.NewReader(line)); err == nil {
+			t.Errorf("%q parsed", line)
+		}
+	}
+}
+
+// verdictOf is the verdict of the budget named prefix, from output.
+func verdictOf(t *testing.T, output, prefix string) Row {
+	t.Helper()
+	rs, err := Parse(strings.NewReader(output))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range Judge(rs, Budgets) {
+		if strings.HasPrefix(row.Budget, prefix) {
+			return row
+		}
+	}
+	t.Fatalf("no budget %q", prefix)
+	return Row{}
+}
+
+func TestVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		name, budget, output string
+		want                 Verdict
+		measured             string // a part of the figure shown
+	}{
+		{"webhook over 1 %", "webhook", webhookLine, Fail, "3.11 % (716 µs of own work, 23.0 ms of calls)"},
+		{"webhook within (own-% changed)", "webhook", strings.Replace(webhookLine, "3.114 own-%", "0.914 own-%", 1), Pass, "0.91 %"},
+		{"webhook without its ratio", "webhook", "BenchmarkWebhookEndToEnd-2 \t 67 \t 17128113 ns/op \t 293641 B/op \t 2942 allocs/op", Missing, "reports no own-%"},
+		{"webhook not run", "webhook", pipelineLine, Missing, "no BenchmarkWebhookEndToEnd"},
+		{"pipeline over twice its floor", "pipeline", pipelineLine, Fail, "3.11× (p95 272 ms, floor 87 ms)"},
+		{"pipeline within (p95/floor changed)", "pipeline", strings.Replace(pipelineLine, "3.106 p95/floor", "1.950 p95/floor", 1), Pass, "1.95×"},
+		{"pipeline before its floor was measured", "pipeline", "BenchmarkPaidToEmail-2 \t 1 \t 4459393628 ns/op \t 299.0 max-ms \t 181.9 p50-ms \t 271.6 p95-ms", Missing, "reports no p95/floor"},
+		{"filter far faster than the regexp", "content filter, clean text: regexp", filterLines, Pass, "751× (least: quick)"},
+		{"filter under 100× (regexp time changed)", "content filter, clean text: regexp", strings.Replace(filterLines, "656728 ns/op", "65672 ns/op", 1), Fail, "75× (least: quick)"},
+		{"filter without its regexp twin", "content filter, clean text: regexp", strings.Split(filterLines, "BenchmarkRegexp")[0], Missing, "no BenchmarkRegexp/full/clean"},
+		{"filter not run", "content filter, clean text: regexp", webhookLine, Missing, "no BenchmarkFilter/*/clean"},
+		{"no allocation on clean text", "content filter, clean text: alloc", filterLines, Pass, "0 allocs/op (2 tiers)"},
+		{"an allocation on clean text (changed)", "content filter, clean text: alloc", strings.Replace(filterLines, "173.75 MB/s	       0 B/op	       0 allocs/op", "173.75 MB/s	      16 B/op	       1 allocs/op", 1), Fail, "1 allocs/op (full)"},
+		{"health never scans", "health job: Scan", healthLine, Pass, "0 a run"},
+		{"health scanned (changed)", "health job: Scan", strings.Replace(healthLine, "16.00 Query/run", "1.00 Scan/run", 1), Fail, "1 a run"},
+		{"health reads the stuck orders only", "health job: reads", healthLine, Pass, "20 GetItem a run (36 calls in all)"},
+		{"health reads more (changed)", "health job: reads", strings.Replace(healthLine, "20.00 GetItem/run", "200.00 GetItem/run", 1), Fail, "200 GetItem"},
+		{"health not run", "health job: reads", filterLines, Missing, "no BenchmarkReconciliation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			row := verdictOf(t, c.output, c.budget)
+			if row.Verdict != c.want || !strings.Contains(row.Measured, c.measured) {
+				t.Errorf("%s: %s %q, want %s with %q", row.Budget, row.Verdict, row.Measured, c.want, c.measured)
+			}
+		})
+	}
+}
+
+func TestColdStartVerdicts(t *testing.T) {
+	cold := "BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkColdStart/PagesFunction-2 \t 3 \t 6025349 ns/op\n"
+	size := "BenchmarkBootstrapSize-2 \t 1 \t 9000000000 ns/op \t 11.88 CheckoutFunction-MB \t 23.50 GeneratorFunction-MB \t 20.38 MailerFunction-MB \t 23.50 max-MB\n"
+	for _, c := range []struct {
+		name, budget, output string
+		want                 Verdict
+		measured             string
+	}{
+		{"every cold start within", "cold start", cold, Pass, "27.7 ms (slowest: Checkout)"},
+		{"one over 50 ms (changed)", "cold start", strings.Replace(cold, "6025349", "85068189", 1), Fail, "85.1 ms (slowest: Pages)"},
+		{"cold start not run", "cold start", size, Missing, "no BenchmarkColdStart/*"},
+		{"two bootstraps over 15 MB", "bootstrap size", size, Fail, "23.5 MB at most; over: Generator 23.5, Mailer 20.4"},
+		{"every bootstrap within (changed)", "bootstrap size", "BenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB", Pass, "11.9 MB at most"},
+		{"sizes not reported", "bootstrap size", cold, Missing, "no BenchmarkBootstrapSize"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			row := verdictOf(t, c.output, c.budget)
+			if row.Verdict != c.want || !strings.Contains(row.Measured, c.measured) {
+				t.Errorf("%s: %s %q, want %s with %q", row.Budget, row.Verdict, row.Measured, c.want, c.measured)
+			}
+		})
+	}
+}
+
+// TestRun reads a whole `make bench` output (testdata/bench.txt, captured
+// as it was) and checks the exit status and the table around it.
+func TestRun(t *testing.T) {
+	whole, err := os.ReadFile("testdata/bench.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		args   []string
+		stdin  string
+		status int
+		says   []string
+	}{
+		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
+		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 8 budgets failed, 8 missing their benchmark"}},
+		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + filterLines +
+			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n"), 0, []string{"all 8 budgets met"}},
+		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
+		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
+		{"two files", []string{"a", "b"}, "", 2, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			status := run(c.args, strings.NewReader(c.stdin), &out, &errs)
+			if status != c.status {
+				t.Errorf("status %d, want %d\n%s%s", status, c.status, out.String(), errs.String())
+			}
+			for _, s := range c.says {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("the report does not say %q:\n%s", s, out.String())
+				}
+			}
+		})
+	}
+}
+
+func TestTableAlignsItsColumns(t *testing.T) {
+	table := Table([]Row{{Budget: "a", Measured: "3.11 % (716 µs)", Limit: "≤ 1 %", Verdict: Fail}, {Budget: "longer budget", Measured: "x", Limit: "0", Verdict: Pass}})
+	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4:\n%s", len(lines), table)
+	}
+	for _, l := range lines[1:] {
+		if len([]rune(l)) != len([]rune(lines[0])) {
+			t.Errorf("ragged table:\n%s", table)
+			break
+		}
+	}
+}
