@@ -1,0 +1,167 @@
+package stack_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/putonce"
+)
+
+// The pipeline's floor: the store, queue and mail round trips that one
+// paid order needs between the payment and the mailer's record of the
+// send, each on the critical path (the next step waits for it). Read from
+// the code, in the order they happen:
+//
+//	webhook    Ledger.Seen (GetItem), ClaimOrder (PutItem), the generate
+//	           job (SendMessage); its JobEnqueued, audit record and
+//	           Ledger.Mark follow the send, while the generator works
+//	poller     the receive that returns the generate job (ReceiveMessage)
+//	generator  Orders.Get (GetItem), Circuit.Allow (GetItem),
+//	           StartGeneration (UpdateItem), [the model], the crosscheck
+//	           record (PutObject), Circuit.Succeeded (GetItem), the gate-1
+//	           filter record (PutObject), StoreVerdict (UpdateItem), the
+//	           verdict_generated record (PutObject), KeepOriginal
+//	           (UpdateItem), the mail job (SendMessage)
+//	poller     the receive that returns the mail job (ReceiveMessage)
+//	mailer     Orders.Get (GetItem), ClaimMail (UpdateItem), the gate-2
+//	           filter record (PutObject), [Stripe: the recipient],
+//	           Ledger.Suppressed (GetItem), SendEmail (through the SES
+//	           front), the attempt record (PutObject); then MailSent, whose
+//	           timestamp (taken before its UpdateItem) ends the measure
+//
+// The hops that are no store, queue or mail call (Stripe's webhook
+// request, the model, the Stripe session read, each Lambda invocation)
+// are not in the floor: they are what the budget's factor of two leaves
+// room for.
+var criticalPath = []struct {
+	kind  string
+	count int
+}{
+	{"GetItem", 6},
+	{"PutItem", 1},
+	{"UpdateItem", 4},
+	{"PutObject", 5},
+	{"SendMessage", 2},
+	{"ReceiveMessage", 2},
+	{"SendEmail", 1},
+}
+
+// floorSamples is how many round trips of each kind are measured; the
+// floor takes each kind's median.
+const floorSamples = 15
+
+// floor measures one round trip of each kind on the critical path against
+// the stack's own moto and SES front, idle, as the functions make them
+// (the same tables, bucket and kind of queue, conditional writes where
+// they write conditionally), and returns the sum over the critical path
+// of count times the kind's median, with the medians. session is an order
+// the stack holds, read as the functions read orders.
+func floor(tb testing.TB, s *stack.Stack, session string) (time.Duration, map[string]time.Duration) {
+	tb.Helper()
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(s.AWS)
+	q := sqs.NewFromConfig(s.AWS)
+	bucket := awsenv.S3(s.AWS)
+	sesCfg := s.AWS.Copy()
+	sesCfg.BaseEndpoint = aws.String(s.SESURL)
+	ses := &mail.SES{Client: mail.NewClient(sesCfg), Now: time.Now}
+	from := s.Deployment().Parameters["MailSender"]
+	ledger, orders := s.Resources.Ref("LedgerTable"), s.Resources.Ref("OrdersTable")
+	run := fmt.Sprintf("bench-roundtrip-%d", time.Now().UnixNano())
+	created, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(run)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	queueURL := created.QueueUrl
+	defer func() { _, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: queueURL}) }()
+	key := func(i int) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("%s#%d", run, i)}}
+	}
+	order := map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: session}}
+	expires := &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(time.Now().Add(time.Hour).Unix())}
+	record := []byte(`{"event":"bench_round_trip","detail":"` + strings.Repeat("x", 1200) + `"}`)
+	job := aws.String(`{"session_id":"cs_test_bench_round_trip_0000000000000000000000000000000000000","reason":"paid"}`)
+	text := strings.Repeat("The verdict, its reasons and what to do next. ", 60)
+	calls := map[string]func(i int) error{
+		"GetItem": func(i int) error {
+			in := &dynamodb.GetItemInput{TableName: aws.String(ledger), Key: key(i), ConsistentRead: aws.Bool(true)}
+			if i%2 == 0 {
+				in.TableName, in.Key = aws.String(orders), order
+			}
+			_, err := db.GetItem(ctx, in)
+			return err
+		},
+		"PutItem": func(i int) error {
+			item := key(i)
+			item["expires_at"] = expires
+			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(ledger), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")})
+			return err
+		},
+		"UpdateItem": func(i int) error {
+			in := &dynamodb.UpdateItemInput{TableName: aws.String(ledger), Key: key(i),
+				UpdateExpression: aws.String("SET bench_n = :n"), ConditionExpression: aws.String("attribute_exists(pk)"),
+				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":n": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(i)}}}
+			if i%2 == 0 {
+				in.TableName, in.Key = aws.String(orders), order
+				in.ConditionExpression = aws.String("attribute_exists(session_id)")
+			}
+			_, err := db.UpdateItem(ctx, in)
+			return err
+		},
+		"PutObject": func(i int) error {
+			_, err := putonce.Put(ctx, bucket, fmt.Sprintf("%s/%d.json", run, i), record, &s3.PutObjectInput{
+				Bucket: aws.String(s.Resources.Ref("AuditBucket")), ContentType: aws.String("application/json")})
+			return err
+		},
+		"SendMessage": func(int) error {
+			_, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: queueURL, MessageBody: job})
+			return err
+		},
+		"ReceiveMessage": func(int) error {
+			out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 20})
+			if err == nil && len(out.Messages) == 0 {
+				err = fmt.Errorf("no message to receive")
+			}
+			return err
+		},
+		"SendEmail": func(i int) error {
+			_, err := ses.Send(ctx, mail.Outgoing{From: from, To: "success@simulator.amazonses.com",
+				Subject: fmt.Sprintf("Round trip %d", i), Text: text, HTML: "<p>" + text + "</p>"})
+			return err
+		},
+	}
+	took := map[string][]time.Duration{}
+	for i := -1; i < floorSamples; i++ { // the first round warms the connections
+		for _, c := range criticalPath {
+			call := calls[c.kind]
+			start := time.Now()
+			if err := call(i + 1); err != nil {
+				tb.Fatalf("round trip %s: %v", c.kind, err)
+			}
+			if i >= 0 {
+				took[c.kind] = append(took[c.kind], time.Since(start))
+			}
+		}
+	}
+	medians := map[string]time.Duration{}
+	var sum time.Duration
+	for _, c := range criticalPath {
+		slices.Sort(took[c.kind])
+		medians[c.kind] = took[c.kind][len(took[c.kind])/2]
+		sum += time.Duration(c.count) * medians[c.kind]
+	}
+	return sum, medians
+}
