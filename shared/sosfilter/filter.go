@@ -137,6 +137,8 @@ type Filter struct {
 	entries    []entry
 	patterns   []pattern
 	ac         automaton
+	disguises  []disguise // the letter terms as the disguise view reads them
+	dac        automaton  // the automaton of disguises
 	asciiPlain [utf8.RuneSelf]byte
 	asciiHTML  [utf8.RuneSelf]byte
 }
@@ -237,16 +239,33 @@ func (f *Filter) Mail(subject, text, html, query string) Report {
 }
 
 // clean reports a text with no hit at all, stopping at the first: none as
-// it is written, and none as it is shown when a right-to-left override
-// reverses part of it.
+// it is written, none as it is shown when a right-to-left override
+// reverses part of it, and none in its disguise view.
 func (f *Filter) clean(s string, isHTML bool) bool {
 	var c collector
 	c.first = true
 	f.scan(s, isHTML, &c)
 	if c.n == 0 && reversed(s) {
-		f.scan(shown(s), isHTML, &c)
+		view, viewHTML := shownText(s, isHTML)
+		f.scan(view, viewHTML, &c)
+		if c.n == 0 {
+			f.scanDisguised(view, viewHTML, &c)
+		}
+	}
+	if c.n == 0 && f.mayDisguise(s, isHTML) {
+		f.scanDisguised(s, isHTML, &c)
 	}
 	return c.n == 0
+}
+
+// shownText is s as a reader sees it once its right-to-left overrides have
+// reversed it: in HTML, the visible text (tags out, references decoded) is
+// what the override reverses, so it is read as plain text.
+func shownText(s string, isHTML bool) (string, bool) {
+	if isHTML {
+		return shown(visible(s)), false
+	}
+	return shown(s), false
 }
 
 // field is one customer-facing string of a payload.
@@ -290,6 +309,19 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 				}
 				hits = append(hits, h.Hit)
 			}
+		}
+		// A term that only the disguise view reads ("A I O N", "GL0SS")
+		// quarantines, like a reversed one.
+		for _, h := range f.disguisedHits(fl, &c) {
+			if !echoRead {
+				echo, echoRead = f.queryTerms(query), true
+			}
+			if h.Echo = slices.Contains(echo, f.patterns[h.pat].term); h.Echo {
+				h.Action = Pass
+			} else {
+				quarantine++
+			}
+			hits = append(hits, h.Hit)
 		}
 		if c.n == 0 {
 			continue
@@ -369,11 +401,12 @@ func (f *Filter) reversedHits(fl *field, logical *collector) []reversedHit {
 	for i := 0; i < logical.len(); i++ {
 		written[logical.at(i).pat]++
 	}
-	var c collector
-	view := shown(fl.text)
-	f.scan(view, fl.html, &c)
-	if fl.html {
-		f.scan(view, false, &c)
+	var c, dc collector
+	view, viewHTML := shownText(fl.text, fl.html)
+	f.scan(view, viewHTML, &c)
+	f.scanDisguised(view, viewHTML, &dc)
+	for _, sp := range unexplained(&dc, &c) {
+		c.add(sp)
 	}
 	var out []reversedHit
 	for _, sp := range resolve(&c) {
@@ -383,6 +416,46 @@ func (f *Filter) reversedHits(fl *field, logical *collector) []reversedHit {
 		}
 		e := &f.entries[f.patterns[sp.pat].entry]
 		out = append(out, reversedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
+	}
+	return out
+}
+
+// disguisedHits are the terms fl's disguise view reads where its text holds
+// none as written (written, the plain scan's collected hits): each as a
+// quarantining hit.
+func (f *Filter) disguisedHits(fl *field, written *collector) []reversedHit {
+	if !f.mayDisguise(fl.text, fl.html) && !(fl.html && f.mayDisguise(fl.text, false)) {
+		return nil
+	}
+	var c collector
+	f.scanDisguised(fl.text, fl.html, &c)
+	if fl.html {
+		f.scanDisguised(fl.text, false, &c)
+	}
+	if c.n == 0 {
+		return nil
+	}
+	var out []reversedHit
+	for _, sp := range unexplained(&c, written) {
+		e := &f.entries[f.patterns[sp.pat].entry]
+		out = append(out, reversedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
+	}
+	return out
+}
+
+// unexplained are the disguise view's terms (disguised, resolved) where
+// the plain scan (written) found none: where a term is written plainly
+// ("C.L.O.D.", "AION") both read it, and it is the plain scan's to judge.
+func unexplained(disguised, written *collector) []span {
+	var out []span
+next:
+	for _, sp := range resolve(disguised) {
+		for i := 0; i < written.len(); i++ {
+			if w := written.at(i); w.start < sp.end && sp.start < w.end {
+				continue next
+			}
+		}
+		out = append(out, sp)
 	}
 	return out
 }

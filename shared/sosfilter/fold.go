@@ -140,7 +140,7 @@ func ignorable(r rune) bool {
 	return unicode.Is(unicode.Cf, r) || (unicode.Is(unicode.Cc, r) && !unicode.IsSpace(r))
 }
 
-//go:generate sh -c "/usr/bin/python3 lookalikes.py > lookalikes.go"
+//go:generate sh -c "/usr/bin/python3 lookalikes.py | gofmt > lookalikes.go"
 
 // lookAlike is one letter that a reader takes for Latin letters, and the
 // letters it reads as, in their case.
@@ -428,6 +428,28 @@ const (
 	popFormat   = '\u202c'
 	popIsolate  = '\u2069'
 )
+
+// visible is the text of an HTML document as it is shown: tags and
+// comments out, character references decoded.
+func visible(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, size, str, kind := decode(s, i, true)
+		switch kind {
+		case kindRune:
+			b.WriteRune(r)
+		case kindString:
+			b.WriteString(str)
+		case kindSoft:
+			if r != 0 {
+				b.WriteRune(r) // an invisible character, kept for the override to act on
+			}
+		}
+		i += size
+	}
+	return b.String()
+}
 
 // reversed reports whether s holds a right-to-left override.
 func reversed(s string) bool { return strings.ContainsRune(s, rtlOverride) }

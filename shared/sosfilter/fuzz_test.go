@@ -182,7 +182,8 @@ func refEchoed(q []refChar, term []rune, match string) bool {
 // FuzzFilter: arbitrary text and query never make the filter panic; PASS
 // gives the input back; QUARANTINE gives nothing; REPLACE gives a text the
 // filter itself passes; and no text the filter lets out holds a blocked
-// term by the reference matcher, except what the echo rule exempts.
+// term by the reference matcher, written or disguised (spelt out, with
+// digits), except what the echo rule exempts.
 func FuzzFilter(f *testing.F) {
 	flt := newFilter(f)
 	list := refList(f)
@@ -193,7 +194,9 @@ func FuzzFilter(f *testing.F) {
 		f.Add(tc.in, "")
 	}
 	for _, s := range []string{"A\u200bION agrees.", "ＡＩＯＮ", "coherence\u00a0score", "Φ = 0.042", "Ω=97.4%", "the options are manifold",
-		"<p>AI&#79;N</p>", "Dr. Logos", "C.L.O.D.", "GL\u00adOSS", "the AION team", "AION, ASTRA and NOUS agree.", "10-4", "$0.042", "Σ. ▶"} {
+		"<p>AI&#79;N</p>", "Dr. Logos", "C.L.O.D.", "GL\u00adOSS", "the AION team", "AION, ASTRA and NOUS agree.", "10-4", "$0.042", "Σ. ▶",
+		"A I O N", "G.L.O.S.S", "A/I/O/N", "GL0SS", "A1ON", "4 1 0 N", "ᴀɪᴏɴ", "ɢʟᴏss", "Ꭺ I O N", "k i l l b o x", "\u202eN O I A\u202c",
+		"B2B in Q4 at 10x", "A/B, e.g. U.S."} {
 		f.Add(s, "")
 		f.Add("The verdict: "+s+" holds.", s)
 	}
@@ -223,6 +226,9 @@ func FuzzFilter(f *testing.F) {
 		if leaks := refLeaks(list, r.Text, query); len(leaks) > 0 {
 			t.Fatalf("%q (query %q) gave %s %q, which holds %v", text, query, r.Action, r.Text, leaks)
 		}
+		if leaks := refDisguisedLeaks(list, r.Text, query); len(leaks) > 0 {
+			t.Fatalf("%q (query %q) gave %s %q, which shows %v", text, query, r.Action, r.Text, leaks)
+		}
 		// The other entry points: no panic, and the same judgement.
 		out, rep := flt.Analysis(oracle.Analysis{Summary: text, Breakdown: map[string]oracle.DimensionNote{"Stability": {Analysis: text}}}, query)
 		if (rep.Action == Pass) != (r.Action == Pass) || (rep.Action == Pass && out.Summary != text) {
@@ -232,4 +238,238 @@ func FuzzFilter(f *testing.F) {
 			t.Fatalf("Mail passed %q, which Text does not", text)
 		}
 	})
+}
+
+// The reference of the disguise view, written apart from disguise.go: the
+// whole text is cut into words first, then runs are joined and digits
+// read, then every letter term is compared word by word.
+
+type refWord struct {
+	chars    []refChar // folded letters and digits, with their shapes
+	seps     int       // visible characters between it and the word before
+	newlines int
+	gap      rune // ' ' (separators only), '.' (a full stop, then separators) or '|'
+}
+
+// refWords cuts text into words: letters and digits (a character counts as
+// what its folded form starts with), an apostrophe between two of them
+// inside the word, and anything else visible between words.
+func refWords(text string) []refWord {
+	type item struct {
+		kind  int // 0 separator, 1 letter, 2 digit, 3 apostrophe
+		chars []refChar
+		nl    bool
+		first rune
+	}
+	var items []item
+	for _, r := range text {
+		if ignorable(r) {
+			continue
+		}
+		var folded []refChar
+		for _, c := range norm.NFKD.String(string(r)) {
+			if c == 0x0345 {
+				c = 0x03b9
+			} else if unicode.In(c, unicode.M) || ignorable(c) {
+				continue
+			}
+			shapes := []rune{c}
+			if latin := readsAs(c); latin != "" {
+				shapes = []rune(latin)
+			}
+			for _, s := range shapes {
+				folded = append(folded, refChar{r: unicode.ToLower(unicode.ToUpper(s)), shape: s})
+			}
+		}
+		if len(folded) == 0 {
+			continue
+		}
+		first := folded[0].r
+		switch {
+		case first < 0x80 && isDigit(first):
+			items = append(items, item{kind: 2, chars: folded[:1]})
+		case unicode.IsLetter(first):
+			items = append(items, item{kind: 1, chars: folded})
+		case isApostrophe(first):
+			items = append(items, item{kind: 3, first: first})
+		default:
+			items = append(items, item{kind: 0, nl: first == '\n' || first == 0x2028 || first == 0x2029, first: first})
+		}
+	}
+	var words []refWord
+	var cur *refWord
+	seps, nl, gap := 0, 0, ' '
+	for i, it := range items {
+		inside := it.kind == 3 && cur != nil && i+1 < len(items) && (items[i+1].kind == 1 || items[i+1].kind == 2)
+		switch {
+		case it.kind == 1 || it.kind == 2:
+			if cur == nil {
+				words = append(words, refWord{seps: seps, newlines: nl, gap: gap})
+				cur = &words[len(words)-1]
+				seps, nl, gap = 0, 0, ' '
+			}
+			cur.chars = append(cur.chars, it.chars...)
+		case inside:
+		default:
+			cur = nil
+			switch {
+			case it.kind == 0 && (unicode.IsSpace(it.first) || it.first == 0x2212 || it.first == 0x2800 || unicode.In(it.first, unicode.Pd, unicode.Pc)):
+			case it.first == '.' && seps == 0:
+				gap = '.'
+			default:
+				gap = '|'
+			}
+			seps++
+			if it.nl {
+				nl++
+			}
+		}
+	}
+	return words
+}
+
+var refLeet = map[rune]rune{'0': 'o', '1': '1', '2': 'z', '3': 'e', '4': 'a', '5': 's', '6': 'g', '7': 't', '8': 'b', '9': 'g'}
+
+// refView is a word of the disguise view and what stands before it.
+type refView struct {
+	chars []refChar
+	gap   rune
+}
+
+// refDisguisedView joins the runs of one-character words and reads digits
+// as letters where a word (or a run) has a letter.
+func refDisguisedView(words []refWord) []refView {
+	var out []refView
+	for i := 0; i < len(words); {
+		j := i + 1
+		if len(words[i].chars) == 1 {
+			for j < len(words) && len(words[j].chars) == 1 && words[j].seps <= 3 && words[j].newlines < 2 {
+				j++
+			}
+		}
+		var w []refChar
+		letter, digit := false, false
+		for _, rw := range words[i:j] {
+			for _, c := range rw.chars {
+				w = append(w, c)
+				letter = letter || unicode.IsLetter(c.r)
+				digit = digit || isDigit(c.r)
+			}
+		}
+		if letter && (digit || j > i+1) {
+			for k, c := range w {
+				if l, ok := refLeet[c.r]; ok {
+					w[k].r = l
+				}
+			}
+		}
+		out = append(out, refView{chars: w, gap: words[i].gap})
+		i = j
+	}
+	return out
+}
+
+// refDisguisedLeaks lists the letter terms the disguise view of text shows
+// as whole words, by refLeaks' case and echo rules.
+func refDisguisedLeaks(list []refEntry, text, query string) []string {
+	view := refDisguisedView(refWords(text))
+	q := refFold(query)
+	qview := refDisguisedView(refWords(query))
+	var leaks []string
+	for _, e := range list {
+		for _, term := range e.terms {
+			tw, gaps := refTermWords(term)
+			if tw == nil || refEchoed(q, term, e.match) {
+				continue
+			}
+			forms := []refForm{{tw, gaps}}
+			if len(tw) > 1 {
+				forms = append(forms, refForm{words: []string{strings.Join(tw, "")}})
+			}
+			// Generous with the echo rule: a query that reads as the term
+			// in this view ("C.L.O.D.") exempts it.
+			if slices.ContainsFunc(forms, func(form refForm) bool { return len(refFindWords(qview, form)) > 0 }) {
+				continue
+			}
+			for _, form := range forms {
+				for _, upper := range refFindWords(view, form) {
+					if e.rule != "common" || upper {
+						leaks = append(leaks, e.id+" disguised as "+strings.Join(form.words, " "))
+					}
+				}
+			}
+		}
+	}
+	return leaks
+}
+
+// refFindWords finds form as whole words of view, 1 standing for i or l;
+// for each place, whether a letter there is a capital.
+func refFindWords(view []refView, form refForm) []bool {
+	var found []bool
+	for i := 0; i+len(form.words) <= len(view); i++ {
+		upper, same := false, true
+		for k, part := range form.words {
+			if k > 0 && view[i+k].gap != form.gaps[k-1] {
+				same = false
+				break
+			}
+			w := view[i+k].chars
+			if len(w) != len([]rune(part)) {
+				same = false
+				break
+			}
+			for n, pc := range []rune(part) {
+				c := w[n]
+				if c.r != pc && !(c.r == '1' && (pc == 'i' || pc == 'l')) {
+					same = false
+					break
+				}
+				upper = upper || unicode.IsUpper(c.shape)
+			}
+			if !same {
+				break
+			}
+		}
+		if same {
+			found = append(found, upper)
+		}
+	}
+	return found
+}
+
+// refForm is a term as words and what stands between them.
+type refForm struct {
+	words []string
+	gaps  []rune
+}
+
+// refTermWords is a term's words and the gaps between them (' ', or '.'
+// for "dr. logos") if it is made of ASCII letters only; nil otherwise.
+func refTermWords(term []rune) ([]string, []rune) {
+	var words []string
+	var gaps []rune
+	cur := ""
+	gap := ' '
+	for _, r := range append(term, ' ') {
+		switch {
+		case r == ' ' || r == '.':
+			if cur != "" {
+				if len(words) > 0 {
+					gaps = append(gaps, gap)
+				}
+				words = append(words, cur)
+				cur, gap = "", ' '
+			}
+			if r == '.' {
+				gap = '.'
+			}
+		case r == '\'':
+		case 'a' <= r && r <= 'z':
+			cur += string(r)
+		default:
+			return nil, nil
+		}
+	}
+	return words, gaps
 }

@@ -22,7 +22,7 @@ The skeleton's prototypes are lowercase "l" for the letter I and "rn" for
 m; a look-alike takes the case of the letter it copies, so an uppercase
 look-alike of "l" reads "I".
 
-Run `/usr/bin/python3 lookalikes.py > lookalikes.go` (go generate does) and
+Run `/usr/bin/python3 lookalikes.py | gofmt > lookalikes.go` (go generate does) and
 commit the result; TestLookAlikesAreICUs checks that the committed table is
 what this machine's ICU says.
 """

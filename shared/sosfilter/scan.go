@@ -32,20 +32,22 @@ type automaton struct {
 	outs     []int32  // pattern indexes, longest first
 }
 
-// build compiles f.patterns into f.ac and the ASCII fast-path tables.
-func (f *Filter) build() error {
-	a := &f.ac
+// compile builds the automaton of texts; its outputs are indexes into
+// texts.
+func compile(texts []string) (automaton, error) {
+	var ac automaton
+	a := &ac
 	var used [256]bool
-	for _, p := range f.patterns {
-		for i := 0; i < len(p.text); i++ {
-			used[p.text[i]] = true
+	for _, p := range texts {
+		for i := 0; i < len(p); i++ {
+			used[p[i]] = true
 		}
 	}
 	n := 1
 	for b := range 256 {
 		if used[b] {
 			if n > 255 {
-				return errors.New("too many distinct bytes in the terms")
+				return ac, errors.New("too many distinct bytes in the terms")
 			}
 			a.cls[b] = uint8(n)
 			n++
@@ -64,10 +66,10 @@ func (f *Filter) build() error {
 		return int32(len(own) - 1)
 	}
 	newNode()
-	for pi, p := range f.patterns {
+	for pi, p := range texts {
 		s := int32(0)
-		for i := 0; i < len(p.text); i++ {
-			c := int32(a.cls[p.text[i]])
+		for i := 0; i < len(p); i++ {
+			c := int32(a.cls[p[i]])
 			next := child[s*int32(n)+c]
 			if next < 0 {
 				next = newNode()
@@ -79,7 +81,7 @@ func (f *Filter) build() error {
 	}
 	nodes := len(own)
 	if nodes*n >= 1<<31 {
-		return fmt.Errorf("%d automaton states of %d classes: too many", nodes, n)
+		return ac, fmt.Errorf("%d automaton states of %d classes: too many", nodes, n)
 	}
 
 	// Breadth first: failure links, the full transition table, and each
@@ -135,12 +137,37 @@ func (f *Filter) build() error {
 		o := outs[old]
 		// Longest first, so a phrase is judged before the words inside it.
 		for i := 1; i < len(o); i++ {
-			for j := i; j > 0 && len(f.patterns[o[j]].text) > len(f.patterns[o[j-1]].text); j-- {
+			for j := i; j > 0 && len(texts[o[j]]) > len(texts[o[j-1]]); j-- {
 				o[j], o[j-1] = o[j-1], o[j]
 			}
 		}
 		a.outs = append(a.outs, o...)
 		a.outIdx = append(a.outIdx, int32(len(a.outs)))
+	}
+	return ac, nil
+}
+
+// build compiles f.patterns into f.ac, the disguise patterns into f.dac,
+// and the ASCII fast-path tables.
+func (f *Filter) build() error {
+	texts := make([]string, len(f.patterns))
+	for i, p := range f.patterns {
+		texts[i] = p.text
+	}
+	var err error
+	if f.ac, err = compile(texts); err != nil {
+		return err
+	}
+	f.disguises = disguisePatterns(f.patterns)
+	texts = texts[:0]
+	for _, d := range f.disguises {
+		texts = append(texts, d.text)
+	}
+	if f.dac, err = compile(texts); err != nil {
+		return fmt.Errorf("disguises: %w", err)
+	}
+	if err := f.dac.checkPending(); err != nil {
+		return err
 	}
 
 	// The ASCII fast path folds a byte with one table look-up; a 0 sends

@@ -32,6 +32,13 @@ func one[T any](p *picker, options []T) T {
 // verdicts are the top verdicts in the order the hash picks them.
 var verdicts = []oracle.Verdict{oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull}
 
+// Verdict is the verdict document the fake model writes, unspoilt, for a
+// prompt and tier: the same prompt always gets the same one. The content
+// filter's false-positive corpus reads a thousand of them.
+func Verdict(prompt string, tier oracle.Tier) oracle.Analysis {
+	return document(&picker{seed: sha256.Sum256([]byte(prompt))}, tier, Scenario{})
+}
+
 // verdictText is the model's answer for a prompt hash, tier and scenario:
 // the verdict document as JSON, or as the scenario spoils it.
 func verdictText(prompt [sha256.Size]byte, tier oracle.Tier, sc Scenario) string {

@@ -1,0 +1,369 @@
+package sosfilter
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"42sisters.ai/oracle/infra/fakes/fakegemini"
+	"42sisters.ai/oracle/infra/tools"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// TestLookAlikesAreICUs: the committed table is what ICU says today, so it
+// was generated, not edited, and a new ICU shows up as a diff to commit
+// (with a new filter version).
+func TestLookAlikesAreICUs(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import icu").Run(); err != nil {
+		if os.Getenv(tools.RequireEnv) != "" {
+			t.Fatalf("python3-icu is not installed (make tools installs it): %v", err)
+		}
+		t.Skip("python3-icu is not installed: run make tools (make test always does)")
+	}
+	out, err := exec.Command(py, "lookalikes.py").Output()
+	if err != nil {
+		t.Fatalf("lookalikes.py: %v", err)
+	}
+	want, err := format.Source(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("lookalikes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("lookalikes.go is not what lookalikes.py writes with this machine's ICU: run go generate ./shared/sosfilter")
+	}
+}
+
+func TestLookAlikeTable(t *testing.T) {
+	for i := 1; i < len(lookAlikes); i++ {
+		if lookAlikes[i-1].r >= lookAlikes[i].r {
+			t.Fatalf("the table is not sorted at %U", lookAlikes[i].r)
+		}
+	}
+	for _, tc := range []struct {
+		r    rune
+		want string
+	}{
+		{'ᴀ', "A"}, {'ɪ', "I"}, {'ᴏ', "O"}, {'ɴ', "N"}, {'ɢ', "G"}, {'ʟ', "L"}, // small capitals
+		{'А', "A"}, {'І', "I"}, {'і', "i"}, {'о', "o"}, // Cyrillic
+		{'Ꭺ', "A"}, {'ꭺ', "A"}, {'ꓮ', "A"}, {'ø', "o"}, {'ł', "l"}, // Cherokee, Lisu, Latin with a stroke
+		{'Α', ""}, {'ο', ""}, {'a', ""}, {'⊤', ""}, // Greek stays Greek; ASCII and symbols are not in it
+	} {
+		if got := readsAs(tc.r); got != tc.want {
+			t.Errorf("readsAs(%q) = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+// letterDisguises spell a term as a hostile writer would, generated for
+// every term made of letters so that a new entry is covered too.
+var letterDisguises = map[string]func(string) string{
+	"spaced":       func(s string) string { return spell(s, " ") },
+	"dotted":       func(s string) string { return spell(s, ".") },
+	"slashed":      func(s string) string { return spell(s, "/") },
+	"hyphenated":   func(s string) string { return spell(s, "-") },
+	"starred":      func(s string) string { return spell(s, " * ") },
+	"vertical":     func(s string) string { return spell(s, "\n") },
+	"leet-one":     func(s string) string { return leetSpell(s, 1) },
+	"leet-all":     func(s string) string { return leetSpell(s, -1) },
+	"small-caps":   smallCaps,
+	"other-script": otherScript,
+	"reversed":     func(s string) string { return "\u202e" + reverse(s) + "\u202c" },
+	"spaced-leet":  func(s string) string { return spell(leetSpell(s, -1), " ") },
+	"caps-dotted":  func(s string) string { return spell(smallCaps(s), ". ") },
+}
+
+// spell writes each letter apart, with sep between them, the words of a
+// phrase and the parts of an identifier too (which the disguise view reads
+// as the phrase joined).
+func spell(s, sep string) string {
+	var b strings.Builder
+	for i, r := range []rune(strings.NewReplacer(" ", "", "_", "").Replace(s)) {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+var leetDigits = map[rune]rune{'o': '0', 'i': '1', 'l': '1', 'z': '2', 'e': '3', 'a': '4', 's': '5', 't': '7', 'b': '8', 'g': '9'}
+
+// leetSpell puts digits for up to n letters of each word (all for n < 0;
+// the parts of an identifier are words too),
+// keeping one letter in each so that it still reads as a word, not a
+// number.
+func leetSpell(s string, n int) string {
+	words := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '_' })
+	seps := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '_' {
+			return r
+		}
+		return -1
+	}, s)
+	for w, word := range words {
+		rs := []rune(word)
+		letters := 0
+		for _, r := range rs {
+			if unicode.IsLetter(r) {
+				letters++
+			}
+		}
+		done := 0
+		for i, r := range rs {
+			d, ok := leetDigits[unicode.ToLower(r)]
+			if !ok || (n >= 0 && done >= n) || done+1 >= letters {
+				continue
+			}
+			rs[i] = d
+			done++
+		}
+		words[w] = string(rs)
+	}
+	var b strings.Builder
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(seps[i-1])
+		}
+		b.WriteString(w)
+	}
+	return b.String()
+}
+
+// lookAlikeOf finds a letter of the table that reads as r, preferring a
+// small capital (small) or a letter of another script than Latin.
+func lookAlikeOf(r rune, small bool) rune {
+	up := string(unicode.ToUpper(r))
+	for _, la := range lookAlikes {
+		if la.reads != up && la.reads != string(r) {
+			continue
+		}
+		isSmall := la.r >= 0x1d00 && la.r <= 0x1d7f || la.r >= 0x0250 && la.r <= 0x02af
+		if small == isSmall && (small || !unicode.In(la.r, unicode.Latin)) {
+			return la.r
+		}
+	}
+	return r
+}
+
+func smallCaps(s string) string {
+	return strings.Map(func(r rune) rune { return lookAlikeOf(r, true) }, s)
+}
+
+func otherScript(s string) string {
+	return strings.Map(func(r rune) rune { return lookAlikeOf(r, false) }, s)
+}
+
+func reverse(s string) string {
+	rs := []rune(s)
+	slices.Reverse(rs)
+	return string(rs)
+}
+
+// letterTerms are the shipped list's terms made of letters, with their
+// entries.
+func letterTerms(t *testing.T) (out []struct {
+	e    entryFile
+	term string
+}) {
+	for _, e := range shippedList(t).Entries {
+		for _, term := range e.Terms {
+			if _, ok := letterTerm(foldString(strings.TrimSuffix(term, "."))); ok {
+				out = append(out, struct {
+					e    entryFile
+					term string
+				}{e, strings.ReplaceAll(term, ".", "")})
+			}
+		}
+	}
+	if len(out) < 40 {
+		t.Fatalf("only %d letter terms: the list or letterTerm changed", len(out))
+	}
+	return out
+}
+
+// TestLetterDisguisesAreCaught: every term made of letters, in every
+// disguise, is stopped at gate 1 (Text) and quarantined at gate 2 (Mail),
+// where it is also cut by markup and character references.
+func TestLetterDisguisesAreCaught(t *testing.T) {
+	f := newFilter(t)
+	for _, lt := range letterTerms(t) {
+		for name, disguise := range letterDisguises {
+			text := frame(t, lt.e, disguise(lt.term))
+			if r := f.Text(text, ""); r.Action == Pass {
+				t.Errorf("%s %s: %q passed", lt.e.ID, name, text)
+			}
+			html := "<p>" + strings.ReplaceAll(text, " ", "<b></b>&#32;") + "</p>"
+			if rep := f.Mail("Your verdict", "See below.", html, ""); rep.Action != Quarantine {
+				t.Errorf("%s %s in HTML: %q gave %s", lt.e.ID, name, html, rep.Action)
+			}
+			if rep := f.Mail("Your verdict", text, "<p>See above.</p>", ""); rep.Action != Quarantine {
+				t.Errorf("%s %s in the text part: %q gave %s", lt.e.ID, name, text, rep.Action)
+			}
+		}
+	}
+}
+
+// TestNamedDisguises: the spellings found when the filter was attacked, and
+// how each is decided.
+func TestNamedDisguises(t *testing.T) {
+	f := newFilter(t)
+	for _, tc := range []struct {
+		text string
+		want Action
+		id   string
+	}{
+		{"ᴀɪᴏɴ reviewed it.", Replace, "cat2.aion"}, // small capitals read as capitals: the crew's spelling
+		{"A ɢʟᴏss finish.", Quarantine, "cat2.gloss"},
+		{"A I O N reviewed it.", Quarantine, "cat2.aion"},
+		{"G.L.O.S.S reviewed it.", Quarantine, "cat2.gloss"},
+		{"A/I/O/N reviewed it.", Quarantine, "cat2.aion"},
+		{"A\nI\nO\nN reviewed it.", Quarantine, "cat2.aion"},
+		{"GL0SS reviewed it.", Quarantine, "cat2.gloss"},
+		{"A1ON reviewed it.", Quarantine, "cat2.aion"},
+		{"G1OSS reviewed it.", Quarantine, "cat2.gloss"},
+		{"D R L 0 G 0 S reviewed it.", Quarantine, "cat2.dr-logos"},
+		{"DR. L0G0S reviewed it.", Quarantine, "cat2.dr-logos"},
+		{"Ask the 4ION team.", Quarantine, "cat2.aion"},
+		{"k i l l b o x", Quarantine, "cat3.kill-box"},
+		{"The T.M.M. said so.", Replace, "cat3.tmm"}, // an abbreviation as listed, not a disguise
+		// Ordinary English and business shorthand pass.
+		{"A high-gl0ss finish.", Pass, ""}, // lowercase: the English word, however spelt
+		{"Use A/B tests in Q4 with B2B leads, 10x growth, 24h support and a 3rd hire.", Pass, ""},
+		{"It's a plan: I/O, Q&A, R&D, P&L and U.S. sales at 5 p.m. on a 4 x 4 grid.", Pass, ""},
+		{"Plan A I\n\nO N", Pass, ""}, // an empty line parts them
+		{"Louis IX and Chapter XL.", Pass, ""},
+	} {
+		r := f.Text(tc.text, "")
+		if r.Action != tc.want || (tc.id != "" && !slices.Contains(r.Terms(), tc.id)) {
+			t.Errorf("%q: %s %v, want %s %s", tc.text, r.Action, r.Terms(), tc.want, tc.id)
+		}
+	}
+	// The echo rule holds in the disguise view too.
+	if r := f.Text("A I O N, as you asked.", "What does AION think?"); r.Action != Pass {
+		t.Errorf("an echoed term spelt out: %s %v", r.Action, r.Hits)
+	}
+}
+
+// TestOrdinaryEnglishIsNotTouched is the false-positive corpus: every word
+// of Debian's American English word list (wamerican), alone and in lines,
+// the English prose of the licence texts every Debian system ships
+// (base-files), every customer-facing template, and a thousand verdicts as
+// the model writes them. Nothing is replaced or quarantined, except a word
+// that is itself a blocked term as listed.
+func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
+	f := newFilter(t)
+	words := readCorpus(t, "/usr/share/dict/american-english", "wamerican")
+	lines := strings.Split(strings.TrimSpace(words), "\n")
+	if len(lines) < 90000 {
+		t.Fatalf("the word list has %d words", len(lines))
+	}
+	// A word may be hit only when it is a term as listed ("Gamma" is the
+	// crew's name in a spelling the case rule cannot call safe).
+	termWord := map[string]bool{}
+	for _, e := range shippedList(t).Entries {
+		for _, term := range e.Terms {
+			termWord[foldString(term)] = true
+		}
+	}
+	isTerm := func(w string) bool {
+		w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "s")
+		return termWord[foldString(w)] || termWord[foldString(w+"s")]
+	}
+	allowed := map[string]bool{}
+	for _, w := range lines {
+		if r := f.Text(w, ""); r.Action != Pass {
+			if !isTerm(w) {
+				t.Errorf("the word %q: %s %v", w, r.Action, r.Terms())
+			}
+			allowed[w] = true
+		}
+	}
+	// In lines of twelve, where one-letter words sit side by side ("B",
+	// "B's", "Ba") and the disguise view reads across words.
+	for i := 0; i < len(lines); i += 12 {
+		chunk := lines[i:min(i+12, len(lines))]
+		if slices.ContainsFunc(chunk, func(w string) bool { return allowed[w] }) {
+			continue
+		}
+		// Commas, so that two words cannot form a listed phrase ("breaker
+		// breaker's") while the disguise view still reads across them.
+		if r := f.Text(strings.Join(chunk, ", "), ""); r.Action != Pass {
+			t.Errorf("the words %q: %s %v", chunk, r.Action, r.Terms())
+		}
+	}
+
+	prose := 0
+	for _, name := range []string{"GPL-3", "GPL-2", "LGPL-3", "LGPL-2.1", "Apache-2.0", "MPL-2.0", "MPL-1.1", "GFDL-1.3", "GFDL-1.2", "Artistic", "CC0-1.0"} {
+		text := readCorpus(t, "/usr/share/common-licenses/"+name, "base-files")
+		for _, para := range strings.Split(text, "\n\n") {
+			prose += len(strings.Fields(para))
+			if r := f.Text(para, ""); r.Action != Pass {
+				t.Errorf("%s: %q: %s %v", name, para, r.Action, r.Terms())
+			}
+		}
+	}
+	if prose < 20000 {
+		t.Fatalf("only %d words of prose", prose)
+	}
+
+	templates, err := filepath.Glob("../../functions/*/*/templates/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("../../functions/*/templates/*")
+	templates = append(templates, more...)
+	if len(templates) < 20 {
+		t.Fatalf("found %d templates", len(templates))
+	}
+	for _, p := range templates {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The templates' own comments are for us, not for the customer.
+		text := templateComment.ReplaceAllString(string(b), "")
+		html := strings.HasSuffix(p, ".html")
+		if rep := f.Mail("", "", text, ""); html && rep.Action != Pass {
+			t.Errorf("%s: %s %v", p, rep.Action, rep.Terms())
+		}
+		if r := f.Text(text, ""); !html && r.Action != Pass {
+			t.Errorf("%s: %s %v", p, r.Action, r.Terms())
+		}
+	}
+
+	for i := range 1000 {
+		tier := []oracle.Tier{oracle.TierQuick, oracle.TierFull, oracle.TierStrategy}[i%3]
+		a := fakegemini.Verdict(fmt.Sprintf("Should I open business number %d?", i), tier)
+		if _, rep := f.Analysis(a, ""); rep.Action != Pass {
+			t.Errorf("generated verdict %d (%s): %s %v", i, tier, rep.Action, rep.Terms())
+		}
+	}
+}
+
+var templateComment = regexp.MustCompile(`(?s)\{\{-?\s*/\*.*?\*/\s*-?\}\}`)
+
+// readCorpus reads a file from a Debian package that make tools installs.
+func readCorpus(t *testing.T, path, pkg string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.Getenv(tools.RequireEnv) != "" {
+			t.Fatalf("%s (Debian's %s) is missing: run make tools", path, pkg)
+		}
+		t.Skipf("%s (Debian's %s) is missing: run make tools (make test always does)", path, pkg)
+	}
+	return string(b)
+}
