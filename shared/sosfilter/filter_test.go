@@ -901,7 +901,9 @@ func TestNoAllocationOnCleanText(t *testing.T) {
 		// Text the disguise view reads again: letters with digits, and
 		// one-letter words side by side.
 		"text shorthand": func() { f.Text("Use A/B tests in Q4 with B2B leads, 10x growth and a 4 x 4 grid; it's U.S. only.", "") },
-		"mail shorthand": func() { f.Mail("Q4 plan", "A/B tests, B2B leads.", "<p>A/B tests &amp; <b>B2B</b> leads at 10x.</p>", "") },
+		"mail shorthand": func() {
+			f.Mail("Q4 plan", "A/B tests, B2B leads.", "<p>A/B tests &amp; <b>B2B</b> leads at 10x.</p>", "")
+		},
 	} {
 		if n := testing.AllocsPerRun(100, fn); n != 0 {
 			t.Errorf("%s: %v allocations per call, want 0", name, n)
