@@ -195,6 +195,10 @@ tools:
 	@command -v cfn-lint >/dev/null || python3 -m pip install --quiet cfn-lint || { echo "cfn-lint is missing and could not be installed"; exit 1; }
 	@command -v curl >/dev/null || { apt-get update -qq && apt-get install -y -qq curl; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	@# The content filter's look-alike table is checked against ICU, and its
+	@# false-positive corpus reads Debian's word list.
+	@/usr/bin/python3 -c 'import icu' 2>/dev/null || { apt-get update -qq && apt-get install -y -qq python3-icu; }
+	@test -f /usr/share/dict/american-english || { apt-get update -qq && apt-get install -y -qq wamerican; }
 
 clean:
 	rm -rf .build .aws-sam
