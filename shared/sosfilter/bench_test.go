@@ -132,3 +132,36 @@ func BenchmarkFilterMail(b *testing.B) {
 		f.Mail("Your Strategy Session verdict", text, html, "a query")
 	}
 }
+
+// BenchmarkViews is the cost of each way the filter reads a clean text:
+// plain ASCII (one pass), text the disguise view reads again (business
+// shorthand: letters with digits, one-letter words side by side), letters
+// outside ASCII (folded one at a time, look-alikes through the table), a
+// right-to-left override (the text as shown is read too), and an HTML part
+// (visible text and source, markup and references decoded). Each is clean,
+// so each must allocate nothing.
+func BenchmarkViews(b *testing.B) {
+	f := newFilter(b)
+	base := cleanVerdicts[9].a.Summary
+	for _, v := range []struct {
+		name, text string
+		html       bool
+	}{
+		{"plain", base, false},
+		{"disguise", "Use A/B tests in Q4 with B2B leads, 10x growth and a 4 x 4 grid. " + base, false},
+		{"look-alikes", "Привет, мир: Ꭺ café in Łódź. 你好，世界。 " + base, false},
+		{"override", "\u202e" + "sdrow desrever" + "\u202c " + base, false},
+		{"html", "<p>" + strings.ReplaceAll(base, " ", " <b></b>&nbsp;") + "</p>&#9679;&amp;", true},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			if !f.clean(v.text, v.html) {
+				b.Fatalf("%s is not clean", v.name)
+			}
+			b.SetBytes(int64(len(v.text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				f.clean(v.text, v.html)
+			}
+		})
+	}
+}
