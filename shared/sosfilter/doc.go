@@ -65,11 +65,28 @@
 //     and a run of them is one, so "coherence\u00a0score", "coherence-score"
 //     and "coherence_score" are one phrase; a space after a full stop is
 //     dropped ("Dr. Logos" = "Dr.Logos", "Σ. ▶" = "Σ.▶");
-//   - case is folded, and Cyrillic letters drawn like Latin ones ("АІОN")
-//     read as those;
+//   - case is folded, and the letters a reader takes for Latin ones read
+//     as those: every letter of another script whose Unicode security
+//     skeleton (UTS #39) is Latin ("АІОN" in Cyrillic, Cherokee "Ꭺ"), and
+//     the small capitals ("ᴀɪᴏɴ" reads "AION", in capitals). The table,
+//     lookalikes.go, is generated from ICU by lookalikes.py and is part of
+//     Version; Greek is left out of it, since every Greek letter is
+//     blocked as such;
 //   - in HTML (Mail), a tag is invisible ("AI<b></b>ON" is "AION") and an
 //     entity is its character ("AI&#79;N"); the source is read as well,
 //     for attributes and comments.
+//
+// Three more readings catch what a hostile writer would try, and a term
+// only they find quarantines (its letters cannot be replaced in place):
+//
+//   - the disguise view (disguise.go) reads runs of one-letter words as
+//     one word ("A I O N", "G.L.O.S.S", "A/I/O/N", one letter a line) and
+//     digits as letters inside words that have letters ("GL0SS", "A1ON",
+//     "4 1 0 N"); it reads again only a text that has such a word;
+//   - a right-to-left override (U+202E) is read as shown, reversed, and in
+//     an HTML part the visible text is what it reverses;
+//   - in HTML, tags and character references are read as the reader sees
+//     them (above), in every view.
 //
 // Beyond the listed spellings, the parts of a phrase may also be joined
 // ("killbox", "OracleToll", but never two numbers: "10-4" is not "104"),
@@ -170,10 +187,14 @@
 //
 // # Limits
 //
-// Letters spelt out with spaces or dots ("A I O N"), leetspeak, other
-// languages' translations of a term, look-alikes from scripts other than
-// Cyrillic, and a lowercase callsign that is also an English word ("ask
-// gamma") are not caught: catching them would flag ordinary text. The
-// block list grows with the ship's vocabulary (invariant 5): a new term is
-// a new entry, and the coverage tests take it in from the data.
+// Other languages' translations of a term, a term spelt out in words
+// ("ay eye oh en"), the ASCII letters I and l taken for each other
+// ("AlON": reading them as one would flag "IX" as "LX"), a word of digits
+// alone ("10905" for LOGOS), and a lowercase callsign that is also an
+// English word ("ask gamma", "a high-gl0ss finish") are not caught:
+// catching them would flag ordinary text. The false-positive corpus
+// (disguise_test.go: Debian's word list, licence prose, every template, a
+// thousand generated verdicts) is what keeps the readings above honest.
+// The block list grows with the ship's vocabulary (invariant 5): a new term
+// is a new entry, and the coverage tests take it in from the data.
 package sosfilter
