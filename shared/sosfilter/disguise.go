@@ -20,7 +20,8 @@ import (
 //     3 e, 4 a, 5 s, 6 and 9 g, 7 t, 8 b; 1 stands for i or l, so every
 //     term with an i or l is also spelt with 1 in those places;
 //   - an apostrophe inside a word is part of it ("it's" is one word, not
-//     "it" and the letter "s");
+//     "it" and the letter "s"), and a term may end before it ("GL0SS's")
+//     but not start after it, as in the plain scan;
 //   - everything else is folded as the plain scan folds it (look-alike
 //     letters, small capitals, full-width forms, accents, markup and
 //     character references in HTML).
@@ -488,6 +489,8 @@ func (d *dscanner) feedWord(w word, asLetters bool) {
 				b = leet[c.lower-'0']
 			}
 			d.feed(b, i, c.end)
+		case dApos:
+			d.feed('\'', i, c.end)
 		}
 	}
 }
@@ -497,7 +500,9 @@ func (d *dscanner) feedWord(w word, asLetters bool) {
 // confirms them, a letter or digit means they were part of a longer word.
 func (d *dscanner) feed(b byte, off, end int) {
 	if d.npend > 0 {
-		if isGap(b) {
+		// An apostrophe may end a term ("GL0SS's"), as in the plain scan,
+		// but no term starts after one ("A'ION" is no more AION than there).
+		if isGap(b) || b == '\'' {
 			d.confirm()
 			if d.c.done() {
 				return

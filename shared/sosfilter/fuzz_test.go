@@ -310,6 +310,7 @@ func refWords(text string) []refWord {
 			}
 			cur.chars = append(cur.chars, it.chars...)
 		case inside:
+			cur.chars = append(cur.chars, refChar{r: '\'', shape: '\''})
 		default:
 			cur = nil
 			switch {
@@ -375,6 +376,13 @@ func refDisguisedLeaks(list []refEntry, text, query string) []string {
 	view := refDisguisedView(refWords(text))
 	q := refFold(query)
 	qview := refDisguisedView(refWords(query))
+	var ql []rune
+	for _, c := range q {
+		if unicode.IsLetter(c.r) {
+			ql = append(ql, c.r)
+		}
+	}
+	qletters := string(ql)
 	var leaks []string
 	for _, e := range list {
 		for _, term := range e.terms {
@@ -387,8 +395,10 @@ func refDisguisedLeaks(list []refEntry, text, query string) []string {
 				forms = append(forms, refForm{words: []string{strings.Join(tw, "")}})
 			}
 			// Generous with the echo rule: a query that reads as the term
-			// in this view ("C.L.O.D.") exempts it.
-			if slices.ContainsFunc(forms, func(form refForm) bool { return len(refFindWords(qview, form)) > 0 }) {
+			// in this view, or holds its letters in a row whatever stands
+			// between them ("0 C.L.O.D"), exempts it.
+			if slices.ContainsFunc(forms, func(form refForm) bool { return len(refFindWords(qview, form)) > 0 }) ||
+				strings.Contains(qletters, strings.Join(tw, "")) {
 				continue
 			}
 			for _, form := range forms {
@@ -415,7 +425,9 @@ func refFindWords(view []refView, form refForm) []bool {
 				break
 			}
 			w := view[i+k].chars
-			if len(w) != len([]rune(part)) {
+			// The last word may go on after an apostrophe ("GL0SS's").
+			last := k == len(form.words)-1
+			if len(w) != len([]rune(part)) && !(last && len(w) > len([]rune(part)) && w[len([]rune(part))].r == '\'') {
 				same = false
 				break
 			}
