@@ -1,10 +1,13 @@
 package sosfilter
 
 import (
+	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -164,4 +167,50 @@ func BenchmarkViews(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkOrdinaryEnglish runs the false-positive corpus's prose and
+// generated verdicts through the filter (TestOrdinaryEnglishIsNotTouched
+// has the word list too) and reports how many texts it replaced or
+// quarantined: the budget is none.
+func BenchmarkOrdinaryEnglish(b *testing.B) {
+	f := newFilter(b)
+	var prose []string
+	for _, name := range []string{"GPL-3", "GPL-2", "LGPL-3", "Apache-2.0", "MPL-2.0", "GFDL-1.3"} {
+		text, err := os.ReadFile("/usr/share/common-licenses/" + name)
+		if err != nil {
+			b.Skipf("%v (Debian's base-files)", err)
+		}
+		prose = append(prose, strings.Split(string(text), "\n\n")...)
+	}
+	var verdicts []oracle.Analysis
+	for i := range 1000 {
+		tier := []oracle.Tier{oracle.TierQuick, oracle.TierFull, oracle.TierStrategy}[i%3]
+		verdicts = append(verdicts, fakegemini.Verdict(fmt.Sprintf("Should I open business number %d?", i), tier))
+	}
+	touched, bytes := 0, 0
+	for _, p := range prose {
+		bytes += len(p)
+		if r := f.Text(p, ""); r.Action != Pass {
+			touched++
+		}
+	}
+	for _, a := range verdicts {
+		bytes += int(size(a))
+		if _, rep := f.Analysis(a, ""); rep.Action != Pass {
+			touched++
+		}
+	}
+	b.SetBytes(int64(bytes))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range prose {
+			f.Text(p, "")
+		}
+		for _, a := range verdicts {
+			f.Analysis(a, "")
+		}
+	}
+	b.ReportMetric(float64(touched), "false-hits")
+	b.ReportMetric(float64(len(prose)+len(verdicts)), "texts")
 }
