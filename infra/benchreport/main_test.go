@@ -14,7 +14,11 @@ const (
 	webhookLine  = "BenchmarkWebhookEndToEnd-2   \t      48\t  23722024 ns/op\t     23004 calls-µs/op\t         6.000 calls/op\t         3.114 own-%\t       716.2 own-µs/op\t     22126 wire-µs/op\t  292116 B/op\t    2965 allocs/op"
 	pipelineLine = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
 	healthLine   = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
-	filterLines  = `BenchmarkFilter/quick/clean-2         	 1629386	       874.3 ns/op	 205.89 MB/s	       0 B/op	       0 allocs/op
+	englishLine  = "BenchmarkOrdinaryEnglish-2   \t     255\t   4228826 ns/op\t 156.14 MB/s\t         0 false-hits\t      1399 texts\t       0 B/op\t       0 allocs/op"
+	viewsLines   = `BenchmarkViews/plain-2       	 1054626	      1126 ns/op	 148.27 MB/s	       0 B/op	       0 allocs/op
+BenchmarkViews/disguise-2    	  308034	      4563 ns/op	  50.85 MB/s	       0 B/op	       0 allocs/op
+`
+	filterLines = `BenchmarkFilter/quick/clean-2         	 1629386	       874.3 ns/op	 205.89 MB/s	       0 B/op	       0 allocs/op
 BenchmarkFilter/quick/dirty-2         	  241820	      4487 ns/op	  44.35 MB/s	     552 B/op	       8 allocs/op
 BenchmarkFilter/full/clean-2          	  636766	      3977 ns/op	 173.75 MB/s	       0 B/op	       0 allocs/op
 BenchmarkRegexp/quick/clean-2         	    2098	    656728 ns/op	   0.27 MB/s	      42 B/op	       0 allocs/op
@@ -105,8 +109,13 @@ func TestVerdicts(t *testing.T) {
 		{"filter under 100× (regexp time changed)", "content filter, clean text: regexp", strings.Replace(filterLines, "656728 ns/op", "65672 ns/op", 1), Fail, "75× (least: quick)"},
 		{"filter without its regexp twin", "content filter, clean text: regexp", strings.Split(filterLines, "BenchmarkRegexp")[0], Missing, "no BenchmarkRegexp/full/clean"},
 		{"filter not run", "content filter, clean text: regexp", webhookLine, Missing, "no BenchmarkFilter/*/clean"},
-		{"no allocation on clean text", "content filter, clean text: alloc", filterLines, Pass, "0 allocs/op (2 tiers)"},
-		{"an allocation on clean text (changed)", "content filter, clean text: alloc", strings.Replace(filterLines, "173.75 MB/s	       0 B/op	       0 allocs/op", "173.75 MB/s	      16 B/op	       1 allocs/op", 1), Fail, "1 allocs/op (full)"},
+		{"no allocation on clean text", "content filter, clean text: alloc", filterLines, Pass, "0 allocs/op (2 benchmarks)"},
+		{"an allocation on clean text (changed)", "content filter, clean text: alloc", strings.Replace(filterLines, "173.75 MB/s	       0 B/op	       0 allocs/op", "173.75 MB/s	      16 B/op	       1 allocs/op", 1), Fail, "1 allocs/op (Filter/full)"},
+		{"the views allocate nothing", "content filter, clean text: alloc", filterLines + viewsLines, Pass, "0 allocs/op (4 benchmarks)"},
+		{"a view allocates (changed)", "content filter, clean text: alloc", filterLines + strings.Replace(viewsLines, "0 B/op	       0 allocs/op", "48 B/op	       2 allocs/op", 1), Fail, "2 allocs/op (Views/plain)"},
+		{"ordinary English untouched", "content filter: ordinary", englishLine, Pass, "0 of 1399 texts touched"},
+		{"ordinary English touched (changed)", "content filter: ordinary", strings.Replace(englishLine, "0 false-hits", "3 false-hits", 1), Fail, "3 of 1399"},
+		{"ordinary English skipped", "content filter: ordinary", filterLines, Missing, "no BenchmarkOrdinaryEnglish"},
 		{"health never scans", "health job: Scan", healthLine, Pass, "0 a run"},
 		{"health scanned (changed)", "health job: Scan", strings.Replace(healthLine, "16.00 Query/run", "1.00 Scan/run", 1), Fail, "1 a run"},
 		{"health reads the stuck orders only", "health job: reads", healthLine, Pass, "20 GetItem a run (36 calls in all)"},
@@ -162,9 +171,9 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 8 budgets failed, 8 missing their benchmark"}},
-		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + filterLines +
-			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n"), 0, []string{"all 8 budgets met"}},
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 9 budgets failed, 9 missing their benchmark"}},
+		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
+			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n"), 0, []string{"all 9 budgets met"}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},
