@@ -60,17 +60,23 @@ var criticalPath = []struct {
 	{"SendEmail", 1},
 }
 
-// floorSamples is how many round trips of each kind are measured; the
-// floor takes each kind's median.
-const floorSamples = 15
+// roundTrips measures the round trips of the critical path against the
+// stack's own moto and SES front, as the functions make them (the same
+// tables, bucket and kind of queue, conditional writes where they write
+// conditionally): each round makes one of each kind. Rounds are taken
+// between the orders, on the idle stack, so that the floor and the orders
+// are measured over the same stretch of the run.
+type roundTrips struct {
+	calls map[string]func(i int) error
+	took  map[string][]time.Duration
+	n     int
+	close func()
+}
 
-// floor measures one round trip of each kind on the critical path against
-// the stack's own moto and SES front, idle, as the functions make them
-// (the same tables, bucket and kind of queue, conditional writes where
-// they write conditionally), and returns the sum over the critical path
-// of count times the kind's median, with the medians. session is an order
-// the stack holds, read as the functions read orders.
-func floor(tb testing.TB, s *stack.Stack, session string) (time.Duration, map[string]time.Duration) {
+// newRoundTrips prepares the round trips; session is an order the stack
+// holds, read and updated as the functions read and update orders. Its
+// first round only warms the connections.
+func newRoundTrips(tb testing.TB, s *stack.Stack, session string) *roundTrips {
 	tb.Helper()
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(s.AWS)
@@ -87,7 +93,6 @@ func floor(tb testing.TB, s *stack.Stack, session string) (time.Duration, map[st
 		tb.Fatal(err)
 	}
 	queueURL := created.QueueUrl
-	defer func() { _, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: queueURL}) }()
 	key := func(i int) map[string]ddbtypes.AttributeValue {
 		return map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("%s#%d", run, i)}}
 	}
@@ -156,24 +161,34 @@ func floor(tb testing.TB, s *stack.Stack, session string) (time.Duration, map[st
 			return err
 		},
 	}
-	took := map[string][]time.Duration{}
-	for i := -1; i < floorSamples; i++ { // the first round warms the connections
-		for _, c := range criticalPath {
-			call := calls[c.kind]
-			start := time.Now()
-			if err := call(i + 1); err != nil {
-				tb.Fatalf("round trip %s: %v", c.kind, err)
-			}
-			if i >= 0 {
-				took[c.kind] = append(took[c.kind], time.Since(start))
-			}
+	r := &roundTrips{calls: calls, took: map[string][]time.Duration{},
+		close: func() { _, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: queueURL}) }}
+	r.round(tb)
+	r.took = map[string][]time.Duration{}
+	return r
+}
+
+// round makes one round trip of each kind.
+func (r *roundTrips) round(tb testing.TB) {
+	tb.Helper()
+	r.n++
+	for _, c := range criticalPath {
+		start := time.Now()
+		if err := r.calls[c.kind](r.n); err != nil {
+			tb.Fatalf("round trip %s: %v", c.kind, err)
 		}
+		r.took[c.kind] = append(r.took[c.kind], time.Since(start))
 	}
+}
+
+// floor is the sum over the critical path of each kind's count times its
+// median round trip, with the medians.
+func (r *roundTrips) floor() (time.Duration, map[string]time.Duration) {
 	medians := map[string]time.Duration{}
 	var sum time.Duration
 	for _, c := range criticalPath {
-		slices.Sort(took[c.kind])
-		medians[c.kind] = took[c.kind][len(took[c.kind])/2]
+		took := slices.Sorted(slices.Values(r.took[c.kind]))
+		medians[c.kind] = took[len(took)/2]
 		sum += time.Duration(c.count) * medians[c.kind]
 	}
 	return sum, medians

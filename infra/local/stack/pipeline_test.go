@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
@@ -31,7 +34,7 @@ const warmOrders = 4
 // (mail_verdict_sent_at), so polling adds nothing to what is measured.
 // Orders are paid one after another, after a few that warm the
 // pipeline: this is the latency of an idle, warm pipeline, not its
-// throughput. The same run then measures the floor (the
+// throughput. Between the orders, the same run measures the floor (the
 // store, queue and mail round trips one order needs, floor_test.go)
 // against the same moto and SES front, and reports p95/floor, the figure
 // the budget reads.
@@ -43,11 +46,12 @@ func BenchmarkPaidToEmail(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	q := sqs.NewFromConfig(s.AWS)
 	var session string
 	// order pays for one order and returns its time to the email; the
 	// order's tail (the mailer's records, SES's events through the
-	// feedback function) settles before it returns, so that each order
-	// meets an idle pipeline.
+	// feedback function) settles before it returns, so that each order,
+	// and each round of the floor, meets an idle pipeline.
 	order := func(j int) time.Duration {
 		stamp := time.Now().UnixNano()
 		paid := time.Now()
@@ -71,6 +75,11 @@ func BenchmarkPaidToEmail(b *testing.B) {
 		}) {
 			b.Fatalf("order %d: its email never recorded as delivered", j)
 		}
+		// Each consumer deletes its message once it has returned: with
+		// every queue empty, nothing of the order runs any more.
+		if !testkit.Eventually(30*time.Second, 20*time.Millisecond, func() bool { return idle(b, q, s) }) {
+			b.Fatalf("order %d: its queues never emptied", j)
+		}
 		return sent.Sub(paid)
 	}
 	// The first orders meet execution environments that have served
@@ -80,12 +89,18 @@ func BenchmarkPaidToEmail(b *testing.B) {
 	for j := range warmOrders {
 		order(-1 - j)
 	}
+	// One round of the floor's round trips follows each order, on the
+	// idle stack: the floor is measured over the same stretch of the run
+	// as the orders, whatever else the machine does meanwhile.
+	trips := newRoundTrips(b, s, session)
+	defer trips.close()
 	var took []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		took = took[:0]
 		for j := 0; j < ordersPerRound; j++ {
 			took = append(took, order(j))
+			trips.round(b)
 		}
 	}
 	b.StopTimer()
@@ -94,7 +109,7 @@ func BenchmarkPaidToEmail(b *testing.B) {
 	p95 := took[(len(took)*95+99)/100-1]
 	b.ReportMetric(ms(p95), "p95-ms")
 	b.ReportMetric(ms(took[len(took)-1]), "max-ms")
-	least, each := floor(b, s, session)
+	least, each := trips.floor()
 	b.ReportMetric(ms(least), "floor-ms")
 	b.ReportMetric(float64(p95)/float64(least), "p95/floor")
 	var line []string
@@ -102,6 +117,26 @@ func BenchmarkPaidToEmail(b *testing.B) {
 		line = append(line, fmt.Sprintf("%d %s × %.1f ms", c.count, c.kind, ms(each[c.kind])))
 	}
 	b.Logf("floor %.1f ms: %s", ms(least), strings.Join(line, ", "))
+}
+
+// idle reports whether the pipeline's queues hold no message, visible or
+// in flight.
+func idle(tb testing.TB, q *sqs.Client, s *stack.Stack) bool {
+	tb.Helper()
+	for _, id := range []string{"GenerateQueue", "MailQueue", "MailEventsQueue"} {
+		out, err := q.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(s.Resources.Ref(id)),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+				sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible},
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if out.Attributes["ApproximateNumberOfMessages"] != "0" || out.Attributes["ApproximateNumberOfMessagesNotVisible"] != "0" {
+			return false
+		}
+	}
+	return true
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
