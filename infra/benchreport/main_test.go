@@ -155,8 +155,9 @@ func TestColdStartVerdicts(t *testing.T) {
 	}
 }
 
-// TestRun reads a whole `make bench` output (testdata/bench.txt, captured
-// as it was) and checks the exit status and the table around it.
+// TestRun reads a whole `make bench` output (testdata/bench.txt: the
+// .build/bench.txt of the run docs/performance.md reports, as it was) and
+// checks the exit status and the table around it.
 func TestRun(t *testing.T) {
 	whole, err := os.ReadFile("testdata/bench.txt")
 	if err != nil {
