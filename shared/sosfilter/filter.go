@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -246,10 +247,14 @@ func (f *Filter) clean(s string, isHTML bool) bool {
 	c.first = true
 	f.scan(s, isHTML, &c)
 	if c.n == 0 && reversed(s) {
-		view, viewHTML := shownText(s, isHTML)
-		f.scan(view, viewHTML, &c)
+		// The view lives in buf for as long as the scans read it, and no
+		// scan keeps the text it reads.
+		var buf [4096]byte
+		b := shownInto(buf[:0], s, isHTML)
+		view := unsafe.String(unsafe.SliceData(b), len(b))
+		f.scan(view, false, &c)
 		if c.n == 0 {
-			f.scanDisguised(view, viewHTML, &c)
+			f.scanDisguised(view, false, &c)
 		}
 	}
 	if c.n == 0 && f.mayDisguise(s, isHTML) {
@@ -258,15 +263,7 @@ func (f *Filter) clean(s string, isHTML bool) bool {
 	return c.n == 0
 }
 
-// shownText is s as a reader sees it once its right-to-left overrides have
-// reversed it: in HTML, the visible text (tags out, references decoded) is
-// what the override reverses, so it is read as plain text.
-func shownText(s string, isHTML bool) (string, bool) {
-	if isHTML {
-		return shown(visible(s)), false
-	}
-	return shown(s), false
-}
+
 
 // field is one customer-facing string of a payload.
 type field struct {
@@ -402,9 +399,9 @@ func (f *Filter) reversedHits(fl *field, logical *collector) []reversedHit {
 		written[logical.at(i).pat]++
 	}
 	var c, dc collector
-	view, viewHTML := shownText(fl.text, fl.html)
-	f.scan(view, viewHTML, &c)
-	f.scanDisguised(view, viewHTML, &dc)
+	view := string(shownInto(nil, fl.text, fl.html))
+	f.scan(view, false, &c)
+	f.scanDisguised(view, false, &dc)
 	for _, sp := range unexplained(&dc, &c) {
 		c.add(sp)
 	}
@@ -443,15 +440,17 @@ func (f *Filter) disguisedHits(fl *field, written *collector) []reversedHit {
 	return out
 }
 
-// unexplained are the disguise view's terms (disguised, resolved) where
-// the plain scan (written) found none: where a term is written plainly
-// ("C.L.O.D.", "AION") both read it, and it is the plain scan's to judge.
+// unexplained are the disguise view's terms (disguised, resolved) that no
+// term of the plain scan (written) covers: where a term is written plainly
+// ("C.L.O.D.", "AION") both read it, and it is the plain scan's to judge;
+// a plain term inside a disguised one ("Logos" in "D r Logos") explains
+// nothing.
 func unexplained(disguised, written *collector) []span {
 	var out []span
 next:
 	for _, sp := range resolve(disguised) {
 		for i := 0; i < written.len(); i++ {
-			if w := written.at(i); w.start < sp.end && sp.start < w.end {
+			if w := written.at(i); w.start <= sp.start && sp.end <= w.end {
 				continue next
 			}
 		}

@@ -900,6 +900,7 @@ func TestNoAllocationOnCleanText(t *testing.T) {
 		"text cyrillic, cjk": func() { f.Text("Привет, мир. 你好，世界。", "") },
 		// Text the disguise view reads again: letters with digits, and
 		// one-letter words side by side.
+		"text override":  func() { f.Text("\u202esdrow desrever\u202c and the options are manifold.", "") },
 		"text shorthand": func() { f.Text("Use A/B tests in Q4 with B2B leads, 10x growth and a 4 x 4 grid; it's U.S. only.", "") },
 		"mail shorthand": func() {
 			f.Mail("Q4 plan", "A/B tests, B2B leads.", "<p>A/B tests &amp; <b>B2B</b> leads at 10x.</p>", "")

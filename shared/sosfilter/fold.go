@@ -429,61 +429,64 @@ const (
 	popIsolate  = '\u2069'
 )
 
-// visible is the text of an HTML document as it is shown: tags and
-// comments out, character references decoded.
-func visible(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		r, size, str, kind := decode(s, i, true)
-		switch kind {
-		case kindRune:
-			b.WriteRune(r)
-		case kindString:
-			b.WriteString(str)
-		case kindSoft:
-			if r != 0 {
-				b.WriteRune(r) // an invisible character, kept for the override to act on
-			}
-		}
-		i += size
-	}
-	return b.String()
-}
-
 // reversed reports whether s holds a right-to-left override.
 func reversed(s string) bool { return strings.ContainsRune(s, rtlOverride) }
 
-// shown is s in the order a reader sees it: each run after an override
-// reversed, rune by rune, the controls themselves left out.
-func shown(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	var run []rune
+// shownInto appends to dst s in the order a reader sees it: each run after
+// an override reversed, character by character, the controls themselves
+// left out; in HTML, the visible text (tags out, references decoded) is
+// what the overrides reverse. Appending to a caller's buffer keeps the
+// clean check free of allocation for texts that fit it.
+func shownInto(dst []byte, s string, isHTML bool) []byte {
+	run := -1 // where the reversed run starts in dst, or -1
 	flush := func() {
-		for i := len(run) - 1; i >= 0; i-- {
-			b.WriteRune(run[i])
+		if run >= 0 {
+			reverseRunes(dst[run:])
+			run = -1
 		}
-		run = run[:0]
 	}
-	inRun := false
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, size, str, kind := decode(s, i, isHTML)
+		i += size
+		if kind == kindString {
+			dst = append(dst, str...)
+			continue
+		}
+		if kind == kindSoft && r == 0 {
+			continue // a tag
+		}
 		switch {
 		case r == rtlOverride:
 			flush()
-			inRun = true
-		case inRun && (r == popFormat || r == popIsolate || r == '\n' || r == '\u2029'):
+			run = len(dst)
+		case run >= 0 && (r == popFormat || r == popIsolate):
 			flush()
-			inRun = false
-			if r == '\n' || r == '\u2029' {
-				b.WriteRune(r)
-			}
-		case inRun:
-			run = append(run, r)
+		case run >= 0 && (r == '\n' || r == '\u2029'):
+			flush()
+			dst = utf8.AppendRune(dst, r)
 		default:
-			b.WriteRune(r)
+			dst = utf8.AppendRune(dst, r)
 		}
 	}
 	flush()
-	return b.String()
+	return dst
+}
+
+// reverseRunes reverses the characters of b in place: the bytes first,
+// then each character's bytes back into order.
+func reverseRunes(b []byte) {
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	for i := 0; i < len(b); {
+		j := i + 1
+		for j < len(b) && !utf8.RuneStart(b[j-1]) {
+			j++
+		}
+		// b[i:j] is one character whose lead byte is now last.
+		for k, l := i, j-1; k < l; k, l = k+1, l-1 {
+			b[k], b[l] = b[l], b[k]
+		}
+		i = j
+	}
 }
