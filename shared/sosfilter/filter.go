@@ -263,8 +263,6 @@ func (f *Filter) clean(s string, isHTML bool) bool {
 	return c.n == 0
 }
 
-
-
 // field is one customer-facing string of a payload.
 type field struct {
 	path  string
