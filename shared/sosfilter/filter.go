@@ -289,25 +289,15 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 		if fl.html {
 			f.scan(fl.text, false, &c)
 		}
+		// A term that shows only once an override has reversed its letters
+		// ("\u202eNOIA" reads "AION"), or only in the disguise view ("A I
+		// O N", "GL0SS"), is a disguise: its letters cannot be replaced in
+		// place, so it quarantines.
+		disguised := f.disguisedHits(fl, &c)
 		if reversed(fl.text) {
-			// A term that shows only once the override has reversed its
-			// letters ("\u202eNOIA" reads "AION") is a disguise: its
-			// letters cannot be replaced in place, so it quarantines.
-			for _, h := range f.reversedHits(fl, &c) {
-				if !echoRead {
-					echo, echoRead = f.queryTerms(query), true
-				}
-				if h.Echo = slices.Contains(echo, f.patterns[h.pat].term); h.Echo {
-					h.Action = Pass
-				} else {
-					quarantine++
-				}
-				hits = append(hits, h.Hit)
-			}
+			disguised = append(f.reversedHits(fl, &c), disguised...)
 		}
-		// A term that only the disguise view reads ("A I O N", "GL0SS")
-		// quarantines, like a reversed one.
-		for _, h := range f.disguisedHits(fl, &c) {
+		for _, h := range disguised {
 			if !echoRead {
 				echo, echoRead = f.queryTerms(query), true
 			}
@@ -382,8 +372,9 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 	return Replace, "", hits
 }
 
-// reversedHit is a hit found only in the text as shown, with its pattern.
-type reversedHit struct {
+// disguisedHit is a hit found only in the text as shown or in the
+// disguise view, with its pattern.
+type disguisedHit struct {
 	Hit
 	pat int32
 }
@@ -391,7 +382,7 @@ type reversedHit struct {
 // reversedHits are the terms fl shows once its right-to-left overrides
 // have reversed its letters, beyond those its text holds as written
 // (logical, the written text's collected hits): each as a quarantining hit.
-func (f *Filter) reversedHits(fl *field, logical *collector) []reversedHit {
+func (f *Filter) reversedHits(fl *field, logical *collector) []disguisedHit {
 	written := map[int32]int{}
 	for i := 0; i < logical.len(); i++ {
 		written[logical.at(i).pat]++
@@ -403,14 +394,14 @@ func (f *Filter) reversedHits(fl *field, logical *collector) []reversedHit {
 	for _, sp := range unexplained(&dc, &c) {
 		c.add(sp)
 	}
-	var out []reversedHit
+	var out []disguisedHit
 	for _, sp := range resolve(&c) {
 		if written[sp.pat] > 0 {
 			written[sp.pat]--
 			continue
 		}
 		e := &f.entries[f.patterns[sp.pat].entry]
-		out = append(out, reversedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
+		out = append(out, disguisedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
 	}
 	return out
 }
@@ -418,7 +409,7 @@ func (f *Filter) reversedHits(fl *field, logical *collector) []reversedHit {
 // disguisedHits are the terms fl's disguise view reads where its text holds
 // none as written (written, the plain scan's collected hits): each as a
 // quarantining hit.
-func (f *Filter) disguisedHits(fl *field, written *collector) []reversedHit {
+func (f *Filter) disguisedHits(fl *field, written *collector) []disguisedHit {
 	if !f.mayDisguise(fl.text, fl.html) && !(fl.html && f.mayDisguise(fl.text, false)) {
 		return nil
 	}
@@ -430,10 +421,10 @@ func (f *Filter) disguisedHits(fl *field, written *collector) []reversedHit {
 	if c.n == 0 {
 		return nil
 	}
-	var out []reversedHit
+	var out []disguisedHit
 	for _, sp := range unexplained(&c, written) {
 		e := &f.entries[f.patterns[sp.pat].entry]
-		out = append(out, reversedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
+		out = append(out, disguisedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
 	}
 	return out
 }
