@@ -30,8 +30,8 @@ import (
 // the words of a phrase) are looked for: a symbol or a number has no
 // letters to disguise. A term must stand alone as a word in this view, and
 // the case and context rules judge it on the original text ("gl0ss" is as
-// lowercase, and as English, as "gloss"). A term the plain scan did not
-// find as often as this view does is a disguise, and a disguise
+// lowercase, and as English, as "gloss"). A term this view reads where no
+// term of the plain scan covers it is a disguise, and a disguise
 // quarantines: its letters cannot be replaced in place.
 //
 // The view costs a pass over the words of the text; a text with no word
@@ -40,7 +40,7 @@ import (
 
 // disguise is one letter term as the disguise view spells it.
 type disguise struct {
-	text string // ASCII letters and sep, with '1' for some i and l
+	text string // ASCII letters, sep and full stops, with '1' for some i and l
 	pat  int32  // the pattern it spells
 }
 
