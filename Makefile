@@ -61,13 +61,7 @@ tracked-files:
 # the compilation of every test binary on a cold machine.
 unit:
 	CGO_ENABLED=0 $(GO) build -trimpath -o .build/warm/ ./functions/...
-	@set -euo pipefail; mkdir -p .build; \
-	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
-	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-test.log 2>&1 & moto=$$!; \
-	trap 'kill $$moto 2>/dev/null' EXIT; \
-	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
-	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-test.log; exit 1; }; \
-	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 9m ./...
+	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 9m ./...)
 
 ## fuzz: short fuzz runs of the query chunking, the webhook's parsing, the model reply's parsing, the crosscheck, the content filter and the inbox's message parsing
 fuzz:
@@ -81,28 +75,15 @@ fuzz:
 ## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's six crash points, each ending with one verdict and one email (two when killed after the send, before its record); prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
 CRASH_ORDERS ?= 10
 crash:
-	@set -euo pipefail; mkdir -p .build; \
-	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
-	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-crash.log 2>&1 & moto=$$!; \
-	trap 'kill $$moto 2>/dev/null' EXIT; \
-	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
-	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-crash.log; exit 1; }; \
-	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port ORACLE_CRASH_ORDERS=$(CRASH_ORDERS) $(GO) test -race -count=1 -timeout 30m -run '^TestCrashAtEveryStep$$' -v ./infra/local/stack \
-		| tee .build/crash.log | grep -E '^(\s*---|ok|FAIL|PASS|privacy|\s+crash_test)' || { echo "(the whole log: .build/crash.log)"; exit 1; }
+	$(call with-moto,ORACLE_CRASH_ORDERS=$(CRASH_ORDERS) $(GO) test -race -count=1 -timeout 30m -run '^TestCrashAtEveryStep$$' -v ./infra/local/stack \
+		| tee .build/crash.log | grep -E '^(\s*---|ok|FAIL|PASS|privacy|\s+crash_test)' || { echo "(the whole log: .build/crash.log)"; exit 1; })
 
 ## bench: the benchmarks behind the performance budgets in docs/performance.md (one moto server for them all, output in .build/bench.txt), then one table: each budget, its figure, its limit, pass or fail; fails when a budget fails or its benchmark is missing
 bench:
-	@set -uo pipefail; mkdir -p .build; \
-	port=$$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'); \
-	python3 infra/motoserver/serve.py 127.0.0.1 $$port >.build/moto-bench.log 2>&1 & moto=$$!; \
-	trap 'kill $$moto 2>/dev/null' EXIT; \
-	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
-	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-bench.log; exit 1; }; \
-	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./... 2>&1 | tee .build/bench.txt; status=$$?; \
-	echo; $(GO) run ./infra/benchreport .build/bench.txt || status=1; \
-	exit $$status
+	$(call with-moto,status=0; $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./... 2>&1 | tee .build/bench.txt || status=1; \
+		echo; $(GO) run ./infra/benchreport .build/bench.txt || status=1; exit $$status)
 
-# Runs a command with a moto server of its own, as unit does, its endpoint
+# Runs a command with a moto server of its own, its endpoint
 # in ORACLE_MOTO_ENDPOINT and its log in .build/moto-<target>.log.
 define with-moto
 	@set -euo pipefail; mkdir -p .build; \
@@ -111,7 +92,7 @@ define with-moto
 	trap 'kill $$moto 2>/dev/null' EXIT; \
 	for i in $$(seq 1 150); do curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null && break; sleep 0.1; done; \
 	curl -sf http://127.0.0.1:$$port/moto-api/ >/dev/null || { echo "moto server did not start:"; cat .build/moto-$@.log; exit 1; }; \
-	ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port $(1)
+	export ORACLE_MOTO_ENDPOINT=http://127.0.0.1:$$port; $(1)
 endef
 
 ## bench-burst: 1,000 orders paid at once through the local stack with an instant model, then 1,000 more while it answers 429 for a minute: none lost or doubled, the generator's cap held; prints throughput and payment-to-email p50/p95/p99 (figures in .build/burst-full.json)
