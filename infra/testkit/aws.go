@@ -23,14 +23,21 @@ import (
 func Drain(tb testing.TB, c *sqs.Client, url string) []string {
 	tb.Helper()
 	var out []string
-	for {
+	// A short poll may answer empty while a message waits (SQS samples its
+	// servers; moto was seen to do it under load): the queue is taken as
+	// drained after three empty answers in a row, not one.
+	for empty := 0; ; {
 		r, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
 		if err != nil {
 			tb.Fatalf("drain %s: %v", url, err)
 		}
 		if len(r.Messages) == 0 {
-			return out
+			if empty++; empty == 3 {
+				return out
+			}
+			continue
 		}
+		empty = 0
 		for _, m := range r.Messages {
 			out = append(out, aws.ToString(m.Body))
 		}
