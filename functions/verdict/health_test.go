@@ -130,8 +130,10 @@ func TestHealthEndpoint(t *testing.T) {
 					t.Errorf("check %s: %v, want %s", name, checks[name], st)
 				}
 			}
+			// The time, checked above, is the clock's and may hold any digits.
+			shown := strings.Replace(resp.Body, body["at"].(string), "", 1)
 			for _, leak := range []string{"detail", "cs_test_", "duration", "retried", "4321", "1234", "99", "PAID", "generate"} {
-				if strings.Contains(resp.Body, leak) {
+				if strings.Contains(shown, leak) {
 					t.Errorf("the body shows %q: %s", leak, resp.Body)
 				}
 			}
