@@ -35,29 +35,27 @@ type Mailbox struct {
 	HTTP *http.Client // http.DefaultClient when nil
 }
 
-// motoData is the part of moto's /moto-api/data.json that lists the SES
-// messages: moto tracks every instance of its models there, and a raw
-// message keeps the whole MIME text. (moto keeps only one body of a
+// rawMessage is one message of serve.py's list of what SES accepted
+// (/_oracle/ses/raw-messages): the raw messages moto tracks, as its
+// /moto-api/data.json lists them under "ses"/"RawMessage", without the
+// seconds data.json takes to serialise every other model's instances. A
+// raw message keeps the whole MIME text. (moto keeps only one body of a
 // Content.Simple message, which is why Send sends Raw; Simple messages are
 // not listed.)
-type motoData struct {
-	SES struct {
-		RawMessage []struct {
-			ID           string   `json:"id"`
-			Destinations []string `json:"destinations"`
-			RawData      string   `json:"raw_data"`
-		} `json:"RawMessage"`
-	} `json:"ses"`
+type rawMessage struct {
+	ID           string   `json:"id"`
+	Destinations []string `json:"destinations"`
+	RawData      string   `json:"raw_data"`
 }
 
-// Sent lists the messages the moto server at motoEndpoint accepted, oldest
-// first, across all accounts and regions.
+// Sent lists the messages the moto server at motoEndpoint (run by serve.py)
+// accepted, oldest first, across all accounts and regions.
 func (m Mailbox) Sent(ctx context.Context, motoEndpoint string) ([]Sent, error) {
 	c := m.HTTP
 	if c == nil {
 		c = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(motoEndpoint, "/")+"/moto-api/data.json", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(motoEndpoint, "/")+"/_oracle/ses/raw-messages", nil)
 	if err != nil {
 		return nil, fmt.Errorf("read moto mailbox: %w", err)
 	}
@@ -69,12 +67,12 @@ func (m Mailbox) Sent(ctx context.Context, motoEndpoint string) ([]Sent, error) 
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("read moto mailbox: moto answered %s", resp.Status)
 	}
-	var d motoData
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		return nil, fmt.Errorf("read moto mailbox: decode data.json: %w", err)
+	var raw []rawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("read moto mailbox: decode the message list: %w", err)
 	}
-	out := make([]Sent, 0, len(d.SES.RawMessage))
-	for _, r := range d.SES.RawMessage {
+	out := make([]Sent, 0, len(raw))
+	for _, r := range raw {
 		s, err := ParseMessage(r.RawData)
 		if err != nil {
 			return nil, fmt.Errorf("read moto mailbox: message %s: %w", r.ID, err)
