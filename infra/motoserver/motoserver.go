@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -97,14 +98,40 @@ func Alive(ctx context.Context, endpoint string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// FreePort asks the kernel for an unused TCP port on the loopback address.
+// Ports are handed out below Linux's ephemeral range (32768-60999), where
+// the kernel never picks one on its own: a port the kernel chose for a
+// listener on :0 may be given again to an outgoing connection, or to the
+// next :0, before its user binds it, and stacks started by parallel tests
+// open many of both. Each process starts at a random point of the range and
+// walks on, so no port is handed out twice in one process.
+const (
+	portsFrom = 20000
+	portsTo   = 32768
+)
+
+var (
+	portsMu   sync.Mutex
+	portsNext = portsFrom + rand.IntN(portsTo-portsFrom)
+)
+
+// FreePort returns an unused TCP port on the loopback address, one this
+// process has not handed out before.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range portsTo - portsFrom {
+		port := portsNext
+		if portsNext++; portsNext == portsTo {
+			portsNext = portsFrom
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken by another process
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("find a free port: none free in %d-%d", portsFrom, portsTo-1)
 }
 
 var (
