@@ -31,6 +31,7 @@ import (
 // fake Stripe's pay page, the result page showing the verdict, and exactly
 // one email with the same verdict in the mailbox.
 func TestBrowserEndToEnd(t *testing.T) {
+	t.Parallel()
 	exe := tools.Find(t, "chromium")
 	o := options(t)
 	watch := watchDispatch(&o)

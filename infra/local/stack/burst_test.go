@@ -80,6 +80,7 @@ func burstFormFromEnv() burstForm {
 // ORACLE_BURST_FIGURES set it writes what each run used (invocations,
 // billed duration, memory, AWS requests) there, for `make cost`.
 func TestBurst(t *testing.T) {
+	t.Parallel()
 	form := burstFormFromEnv()
 	o := options(t)
 	o.Instances = form.instances

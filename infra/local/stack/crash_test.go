@@ -60,6 +60,7 @@ var crashCases = []crashCase{
 // one extra email per crash, never more. For every email sent it measures
 // that window, from SES receiving the send to the delivery's record.
 func TestCrashAtEveryStep(t *testing.T) {
+	t.Parallel()
 	perPoint := 1
 	if v := os.Getenv(CrashOrdersEnv); v != "" {
 		n, err := strconv.Atoi(v)

@@ -32,6 +32,7 @@ import (
 // dedupe window to swallow the second). Every dead message leaves its
 // record and no queue keeps anything.
 func TestDeadLetteredMessageAlertsOnce(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	// The mail queue's 180 s visibility timeout would make the five failed
 	// deliveries take a quarter of an hour: each delivery is made visible

@@ -27,6 +27,7 @@ import (
 // arriving late. Each ends in one generation, one verdict and one email,
 // with one webhook audit record per session.
 func TestStripeDeliveryOrders(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	watch := watchDispatch(&o)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)

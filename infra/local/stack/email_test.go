@@ -46,6 +46,7 @@ var compressedMail = map[string]string{
 //   - SES's mailbox simulator: a hard bounce shows on the page, and an
 //     address that complained is not emailed again.
 func TestEmailRetrySchedule(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.Env = map[string]map[string]string{"MailerFunction": compressedMail}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -220,6 +221,7 @@ func TestEmailRetrySchedule(t *testing.T) {
 // email goes through the fake Microsoft Graph, with a client-credentials
 // token, and shows in the local mailbox.
 func TestEmailThroughGraph(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.MailTransport = "graph"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

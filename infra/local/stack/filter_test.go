@@ -22,6 +22,7 @@ import (
 // "under review" and gets the review notice, and the operator the alert,
 // which the stack's tap on the alerts topic prints.
 func TestLeakingModelIsFilteredEndToEnd(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

@@ -40,6 +40,7 @@ var healthChecks = []string{
 // every check and its status. The schedule's clock is held, so that run
 // is the only one; the daily smoke test keeps its time of day. (Before any run the answer is 503: TestHealthEndpoint.)
 func TestFreshStackAnswersHealthAtOnce(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.ScheduleAtStart = true
 	o.ScheduleClock = schedule.NewManualClock(time.Now())
@@ -131,6 +132,7 @@ func healthAnswer(ctx context.Context, t *testing.T, s *stack.Stack) (int, healt
 // test drains the queues first, so nothing is in flight when a run looks.
 // A failing check is retried at once.
 func TestHealthReconciles(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.ScheduleOff = true
 	o.Env = map[string]map[string]string{"HealthFunction": {"STUCK_AFTER": "1ms", "WEBHOOK_GRACE": "1ms", "HEALTH_RETRY_DELAY": "1ms"}}

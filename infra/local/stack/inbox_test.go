@@ -61,6 +61,7 @@ func autoresponses(t *testing.T, s *stack.Stack, addr string) []motoserver.Sent 
 // never answered; no address or body lands in a log, the Ledger or the
 // audit log.
 func TestInboxEndToEnd(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.ScheduleOff = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -156,6 +157,7 @@ func TestInboxEndToEnd(t *testing.T) {
 // support address lands in the fake Microsoft 365 mailbox, the schedule's
 // poll reads it; the first poll only records what was waiting (V1, G7).
 func TestInboxThroughGraph(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.MailTransport = "graph"
 	o.ScheduleOff = true

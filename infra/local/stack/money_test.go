@@ -22,6 +22,7 @@ import (
 // AMOUNT_MISMATCH alert, no verdict is generated, the page says "under
 // review" and the customer gets the review notice, not a verdict.
 func TestAMisPricedSessionIsHeld(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.ScheduleOff = true
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

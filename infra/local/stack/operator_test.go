@@ -127,6 +127,7 @@ func stripeForm(t *testing.T, s *stack.Stack, path string, form url.Values) []by
 // same request again changes nothing more. The report that ends it reads
 // the records the suite left and prints every figure.
 func TestOperatorActionsEndToEnd(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.ScheduleOff = true
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

@@ -55,6 +55,7 @@ const outageLength = 10 * time.Second
 //   - GEMINI_TIMEOUT VC-6: the webhook has answered while the model hangs,
 //     and the order still ends READY with one email.
 func TestModelOutage(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.Instances = 2 // two generator containers share the circuit
 	// One generate batch at a time, so that the accounting below can tell

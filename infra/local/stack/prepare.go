@@ -314,9 +314,16 @@ func verifySenders(ctx context.Context, b *backend) error {
 	return nil
 }
 
+// building is held while a stack builds: stacks started at once in one
+// process (parallel tests) may share a build directory, and the second then
+// finds every bootstrap up to date instead of racing to write it.
+var building sync.Mutex
+
 // build compiles the functions' bootstraps in parallel, for this machine,
 // and returns each one's path by logical id.
 func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]string, error) {
+	building.Lock()
+	defer building.Unlock()
 	fmt.Fprintf(o.Log, "[stack] building %d function(s) into %s\n", len(fns), o.BuildDir)
 	var (
 		mu   sync.Mutex

@@ -20,6 +20,7 @@ import (
 // parameter resolved; its disabled schedule does not fire; Fire sends the
 // same event now, for the schedule it names.
 func TestScheduleFiresTheRealFunction(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	root, err := filepath.Abs(filepath.Join("..", "testdata", "echo"))
 	if err != nil {

@@ -42,6 +42,7 @@ import (
 //   - with the fake Gemini answering 503 the command names the failing
 //     stage, exits 1 and raises exactly one CRITICAL alert.
 func TestSmokeTestOnTheLocalStack(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.ScheduleOff = true
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)

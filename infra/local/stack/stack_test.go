@@ -93,6 +93,7 @@ func options(t testing.TB) stack.Options {
 // with every request body base64-encoded as API Gateway sends binary
 // content; the other tests of the stack send plain bodies.
 func TestCheckoutToPaidOrder(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	o.ForceBase64 = true
 	watch := watchDispatch(&o)
@@ -302,6 +303,7 @@ func send(t testing.TB, c *http.Client, req *http.Request) (int, []byte, http.He
 }
 
 func TestInvokeOneFunction(t *testing.T) {
+	t.Parallel()
 	o := options(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
