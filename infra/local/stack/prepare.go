@@ -320,7 +320,10 @@ func verifySenders(ctx context.Context, b *backend) error {
 var building sync.Mutex
 
 // build compiles the functions' bootstraps in parallel, for this machine,
-// and returns each one's path by logical id.
+// with cgo off as Lambda's are, and returns each one's path by logical id.
+// Unlike make build it keeps the defaults otherwise (no -trimpath): the
+// packages compiled are then those go vet and make test's warm-up build
+// compiled already.
 func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]string, error) {
 	building.Lock()
 	defer building.Unlock()
@@ -334,7 +337,7 @@ func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]stri
 	for _, fn := range fns {
 		wg.Go(func() {
 			bin := filepath.Join(o.BuildDir, fn.LogicalID, "bootstrap")
-			cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./"+strings.TrimSuffix(fn.CodeURI, "/"))
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./"+strings.TrimSuffix(fn.CodeURI, "/"))
 			cmd.Dir = o.Root
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			out, err := cmd.CombinedOutput()
