@@ -13,7 +13,7 @@ STRIPE_MOCK_VERSION := v0.203.0
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay invoke tools clean
+.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -32,8 +32,8 @@ invoke:
 	@$(GO) build -o .build/local ./infra/local
 	@exec .build/local invoke $(FN) -e $(EVENT)
 
-## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test), then short fuzz runs
-test: tools lint unit fuzz
+## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test; every fuzz target's seeds among them), then short fuzz runs of the content filter and the crosscheck
+test: tools lint unit fuzz-core
 
 lint: fmt-check vet staticcheck cfn-lint tracked-files
 
@@ -67,14 +67,21 @@ unit:
 	CGO_ENABLED=0 $(GO) build -o .build/warm/ ./functions/...
 	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 9m ./infra/local/stack ./...)
 
-## fuzz: short fuzz runs of the query chunking, the webhook's parsing, the model reply's parsing, the crosscheck, the content filter and the inbox's message parsing
-fuzz:
+## fuzz: short fuzz runs of the content filter, the crosscheck, the query chunking, the webhook's parsing, the model reply's parsing and the inbox's message parsing
+fuzz: fuzz-core
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/stripex
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(or $(FUZZTIME),20000x) ./functions/webhook
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(or $(FUZZTIME),100000x) ./shared/oracle
-	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
-	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),30000x) ./shared/sosfilter
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/inbox
+
+# make test fuzzes only the two targets whose packages need neither the AWS
+# SDK nor Stripe's client: the fuzzer instruments every package a target's
+# test binary links, and for the other four that is a third compilation of
+# every dependency, over a minute on a cold machine. Their seeds run with
+# every other test.
+fuzz-core:
+	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),30000x) ./shared/sosfilter
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
 
 ## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's six crash points, each ending with one verdict and one email (two when killed after the send, before its record); prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
 CRASH_ORDERS ?= 10
