@@ -3,7 +3,6 @@ package stack
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -190,7 +189,9 @@ func (m *Meter) record(service, op string, in, out int64, took time.Duration, bo
 			return
 		}
 		if op == "PutItem" {
-			m.puts += writeUnits(itemSize(req.Item))
+			if item, err := wireItem(req.Item); err == nil {
+				m.puts += writeUnits(itemSize(item))
+			}
 			return
 		}
 		k, _ := json.Marshal(req.Key)
@@ -228,7 +229,7 @@ func (m *Meter) Usage(ctx context.Context, cfg aws.Config) (Usage, error) {
 		}
 		size := 0
 		if out.Item != nil {
-			size = attributeValuesSize(out.Item)
+			size = itemSize(out.Item)
 		}
 		u.WriteUnits += float64(writes[k]) * writeUnits(size)
 	}
@@ -252,90 +253,79 @@ func readUnits(n int64) float64 { return float64(max(1, (n+4095)/4096)) }
 // writeUnits is a write's units for an item of n bytes.
 func writeUnits(n int) float64 { return float64(max(1, (n+1023)/1024)) }
 
-// wireKey reads a key in DynamoDB's JSON wire format ({"pk":{"S":"x"}}).
+// wireKey reads a key as the proxy kept it, in DynamoDB's JSON wire format.
 func wireKey(s string) (map[string]ddbtypes.AttributeValue, error) {
-	var raw map[string]map[string]string
+	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return nil, err
 	}
-	out := map[string]ddbtypes.AttributeValue{}
-	for name, v := range raw {
-		switch {
-		case v["S"] != "":
-			out[name] = &ddbtypes.AttributeValueMemberS{Value: v["S"]}
-		case v["N"] != "":
-			out[name] = &ddbtypes.AttributeValueMemberN{Value: v["N"]}
-		case v["B"] != "":
-			b, err := base64.StdEncoding.DecodeString(v["B"])
-			if err != nil {
-				return nil, err
-			}
-			out[name] = &ddbtypes.AttributeValueMemberB{Value: b}
-		default:
-			return nil, fmt.Errorf("key attribute %s is not S, N or B", name)
+	return wireItem(raw)
+}
+
+// wireItem reads an item or a key in DynamoDB's JSON wire format
+// ({"pk":{"S":"x"}}) into the SDK's attribute values, so that one size rule
+// serves what the functions wrote and what the meter reads back.
+func wireItem(item map[string]json.RawMessage) (map[string]ddbtypes.AttributeValue, error) {
+	out := make(map[string]ddbtypes.AttributeValue, len(item))
+	for name, raw := range item {
+		v, err := wireValue(raw)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", name, err)
 		}
+		out[name] = v
 	}
 	return out, nil
 }
 
-// itemSize is an item's size by DynamoDB's rules, read from the wire
-// format: each attribute's name and value.
-func itemSize(item map[string]json.RawMessage) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + wireValueSize(v)
+func wireValue(raw json.RawMessage) (ddbtypes.AttributeValue, error) {
+	var v struct {
+		S, N       *string
+		B          []byte // base64 on the wire, as encoding/json reads []byte
+		BOOL, NULL *bool
+		M          map[string]json.RawMessage
+		L          []json.RawMessage
+		SS, NS     []string
+		BS         [][]byte
 	}
-	return n
-}
-
-func wireValueSize(raw json.RawMessage) int {
-	var v map[string]json.RawMessage
-	if json.Unmarshal(raw, &v) != nil {
-		return len(raw)
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
 	}
-	for typ, val := range v {
-		switch typ {
-		case "S":
-			var s string
-			_ = json.Unmarshal(val, &s)
-			return len(s)
-		case "N":
-			var s string
-			_ = json.Unmarshal(val, &s)
-			return numberSize(s)
-		case "B":
-			var s string
-			_ = json.Unmarshal(val, &s)
-			return base64.StdEncoding.DecodedLen(len(s))
-		case "BOOL", "NULL":
-			return 1
-		case "M":
-			var m map[string]json.RawMessage
-			_ = json.Unmarshal(val, &m)
-			return 3 + itemSize(m)
-		case "L":
-			var l []json.RawMessage
-			_ = json.Unmarshal(val, &l)
-			n := 3
-			for _, e := range l {
-				n += 1 + wireValueSize(e)
+	switch {
+	case v.S != nil:
+		return &ddbtypes.AttributeValueMemberS{Value: *v.S}, nil
+	case v.N != nil:
+		return &ddbtypes.AttributeValueMemberN{Value: *v.N}, nil
+	case v.B != nil:
+		return &ddbtypes.AttributeValueMemberB{Value: v.B}, nil
+	case v.BOOL != nil:
+		return &ddbtypes.AttributeValueMemberBOOL{Value: *v.BOOL}, nil
+	case v.NULL != nil:
+		return &ddbtypes.AttributeValueMemberNULL{Value: *v.NULL}, nil
+	case v.M != nil:
+		m, err := wireItem(v.M)
+		return &ddbtypes.AttributeValueMemberM{Value: m}, err
+	case v.L != nil:
+		l := make([]ddbtypes.AttributeValue, len(v.L))
+		for i, e := range v.L {
+			var err error
+			if l[i], err = wireValue(e); err != nil {
+				return nil, err
 			}
-			return n
-		case "SS", "NS", "BS":
-			var l []string
-			_ = json.Unmarshal(val, &l)
-			n := 0
-			for _, e := range l {
-				n += len(e)
-			}
-			return n
 		}
+		return &ddbtypes.AttributeValueMemberL{Value: l}, nil
+	case v.SS != nil:
+		return &ddbtypes.AttributeValueMemberSS{Value: v.SS}, nil
+	case v.NS != nil:
+		return &ddbtypes.AttributeValueMemberNS{Value: v.NS}, nil
+	case v.BS != nil:
+		return &ddbtypes.AttributeValueMemberBS{Value: v.BS}, nil
 	}
-	return len(raw)
+	return nil, fmt.Errorf("no attribute type in %.40s", raw)
 }
 
-// attributeValuesSize is an item's size by DynamoDB's rules.
-func attributeValuesSize(item map[string]ddbtypes.AttributeValue) int {
+// itemSize is an item's size by DynamoDB's rules: each attribute's name and
+// value.
+func itemSize(item map[string]ddbtypes.AttributeValue) int {
 	n := 0
 	for name, v := range item {
 		n += len(name) + attributeValueSize(v)
@@ -352,7 +342,7 @@ func attributeValueSize(v ddbtypes.AttributeValue) int {
 	case *ddbtypes.AttributeValueMemberB:
 		return len(v.Value)
 	case *ddbtypes.AttributeValueMemberM:
-		return 3 + attributeValuesSize(v.Value)
+		return 3 + itemSize(v.Value)
 	case *ddbtypes.AttributeValueMemberL:
 		n := 3
 		for _, e := range v.Value {
@@ -369,6 +359,12 @@ func attributeValueSize(v ddbtypes.AttributeValue) int {
 		n := 0
 		for _, e := range v.Value {
 			n += numberSize(e)
+		}
+		return n
+	case *ddbtypes.AttributeValueMemberBS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
 		}
 		return n
 	}
