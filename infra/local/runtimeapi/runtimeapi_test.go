@@ -226,14 +226,13 @@ func TestInitCrashFailsTheWaitingInvocation(t *testing.T) {
 	}
 }
 
-func TestInstancesRunConcurrently(t *testing.T) {
-	// The barrier answers only when both invocations are waiting on it, so
-	// the test passes only if two processes run at the same time.
+// barrier is a server that answers no request until n are waiting on it.
+func barrier(t *testing.T, n int) *httptest.Server {
 	var mu sync.Mutex
 	arrived, release := 0, make(chan struct{})
-	barrier := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		if arrived++; arrived == 2 {
+		if arrived++; arrived == n {
 			close(release)
 		}
 		mu.Unlock()
@@ -243,7 +242,14 @@ func TestInstancesRunConcurrently(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}))
-	defer barrier.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestInstancesRunConcurrently(t *testing.T) {
+	// The barrier answers only when both invocations are waiting on it, so
+	// the test passes only if two processes run at the same time.
+	barrier := barrier(t, 2)
 	log := &testkit.Buffer{}
 	f := start(t, runtimeapi.Config{Instances: 2, Timeout: 20 * time.Second, Log: log})
 	payload := fmt.Sprintf(`{"do":"get","url":%q}`, barrier.URL)

@@ -3,8 +3,6 @@ package runtimeapi_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -18,21 +16,7 @@ import (
 // the peak is the most invocations in flight at once (two here, held
 // together by a barrier, with a third environment idle).
 func TestStatsCountWhatLambdaBills(t *testing.T) {
-	var mu sync.Mutex
-	arrived, release := 0, make(chan struct{})
-	barrier := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		if arrived++; arrived == 2 {
-			close(release)
-		}
-		mu.Unlock()
-		select {
-		case <-release:
-			fmt.Fprint(w, "released")
-		case <-r.Context().Done():
-		}
-	}))
-	defer barrier.Close()
+	barrier := barrier(t, 2)
 	f := start(t, runtimeapi.Config{Instances: 3, MemoryMB: 512, Timeout: 20 * time.Second, Log: &testkit.Buffer{}})
 	if !testkit.Eventually(20*time.Second, 10*time.Millisecond, func() bool { return f.Stats().Environments == 3 }) {
 		t.Fatalf("environments started: %d, want 3", f.Stats().Environments)
