@@ -143,7 +143,7 @@ SMOKE_TARGET = $(if $(LOCAL),-local $(CURDIR)/.build/stack-local.json,-stack $(S
 
 ## deploy: build with SAM, deploy with samconfig.toml's settings (run `sam deploy --guided` once first), then run the smoke test against what was deployed and say the result
 deploy:
-	sam build && sam deploy
+	sam build --no-cached && sam deploy --no-confirm-changeset
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@set +e; $(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET); code=$$?; \
 	case $$code in \
@@ -156,7 +156,9 @@ deploy:
 ops:
 	@mkdir -p .build && python3 infra/opsverb/ops.py request > .build/ops-request.json
 ifdef REMOTE
-	@set -o pipefail; sam remote invoke OpsFunction --stack-name $(STACK) $(if $(REGION),--region $(REGION)) --event-file .build/ops-request.json --output text 2>/dev/null | python3 infra/opsverb/ops.py answer
+	@sam remote invoke OpsFunction --stack-name $(STACK) $(if $(REGION),--region $(REGION)) --event-file .build/ops-request.json --output text >.build/ops-answer.json 2>.build/ops-remote.log \
+		|| { echo "make ops: sam remote invoke failed (credentials, region or stack?):"; cat .build/ops-remote.log; exit 1; }
+	@python3 infra/opsverb/ops.py answer <.build/ops-answer.json
 else
 	@$(GO) build -o .build/local ./infra/local
 	@set -o pipefail; .build/local invoke OpsFunction -e .build/ops-request.json 2>.build/ops.log | python3 infra/opsverb/ops.py answer || { echo "(the function's log: .build/ops.log)"; exit 1; }

@@ -62,6 +62,57 @@ func TestSAMBuildsWhatMakeBuilds(t *testing.T) {
 	}
 }
 
+// TestDeployBuildsFromScratch: make deploy deploys what make build builds.
+// SAM's build cache is keyed on each function's CodeUri (functions/<name>/),
+// so with it a change only in shared/ would deploy the previous bootstrap;
+// and make deploy runs unattended, so it must not stop for a changeset
+// prompt. Both are off in samconfig.toml (for a sam run by hand) and on make
+// deploy's command line (whatever samconfig.toml says later).
+func TestDeployBuildsFromScratch(t *testing.T) {
+	cfg := samconfig(t)
+	for _, c := range []struct{ section, key, want string }{
+		{"default.build.parameters", "cached", "false"},
+		{"default.deploy.parameters", "confirm_changeset", "false"},
+	} {
+		if got, ok := cfg[c.section][c.key]; ok && got != c.want {
+			t.Errorf("samconfig.toml [%s] %s = %s, want %s (or unset)", c.section, c.key, got, c.want)
+		}
+	}
+	deploy := makeDryRun(t, "deploy")
+	for _, want := range []string{"sam build --no-cached", "sam deploy --no-confirm-changeset"} {
+		if !strings.Contains(deploy, want) {
+			t.Errorf("make deploy does not run %q; it runs:\n%s", want, deploy)
+		}
+	}
+}
+
+// samconfig reads samconfig.toml's flat sections: [section] and key = value.
+func samconfig(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "samconfig.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]map[string]string{"": {}}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = strings.Trim(line, "[]")
+			cfg[section] = map[string]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("samconfig.toml: unexpected line %q", line)
+			}
+			cfg[section][strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return cfg
+}
+
 // TestTemplateTransforms runs the SAM transform CloudFormation applies at
 // deploy time, with aws-sam-translator (which cfn-lint brings), so that a
 // template SAM would refuse fails here rather than in sam deploy.
