@@ -4,16 +4,21 @@
 SHELL := /bin/bash
 GO    ?= go
 TOOLS := $(CURDIR)/.build/tools
-export PATH := $(TOOLS):$(PATH)
+# Python tools the machine's python3 lacks go into this virtual environment
+# (infra/pytools/install.sh), first on PATH so its python3 runs moto.
+VENV  := $(CURDIR)/.build/venv
+export PATH := $(TOOLS):$(VENV)/bin:$(PATH)
 
 STATICCHECK_VERSION := v0.8.2
 STRIPE_MOCK_VERSION := v0.203.0
+MOTO_SPEC           := moto[server]==5.2.1
+CFN_LINT_SPEC       := cfn-lint==1.51.0
 # Fuzz budgets are execution counts, not durations: a duration races Go's fuzz
 # coordinator at the deadline and fails with a bare "context deadline exceeded"
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay invoke tools clean
+.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -23,7 +28,7 @@ LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
 FUNCTIONS    := Checkout Webhook Generator Mailer Feedback Verdict Pages DeadLetter Health Smoke Ops Inbox
 
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
-run:
+run: run-tools
 	@$(GO) build -o .build/local ./infra/local
 	@exec .build/local
 
@@ -180,14 +185,17 @@ smoke:
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@$(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET)
 
+## run-tools: what `make run` needs when it is missing: moto (into .build/venv when python3 cannot import it) and curl
+run-tools:
+	@infra/pytools/install.sh $(VENV) 'flask_cors,werkzeug,moto=$(MOTO_SPEC)'
+	@command -v curl >/dev/null || { apt-get update -qq && apt-get install -y -qq curl; }
+
 ## tools: install what the tests need when it is missing
-tools:
+tools: run-tools
 	@mkdir -p $(TOOLS) .build
 	@command -v staticcheck >/dev/null || GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@command -v stripe-mock >/dev/null || GOBIN=$(TOOLS) $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
-	@command -v moto_server >/dev/null || python3 -m pip install --quiet 'moto[server]' || { echo "moto_server is missing and could not be installed"; exit 1; }
-	@command -v cfn-lint >/dev/null || python3 -m pip install --quiet cfn-lint || { echo "cfn-lint is missing and could not be installed"; exit 1; }
-	@command -v curl >/dev/null || { apt-get update -qq && apt-get install -y -qq curl; }
+	@infra/pytools/install.sh $(VENV) 'cfnlint=$(CFN_LINT_SPEC)'
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	@# The content filter's look-alike table is checked against ICU, and its
 	@# false-positive corpus reads Debian's word list.

@@ -4,7 +4,6 @@ package motoserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -28,6 +27,8 @@ const EndpointEnv = "ORACLE_MOTO_ENDPOINT"
 type Server struct {
 	Endpoint string
 	cmd      *exec.Cmd
+	exited   chan error
+	stopOnce sync.Once
 }
 
 // Script runs moto with DynamoDB and S3 requests serialised, so that
@@ -37,32 +38,84 @@ func Script() string {
 	return filepath.Join(filepath.Dir(file), "serve.py")
 }
 
+// Python is the interpreter that runs serve.py: the project's virtual
+// environment when `make run` or `make tools` made one (.build/venv, for a
+// machine whose python3 could not import moto), else python3 on PATH.
+func Python() string {
+	_, file, _, _ := runtime.Caller(0)
+	venv := filepath.Join(filepath.Dir(file), "..", "..", ".build", "venv", "bin", "python3")
+	if _, err := os.Stat(venv); err == nil {
+		return venv
+	}
+	return "python3"
+}
+
 // Start runs moto server on 127.0.0.1:port and waits until it answers. The
-// process dies with its parent.
+// process dies with its parent. When serve.py exits first (moto missing,
+// say), the error carries what it printed.
 func Start(ctx context.Context, port int) (*Server, error) {
-	if _, err := exec.LookPath("moto_server"); err != nil {
-		return nil, fmt.Errorf("moto_server not found on PATH (make tools installs it): %w", err)
+	python := Python()
+	if _, err := exec.LookPath(python); err != nil {
+		return nil, fmt.Errorf("moto server needs python3 with moto (make tools installs it): %w", err)
 	}
-	cmd := exec.Command("python3", Script(), "127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(python, Script(), "127.0.0.1", strconv.Itoa(port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	cmd.Stdout, cmd.Stderr = nil, nil
+	var stderr tailBuffer
+	cmd.Stdout, cmd.Stderr = nil, &stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start moto_server: %w", err)
+		return nil, fmt.Errorf("start moto server: %w", err)
 	}
-	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd}
-	if err := Wait(ctx, s.Endpoint, 30*time.Second); err != nil {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, exited: exited}
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case err := <-exited:
+			exited <- err // for Stop
+			cancel()
+		case <-waitCtx.Done():
+		}
+	}()
+	if err := Wait(waitCtx, s.Endpoint, 30*time.Second); err != nil {
 		s.Stop()
+		if out := stderr.String(); out != "" {
+			return nil, fmt.Errorf("moto server (%s %s) did not start (make tools installs moto): %s", python, Script(), out)
+		}
 		return nil, err
 	}
 	return s, nil
 }
 
+// tailBuffer keeps the last 4 KiB written to it: enough for a traceback's end.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 4096 {
+		b.buf = b.buf[len(b.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
 // Stop ends the server.
 func (s *Server) Stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
+	s.stopOnce.Do(func() {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		_ = s.cmd.Wait()
-	}
+		<-s.exited
+	})
 }
 
 // Wait polls endpoint until moto answers or the timeout passes.
@@ -160,9 +213,6 @@ func ForTest(tb testing.TB) string {
 		shared, sharedErr = Start(context.Background(), port)
 	})
 	if sharedErr != nil {
-		if errors.Is(sharedErr, exec.ErrNotFound) {
-			tb.Fatalf("component tests need moto_server: %v", sharedErr)
-		}
 		tb.Fatalf("start moto: %v", sharedErr)
 	}
 	return shared.Endpoint
