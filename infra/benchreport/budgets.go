@@ -194,6 +194,18 @@ var Budgets = []budget{
 			return fmt.Sprintf("%.0f GetItem a run (%.0f calls in all)", reads, calls), reads <= 20, nil
 		},
 	},
+	{
+		name:  "model call that hangs: time past GEMINI_CALL_TIMEOUT",
+		limit: "≤ 500 ms",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkHangingCallTimeout", "overshoot-max-ms")
+			if err != nil {
+				return "", false, err
+			}
+			over, _ := r.Value("overshoot-max-ms")
+			return fmt.Sprintf("%.0f ms at most", over), over <= 500, nil
+		},
+	},
 }
 
 // need returns the named benchmark, or an error when it, or one of the

@@ -76,6 +76,8 @@ func TestParseRefusesAMangledResult(t *testing.T) {
 	}
 }
 
+const hangLine = "BenchmarkHangingCallTimeout-2 \t 4 \t 269964994 ns/op \t 69.2 overshoot-max-ms\n"
+
 // verdictOf is the verdict of the budget named prefix, from output.
 func verdictOf(t *testing.T, output, prefix string) Row {
 	t.Helper()
@@ -121,6 +123,9 @@ func TestVerdicts(t *testing.T) {
 		{"health reads the stuck orders only", "health job: reads", healthLine, Pass, "20 GetItem a run (36 calls in all)"},
 		{"health reads more (changed)", "health job: reads", strings.Replace(healthLine, "20.00 GetItem/run", "200.00 GetItem/run", 1), Fail, "200 GetItem"},
 		{"health not run", "health job: reads", filterLines, Missing, "no BenchmarkReconciliation"},
+		{"a hanging call returns soon after its timeout", "model call that hangs", hangLine, Pass, "69 ms at most"},
+		{"a hanging call returns late (changed)", "model call that hangs", strings.Replace(hangLine, "69.2 overshoot", "612.0 overshoot", 1), Fail, "612 ms at most"},
+		{"the hanging call not measured", "model call that hangs", healthLine, Missing, "no BenchmarkHangingCallTimeout"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			row := verdictOf(t, c.output, c.budget)
@@ -172,9 +177,10 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 9 budgets failed, 9 missing their benchmark"}},
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 10 budgets failed, 10 missing their benchmark"}},
 		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
-			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n"), 0, []string{"all 9 budgets met"}},
+			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n" +
+			hangLine), 0, []string{"all 10 budgets met"}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},
