@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"42sisters.ai/oracle/shared/audit"
 )
@@ -22,18 +25,38 @@ import (
 // for a minute) and returns their bodies.
 func Drain(tb testing.TB, c *sqs.Client, url string) []string {
 	tb.Helper()
-	var out []string
+	ctx := context.Background()
 	// A short poll may answer empty while a message waits (SQS samples its
-	// servers; moto was seen to do it under load): the queue is taken as
-	// drained after three empty answers in a row, not one.
-	for empty := 0; ; {
-		r, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+	// servers; moto was seen to do it under load), so the drain first reads
+	// how many messages the queue holds (moto counts them exactly) and
+	// receives, with long polls, until it has them all; then it takes the
+	// queue as drained after three empty answers in a row, not one.
+	attrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		tb.Fatalf("drain %s: %v", url, err)
+	}
+	held, _ := strconv.Atoi(attrs.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	var out []string
+	for empty, deadline := 0, time.Now().Add(30*time.Second); ; {
+		in := &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60}
+		if len(out) < held {
+			if time.Now().After(deadline) {
+				tb.Fatalf("drain %s: the queue held %d messages, received %d in 30 s", url, held, len(out))
+			}
+			in.WaitTimeSeconds = 1
+		}
+		r, err := c.ReceiveMessage(ctx, in)
 		if err != nil {
 			tb.Fatalf("drain %s: %v", url, err)
 		}
 		if len(r.Messages) == 0 {
-			if empty++; empty == 3 {
-				return out
+			if len(out) >= held {
+				if empty++; empty == 3 {
+					return out
+				}
 			}
 			continue
 		}
