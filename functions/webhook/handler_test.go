@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -494,6 +495,41 @@ func TestAsyncPayment(t *testing.T) {
 			recs := e.auditRecords()
 			if c.audit == "" && len(recs) != 0 || c.audit != "" && (len(recs) != 1 || recs[0].Status != c.audit) {
 				t.Fatalf("audit records %+v, want one %q", recs, c.audit)
+			}
+		})
+	}
+}
+
+// SILENT_DROP INV-1: a session that is not paid is never a silent drop,
+// however broken its tier or query: no DROPPED order, no alert, no notice,
+// whether it stays unpaid or its payment fails.
+func TestAnUnpaidSessionIsNeverASilentDrop(t *testing.T) {
+	for i, then := range []string{"", "failed"} {
+		t.Run("then "+cmp.Or(then, "nothing"), func(t *testing.T) {
+			e := newEnv(t, Secrets{Test: testSecret})
+			s := session{ID: "cs_test_unpaid" + string(rune('a'+i)) + "xxxxxxxxxx", Paid: false, Meta: map[string]string{"tier": "premium"}, Email: "u@example.com", Amount: 500}
+			if resp := e.send(e.event("evt_unpaid", audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
+				t.Fatalf("completed: %s", status(resp))
+			}
+			if then == "failed" {
+				if resp := e.send(e.event("evt_unpaid_failed", audit.EventAsyncFailed, s)); resp.StatusCode != http.StatusOK {
+					t.Fatalf("failed: %s", status(resp))
+				}
+			}
+			if o, ok := e.order(s.ID); ok && o.Status == oracle.StatusDropped {
+				t.Fatalf("an unpaid session was dropped: %+v", o)
+			}
+			if alerts := e.alertTexts(); len(alerts) != 0 {
+				t.Fatalf("alerts for an unpaid session: %q", alerts)
+			}
+			if mails := e.jobs("MailQueue"); len(mails) != 0 {
+				t.Fatalf("a notice for an unpaid session: %+v", mails)
+			}
+			if jobs := e.jobs("GenerateQueue"); len(jobs) != 0 {
+				t.Fatalf("generation for an unpaid session: %+v", jobs)
+			}
+			if strings.Contains(e.logs.String(), "SILENT-DROP") {
+				t.Fatal("a [SILENT-DROP] line for an unpaid session")
 			}
 		})
 	}
