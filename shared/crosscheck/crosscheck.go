@@ -363,7 +363,7 @@ func (s *scorer) breakdown(doc map[string]any, top oracle.Verdict, topOK bool) {
 		s.missing("breakdown")
 		return
 	}
-	var holders [4][]string // dimension names by verdictIndex
+	var counts [4]int // by verdictIndex
 	present := 0
 	for _, dim := range oracle.Dimensions {
 		note, ok := object(bd, dim)
@@ -388,8 +388,7 @@ func (s *scorer) breakdown(doc map[string]any, top oracle.Verdict, topOK bool) {
 			continue
 		}
 		present++
-		i := verdictIndex(oracle.Verdict(label))
-		holders[i] = append(holders[i], dim)
+		counts[verdictIndex(oracle.Verdict(label))]++
 		if strings.TrimSpace(analysis) != "" {
 			s.vT++
 		} else {
@@ -401,18 +400,26 @@ func (s *scorer) breakdown(doc map[string]any, top oracle.Verdict, topOK bool) {
 		return
 	}
 	if top == oracle.VerdictNull {
-		if len(holders[verdictIndex(oracle.VerdictRed)]) == 0 && len(holders[verdictIndex(oracle.VerdictNull)]) == 0 {
+		if counts[verdictIndex(oracle.VerdictRed)] == 0 && counts[verdictIndex(oracle.VerdictNull)] == 0 {
 			s.vR += 1.5
 			s.flag(FlagContradictoryNull)
 		}
 		return
 	}
-	for i, names := range holders {
-		if 2*len(names) > present && i != verdictIndex(top) {
+	for i, n := range counts {
+		if 2*n > present && i != verdictIndex(top) {
 			s.conflict = true
 			s.vR += 2.0
 			s.flag(FlagTopLevelConflict)
 			if majority := verdictOf(i); opposite(top, majority) {
+				// Read again, only now: the common case allocates nothing.
+				names := make([]string, 0, n)
+				for _, dim := range oracle.Dimensions {
+					note, _ := object(bd, dim)
+					if v, _ := note["verdict"].(string); v == string(majority) {
+						names = append(names, dim)
+					}
+				}
 				s.contradiction = &Contradiction{Verdict: top, Majority: majority, Dimensions: names, Present: present}
 			}
 			return
