@@ -247,7 +247,7 @@ func TestAContradictingVerdictIsRegeneratedOnceThenHeld(t *testing.T) {
 			if jobs := e.generateJobs(); len(jobs) != 0 {
 				t.Fatalf("the job was parked: %+v", jobs)
 			}
-			wantDetail := fmt.Sprintf("contradicted its dimensions again after the model was told (%s over 5 of 5 dimensions %s", tc.top, tc.majority)
+			wantDetail := fmt.Sprintf("the last because its verdict contradicted its dimensions (%s over 5 of 5 dimensions %s; dimension_conflict by the majority rule)", tc.top, tc.majority)
 			if a := e.alerts(); len(a) != 1 || !strings.Contains(a[0], "VERDICT_HELD") || !strings.Contains(a[0], wantDetail) {
 				t.Fatalf("alerts %q, want one VERDICT_HELD naming the contradiction", a)
 			}

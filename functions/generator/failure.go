@@ -27,7 +27,7 @@ func (h *Handler) failed(ctx context.Context, t *task, cause error) error {
 		d := rej.decision
 		why := fmt.Sprintf("two replies failed the crosscheck (%s, C=%.4f)", d.Reason, d.CoherenceScore)
 		if x := d.Contradiction; d.Rule == crosscheck.RuleMajority && x != nil {
-			why = fmt.Sprintf("the verdict contradicted its dimensions again after the model was told (%s over %d of %d dimensions %s; crosscheck %s by the majority rule)",
+			why = fmt.Sprintf("two replies failed the crosscheck, the last because its verdict contradicted its dimensions (%s over %d of %d dimensions %s; %s by the majority rule)",
 				x.Verdict, len(x.Dimensions), x.Present, x.Majority, d.Reason)
 		}
 		return h.hold(ctx, t, "crosscheck_"+string(d.Reason), why)
