@@ -315,9 +315,9 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 		if err == nil && validate != nil {
 			if verr := validate(reply.Text); verr != nil {
 				err = &Error{Kind: ContentFailure, detail: "the reply failed validation", Err: fmt.Errorf("%w: %w", ErrInvalidReply, verr)}
-				var c Correction
-				if !ce.Strict && errors.As(verr, &c) {
-					correction = c.Correction()
+				var named Correction
+				if !ce.Strict && errors.As(verr, &named) {
+					correction = named.Correction()
 				}
 			}
 		}
