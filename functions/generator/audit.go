@@ -40,12 +40,12 @@ func (h *Handler) audit(ctx context.Context, t *task, status audit.Status, detai
 func (h *Handler) auditCrosscheck(ctx context.Context, t *task, d crosscheck.Decision, n int) {
 	status, detail := audit.StatusOK, (*string)(nil)
 	if !d.Approved {
-		status, detail = audit.StatusError, audit.Detail("crosscheck rejected the reply: "+string(d.Reason))
+		status, detail = audit.StatusError, audit.Detail("crosscheck rejected the reply: "+string(d.Reason)+" by the "+string(d.Rule)+" rule")
 	}
 	r := h.record(t, status, detail, "")
 	r.Event = audit.EventCrosscheck
 	r.Crosscheck = &audit.Crosscheck{VerdictLabel: d.VerdictLabel, CoherenceScore: d.CoherenceScore, Threshold: d.Threshold,
-		Phi: crosscheck.PHI, Approved: d.Approved, Flags: d.Flags, CrosscheckReason: string(d.Reason)}
+		Phi: crosscheck.PHI, Approved: d.Approved, Flags: d.Flags, CrosscheckReason: string(d.Reason), Rule: string(d.Rule)}
 	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameCrosscheck, t.order.Attempts, n))
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/crosscheck"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
@@ -24,8 +25,12 @@ func (h *Handler) failed(ctx context.Context, t *task, cause error) error {
 		var rej *rejected
 		errors.As(cause, &rej)
 		d := rej.decision
-		return h.hold(ctx, t, "crosscheck_"+string(d.Reason),
-			fmt.Sprintf("two replies failed the crosscheck (%s, C=%.4f)", d.Reason, d.CoherenceScore))
+		why := fmt.Sprintf("two replies failed the crosscheck (%s, C=%.4f)", d.Reason, d.CoherenceScore)
+		if x := d.Contradiction; d.Rule == crosscheck.RuleMajority && x != nil {
+			why = fmt.Sprintf("two replies failed the crosscheck, the last because its verdict contradicted its dimensions (%s over %d of %d dimensions %s; %s by the majority rule)",
+				x.Verdict, len(x.Dimensions), x.Present, x.Majority, d.Reason)
+		}
+		return h.hold(ctx, t, "crosscheck_"+string(d.Reason), why)
 	case remedyHoldRefused:
 		return h.hold(ctx, t, "model_refused", "the model refused the prompt twice, the second time on the stricter retry ("+cause.Error()+")")
 	}

@@ -28,13 +28,29 @@ type generation struct {
 type rejected struct{ decision crosscheck.Decision }
 
 func (r *rejected) Error() string {
-	return fmt.Sprintf("the crosscheck rejected the reply (%s, C=%.4f)", r.decision.Reason, r.decision.CoherenceScore)
+	d := r.decision
+	if x := d.Contradiction; d.Rule == crosscheck.RuleMajority && x != nil {
+		return fmt.Sprintf("the crosscheck rejected the reply (%s: %s over %d of %d dimensions %s, C=%.4f)",
+			d.Reason, x.Verdict, len(x.Dimensions), x.Present, x.Majority, d.CoherenceScore)
+	}
+	return fmt.Sprintf("the crosscheck rejected the reply (%s by the %s rule, C=%.4f)", d.Reason, d.Rule, d.CoherenceScore)
+}
+
+// Correction names a contradiction to the model on the stricter retry
+// (gemini.Correction); other rejections get the strict instruction alone.
+func (r *rejected) Correction() string {
+	x := r.decision.Contradiction
+	if x == nil {
+		return ""
+	}
+	return prompt.Contradiction(x.Verdict, x.Majority, x.Dimensions, x.Present)
 }
 
 // ask asks the model for the leased order's verdict, checking each reply
 // before anything else sees it: the crosscheck first (audited every time),
 // then the tier's schema. A reply either fails gets the model call's one
-// stricter retry, which is the crosscheck's "one fresh generation".
+// stricter retry, which is the crosscheck's "one fresh generation"; a reply
+// that contradicts its dimensions has the contradiction named in it.
 func (h *Handler) ask(ctx context.Context, t *task) (generation, error) {
 	o := t.order
 	p, err := prompt.Build(o.Tier, o.Query)

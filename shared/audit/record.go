@@ -174,6 +174,9 @@ type Crosscheck struct {
 	Approved         bool     `json:"approved"`
 	Flags            []string `json:"flags"`
 	CrosscheckReason string   `json:"crosscheck_reason"`
+	// Rule is the rule that decided: formula (C against Ω) or majority (the
+	// formula approved; the verdict contradicts most of its dimensions).
+	Rule string `json:"rule"`
 }
 
 // Divergence compares a regenerated verdict with the first one.

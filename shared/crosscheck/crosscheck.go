@@ -6,7 +6,8 @@
 //	C = 1 − (E_D + V_r×Φ) / V_t,  Φ = PHI = 0.042
 //
 // and it is approved only when C ≥ Ω (OMEGA = 1 − 0.042/1.61803398875 ≈
-// 0.97404). The check is structural only: it cannot tell a plausible but wrong
+// 0.97404) and the top-level verdict does not contradict the majority of
+// its dimensions (the majority rule, below). The check is structural only: it cannot tell a plausible but wrong
 // verdict from a right one (invariant 7). It is pure: no I/O, no state, no
 // logging; the caller writes the oracle_log.jsonl entry from the Decision.
 //
@@ -81,11 +82,42 @@
 //     has fewer than 2 non-empty string tests. A missing block is scored by
 //     strategy_missing alone, not twice.
 //
+// # The majority rule
+//
+// The formula tolerates a conflict (V_r +2.0 scores C ≈ 0.988 for a GREEN
+// verdict over five RED dimensions, above Ω), so a verdict that says the
+// opposite of its own breakdown would pass it. The majority rule, the gate
+// the spec's dimension_conflict reason names, refuses it. The top-level
+// verdict contradicts the majority of its dimensions when it is GREEN and
+// strictly more than half of the present dimensions are RED, or it is RED
+// and strictly more than half are GREEN: the two ends of the one colour
+// scale, as oracle.Diverge counts a significant divergence. Nothing else
+// contradicts:
+//
+//   - AMBER, as the top-level verdict or as the majority, is the scale's
+//     middle: mostly GREEN with one thing to fix, or mostly RED with a way
+//     through, is what AMBER means; a one-step difference is left to the
+//     formula's conflict penalty.
+//   - NULL is off the scale. A top-level NULL says the signal is too weak to
+//     judge and is never in contradiction (invariant 8; the prompt asks for
+//     the dimensions to be judged under it, and contradictory_null is the
+//     formula's only NULL penalty). A NULL dimension counts as present but
+//     holds no colour, so it can only keep a majority from forming.
+//   - The quick tier has no dimensions.
+//
+// A contradiction is reported in Decision.Contradiction whatever the
+// formula decided, so that a retry can name it to the model.
+//
 // # Decision
 //
-// Approved is true iff C is finite, C ≥ 0 and C ≥ OMEGA. A negative C is a
+// Approved is true iff C is finite, C ≥ 0, C ≥ OMEGA and the top-level
+// verdict does not contradict the majority of its dimensions. Rule says
+// which rule decided: formula when the formula's verdict on C stands (an
+// approval, or a rejection by C), majority when the formula approved and
+// the majority rule refused. A negative C is a
 // hard failure that is never compared to Ω (failure mode 6) and always adds
-// the flag degenerate_manifold. The reason of a rejection is the first that
+// the flag degenerate_manifold. The reason of a rejection by the majority
+// rule is dimension_conflict; of a rejection by the formula, the first that
 // applies of:
 //
 //  1. field_missing: the reply was parsed but E_D is 0.5 or 1.0. It comes
@@ -99,7 +131,7 @@
 //
 // An approved decision has reason pass, whatever its flags. Since V_t ≤ 10.5,
 // any E_D ≥ 0.5 gives C ≤ 0.953 < Ω: a reply with a missing field is never
-// approved.
+// approved, and the majority rule only ever decides for a complete reply.
 package crosscheck
 
 import (
@@ -135,6 +167,29 @@ const (
 	ReasonDimensionConflict  Reason = "dimension_conflict"
 	ReasonLowCoherence       Reason = "low_coherence"
 )
+
+// Rule names the rule that decided a Decision.
+type Rule string
+
+// Rules; see the package documentation.
+const (
+	// RuleFormula: the TMM formula decided, C against Ω.
+	RuleFormula Rule = "formula"
+	// RuleMajority: the formula approved, and the top-level verdict
+	// contradicts the majority of its dimensions.
+	RuleMajority Rule = "majority"
+)
+
+// Contradiction is a top-level verdict that contradicts the majority of its
+// dimensions: Verdict over Majority, which Dimensions (in oracle.Dimensions
+// order) hold, out of Present dimensions with a valid verdict. It holds only
+// fixed names, never the model's text.
+type Contradiction struct {
+	Verdict    oracle.Verdict `json:"verdict"`
+	Majority   oracle.Verdict `json:"majority"`
+	Dimensions []string       `json:"dimensions"`
+	Present    int            `json:"present"`
+}
 
 // Flags. The ones ending in ":" are prefixes completed by a field path
 // ("field_missing:breakdown.Change Rate.analysis") or a dimension name
@@ -172,17 +227,21 @@ const (
 )
 
 // Decision is the crosscheck's result. The first six fields are the spec's
-// Cross-Check Decision; VT, VR and ED are the inputs of the score, for audit.
+// Cross-Check Decision; Rule says which rule decided, Contradiction is set
+// when the majority rule finds one (even if the formula rejected the reply
+// first), and VT, VR and ED are the inputs of the score, for audit.
 type Decision struct {
-	Approved       bool     `json:"approved"`
-	CoherenceScore float64  `json:"coherence_score"`
-	Threshold      float64  `json:"threshold"`
-	VerdictLabel   string   `json:"verdict_label"`
-	Flags          []string `json:"flags"` // never nil
-	Reason         Reason   `json:"crosscheck_reason"`
-	VT             float64  `json:"v_t"`
-	VR             float64  `json:"v_r"`
-	ED             float64  `json:"e_d"`
+	Approved       bool           `json:"approved"`
+	CoherenceScore float64        `json:"coherence_score"`
+	Threshold      float64        `json:"threshold"`
+	VerdictLabel   string         `json:"verdict_label"`
+	Flags          []string       `json:"flags"` // never nil
+	Reason         Reason         `json:"crosscheck_reason"`
+	Rule           Rule           `json:"rule"`
+	Contradiction  *Contradiction `json:"contradiction,omitempty"`
+	VT             float64        `json:"v_t"`
+	VR             float64        `json:"v_r"`
+	ED             float64        `json:"e_d"`
 }
 
 // Coherence is the TMM formula C = 1 − (E_D + V_r×PHI) / V_t. Check always
@@ -238,6 +297,7 @@ type scorer struct {
 	fieldMissing   bool // E_D 0.5
 	unreadableCase bool // E_D 2.0
 	conflict       bool
+	contradiction  *Contradiction
 }
 
 func (s *scorer) flag(f string) { s.flags = append(s.flags, f) }
@@ -351,9 +411,26 @@ func (s *scorer) breakdown(doc map[string]any, top oracle.Verdict, topOK bool) {
 			s.conflict = true
 			s.vR += 2.0
 			s.flag(FlagTopLevelConflict)
+			if majority := verdictOf(i); opposite(top, majority) {
+				// Read again, only now: the common case allocates nothing.
+				names := make([]string, 0, n)
+				for _, dim := range oracle.Dimensions {
+					note, _ := object(bd, dim)
+					if v, _ := note["verdict"].(string); v == string(majority) {
+						names = append(names, dim)
+					}
+				}
+				s.contradiction = &Contradiction{Verdict: top, Majority: majority, Dimensions: names, Present: present}
+			}
 			return
 		}
 	}
+}
+
+// opposite reports whether two verdicts are the two ends of the colour
+// scale: GREEN and RED, either way round.
+func opposite(a, b oracle.Verdict) bool {
+	return (a == oracle.VerdictGreen && b == oracle.VerdictRed) || (a == oracle.VerdictRed && b == oracle.VerdictGreen)
 }
 
 func (s *scorer) strategy(doc map[string]any) {
@@ -408,10 +485,16 @@ func (s *scorer) decide() Decision {
 		s.flag(FlagDegenerateManifold)
 	}
 	approved := !degenerate && !math.IsInf(c, 0) && c >= OMEGA
+	rule := RuleFormula
+	if approved && s.contradiction != nil {
+		approved, rule = false, RuleMajority
+	}
 	var reason Reason
 	switch {
 	case approved:
 		reason = ReasonPass
+	case rule == RuleMajority:
+		reason = ReasonDimensionConflict
 	case eD > 0 && !s.unreadableCase:
 		reason = ReasonFieldMissing
 	case degenerate:
@@ -428,6 +511,8 @@ func (s *scorer) decide() Decision {
 		VerdictLabel:   s.label,
 		Flags:          s.flags,
 		Reason:         reason,
+		Rule:           rule,
+		Contradiction:  s.contradiction,
 		VT:             vT,
 		VR:             s.vR,
 		ED:             eD,
@@ -451,6 +536,11 @@ func object(m map[string]any, key string) (map[string]any, bool) {
 func validVerdict(s string) bool {
 	_, err := oracle.ParseVerdict(s)
 	return err == nil
+}
+
+// verdictOf is verdictIndex's inverse.
+func verdictOf(i int) oracle.Verdict {
+	return [...]oracle.Verdict{oracle.VerdictGreen, oracle.VerdictAmber, oracle.VerdictRed, oracle.VerdictNull}[i]
 }
 
 // verdictIndex maps a valid token to 0..3.

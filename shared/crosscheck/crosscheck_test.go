@@ -2,6 +2,7 @@ package crosscheck
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -128,6 +129,15 @@ func checkDecision(t *testing.T, got Decision, w want) {
 	if !slices.Equal(got.Flags, w.flags) {
 		t.Errorf("flags = %q, want %q", got.Flags, w.flags)
 	}
+	// The majority rule decides only a dimension_conflict the formula would
+	// have approved; everything else is the formula's.
+	wantRule := RuleFormula
+	if !w.approved && w.reason == ReasonDimensionConflict && w.c >= OMEGA {
+		wantRule = RuleMajority
+	}
+	if got.Rule != wantRule {
+		t.Errorf("rule = %q, want %q", got.Rule, wantRule)
+	}
 }
 
 // c computes the expected score independently of Coherence.
@@ -183,11 +193,15 @@ func TestCheck(t *testing.T) {
 				[]string{"field_missing:verdict", "short_summary"}}},
 
 		// VC-3: top-level GREEN, all five dimensions RED. V_r = 2 and
-		// C = 1 − 0.084/7 ≈ 0.988 ≥ Ω, so this worst-case conflict passes.
+		// C = 1 − 0.084/7 ≈ 0.988 ≥ Ω: the formula would pass it; the
+		// majority rule rejects it (TestVC3WorstCaseConflict).
 		{"VC-3 GREEN over five RED", oracle.TierFull, full("GREEN", goodSummary, notes(all("RED"), goodAnalysis)),
-			want{true, ReasonPass, 0, 2, 7, c(0, 2, 7), "GREEN", []string{"top_level_conflict"}}},
+			want{false, ReasonDimensionConflict, 0, 2, 7, c(0, 2, 7), "GREEN", []string{"top_level_conflict"}}},
 		// The spec's second worked example: conflict plus a short summary.
 		{"conflict and short summary (≈0.982)", oracle.TierFull, full("GREEN", "Go for it", notes(all("RED"), goodAnalysis)),
+			want{false, ReasonDimensionConflict, 0, 3, 7, 0.982, "GREEN", []string{"short_summary", "top_level_conflict"}}},
+		// A one-step conflict is the formula's alone.
+		{"GREEN over mostly AMBER passes the formula", oracle.TierFull, full("GREEN", "Go for it", notes(all("AMBER"), goodAnalysis)),
 			want{true, ReasonPass, 0, 3, 7, 0.982, "GREEN", []string{"short_summary", "top_level_conflict"}}},
 		// The spec's third worked example, from two real payloads.
 		{"severely malformed full (≈0.635)", oracle.TierFull, full("GREEN", "x", severe),
@@ -333,30 +347,141 @@ func TestCheckInvalidTier(t *testing.T) {
 	}
 }
 
-// Every reply oracle.ParseAnalysis accepts is approved: it has all fields
-// (E_D 0, V_t at its maximum, no empty analysis, three tests), so its V_r is
-// at most a conflict (2.0) or a contradictory NULL (1.5) plus a short summary
-// (1.0), and C ≥ 1 − 3×0.042/7 ≈ 0.982 > Ω. With the strict parser upstream,
-// the crosscheck therefore rejects only what the parser already refuses.
-func TestStrictReplyAlwaysPasses(t *testing.T) {
+// Every reply oracle.ParseAnalysis accepts passes the formula: it has all
+// fields (E_D 0, V_t at its maximum, no empty analysis, three tests), so its
+// V_r is at most a conflict (2.0) or a contradictory NULL (1.5) plus a short
+// summary (1.0), and C ≥ 1 − 3×0.042/7 ≈ 0.982 > Ω. With the strict parser
+// upstream, the formula therefore rejects only what the parser already
+// refuses; of what the parser accepts, the crosscheck rejects only a
+// contradiction, by the majority rule.
+func TestStrictReplyPassesTheFormula(t *testing.T) {
 	cases := []struct {
-		tier oracle.Tier
-		raw  []byte
-		vR   float64
+		tier          oracle.Tier
+		raw           []byte
+		vR            float64
+		contradiction bool
 	}{
-		{oracle.TierQuick, quick("GREEN", "Go."), 1},
-		{oracle.TierFull, full("GREEN", "Go.", notes(all("RED"), goodAnalysis)), 3},
-		{oracle.TierFull, full("NULL", "Go.", notes(all("GREEN"), goodAnalysis)), 2.5},
-		{oracle.TierStrategy, strategy("RED", "Go.", notes(all("GREEN"), goodAnalysis), strategyBlock(3)), 3},
+		{oracle.TierQuick, quick("GREEN", "Go."), 1, false},
+		{oracle.TierFull, full("GREEN", "Go.", notes(all("RED"), goodAnalysis)), 3, true},
+		{oracle.TierFull, full("NULL", "Go.", notes(all("GREEN"), goodAnalysis)), 2.5, false},
+		{oracle.TierFull, full("AMBER", "Go.", notes(all("RED"), goodAnalysis)), 3, false},
+		{oracle.TierStrategy, strategy("RED", "Go.", notes(all("GREEN"), goodAnalysis), strategyBlock(3)), 3, true},
 	}
 	for _, tc := range cases {
 		if _, err := oracle.ParseAnalysis(tc.tier, tc.raw); err != nil {
 			t.Fatalf("%s: the strict parser refuses the case: %v", tc.tier, err)
 		}
 		d := Check(tc.tier, tc.raw)
-		if !d.Approved || d.VR != tc.vR || d.ED != 0 {
-			t.Errorf("%s: approved %v, V_r %v, E_D %v, C %v; want approved, V_r %v, E_D 0", tc.tier, d.Approved, d.VR, d.ED, d.CoherenceScore, tc.vR)
+		if d.CoherenceScore < OMEGA || d.VR != tc.vR || d.ED != 0 {
+			t.Errorf("%s: V_r %v, E_D %v, C %v; want C ≥ Ω, V_r %v, E_D 0", tc.tier, d.VR, d.ED, d.CoherenceScore, tc.vR)
 		}
+		wantRule := RuleFormula
+		if tc.contradiction {
+			wantRule = RuleMajority
+		}
+		if d.Approved == tc.contradiction || d.Rule != wantRule || (d.Contradiction != nil) != tc.contradiction {
+			t.Errorf("%s: approved %v by rule %q, contradiction %+v; want approved %v by rule %q",
+				tc.tier, d.Approved, d.Rule, d.Contradiction, !tc.contradiction, wantRule)
+		}
+	}
+}
+
+// The majority rule: which top-level verdicts contradict the majority of
+// their dimensions. Every breakdown here is complete and the summary long,
+// so the formula approves each one (C ≥ 0.988): only the rule decides.
+func TestMajorityRule(t *testing.T) {
+	const G, A, R, N = "GREEN", "AMBER", "RED", "NULL"
+	cases := []struct {
+		top  string
+		dims [5]string
+		// majority and holders are the contradiction's, "" for none.
+		majority string
+		holders  []string
+	}{
+		// GREEN against RED, and RED against GREEN: the two ends of the scale.
+		{G, [5]string{R, R, R, R, R}, R, oracle.Dimensions},
+		{G, [5]string{R, R, R, G, G}, R, []string{"Stability", "Turbulence", "Change Rate"}},
+		{G, [5]string{G, R, R, A, R}, R, []string{"Turbulence", "Change Rate", "Curvature"}},
+		{R, [5]string{G, G, G, G, G}, G, oracle.Dimensions},
+		{R, [5]string{A, G, G, R, G}, G, []string{"Turbulence", "Change Rate", "Curvature"}},
+		// Two of five is no majority, whatever the rest are.
+		{G, [5]string{R, R, A, A, G}, "", nil},
+		{G, [5]string{R, R, N, N, G}, "", nil},
+		{R, [5]string{G, G, N, A, A}, "", nil},
+		// One step is not a contradiction: GREEN or RED over AMBER, AMBER
+		// over anything.
+		{G, [5]string{A, A, A, A, A}, "", nil},
+		{R, [5]string{A, A, A, G, G}, "", nil},
+		{A, [5]string{G, G, G, G, G}, "", nil},
+		{A, [5]string{R, R, R, R, R}, "", nil},
+		// NULL is off the scale: a NULL top never contradicts, and a NULL
+		// majority holds no colour.
+		{N, [5]string{G, G, G, G, G}, "", nil},
+		{N, [5]string{R, R, R, R, R}, "", nil},
+		{G, [5]string{N, N, N, R, R}, "", nil},
+		{R, [5]string{N, N, N, N, G}, "", nil},
+		// Agreement.
+		{G, [5]string{G, G, G, R, R}, "", nil},
+		{R, [5]string{R, R, R, G, G}, "", nil},
+	}
+	for _, tc := range cases {
+		for _, tier := range []oracle.Tier{oracle.TierFull, oracle.TierStrategy} {
+			t.Run(fmt.Sprintf("%s/%s over %v", tier, tc.top, tc.dims), func(t *testing.T) {
+				raw := full(tc.top, goodSummary, notes(tc.dims, goodAnalysis))
+				if tier == oracle.TierStrategy {
+					raw = strategy(tc.top, goodSummary, notes(tc.dims, goodAnalysis), strategyBlock(3))
+				}
+				d := Check(tier, raw)
+				if d.ED != 0 || d.CoherenceScore < OMEGA {
+					t.Fatalf("the formula rejects the case: E_D %v, C %v", d.ED, d.CoherenceScore)
+				}
+				if tc.majority == "" {
+					if !d.Approved || d.Reason != ReasonPass || d.Rule != RuleFormula || d.Contradiction != nil {
+						t.Errorf("approved %v, reason %q, rule %q, contradiction %+v; want approved by the formula",
+							d.Approved, d.Reason, d.Rule, d.Contradiction)
+					}
+					return
+				}
+				want := Contradiction{Verdict: oracle.Verdict(tc.top), Majority: oracle.Verdict(tc.majority), Dimensions: tc.holders, Present: 5}
+				if d.Approved || d.Reason != ReasonDimensionConflict || d.Rule != RuleMajority || d.Contradiction == nil ||
+					d.Contradiction.Verdict != want.Verdict || d.Contradiction.Majority != want.Majority ||
+					!slices.Equal(d.Contradiction.Dimensions, want.Dimensions) || d.Contradiction.Present != want.Present {
+					t.Errorf("approved %v, reason %q, rule %q, contradiction %+v; want rejected by the majority rule with %+v",
+						d.Approved, d.Reason, d.Rule, d.Contradiction, want)
+				}
+			})
+		}
+	}
+	// The quick tier has no dimensions, even when the reply carries some.
+	if d := Check(oracle.TierQuick, full(G, goodSummary, notes(all(R), goodAnalysis))); !d.Approved || d.Contradiction != nil {
+		t.Errorf("quick tier: %+v, want approved without a contradiction", d)
+	}
+	// The majority counts the present dimensions only: with two missing,
+	// two RED of three present is a majority (the formula rejects the reply
+	// for its missing fields, and the contradiction is still reported).
+	partial := notes([5]string{R, R, G, G, G}, goodAnalysis)
+	delete(partial, "Completion")
+	delete(partial, "Curvature")
+	d := Check(oracle.TierFull, full(G, goodSummary, partial))
+	if d.Approved || d.Rule != RuleFormula || d.Reason != ReasonFieldMissing || d.Contradiction == nil || d.Contradiction.Present != 3 {
+		t.Errorf("partial breakdown: %+v, want rejected by the formula (field_missing) with the contradiction over 3 present", d)
+	}
+}
+
+// VC-3, with the spec's worst-case conflict payload: a complete Full
+// Breakdown, top-level GREEN, all five dimensions RED. V_r = 2.0 (the
+// conflict), V_t = 7, E_D = 0, so C = 1 − 2×0.042/7 = 0.988 ≥ Ω: the
+// formula alone would deliver it. The majority rule rejects it.
+func TestVC3WorstCaseConflict(t *testing.T) {
+	d := Check(oracle.TierFull, full("GREEN", goodSummary, notes(all("RED"), goodAnalysis)))
+	if d.VR != 2 || d.VT != 7 || d.ED != 0 {
+		t.Fatalf("(V_r, V_t, E_D) = (%v, %v, %v), want (2, 7, 0)", d.VR, d.VT, d.ED)
+	}
+	if got := fmt.Sprintf("%.3f", d.CoherenceScore); got != "0.988" || d.CoherenceScore < OMEGA {
+		t.Fatalf("C = %v (%s), want 0.988, above Ω", d.CoherenceScore, got)
+	}
+	if d.Approved || d.Reason != ReasonDimensionConflict || d.Rule != RuleMajority {
+		t.Fatalf("approved %v, reason %q, rule %q; want rejected: dimension_conflict by the majority rule", d.Approved, d.Reason, d.Rule)
 	}
 }
 
@@ -446,11 +571,11 @@ func TestDecisionJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	wantKeys := []string{"approved", "coherence_score", "crosscheck_reason", "e_d", "flags", "threshold", "v_r", "v_t", "verdict_label"}
+	wantKeys := []string{"approved", "coherence_score", "crosscheck_reason", "e_d", "flags", "rule", "threshold", "v_r", "v_t", "verdict_label"}
 	if !slices.Equal(keys, wantKeys) {
 		t.Errorf("keys = %q, want %q", keys, wantKeys)
 	}
-	for k, w := range map[string]string{"approved": "true", "coherence_score": "1", "flags": "[]", "crosscheck_reason": `"pass"`, "verdict_label": `"GREEN"`} {
+	for k, w := range map[string]string{"approved": "true", "coherence_score": "1", "flags": "[]", "crosscheck_reason": `"pass"`, "rule": `"formula"`, "verdict_label": `"GREEN"`} {
 		if string(got[k]) != w {
 			t.Errorf("%s = %s, want %s", k, got[k], w)
 		}
@@ -480,6 +605,7 @@ func FuzzCheck(f *testing.F) {
 		quick("NULL", ""),
 		full("GREEN", "x", notes(all("RED"), "")),
 		full("NULL", goodSummary, notes(all("GREEN"), goodAnalysis)),
+		full("RED", goodSummary, notes(all("GREEN"), goodAnalysis)), // the majority rule
 		strategy("AMBER", goodSummary, notes(mixed, goodAnalysis), strategyBlock(3)),
 		strategy("NULL", "", notes(mixed, ""), map[string]any{}),
 		[]byte(`{}`), []byte(`{"verdict":`), []byte(`[]`), []byte("\xff"),
@@ -498,8 +624,26 @@ func FuzzCheck(f *testing.F) {
 		if math.IsNaN(c) || math.IsInf(c, 0) {
 			t.Fatalf("non-finite C %v", c)
 		}
-		if d.Approved && (c < OMEGA || c < 0 || d.Reason != ReasonPass || d.ED != 0) {
-			t.Fatalf("approved with C %v, reason %q, E_D %v", c, d.Reason, d.ED)
+		if d.Approved && (c < OMEGA || c < 0 || d.Reason != ReasonPass || d.ED != 0 || d.Contradiction != nil) {
+			t.Fatalf("approved with C %v, reason %q, E_D %v, contradiction %+v", c, d.Reason, d.ED, d.Contradiction)
+		}
+		// The majority rule decides only what the formula approves, and
+		// only for a contradiction.
+		switch d.Rule {
+		case RuleMajority:
+			if d.Approved || d.Reason != ReasonDimensionConflict || d.Contradiction == nil || c < OMEGA || d.ED != 0 {
+				t.Fatalf("majority rule with approved %v, reason %q, contradiction %+v, C %v, E_D %v", d.Approved, d.Reason, d.Contradiction, c, d.ED)
+			}
+		case RuleFormula:
+			if !d.Approved && c >= OMEGA {
+				t.Fatalf("the formula rejected C %v ≥ Ω", c)
+			}
+		default:
+			t.Fatalf("rule %q", d.Rule)
+		}
+		if x := d.Contradiction; x != nil && (!slices.Contains(d.Flags, FlagTopLevelConflict) || 2*len(x.Dimensions) <= x.Present ||
+			!((x.Verdict == oracle.VerdictGreen && x.Majority == oracle.VerdictRed) || (x.Verdict == oracle.VerdictRed && x.Majority == oracle.VerdictGreen))) {
+			t.Fatalf("contradiction %+v with flags %q", x, d.Flags)
 		}
 		if !d.Approved && d.Reason == ReasonPass {
 			t.Fatal("rejected with reason pass")
@@ -525,9 +669,10 @@ func FuzzCheck(f *testing.F) {
 		}
 		// A reply the strict parser accepts is complete, so no field is
 		// missing, and its worst inconsistencies still score above Ω (see
-		// TestStrictReplyAlwaysPasses).
-		if _, err := oracle.ParseAnalysis(tier, raw); err == nil && (d.ED != 0 || !d.Approved) {
-			t.Fatalf("ParseAnalysis accepts the reply but E_D = %v, approved %v, flags %q", d.ED, d.Approved, d.Flags)
+		// TestStrictReplyPassesTheFormula): only the majority rule can
+		// reject it.
+		if _, err := oracle.ParseAnalysis(tier, raw); err == nil && (d.ED != 0 || c < OMEGA || d.Approved != (d.Contradiction == nil)) {
+			t.Fatalf("ParseAnalysis accepts the reply but E_D = %v, C = %v, approved %v, contradiction %+v, flags %q", d.ED, c, d.Approved, d.Contradiction, d.Flags)
 		}
 	})
 }

@@ -118,6 +118,18 @@ type Request struct {
 	// retry after a reply that was not the JSON object asked for
 	// (SPEC_ORACLE_GEMINI_TIMEOUT, GAP-02E).
 	Strict bool
+	// Correction, when set, is appended to the system instruction after
+	// a blank line (after StrictInstruction when Strict): what was wrong
+	// with the previous reply, in words for the model. Caller.Call sets it
+	// on the stricter retry from a validation error that is a Correction.
+	Correction string
+}
+
+// Correction is a validation error that can tell the model what was wrong
+// with its reply: Caller.Call sends Correction() with the stricter retry.
+type Correction interface {
+	error
+	Correction() string
 }
 
 // StrictInstruction is appended, after a blank line, to the system
@@ -125,15 +137,19 @@ type Request struct {
 const StrictInstruction = "Answer with one JSON object that matches the response schema exactly. No markdown, no code fences, no text before or after it."
 
 // systemInstruction is r's system instruction, with StrictInstruction
-// appended when r is Strict.
+// appended when r is Strict, then the Correction, each after a blank line.
 func (r Request) systemInstruction() string {
-	if !r.Strict {
-		return r.System
+	parts := make([]string, 0, 3)
+	if r.System != "" {
+		parts = append(parts, r.System)
 	}
-	if r.System == "" {
-		return StrictInstruction
+	if r.Strict {
+		parts = append(parts, StrictInstruction)
 	}
-	return r.System + "\n\n" + StrictInstruction
+	if r.Correction != "" {
+		parts = append(parts, r.Correction)
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // Reply is the model's answer. Text is the model's output as it came, to be

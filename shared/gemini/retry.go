@@ -256,7 +256,8 @@ const (
 //     a Fallback, the attempts after such a failure go to the fallback.
 //   - A content failure, an *Error of Kind ContentFailure or a reply that
 //     validate refuses, gets one more attempt at once, with Request.Strict
-//     set; a second one ends the Call.
+//     set, and with Request.Correction set when validate's error is a
+//     Correction; a second one ends the Call.
 //   - BadRequest and AuthFailure end the Call at once, logged with the code
 //     GEMINI_BAD_REQUEST or GEMINI_AUTH_FAILURE; so does Canceled.
 //
@@ -286,6 +287,7 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 
 	gen, name, onFallback := c.Primary, c.name(c.Primary, "primary"), false
 	var ce CallError // the failure so far, allocated only when returned
+	correction := "" // what the stricter retry tells the model, if anything
 	for {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return Result{}, c.stop(ctx, log, ce, canceled(ctx, ce.Err), "canceled")
@@ -304,12 +306,19 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 		ce.Model = name
 		req := r
 		req.Strict = r.Strict || ce.Strict
+		if correction != "" {
+			req.Correction = correction
+		}
 		began := c.now()
 		reply, err := c.attempt(ctx, gen, req, min(p.CallTimeout, remaining))
 		latency := c.now().Sub(began)
 		if err == nil && validate != nil {
 			if verr := validate(reply.Text); verr != nil {
 				err = &Error{Kind: ContentFailure, detail: "the reply failed validation", Err: fmt.Errorf("%w: %w", ErrInvalidReply, verr)}
+				var named Correction
+				if !ce.Strict && errors.As(verr, &named) {
+					correction = named.Correction()
+				}
 			}
 		}
 		if err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -402,5 +403,61 @@ func TestRefusalsAreCounted(t *testing.T) {
 				t.Fatalf("a refusal: %v, countable %v", err, gemini.Countable(err))
 			}
 		})
+	}
+}
+
+// correctionError is a validation error that names the problem to the model.
+type correctionError struct{ text string }
+
+func (e correctionError) Error() string      { return "the reply contradicts itself" }
+func (e correctionError) Correction() string { return e.text }
+
+// A reply refused with a Correction is retried once, strictly, with the
+// correction after the strict instruction; a retry after any other
+// validation error carries none, and neither does the first attempt.
+func TestCorrectionIsSentWithTheStricterRetry(t *testing.T) {
+	const correction = "CORRECTION-5b1e: your overall verdict contradicts your dimensions."
+	for _, tc := range []struct {
+		name string
+		verr error
+		want string
+	}{
+		{"a correction", fmt.Errorf("check: %w", correctionError{correction}), testSystem + "\n\n" + gemini.StrictInstruction + "\n\n" + correction},
+		{"another refusal", errors.New("not this one"), testSystem + "\n\n" + gemini.StrictInstruction},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, fakegemini.Options{})
+			h := newHarness()
+			c := fakeCaller(t, f, h, gemini.Policy{}, gemini.Options{})
+			n := 0
+			validate := func(string) error {
+				n++
+				if n == 1 {
+					return tc.verr
+				}
+				return nil
+			}
+			res, err := c.Call(context.Background(), request(oracle.TierFull), validate)
+			if err != nil || res.Attempts != 2 || !res.Strict {
+				t.Fatalf("result %+v, %v; want the strict retry's reply", res, err)
+			}
+			calls := f.fake.Calls()
+			if len(calls) != 2 || calls[0].SystemInstruction != testSystem {
+				t.Fatalf("%d requests, the first with %q", len(calls), calls[0].SystemInstruction)
+			}
+			if calls[1].SystemInstruction != tc.want || calls[1].UserText != testUser {
+				t.Errorf("retry's system instruction %q, user %q; want %q and the same user text", calls[1].SystemInstruction, calls[1].UserText, tc.want)
+			}
+		})
+	}
+	// A correction alone, without Strict or a system instruction.
+	f := newFixture(t, fakegemini.Options{})
+	r := request(oracle.TierQuick)
+	r.System, r.Correction = "", correction
+	if _, err := f.client(t, gemini.Options{}).Generate(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.fake.Calls()[0].SystemInstruction; got != correction {
+		t.Errorf("system instruction %q, want the correction alone", got)
 	}
 }

@@ -36,6 +36,10 @@ func golden(t *testing.T, tier oracle.Tier) []byte {
 	b.WriteString("===== schema\n")
 	b.Write(schema)
 	b.WriteString("\n")
+	if tier != oracle.TierQuick {
+		b.WriteString("===== correction after a contradiction\n")
+		b.WriteString(Contradiction(oracle.VerdictGreen, oracle.VerdictRed, oracle.Dimensions[:3], len(oracle.Dimensions)))
+	}
 	return b.Bytes()
 }
 

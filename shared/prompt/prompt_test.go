@@ -226,7 +226,8 @@ func TestNoInternalJargon(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for part, text := range map[string]string{"system": p.System, "user": p.User, "schema": string(schema)} {
+		correction := Contradiction(oracle.VerdictRed, oracle.VerdictGreen, oracle.Dimensions, len(oracle.Dimensions))
+		for part, text := range map[string]string{"system": p.System, "user": p.User, "schema": string(schema), "correction": correction} {
 			lower := strings.ToLower(text)
 			for _, term := range blocked {
 				if strings.Contains(lower, strings.ToLower(term)) {
@@ -268,4 +269,30 @@ func FuzzNeutralise(f *testing.F) {
 			t.Fatalf("neutralise(%q) broke UTF-8", q)
 		}
 	})
+}
+
+// The correction names the contradiction exactly: both verdicts, how many
+// dimensions of how many, and which.
+func TestContradictionNamesTheConflict(t *testing.T) {
+	cases := []struct {
+		verdict, majority oracle.Verdict
+		dims              []string
+		present           int
+		want              []string
+	}{
+		{oracle.VerdictGreen, oracle.VerdictRed, oracle.Dimensions, 5, []string{
+			"overall verdict GREEN, but it judged 5 of the 5 dimensions RED (Stability, Turbulence, Change Rate, Completion and Curvature)",
+			"An overall verdict of GREEN cannot stand over a breakdown that is mostly RED."}},
+		{oracle.VerdictRed, oracle.VerdictGreen, []string{"Stability", "Curvature"}, 3, []string{
+			"overall verdict RED, but it judged 2 of the 3 dimensions GREEN (Stability and Curvature)",
+			"An overall verdict of RED cannot stand over a breakdown that is mostly GREEN."}},
+	}
+	for _, tc := range cases {
+		got := Contradiction(tc.verdict, tc.majority, tc.dims, tc.present)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("correction %q lacks %q", got, w)
+			}
+		}
+	}
 }

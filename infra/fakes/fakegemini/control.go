@@ -54,7 +54,9 @@ type Scenario struct {
 	LeakTerms []string `json:"leak_terms,omitempty"`
 	// Inconsistent gives every dimension a verdict that contradicts the top
 	// one: RED under GREEN, GREEN under AMBER, RED or NULL. The quick tier
-	// has no dimensions and is unaffected.
+	// has no dimensions and is unaffected. Under GREEN or RED the reply
+	// fails the crosscheck's majority rule: with Calls 1 the generator's
+	// retry repairs it, with Calls 2 the order is held.
 	Inconsistent bool `json:"inconsistent,omitempty"`
 	// Incomplete leaves the summary out of otherwise valid JSON: the
 	// structural defect the crosscheck rejects (field_missing).
