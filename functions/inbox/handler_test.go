@@ -153,8 +153,9 @@ func (e *env) received() []audit.Record {
 }
 
 // V2, V3 and V10: a new message alerts once, with the sender's keyed hash
-// and domain and the subject, is acknowledged once, and is recorded as
-// processed.
+// and domain, the subject and the stored message the operator reads with
+// `make ops ACTION=inbox SHOW=…`, is acknowledged once, and is recorded
+// as processed.
 func TestNewMessageAlertedAndAcknowledgedOnce(t *testing.T) {
 	e := newEnv(t)
 	const addr = "user@example.com"
@@ -171,6 +172,10 @@ func TestNewMessageAlertedAndAcknowledgedOnce(t *testing.T) {
 	if len(a) != 1 || !strings.Contains(a[0], "WARN") || !strings.Contains(a[0], hash+" at example.com") ||
 		!strings.Contains(a[0], `"Question about my verdict"`) || !strings.Contains(a[0], "no order; acknowledged") {
 		t.Fatalf("alerts %q", a)
+	}
+	// The alert names the stored message and how to read it.
+	if !strings.Contains(a[0], "stored as "+jobs[0].Inbox+", read it with make ops ACTION=inbox SHOW="+inbox.ID(jobs[0].Inbox)) {
+		t.Fatalf("the alert does not name the stored message %s: %q", jobs[0].Inbox, a[0])
 	}
 	recs := e.received()
 	if len(recs) != 1 || recs[0].Inbox.Outcome != "acknowledged" || recs[0].Inbox.Via != "ses" || recs[0].Email != e.h.Core.Hasher.Email(addr) {
