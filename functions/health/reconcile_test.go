@@ -334,20 +334,6 @@ func TestAHeldOrderIsRemindedOfWhyItIsHeld(t *testing.T) {
 	}
 }
 
-func containsKind(list []string, k alert.Kind) bool {
-	return strings.Contains(strings.Join(list, ","), " "+string(k)+" ")
-}
-
-func containsExactly(list []string, want string) bool {
-	n := 0
-	for _, s := range list {
-		if s == want {
-			n++
-		}
-	}
-	return n == 1
-}
-
 // TestTheIndexProjectsWhatTheJobReads: the template's by_status index
 // projects exactly store.IndexedAttributes, which the job decides from
 // before it reads an order whole.
