@@ -157,7 +157,7 @@ deploy:
 	*) echo "deploy: deployed, but the smoke test could not run (exit $$code): see docs/deploying.md, the smoke test";; \
 	esac; exit $$code
 
-## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY
+## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY SHOW
 ops:
 	@mkdir -p .build && python3 infra/opsverb/ops.py request > .build/ops-request.json
 ifdef REMOTE
@@ -169,10 +169,10 @@ else
 	@set -o pipefail; .build/local invoke OpsFunction -e .build/ops-request.json 2>.build/ops.log | python3 infra/opsverb/ops.py answer || { echo "(the function's log: .build/ops.log)"; exit 1; }
 endif
 
-## inbox-replay: process again a message SES stored while the inbox function was failing (ID: its SES message id, the object inbound/<ID> in the inbox bucket); on `make run`'s stack, or with REMOTE=1 the deployed one. A message already processed changes nothing
+## inbox-replay: process again the messages the inbox function failed on past Lambda's two retries (the records the deadletter function keeps from its on-failure destination, INBOX_FAILED), each record removed once processed; ID=<id> (an inbox alert's SHOW id) one message, recorded or not; on `make run`'s stack, or with REMOTE=1 the deployed one. A message already processed changes nothing
 inbox-replay:
-	@case "$(ID)" in ""|*[!A-Za-z0-9-]*) echo "usage: make inbox-replay ID=<SES message id> [REMOTE=1]"; exit 2;; esac
-	@mkdir -p .build && sed 's/o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1/$(ID)/' events/inbox/received.json > .build/inbox-replay.json
+	@case "$(ID)" in *[!A-Za-z0-9-]*) echo "usage: make inbox-replay [ID=<stored message id>] [REMOTE=1]"; exit 2;; esac
+	@mkdir -p .build && echo '{"replay": {$(if $(ID),"ids": ["$(ID)"])}}' > .build/inbox-replay.json
 ifdef REMOTE
 	@sam remote invoke InboxFunction --stack-name $(STACK) $(if $(REGION),--region $(REGION)) --event-file .build/inbox-replay.json
 else

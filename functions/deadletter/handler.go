@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -90,6 +91,11 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if h.Metrics != nil {
 		h.Metrics.Count("DeadLetters", 1)
 	}
+	if d.Inbox != "" {
+		h.inboxFailed(ctx, d, rec.Body)
+		log.Warn("failed inbox invocation recorded and alerted", "record", key)
+		return nil
+	}
 	session, about := d.SessionID, what(d)
 	if d.Job == "" {
 		session = d.MessageID
@@ -121,6 +127,9 @@ func deadLetter(rec events.SQSMessage) (store.DeadLetter, error) {
 	if err != nil {
 		sum := sha256.Sum256([]byte(rec.Body))
 		d.BodySHA256, d.BodyBytes = hex.EncodeToString(sum[:]), len(rec.Body)
+		if f, ok := inbox.ParseFailure(rec.Body); ok {
+			d.Inbox = strings.Join(f.Objects, " ")
+		}
 		return d, nil
 	}
 	b, err := json.Marshal(job)
@@ -169,4 +178,17 @@ func shortSession(d store.DeadLetter) string {
 		return ""
 	}
 	return " (session " + oracle.ShortID(d.SessionID) + ")"
+}
+
+// inboxFailed alerts a failed invocation of the inbox function, from its
+// on-failure destination: each message it named was neither alerted nor
+// acknowledged, and waits in the inbox bucket for `make inbox-replay`.
+func (h *Handler) inboxFailed(ctx context.Context, d store.DeadLetter, body string) {
+	f, _ := inbox.ParseFailure(body)
+	for _, object := range f.Objects {
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.InboxFailed, Subject: object,
+			Detail: fmt.Sprintf("the inbox function failed on the message stored as %s (%s after %d attempts, %s): it was neither alerted nor acknowledged; "+
+				"read it with make ops ACTION=inbox SHOW=%s, fix the cause (the inbox function's log), then make inbox-replay processes it; the record %s keeps it",
+				object, f.Condition, f.Attempts, oracle.Clip(f.ErrorType, 64), inbox.ID(object), store.DeadLetterKey(d.Queue, d.MessageID))})
+	}
 }

@@ -126,7 +126,7 @@ func str(item map[string]ddbtypes.AttributeValue, name string) string {
 func deadAlerts(alerts []string) []string {
 	var out []string
 	for _, a := range alerts {
-		if strings.Contains(a, "] CRITICAL |") && strings.Contains(a, "| "+string(alert.JobDeadLettered)+" |") {
+		if strings.Contains(a, "] CRITICAL |") && (strings.Contains(a, "| "+string(alert.JobDeadLettered)+" |") || strings.Contains(a, "| "+string(alert.InboxFailed)+" |")) {
 			out = append(out, a)
 		}
 	}
@@ -441,5 +441,49 @@ func TestSettings(t *testing.T) {
 				t.Fatalf("settings %+v, %v", s, err)
 			}
 		})
+	}
+}
+
+// A failed invocation of the inbox function (its record on the on-failure
+// destination, after Lambda's two retries) is recorded once with the
+// stored message it named, for `make inbox-replay`, and alerted CRITICAL
+// INBOX_FAILED naming that message and how to read and replay it; the
+// record's request (SES's event, with addresses) is kept only as its hash.
+func TestAFailedInboxInvocationIsRecordedAndAlerted(t *testing.T) {
+	e := newEnv(t)
+	samples := testkit.SQSSamples(t, "deadletter")
+	ev, ok := samples["../../events/deadletter/inbox-failure.json"]
+	if !ok {
+		t.Fatalf("no events/deadletter/inbox-failure.json among %v", slices.Collect(maps.Keys(samples)))
+	}
+	rec := ev.Records[0]
+	rec.EventSourceARN = e.f.Attr("InboxFailureQueue.Arn")
+	for range 2 { // SQS delivers it again: one record, one alert
+		if failed := e.run(rec); len(failed) != 0 {
+			t.Fatalf("failed %v", failed)
+		}
+	}
+	const object = "inbound/o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1"
+	var got []string
+	for _, a := range e.alerts() {
+		if strings.Contains(a, "| "+string(alert.InboxFailed)+" |") {
+			got = append(got, a)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "] CRITICAL |") || !strings.Contains(got[0], "stored as "+object+" (RetriesExhausted after 3 attempts") ||
+		!strings.Contains(got[0], "make ops ACTION=inbox SHOW=o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1") || !strings.Contains(got[0], "make inbox-replay") {
+		t.Fatalf("alerts %q, want one INBOX_FAILED naming %s", got, object)
+	}
+	dead, err := store.NewDeadLetters(awsenv.NewQueries(e.f.AWS), e.f.Ref("LedgerTable")).DeadJobs(context.Background(), queueName(rec.EventSourceARN))
+	if err != nil || len(dead) != 1 || dead[0].Inbox != object || dead[0].BodySHA256 == "" {
+		t.Fatalf("records %+v %v, want one naming %s", dead, err, object)
+	}
+	for _, item := range testkit.TableItems(t, e.f.AWS, e.f.Ref("LedgerTable")) {
+		if strings.Contains(item, "@") {
+			t.Errorf("a Ledger item holds an address: %s", item)
+		}
+	}
+	if strings.Contains(e.logs.String(), "customer@example.com") || strings.Contains(strings.Join(got, ""), "customer@example.com") {
+		t.Errorf("a log line or the alert holds the sender's address")
 	}
 }

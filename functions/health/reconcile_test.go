@@ -205,36 +205,100 @@ func TestAnOrderIsHandledOncePerRun(t *testing.T) {
 	}
 }
 
-// TestOrdersWaitingForTheOperatorAreRemindedDaily: a FAILED order is
-// alerted again once a day until it is resolved (CACHE_ALERT's repeat,
-// SILENT_DROP's escalation), a QUARANTINED one as QUARANTINE_UNRESOLVED.
+// TestOrdersWaitingForTheOperatorAreRemindedDaily: an order waiting for
+// the operator (DROPPED, HELD, QUARANTINED, FAILED) is alerted again every
+// 24 h, counted from when it began waiting, until it is resolved
+// (CACHE_ALERT's repeat, SILENT_DROP's escalation, SOS_FILTER's daily
+// re-alert), each state with its own kind and severity: never before 24 h,
+// once when they have passed, not again within the next 24 h, again after.
 func TestOrdersWaitingForTheOperatorAreRemindedDaily(t *testing.T) {
 	ctx := context.Background()
-	e := newReconcileEnv(t)
-	failed := "cs_test_healthfailed"
-	e.claim(t, failed)
-	if ok, err := e.orders.MarkFailed(ctx, failed, "model_unavailable"); err != nil || !ok {
-		t.Fatal(ok, err)
+	// generation takes a claimed order's generation lease, as the generator does.
+	generation := func(t *testing.T, e *reconcileEnv, id string) string {
+		t.Helper()
+		e.claim(t, id)
+		_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lease
 	}
-	e.clock.Add(time.Hour)
-	e.run(t)
-	if got := e.alerts.take(); containsKind(got, alert.OrderUnresolved) {
-		t.Fatalf("reminded after an hour: %q", got)
-	}
-	e.clock.Add(24 * time.Hour)
-	e.run(t)
-	if got := e.alerts.take(); !containsExactly(got, "ERROR ORDER_UNRESOLVED "+failed) {
-		t.Fatalf("alerts %q, want one ORDER_UNRESOLVED after a day", got)
-	}
-	e.clock.Add(time.Hour)
-	e.run(t)
-	if got := e.alerts.take(); containsKind(got, alert.OrderUnresolved) {
-		t.Fatalf("reminded twice within a day: %q", got)
-	}
-	e.clock.Add(24 * time.Hour)
-	e.run(t)
-	if got := e.alerts.take(); !containsExactly(got, "ERROR ORDER_UNRESOLVED "+failed) {
-		t.Fatalf("alerts %q, want the next day's reminder", got)
+	for _, tc := range []struct {
+		status oracle.Status
+		want   string // the reminder, "SEVERITY KIND"
+		wait   func(t *testing.T, e *reconcileEnv, id string)
+	}{
+		{oracle.StatusDropped, "CRITICAL ORDER_UNRESOLVED", func(t *testing.T, e *reconcileEnv, id string) {
+			// As the webhook claims a paid session without a usable tier
+			// or query: its job is the customer's notice.
+			o := oracle.Order{SessionID: id, Status: oracle.StatusDropped, Failure: "missing_query", AmountTotal: 100, Currency: "cad",
+				Source: oracle.SourceWebhook, Expires: e.clock.Now().Add(90 * 24 * time.Hour)}
+			c, err := e.orders.ClaimOrder(ctx, o, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.orders.JobEnqueued(ctx, id, c.Lease); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{oracle.StatusHeld, "ERROR ORDER_UNRESOLVED", func(t *testing.T, e *reconcileEnv, id string) {
+			if ok, err := e.orders.Hold(ctx, id, generation(t, e, id), "crosscheck"); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+		}},
+		{oracle.StatusQuarantined, "CRITICAL QUARANTINE_UNRESOLVED", func(t *testing.T, e *reconcileEnv, id string) {
+			q := store.Quarantine{Gate: "gate1", Terms: []string{"t1"}, Record: "quarantine/" + id, FilterVersion: "v1"}
+			if ok, err := e.orders.QuarantineGeneration(ctx, id, generation(t, e, id), q); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+		}},
+		{oracle.StatusFailed, "ERROR ORDER_UNRESOLVED", func(t *testing.T, e *reconcileEnv, id string) {
+			e.claim(t, id)
+			if ok, err := e.orders.MarkFailed(ctx, id, "model_unavailable"); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+		}},
+	} {
+		t.Run(string(tc.status), func(t *testing.T) {
+			t.Parallel()
+			e := newReconcileEnv(t)
+			id := "cs_test_remind" + strings.ToLower(string(tc.status))
+			tc.wait(t, e, id)
+			if o, _, err := e.orders.Get(ctx, id); err != nil || o.Status != tc.status {
+				t.Fatalf("the order is %s (%v), want %s", o.Status, err, tc.status)
+			}
+			// reminders runs the job after the clock moved by d and
+			// returns the reminders it raised for the order.
+			reminders := func(d time.Duration) []string {
+				e.clock.Add(d)
+				e.run(t)
+				var out []string
+				for _, a := range e.alerts.take() {
+					if a == tc.want+" "+id || strings.Contains(a, "_UNRESOLVED") {
+						out = append(out, a)
+					}
+				}
+				return out
+			}
+			for _, step := range []struct {
+				after time.Duration // since the last step
+				want  int
+				when  string
+			}{
+				{time.Hour, 0, "an hour after it began waiting"},
+				{23*time.Hour - time.Minute, 0, "a minute before 24 h"},
+				{time.Minute, 1, "24 h after it began waiting"},
+				{time.Hour, 0, "an hour after the reminder"},
+				{23*time.Hour - time.Minute, 0, "a minute before the next 24 h"},
+				{time.Minute, 1, "24 h after the reminder"},
+				{25 * time.Hour, 1, "the day after"},
+			} {
+				got := reminders(step.after)
+				if len(got) != step.want || (step.want == 1 && got[0] != tc.want+" "+id) {
+					t.Fatalf("%s: reminders %q, want %d %s", step.when, got, step.want, tc.want)
+				}
+			}
+		})
 	}
 }
 
@@ -268,20 +332,6 @@ func TestAHeldOrderIsRemindedOfWhyItIsHeld(t *testing.T) {
 	if len(details) != 1 || !strings.Contains(details[0], "its amount is not its tier's price") || strings.Contains(details[0], "crosscheck") {
 		t.Errorf("reminders %q, want one saying the amount did not match", details)
 	}
-}
-
-func containsKind(list []string, k alert.Kind) bool {
-	return strings.Contains(strings.Join(list, ","), " "+string(k)+" ")
-}
-
-func containsExactly(list []string, want string) bool {
-	n := 0
-	for _, s := range list {
-		if s == want {
-			n++
-		}
-	}
-	return n == 1
 }
 
 // TestTheIndexProjectsWhatTheJobReads: the template's by_status index

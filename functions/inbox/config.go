@@ -18,8 +18,11 @@ type settings struct {
 	OrdersTable, LedgerTable string
 	AlertsTopic, AuditBucket string
 	InboxBucket, MailQueue   string
-	Hasher                   *audit.Hasher
-	Policy                   inbox.Policy
+	// FailureQueue names the on-failure destination whose records the
+	// deadletter function keeps (make inbox-replay reads them).
+	FailureQueue string
+	Hasher       *audit.Hasher
+	Policy       inbox.Policy
 	// Cooldown is how long a sender waits for a second acknowledgement;
 	// Retention how long a message is remembered as processed.
 	Cooldown, Retention time.Duration
@@ -36,13 +39,14 @@ type settings struct {
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	s := settings{
-		OrdersTable: env.String("ORDERS_TABLE"),
-		LedgerTable: env.String("LEDGER_TABLE"),
-		AlertsTopic: env.String("ALERTS_TOPIC_ARN"),
-		AuditBucket: env.String("AUDIT_BUCKET"),
-		InboxBucket: env.String("INBOX_BUCKET"),
-		MailQueue:   env.String("MAIL_QUEUE_URL"),
-		Cooldown:    env.Duration("INBOX_COOLDOWN", 24*time.Hour),
+		OrdersTable:  env.String("ORDERS_TABLE"),
+		LedgerTable:  env.String("LEDGER_TABLE"),
+		AlertsTopic:  env.String("ALERTS_TOPIC_ARN"),
+		AuditBucket:  env.String("AUDIT_BUCKET"),
+		InboxBucket:  env.String("INBOX_BUCKET"),
+		MailQueue:    env.String("MAIL_QUEUE_URL"),
+		FailureQueue: env.String("INBOX_FAILURE_QUEUE"),
+		Cooldown:     env.Duration("INBOX_COOLDOWN", 24*time.Hour),
 	}
 	sender := env.Address("MAIL_FROM", oracle.SupportAddress)
 	support := env.Address("SUPPORT_EMAIL", oracle.SupportAddress)

@@ -16,7 +16,7 @@ import (
 func TestConfig(t *testing.T) {
 	base := map[string]string{
 		"ORDERS_TABLE": "orders", "LEDGER_TABLE": "ledger", "AUDIT_BUCKET": "audit", "ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:1:alerts",
-		"INBOX_BUCKET": "inbox", "MAIL_QUEUE_URL": "http://q/mail", "HASH_PEPPER": "a-pepper-of-at-least-16-bytes",
+		"INBOX_BUCKET": "inbox", "MAIL_QUEUE_URL": "http://q/mail", "HASH_PEPPER": "a-pepper-of-at-least-16-bytes", "INBOX_FAILURE_QUEUE": "failures",
 	}
 	const creds = `{"tenant_id":"t","client_id":"c","client_secret":"s"}`
 	cases := []struct {

@@ -31,13 +31,20 @@ type Handler struct {
 	Log      *slog.Logger
 	// Poll reads the Microsoft 365 mailbox; nil with SES receiving.
 	Poll func(ctx context.Context) error
+	// Failures are the records the deadletter function keeps of the
+	// invocations that reached FailureQueue, the on-failure destination;
+	// Releaser removes one once its messages are processed.
+	Failures     FailureRecords
+	Releaser     Releaser
+	FailureQueue string
 }
 
 // event is what the function can be invoked with: SES's receipt event
-// (Records) or a schedule's (source).
+// (Records), a schedule's (source), or `make inbox-replay`'s (replay).
 type event struct {
 	Records []events.SimpleEmailRecord `json:"Records"`
 	Source  string                     `json:"source"`
+	Replay  *replay                    `json:"replay"`
 }
 
 // Handle dispatches an invocation. An error makes Lambda retry the
@@ -45,6 +52,9 @@ type event struct {
 // that can never succeed alerts and returns nil.
 func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) error {
 	var ev event
+	if err := json.Unmarshal(raw, &ev); err == nil && ev.Replay != nil {
+		return h.replay(ctx, *ev.Replay)
+	}
 	if err := json.Unmarshal(raw, &ev); err != nil || (len(ev.Records) == 0 && ev.Source == "") {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.GarbageJob, Subject: "inbox",
 			Detail: "the inbox function was invoked with an event it cannot read; nothing was done"})

@@ -67,7 +67,9 @@ func newEnv(t *testing.T) *env {
 		Filter: filter, Hasher: hasher,
 		Policy:   inbox.Policy{Own: []string{oracle.SupportAddress}, Skip: inbox.DefaultSkip},
 		Cooldown: 24 * time.Hour, Retention: 45 * 24 * time.Hour, Lease: DefaultLease, Log: log, Now: e.clock.Now}
-	e.h = &Handler{Core: core, Messages: e.messages, Alerts: alerts, Log: log}
+	e.h = &Handler{Core: core, Messages: e.messages, Alerts: alerts, Log: log,
+		Failures: store.NewDeadLetters(awsenv.NewQueries(f.AWS), f.Ref("LedgerTable")), Releaser: e.ledger,
+		FailureQueue: f.Attr("InboxFailureQueue.Arn")[strings.LastIndex(f.Attr("InboxFailureQueue.Arn"), ":")+1:]}
 	return e
 }
 
@@ -153,8 +155,9 @@ func (e *env) received() []audit.Record {
 }
 
 // V2, V3 and V10: a new message alerts once, with the sender's keyed hash
-// and domain and the subject, is acknowledged once, and is recorded as
-// processed.
+// and domain, the subject and the stored message the operator reads with
+// `make ops ACTION=inbox SHOW=…`, is acknowledged once, and is recorded
+// as processed.
 func TestNewMessageAlertedAndAcknowledgedOnce(t *testing.T) {
 	e := newEnv(t)
 	const addr = "user@example.com"
@@ -171,6 +174,10 @@ func TestNewMessageAlertedAndAcknowledgedOnce(t *testing.T) {
 	if len(a) != 1 || !strings.Contains(a[0], "WARN") || !strings.Contains(a[0], hash+" at example.com") ||
 		!strings.Contains(a[0], `"Question about my verdict"`) || !strings.Contains(a[0], "no order; acknowledged") {
 		t.Fatalf("alerts %q", a)
+	}
+	// The alert names the stored message and how to read it.
+	if !strings.Contains(a[0], "stored as "+jobs[0].Inbox+", read it with make ops ACTION=inbox SHOW="+inbox.ID(jobs[0].Inbox)) {
+		t.Fatalf("the alert does not name the stored message %s: %q", jobs[0].Inbox, a[0])
 	}
 	recs := e.received()
 	if len(recs) != 1 || recs[0].Inbox.Outcome != "acknowledged" || recs[0].Inbox.Via != "ses" || recs[0].Email != e.h.Core.Hasher.Email(addr) {
@@ -433,5 +440,76 @@ func TestSampleEvent(t *testing.T) {
 	}
 	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].Inbox != inbox.Prefix+"o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1" {
 		t.Fatalf("jobs %+v", jobs)
+	}
+}
+
+// A message whose processing failed past Lambda's retries (its record
+// kept by the deadletter function from the on-failure destination) is
+// processed by `make inbox-replay` (events/inbox/replay.json) once the
+// cause is fixed: one alert, one acknowledgement, the record removed, and
+// a second replay finds nothing. A message named by its id is replayed
+// whether or not a record names it.
+func TestAFailedInvocationIsReplayed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	working := e.h.Core.Mail
+	e.h.Core.Mail = queue.NewSender(queue.NewClient(e.f.AWS), e.f.Ref("MailQueue")+"-missing", e.clock.Now)
+	ev := e.receive(message("failed@example.com", "Lost?", "Message-ID: <failed@example.com>"), "PASS", "PASS")
+	for range 3 { // the invocation and Lambda's two retries
+		if err := e.handle(ev); err == nil {
+			t.Fatal("a failed processing returned no error")
+		}
+	}
+	var rec struct {
+		Records []struct {
+			SES struct {
+				Mail struct {
+					MessageID string `json:"messageId"`
+				} `json:"mail"`
+			} `json:"ses"`
+		}
+	}
+	if err := json.Unmarshal(ev, &rec); err != nil {
+		t.Fatal(err)
+	}
+	object := inbox.Prefix + rec.Records[0].SES.Mail.MessageID
+	if _, err := e.ledger.RecordDeadLetter(ctx, store.DeadLetter{Queue: e.h.FailureQueue, MessageID: "m-1", BodySHA256: "00", BodyBytes: 1, Inbox: object}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	e.h.Core.Mail = working
+	sample, err := os.ReadFile("../../events/inbox/replay.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.handle(sample); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].Inbox != object {
+		t.Fatalf("jobs %+v, want the acknowledgement of %s", jobs, object)
+	}
+	if a := e.inboxAlerts(); len(a) != 1 || !strings.Contains(a[0], "stored as "+object) {
+		t.Fatalf("alerts %q", a)
+	}
+	if left, err := e.h.Failures.DeadJobs(ctx, e.h.FailureQueue); err != nil || len(left) != 0 {
+		t.Fatalf("records left %+v %v, want none", left, err)
+	}
+	if err := e.handle(sample); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := e.jobs(); len(jobs) != 0 {
+		t.Fatalf("a second replay queued %+v", jobs)
+	}
+	named := e.receive(message("named@example.com", "Named", "Message-ID: <named@example.com>"), "PASS", "PASS")
+	if err := json.Unmarshal(named, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.handle(json.RawMessage(`{"replay":{"ids":["` + rec.Records[0].SES.Mail.MessageID + `"]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := e.jobs(); len(jobs) != 1 {
+		t.Fatalf("replay by id: jobs %+v", jobs)
+	}
+	if err := e.handle(json.RawMessage(`{"replay":{"ids":["../x"]}}`)); err == nil {
+		t.Fatal("a path was replayed")
 	}
 }

@@ -37,7 +37,8 @@ func main() {
 		Filter: filter, Hasher: cfg.Hasher, Policy: cfg.Policy,
 		Cooldown: cfg.Cooldown, Retention: cfg.Retention, Lease: DefaultLease, Log: log, Now: time.Now,
 	}
-	h := &Handler{Core: core, Messages: messages, Alerts: alerts, Log: log}
+	h := &Handler{Core: core, Messages: messages, Alerts: alerts, Log: log,
+		Failures: store.NewDeadLetters(awsenv.NewQueries(aws), cfg.LedgerTable), Releaser: ledger, FailureQueue: cfg.FailureQueue}
 	if cfg.Graph != nil {
 		g, err := mail.NewGraph(*cfg.Graph)
 		fn.Check(err, "the Graph client")

@@ -97,7 +97,7 @@ func (c *Core) Process(ctx context.Context, r Received) error {
 		// Nothing to answer and no one to name; the operator still hears
 		// of it once, and the stored message is there to read.
 		c.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.InboxMessage, Subject: r.Object,
-			Detail: "a message that is no readable email reached the inbox (stored as " + r.Object + "); nothing was sent"})
+			Detail: "a message that is no readable email reached the inbox; nothing was sent; " + readIt(r.Object)})
 		c.Log.Warn("received message does not parse", "object", r.Object, "error", err.Error())
 		return nil
 	}
@@ -132,7 +132,7 @@ func (c *Core) Process(ctx context.Context, r Received) error {
 			return err
 		}
 	}
-	c.alert(ctx, m, key, sender, session, outcome)
+	c.alert(ctx, m, r.Object, key, sender, session, outcome)
 	c.Audit.Record(ctx, audit.Record{Timestamp: c.Now().UTC(), SessionID: session, Email: sender,
 		LatencyMS: max(c.Now().Sub(started).Milliseconds(), 0), Status: audit.StatusOK, Source: audit.SourceInbox,
 		SessionCreated: r.At.UTC(), Event: audit.EventInboxMessage,
@@ -198,8 +198,9 @@ func (c *Core) order(ctx context.Context, m inbox.Message) (string, error) {
 
 // alert puts the message in front of the operator: the sender's keyed
 // hash and domain, the subject (shortened, withheld when the content
-// filter stops it) and what was done; never the address or the body.
-func (c *Core) alert(ctx context.Context, m inbox.Message, key, sender, session, outcome string) {
+// filter stops it), what was done and how to read it; never the address
+// or the body.
+func (c *Core) alert(ctx context.Context, m inbox.Message, object, key, sender, session, outcome string) {
 	from := "no sender"
 	if sender != "" {
 		from = strings.TrimPrefix(sender, audit.HashPrefix)[:12] + " at " + inbox.Domain(m.From)
@@ -217,7 +218,14 @@ func (c *Core) alert(ctx context.Context, m inbox.Message, key, sender, session,
 		kind = " [" + m.Automatic + "]"
 	}
 	c.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.InboxMessage, Session: session, Subject: key,
-		Detail: fmt.Sprintf("message from %s%s, subject %q, %s; %s; answer within 24 hours", from, kind, c.shown(m.Subject), order, did)})
+		Detail: fmt.Sprintf("message from %s%s, subject %q, %s; %s; answer within 24 hours; %s", from, kind, c.shown(m.Subject), order, did, readIt(object))})
+}
+
+// readIt tells the operator where the message stored under object is and
+// how to read it: the alert keeps the address and the body out, the
+// operator's terminal does not.
+func readIt(object string) string {
+	return "stored as " + object + ", read it with make ops ACTION=inbox SHOW=" + inbox.ID(object)
 }
 
 // shown is the subject as an alert shows it.

@@ -19,6 +19,7 @@ type settings struct {
 	LedgerTable      string
 	AuditBucket      string
 	QuarantineBucket string
+	InboxBucket      string
 	AlertsTopic      string
 	GenerateQueue    string
 	MailQueue        string
@@ -42,6 +43,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		LedgerTable:         env.String("LEDGER_TABLE"),
 		AuditBucket:         env.String("AUDIT_BUCKET"),
 		QuarantineBucket:    env.String("QUARANTINE_BUCKET"),
+		InboxBucket:         env.String("INBOX_BUCKET"),
 		AlertsTopic:         env.String("ALERTS_TOPIC_ARN"),
 		GenerateQueue:       env.String("GENERATE_QUEUE_URL"),
 		MailQueue:           env.String("MAIL_QUEUE_URL"),

@@ -50,6 +50,8 @@ type Request struct {
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
 	Day  string `json:"day,omitempty"`
+	// Show is `inbox`'s: the stored message to print, as its alert names it.
+	Show string `json:"show,omitempty"`
 }
 
 // Answer is what an action did: Message in a sentence, Text for a
@@ -113,8 +115,10 @@ type Handler struct {
 	DeadQueues map[string]DeadQueue
 	Seals      Sealer
 	Figures    Figures
-	Log        *slog.Logger
-	Now        func() time.Time
+	// Inbox is the inbox bucket, where the support address's messages are.
+	Inbox Messages
+	Log   *slog.Logger
+	Now   func() time.Time
 	// StuckAfter is how long a PAID or GENERATING order may go without
 	// progress before `list` shows it.
 	StuckAfter time.Duration
@@ -148,6 +152,7 @@ var actions = map[string]action{
 	"report":      {(*Handler).report, false},
 	"seal":        {(*Handler).seal, true},
 	"verify-seal": {(*Handler).verifySeal, false},
+	"inbox":       {(*Handler).inboxShow, false},
 }
 
 // Actions lists the action names.

@@ -16,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/auditfigures"
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
@@ -71,6 +72,7 @@ func newEnv(t *testing.T) *env {
 		Hasher:   hasher, Cleaner: filter,
 		Dead: store.NewDeadLetters(awsenv.NewQueries(f.AWS), f.Ref("LedgerTable")), Ledger: ledger,
 		Seals: auditseal.New(s3, f.Ref("AuditBucket"), auditseal.Lock{Mode: "GOVERNANCE", Retention: 24 * time.Hour}, clock.Now),
+		Inbox: inbox.NewMessages(s3, f.Ref("InboxBucket")),
 		Log:   log, Now: clock.Now, StuckAfter: 15 * time.Minute, Retention: 90 * 24 * time.Hour,
 	}
 	return e

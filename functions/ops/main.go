@@ -1,8 +1,9 @@
 // Command ops is the operator's hands: actions on orders (list, show,
-// deliver, rerun, refund, resend, redrive) and on the audit log (report,
-// seal, verify-seal), invoked with `sam remote invoke OpsFunction -e
-// events/ops/<action>.json` or `make ops ACTION=…`, and daily, to seal
-// the audit log's previous day. It has no HTTP route.
+// deliver, rerun, refund, resend, redrive), on the audit log (report,
+// seal, verify-seal) and on the support inbox (inbox: print a message),
+// invoked with `sam remote invoke OpsFunction -e events/ops/<action>.json`
+// or `make ops ACTION=…`, and daily, to seal the audit log's previous day.
+// It has no HTTP route.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/coldstart"
+	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -52,6 +54,7 @@ func main() {
 		Figures: func(ctx context.Context, from, to time.Time) (auditfigures.Figures, error) {
 			return auditfigures.Compute(ctx, s3, cfg.AuditBucket, from, to)
 		},
+		Inbox:      inbox.NewMessages(s3, cfg.InboxBucket),
 		Log:        log,
 		Now:        time.Now,
 		StuckAfter: cfg.StuckAfter,

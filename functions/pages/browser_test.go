@@ -87,6 +87,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("order form shows API and network errors", s.orderErrors)
 	t.Run("result verdicts", s.verdicts)
 	t.Run("result on a phone", s.verdictPhone)
+	t.Run("result at its own path", s.atItsPath)
 	t.Run("result pending, giving up and checking again", s.pendingTimeout)
 	t.Run("result keeps polling through server trouble", s.trouble)
 	t.Run("result states", s.states)
@@ -451,6 +452,19 @@ func (s *suite) verdicts(t *testing.T) {
 				screenshot(t, ctx, "result-"+name)
 			})
 		}
+	}
+}
+
+// atItsPath: the page at /result/{session_id} reads the session from its
+// path and shows that session's verdict, as at /oracle/result?session_id=….
+func (s *suite) atItsPath(t *testing.T) {
+	id := s.api.addReady(oracle.TierFull, oracle.VerdictAmber, "Should I open a second bakery across town?")
+	ctx := s.tab(t)
+	do(t, ctx, "load", chromedp.Navigate(s.url+"/result/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`section[data-state="ready"]`)))
+	checkVerdict(t, eval[shown](t, ctx, readShown), oracle.TierFull, oracle.VerdictAmber)
+	if n := s.api.polls(id); n < 1 {
+		t.Errorf("the page never asked the verdict API for %s", id)
 	}
 }
 

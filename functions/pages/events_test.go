@@ -16,7 +16,7 @@ import (
 func TestSampleEvents(t *testing.T) {
 	h := &Handler{Site: "42 Sisters AI", Support: "oracle@42sisters.ai", Log: obs.NewLogger(io.Discard, "ERROR")}
 	files, err := filepath.Glob("../../events/pages/*.json")
-	if err != nil || len(files) != 2 {
+	if err != nil || len(files) != 3 {
 		t.Fatalf("samples %v %v", files, err)
 	}
 	for _, file := range files {

@@ -17,8 +17,10 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 )
 
-// Handler serves GET / (the order form) and GET /oracle/result (the result
-// page). Any other path is a 404 page and any other method a 405 page;
+// Handler serves GET / (the order form) and the result page, at
+// GET /result/{session_id} (where the product spec puts it) and at
+// GET /oracle/result?session_id=… (where Stripe's return and the emails
+// link). Any other path is a 404 page and any other method a 405 page;
 // every response carries the same security headers.
 type Handler struct {
 	Site    string // the company name in titles and the header
@@ -198,11 +200,13 @@ const internalError = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8
 // page routes a request to the page that answers it.
 func (h *Handler) page(req httpapi.Request) (page, error) {
 	var serve func(httpapi.Request) (page, error)
-	switch req.RawPath {
-	case "/":
+	switch {
+	case req.RawPath == "/":
 		serve = h.order
-	case "/oracle/result":
-		serve = h.result
+	case req.RawPath == "/oracle/result":
+		serve = func(req httpapi.Request) (page, error) { return h.result(req.QueryStringParameters["session_id"]) }
+	case strings.HasPrefix(req.RawPath, resultPath):
+		serve = func(req httpapi.Request) (page, error) { return h.result(strings.TrimPrefix(req.RawPath, resultPath)) }
 	default:
 		return h.problem(http.StatusNotFound, "Page not found", "There is no page at this address.")
 	}
@@ -235,10 +239,13 @@ func (h *Handler) order(req httpapi.Request) (page, error) {
 	return render("order.html", http.StatusOK, &orderJS, v)
 }
 
-// result renders the result page. A missing or malformed session id still
-// gets the page, in its "unknown link" state and with status 400, so the
-// customer reads an explanation rather than an error.
-func (h *Handler) result(req httpapi.Request) (page, error) {
+// resultPath is the result page's own path, before the session id.
+const resultPath = "/result/"
+
+// result renders the result page of session. A missing or malformed
+// session id still gets the page, in its "unknown link" state and with
+// status 400, so the customer reads an explanation rather than an error.
+func (h *Handler) result(session string) (page, error) {
 	v := resultView{
 		frame:      h.newFrame("Your verdict", &resultJS),
 		State:      "pending",
@@ -251,7 +258,7 @@ func (h *Handler) result(req httpapi.Request) (page, error) {
 	}
 	v.Poll.First, v.Poll.Cap, v.Poll.GiveUp = p.First.Milliseconds(), p.Cap.Milliseconds(), p.GiveUp.Milliseconds()
 	status := http.StatusOK
-	if !oracle.ValidSessionID(req.QueryStringParameters["session_id"]) {
+	if !oracle.ValidSessionID(session) {
 		v.State, status = "unknown", http.StatusBadRequest
 	}
 	return render("result.html", status, &resultJS, v)

@@ -1,8 +1,8 @@
-// Command pages is the Lambda function behind GET / and GET /oracle/result:
-// the order form and the result page, HTML with their styles and scripts
-// embedded, served under a strict Content-Security-Policy. The pages talk
-// to the checkout and verdict APIs from the browser; this function calls
-// nothing.
+// Command pages is the Lambda function behind GET /, GET /result/{session_id}
+// and GET /oracle/result: the order form and the result page, HTML with
+// their styles and scripts embedded, served under a strict
+// Content-Security-Policy. The pages talk to the checkout and verdict APIs
+// from the browser; this function calls nothing.
 package main
 
 import (

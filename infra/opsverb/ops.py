@@ -13,7 +13,7 @@ import sys
 FIELDS = {
     "ACTION": "action", "SESSION": "session", "BY": "authorised_by", "REASON": "reason",
     "MODE": "mode", "TIER": "tier", "QUERY": "query", "KIND": "kind", "QUEUE": "queue",
-    "FROM": "from", "TO": "to", "DAY": "day",
+    "FROM": "from", "TO": "to", "DAY": "day", "SHOW": "show",
 }
 FLAGS = {"REVEAL": "reveal", "FORCE": "force"}
 
@@ -24,7 +24,7 @@ def request():
         if os.environ.get(var, "") not in ("", "0", "false"):
             req[field] = True
     if "action" not in req:
-        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal")
+        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal|inbox")
     json.dump(req, sys.stdout)
 
 

@@ -333,6 +333,21 @@ type Function struct {
 	Routes              []Route
 	Queues              []QueueEvent
 	Schedules           []ScheduleEvent
+	// Async is how Lambda handles the function's asynchronous invocations
+	// (EventInvokeConfig).
+	Async AsyncConfig
+}
+
+// AsyncConfig is a function's EventInvokeConfig: the retries of a failed
+// asynchronous invocation (Lambda's default is two) and the SQS queue its
+// record then goes to.
+type AsyncConfig struct {
+	// MaximumRetryAttempts is unresolved (a number or an intrinsic), nil
+	// when the template sets none; resolve it with Template.ResolveInt.
+	MaximumRetryAttempts any
+	// OnFailureQueue is the logical id of the SQS queue of
+	// DestinationConfig.OnFailure, "" when there is none.
+	OnFailureQueue string
 }
 
 // Route is an HttpApi event.
@@ -459,6 +474,15 @@ func (t *Template) Functions() []Function {
 		}
 		if v, ok := p["ReservedConcurrentExecutions"]; ok {
 			f.ReservedConcurrency = v
+		}
+		eic := mapOf(p["EventInvokeConfig"])
+		f.Async.MaximumRetryAttempts = eic["MaximumRetryAttempts"]
+		if d := mapOf(mapOf(eic["DestinationConfig"])["OnFailure"]); scalar(d["Type"]) == "SQS" {
+			if in, ok := d["Destination"].(Intrinsic); ok {
+				if parts, ok := in.Arg.([]any); ok && in.Name == "Fn::GetAtt" && len(parts) > 0 {
+					f.Async.OnFailureQueue = fmt.Sprint(parts[0])
+				}
+			}
 		}
 		for k, v := range t.Globals.Environment {
 			f.Env[k] = v

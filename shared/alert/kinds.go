@@ -176,6 +176,12 @@ const (
 	// or failed, or a stored message could not be fetched); no message
 	// is lost, the next poll or SES's retry reads it again.
 	InboxUnreadable Kind = "INBOX_UNREADABLE"
+	// InboxFailed (CRITICAL): the inbox function failed on a message SES
+	// delivered, past Lambda's two retries; the invocation's record
+	// reached its on-failure destination. The message was neither alerted
+	// nor acknowledged: read it (`make ops ACTION=inbox SHOW=<id>`), fix
+	// the cause (the function's log), then `make inbox-replay`.
+	InboxFailed Kind = "INBOX_FAILED"
 	// AutoresponseFailed (WARN while retried, ERROR once given up): the
 	// acknowledgement of an inbox message failed. A given-up one is not
 	// sent: answer the message by hand.
@@ -191,6 +197,6 @@ func Kinds() []Kind {
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
 		SmokePassed, SmokeFailed, Refunded, PartialRefund, DisputeOpened, EarlyFraudWarning, ChargeUnknown,
-		InboxMessage, InboxSeeded, InboxUnreadable, AutoresponseFailed,
+		InboxMessage, InboxSeeded, InboxUnreadable, InboxFailed, AutoresponseFailed,
 	}
 }

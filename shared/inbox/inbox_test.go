@@ -209,3 +209,43 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The operator reads a stored message whole: the sender's address, the
+// subject decoded, the text of each part; no control character reaches
+// the terminal.
+func TestShow(t *testing.T) {
+	raw := "From: Ana <ana@example.com>\r\nTo: oracle@42sisters.ai\r\nSubject: =?UTF-8?Q?Caf=C3=A9?= \x1b[31mred\r\n" +
+		"Message-ID: <q1@example.com>\r\nContent-Type: multipart/alternative; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nHello,\r\nthe body\x1b]0;title\x07.\r\n" +
+		"--b--\r\n"
+	got := inbox.Show([]byte(raw))
+	for _, want := range []string{"From: Ana <ana@example.com>\n", "Subject: Café ?[31mred\n", "Message-Id: <q1@example.com>\n", "\nHello,\nthe body?]0;title?."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("shown:\n%s\nwant it to hold %q", got, want)
+		}
+	}
+	if strings.ContainsAny(got, "\x1b\x07\r") {
+		t.Errorf("a control character reaches the terminal: %q", got)
+	}
+	if got := inbox.Show([]byte("\x00 no message")); !strings.Contains(got, "not an email message") {
+		t.Errorf("garbage shown as %q", got)
+	}
+}
+
+// A stored message is named by its id or its whole key, never a path.
+func TestObject(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+	}{
+		{"o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1", inbox.Prefix + "o3vrnil0e2ic28trm7dfhrc2v0clambda4nbp0g1"},
+		{inbox.Prefix + "graph-0a1b", inbox.Prefix + "graph-0a1b"},
+		{" local-0a1b ", inbox.Prefix + "local-0a1b"},
+		{"../audit/x", ""},
+		{"inbound/a/b", ""},
+		{"", ""},
+	} {
+		if got, ok := inbox.Object(c.name); got != c.want || ok != (c.want != "") {
+			t.Errorf("Object(%q) = %q %v, want %q", c.name, got, ok, c.want)
+		}
+	}
+}

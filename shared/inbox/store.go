@@ -100,3 +100,23 @@ func Key(h *audit.Hasher, m Message, raw []byte) string {
 	}
 	return strings.TrimPrefix(id, audit.HashPrefix)
 }
+
+// ID is the name of the message stored under key: the key without Prefix,
+// as alerts name it and `make ops ACTION=inbox SHOW=…` takes it.
+func ID(key string) string { return strings.TrimPrefix(key, Prefix) }
+
+// Object is the key of the stored message name names: its ID, or its whole
+// key. A name is letters, digits and dashes (SES's ids, "graph-" and
+// "local-" ones), never a path.
+func Object(name string) (string, bool) {
+	id := ID(strings.TrimSpace(name))
+	if id == "" || len(id) > 128 {
+		return "", false
+	}
+	if strings.IndexFunc(id, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-')
+	}) >= 0 {
+		return "", false
+	}
+	return Prefix + id, true
+}

@@ -30,6 +30,10 @@ type DeadLetter struct {
 	// An unreadable body: its SHA-256 (hex) and size in bytes.
 	BodySHA256 string
 	BodyBytes  int
+	// Inbox is, for a failed invocation of the inbox function (a body
+	// kept only as its hash: it holds addresses), the stored messages it
+	// named, space-separated: what `make inbox-replay` processes again.
+	Inbox string
 }
 
 // DeadLetterKey is the Ledger key of the message with id messageID that
@@ -89,6 +93,9 @@ func (l *Ledger) RecordDeadLetter(ctx context.Context, d DeadLetter, keep time.D
 	} else {
 		item["body_sha256"] = &types.AttributeValueMemberS{Value: d.BodySHA256}
 		item["body_bytes"] = &types.AttributeValueMemberN{Value: strconv.Itoa(d.BodyBytes)}
+		if d.Inbox != "" {
+			item["inbox"] = &types.AttributeValueMemberS{Value: d.Inbox}
+		}
 	}
 	first, err = l.putOnce(ctx, DeadLetterKey(d.Queue, d.MessageID), item, keep)
 	if err != nil {

@@ -51,6 +51,8 @@ type DeadJob struct {
 	DeadAt    time.Time `dynamodbav:"dead_at"`
 	// BodySHA256 is set instead of Job for a body that was no job.
 	BodySHA256 string `dynamodbav:"body_sha256"`
+	// Inbox names the stored messages of a failed inbox invocation.
+	Inbox string `dynamodbav:"inbox"`
 }
 
 // DeadJobs returns the dead letters of the dead-letter queue named queue.

@@ -10,7 +10,9 @@
   const limit = Number(main.dataset.pollLimit);
   const verdicts = ['GREEN', 'AMBER', 'RED', 'NULL'];
   const sessionPattern = /^cs_(test|live)_[A-Za-z0-9]{1,250}$/;
-  const id = new URLSearchParams(location.search).get('session_id') || '';
+  // The page is at /result/{session_id}, or at /oracle/result?session_id=….
+  const atPath = location.pathname.match(/^\/result\/([^/]*)$/);
+  const id = (atPath ? atPath[1] : new URLSearchParams(location.search).get('session_id')) || '';
   let delay = first;
   let started = Date.now();
 

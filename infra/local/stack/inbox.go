@@ -26,8 +26,9 @@ const maxReceived = 10 << 20
 // /_local/inbox: a message posted there (the raw .eml) is stored in the
 // inbox bucket under inbound/<id> and the inbox function invoked with the
 // receipt event SES would send, as the template's receipt rule does in
-// AWS; it answers once the function has run: 202 with the message's id,
-// or 502 with the function's error. With MAIL_TRANSPORT=graph the message
+// AWS: asynchronously, with Lambda's retries and the on-failure destination
+// of the function's EventInvokeConfig. It answers 202 with the message's
+// id at once, as SES accepts the mail. With MAIL_TRANSPORT=graph the message
 // is delivered to the fake Graph's mailbox instead, for the function's
 // next poll (every 2 minutes) to read.
 type receiving struct {

@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,6 +32,9 @@ func receive(t *testing.T, s *stack.Stack, raw string) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("/_local/inbox: %d %s", resp.StatusCode, body)
 	}
+	// SES invokes the function asynchronously, as the route does: wait
+	// until the invocation, and any retry, settled.
+	s.WaitAsync()
 }
 
 // eml is a message from sender with the headers given and a body that no
@@ -198,4 +202,54 @@ func TestInboxThroughGraph(t *testing.T) {
 		t.Fatalf("the message waiting before the first poll was answered: %v", got)
 	}
 	privacySweep(t, s, o, []string{addr, waiting, "inbox-body-never-logged"}, nil)
+}
+
+// TestAFailingInboxReachesItsDestination is SES's asynchronous invocation
+// as Lambda runs it: the route answers at once; the inbox function, unable
+// to queue the acknowledgement, fails the invocation and Lambda's two
+// retries; the invocation's record goes to the on-failure destination
+// (InboxFailureQueue), which the deadletter function records and alerts
+// once as INBOX_FAILED, naming the stored message; the message was never
+// alerted as INBOX_MESSAGE, and nothing of it reaches a log.
+func TestAFailingInboxReachesItsDestination(t *testing.T) {
+	t.Parallel()
+	o := options(t)
+	o.ScheduleOff = true
+	o.AsyncRetryDelays = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
+	o.Env = map[string]map[string]string{"InboxFunction": {"MAIL_QUEUE_URL": "http://localhost:1/000000000000/no-such-queue"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	addr := fmt.Sprintf("failing-%d@example.com", time.Now().UnixNano())
+	resp, err := http.Post(s.APIURL+"/_local/inbox", "message/rfc822", strings.NewReader(eml(addr, "Are you there?", "Message-ID: <failing@example.com>")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Stored string `json:"stored"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusAccepted || got.Stored == "" {
+		t.Fatalf("/_local/inbox: %d %+v %v", resp.StatusCode, got, err)
+	}
+	s.WaitAsync()
+	if n := strings.Count(o.Log.(*testkit.Buffer).String(), "InboxFunction: asynchronous invocation failed (attempt "); n != 3 {
+		t.Fatalf("%d attempts, want the invocation and two retries", n)
+	}
+	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool { return len(alertsOf(s, alert.InboxFailed)) > 0 }) {
+		t.Fatal("no INBOX_FAILED alert")
+	}
+	if a := alertsOf(s, alert.InboxFailed); len(a) != 1 || !strings.Contains(a[0], "stored as "+got.Stored+" (RetriesExhausted after 3 attempts") ||
+		!strings.Contains(a[0], "make inbox-replay") {
+		t.Fatalf("alerts %q, want one naming %s", a, got.Stored)
+	}
+	if a := alertsOf(s, alert.InboxMessage); len(a) != 0 {
+		t.Fatalf("the failed message was alerted as processed: %q", a)
+	}
+	privacySweep(t, s, o, []string{addr, "inbox-body-never-logged"}, nil)
 }

@@ -66,7 +66,9 @@ func (w *dispatchWatch) see(q string, batch events.SQSEvent) {
 
 // answers returns what is wrong with the session's link and API, if anything.
 func (w *dispatchWatch) answers(session string) string {
-	for _, u := range []string{"/oracle/result?session_id=" + session, "/api/verdict?session_id=" + session} {
+	// The result page at its own path (PRODUCT_TIERS INV-4) and where the
+	// emails link.
+	for _, u := range []string{"/result/" + session, "/oracle/result?session_id=" + session, "/api/verdict?session_id=" + session} {
 		resp, err := w.client.Get(w.api + u)
 		if err != nil {
 			return fmt.Sprintf("%s before the email: %v", u, err)

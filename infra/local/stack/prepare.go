@@ -125,6 +125,10 @@ type Options struct {
 	// AfterSchedule, when set, sees every invocation of a function by one
 	// of its schedules (Fire's too) once the function has answered.
 	AfterSchedule func(Firing)
+	// AsyncRetryDelays are the waits before the retries of a failed
+	// asynchronous invocation (the support address's mail, as SES invokes
+	// the inbox function); default Lambda's, DefaultAsyncRetryDelays.
+	AsyncRetryDelays []time.Duration
 }
 
 // Region is the AWS region of the local stack.
@@ -133,6 +137,9 @@ const Region = provision.TestRegion
 func (o *Options) defaults() error {
 	if o.Root == "" {
 		return errors.New("the repository root is not set")
+	}
+	if o.AsyncRetryDelays == nil {
+		o.AsyncRetryDelays = DefaultAsyncRetryDelays
 	}
 	if o.BuildDir == "" {
 		o.BuildDir = filepath.Join(o.Root, ".build")

@@ -75,6 +75,9 @@ type Stack struct {
 	byName map[string]*runtimeapi.Function
 	caps   map[string]int
 	meter  *Meter
+	// async are the asynchronous invocations not yet settled (their
+	// attempts, retries and on-failure record).
+	async sync.WaitGroup
 }
 
 // Start builds and starts everything; ctx bounds the start only. Close stops
@@ -244,13 +247,46 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	s.wg.Go(func() { s.alerts.run(runCtx) })
 	mux := http.NewServeMux()
 	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint, graph: graph})
+	inboxFn, err := s.asyncInvoker(runCtx, &o, fns, "InboxFunction", sqsClient)
+	if err != nil {
+		return s, err
+	}
 	mux.Handle("/_local/inbox", receiving{messages: inbox.NewMessages(awsenv.S3(s.AWS), s.Resources.Ref("InboxBucket")),
-		function: s.invokers["InboxFunction"], support: oracle.SupportAddress, graph: graphRoot})
+		function: inboxFn, support: oracle.SupportAddress, graph: graphRoot})
 	mux.Handle("/", front)
 	s.serve(api, mux)
 	s.startSchedules(runCtx, &o)
 	return s, nil
 }
+
+// asyncInvoker invokes the function id as Lambda invokes it
+// asynchronously, with the retries and the on-failure destination of its
+// EventInvokeConfig.
+func (s *Stack) asyncInvoker(ctx context.Context, o *Options, fns []sam.Function, id string, q *sqs.Client) (poller.Invoker, error) {
+	i := slices.IndexFunc(fns, func(fn sam.Function) bool { return fn.LogicalID == id })
+	if i < 0 {
+		return nil, fmt.Errorf("the template has no %s", id)
+	}
+	a := &asyncInvoker{fn: s.invokers[id], function: id, retries: 2, delays: o.AsyncRetryDelays, sqs: q, ctx: ctx,
+		pending: &s.async, log: log.New(o.Log, "[lambda] ", 0)}
+	if x := fns[i].Async.MaximumRetryAttempts; x != nil {
+		n, err := s.backend.template.ResolveInt(x, s.backend.resources.Values)
+		if err != nil {
+			return nil, fmt.Errorf("%s: MaximumRetryAttempts: %w", id, err)
+		}
+		a.retries = n
+	}
+	if q := fns[i].Async.OnFailureQueue; q != "" {
+		if a.destination = s.Resources.Ref(q); a.destination == "" {
+			return nil, fmt.Errorf("%s: its on-failure destination %q is not a provisioned queue", id, q)
+		}
+	}
+	return a, nil
+}
+
+// WaitAsync waits until every asynchronous invocation made so far has
+// settled: succeeded, or failed its retries and sent its record on.
+func (s *Stack) WaitAsync() { s.async.Wait() }
 
 // checkEnv refuses overrides for a function the template does not have: a
 // misspelt id would otherwise leave the test running with the defaults.
@@ -279,6 +315,7 @@ func (s *Stack) Close() error {
 		}
 	}
 	s.wg.Wait()
+	s.async.Wait()
 	for _, f := range s.functions {
 		f.Close()
 	}
