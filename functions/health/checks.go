@@ -378,7 +378,7 @@ func integrityCheck(idx SampleSource, orders OrderReader, hasher *audit.Hasher, 
 			if !found || o.Status != oracle.StatusReady {
 				continue // deleted or moved on since the index saw it
 			}
-			if why := verdictProblem(o, hasher); why != "" {
+			if why := oracle.VerdictProblem(o, hasher.Hash); why != "" {
 				corrupt++
 				alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.VerdictCorrupt, Session: id,
 					Detail: "the stored verdict " + why + "; the page and the email read it"})
@@ -404,20 +404,6 @@ func appendNew(ids, more []string) []string {
 		}
 	}
 	return ids
-}
-
-// verdictProblem says what is wrong with o's stored verdict, "" if nothing.
-func verdictProblem(o oracle.Order, hasher *audit.Hasher) string {
-	if o.Verdict == "" {
-		return "is missing"
-	}
-	if _, err := oracle.ParseAnalysis(o.Tier, []byte(o.Verdict)); err != nil {
-		return "no longer parses"
-	}
-	if o.VerdictHash != "" && hasher.Hash(o.Verdict) != o.VerdictHash {
-		return "no longer matches its hash"
-	}
-	return ""
 }
 
 // randFloat is the sample's random source in production.
