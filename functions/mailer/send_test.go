@@ -22,6 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -289,7 +290,7 @@ func newMemEnv(t *testing.T, tr *transport) *memEnv {
 	e.h = &Handler{Orders: e.orders, Ledger: e.ledger, Test: session("customer@example.com"), Transport: tr, TransportName: "SES",
 		Schedule: schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour,
 		Audit:  &audit.Recorder{Writer: e.audit, Alerts: e.alerts, Log: log},
-		Alerts: e.alerts, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail,
+		Alerts: e.alerts, Verdicts: intact{}, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail,
 		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Metrics: e.metrics, Log: log, Now: e.clock.Now, Lease: time.Minute}
 	return e
@@ -518,3 +519,9 @@ func TestSuppressedAddressIsNotEmailed(t *testing.T) {
 		t.Fatalf("%d sends, state %q", e.transport.sends(), e.orders.orders[memSession].Mail[oracle.MailVerdict])
 	}
 }
+
+// intact passes every stored verdict: these tests are about sending; the
+// corrupt ones are TestCorruptVerdictIsNeverMailed's, against the store.
+type intact struct{}
+
+func (intact) Check(context.Context, oracle.Order) (repair.Outcome, error) { return repair.Intact, nil }
