@@ -349,7 +349,7 @@ const (
 
 // SetAside takes the corrupt verdict off seen, a READY order as the caller
 // read it, keeping its text in set_aside_verdict, and makes the order what
-// mode says. The condition names the verdict the caller read, so of
+// mode says (a READY order without a verdict is set aside alike). The condition names the verdict the caller read, so of
 // concurrent readers that met it exactly one sets it aside (and alerts);
 // it reports whether this call did.
 func (o *Orders) SetAside(ctx context.Context, seen oracle.Order, mode SetAsideMode) (bool, error) {
@@ -381,8 +381,14 @@ func (o *Orders) SetAside(ctx context.Context, seen oracle.Order, mode SetAsideM
 			values[":hash"] = &types.AttributeValueMemberS{Value: seen.VerdictHash}
 		}
 	}
-	set = append(set, "set_aside_verdict = :seen", "set_aside_at = :now")
+	set = append(set, "set_aside_at = :now")
+	cond := "#s = :ready AND attribute_not_exists(verdict)"
+	if seen.Verdict != "" {
+		set, cond = append(set, "set_aside_verdict = :seen"), "#s = :ready AND verdict = :seen"
+	} else {
+		delete(values, ":seen")
+	}
 	return o.transition(ctx, "set aside the verdict of", seen.SessionID,
 		strings.Join(set, ", ")+" REMOVE verdict, verdict_hash, verdict_label, generated_at, divergence, gen_lease_until, gen_lease, parked_since, job_due_at",
-		"#s = :ready AND verdict = :seen", values)
+		cond, values)
 }
