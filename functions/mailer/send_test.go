@@ -525,3 +525,41 @@ func TestSuppressedAddressIsNotEmailed(t *testing.T) {
 type intact struct{}
 
 func (intact) Check(context.Context, oracle.Order) (repair.Outcome, error) { return repair.Intact, nil }
+
+// REGEN_CONSISTENCY failure mode 4 and REGEN-GAP-04, over memory: the
+// divergence notice rides the one retry schedule of every email. Graph or
+// SES down when it is sent: retried 5 minutes later and sent; down on all
+// four attempts: no fifth, a dead letter and one CRITICAL alert.
+func TestDivergenceNoticeRidesTheRetrySchedule(t *testing.T) {
+	busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
+	notice := queue.Job{SessionID: memSession, Kind: oracle.MailDivergence}
+	for _, tc := range []struct {
+		name  string
+		tr    *transport
+		sends int
+		dead  bool
+	}{
+		{name: "down once", tr: failing(busy), sends: 2},
+		{name: "down throughout", tr: failing(busy, busy, busy, busy, nil), sends: 4, dead: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newMemEnv(t, tc.tr)
+			o := e.orders.orders[memSession]
+			o.Regen, o.RegenReason, o.OriginalVerdict, o.Divergence = true, oracle.RegenExpired, oracle.VerdictRed, oracle.DivergenceSignificant
+			e.orders.orders[memSession] = o
+			t0 := e.clock.Now()
+			at := e.runQueue(t, notice)
+			if len(at) != tc.sends || !at[1].Equal(t0.Add(5*time.Minute)) {
+				t.Fatalf("sends at %v, want %d, the second 5 minutes after the first", at, tc.sends)
+			}
+			_, dead := e.ledger.dead[store.MailDeadLetterKey(memSession, oracle.MailDivergence)]
+			raised := e.alerts.Raised()
+			if dead != tc.dead || (tc.dead && (len(raised) != 1 || raised[0].Kind != alert.EmailDeadLetter)) || (!tc.dead && len(raised) != 0) {
+				t.Fatalf("dead letter %v, alerts %q; want dead letter %v with one EMAIL_DEAD_LETTER", dead, e.alerts.Kinds(), tc.dead)
+			}
+			if st := e.orders.orders[memSession].Mail[oracle.MailDivergence]; (st == oracle.MailSent) == tc.dead {
+				t.Fatalf("notice's mail state %q", st)
+			}
+		})
+	}
+}

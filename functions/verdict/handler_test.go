@@ -340,9 +340,15 @@ func TestStates(t *testing.T) {
 	if _, err := e.orders.MarkFailed(ctx, failed, "model_server_error"); err != nil {
 		t.Fatal(err)
 	}
+	// GEMINI_TIMEOUT VC-5: retries exhausted, the order is FAILED: 500
+	// with the refund text (and the state the page reads), no verdict.
 	code, body := e.get(failed)
-	if code != http.StatusInternalServerError || body["error"] != "Analysis failed. Please contact oracle@42sisters.ai for a refund." {
+	if code != http.StatusInternalServerError || body["error"] != "Analysis failed. Please contact oracle@42sisters.ai for a refund." ||
+		body["status"] != "failed" || body["verdict"] != nil {
 		t.Fatalf("failed: %d %v", code, body)
+	}
+	if o, _, _ := e.orders.Get(ctx, failed); o.Verdict != "" {
+		t.Fatalf("a failed order holds a verdict: %q", o.Verdict)
 	}
 	dropped := "cs_test_droppedstatexxxxx"
 	if _, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: dropped, Status: oracle.StatusDropped, Currency: "cad", Source: oracle.SourceWebhook}, time.Minute); err != nil {
