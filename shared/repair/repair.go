@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/obs"
@@ -92,14 +93,18 @@ func (g *Guard) Check(ctx context.Context, o oracle.Order) (Outcome, error) {
 	detail := "the stored verdict " + why + "; set aside, and "
 	switch mode {
 	case store.SetAsideRegenerate:
-		detail += "generated again, compared with the emailed " + string(o.VerdictLabel) + " verdict"
+		emailed := o.VerdictLabel
+		if o.Regen && o.OriginalVerdict != "" {
+			emailed = o.OriginalVerdict // an earlier regeneration kept the emailed one
+		}
+		detail += strings.TrimSpace("generated again, compared with the emailed "+string(emailed)) + " verdict"
 	case store.SetAsideGenerate:
 		detail += "generated again; its email had not gone out, so the new one is emailed"
 	case store.SetAsideHold:
-		detail += "held for the operator (" + holdReason(o) + "): deliver it with mode regenerate, or refund it"
+		detail += "held for the operator (" + holdReason(o) + "): deliver it (make ops ACTION=deliver generates it again) or refund it"
 	}
 	g.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.VerdictCorrupt, Session: o.SessionID, Detail: detail})
-	log.Error("corrupt stored verdict set aside", "problem", why, "mode", int(mode))
+	log.Error("corrupt stored verdict set aside", "problem", why, "mode", mode.String())
 	// The generator does what the order now calls for: a generation, or
 	// the review notice of a held order. Should the send fail, the health
 	// job finds the PAID order without progress and sends its job again.

@@ -75,6 +75,12 @@ func TestCheck(t *testing.T) {
 		{name: "not ready", order: oracle.Order{Status: oracle.StatusPaid}, want: Intact},
 		{name: "corrupt, emailed", order: emailed(ready(`{"summ`, "")), store: setAside{won: true}, want: Regenerating,
 			mode: []store.SetAsideMode{store.SetAsideRegenerate}, alert: "no longer parses; set aside, and generated again, compared with the emailed GREEN verdict", jobs: 1},
+		{name: "corrupt after a regeneration", order: func() oracle.Order {
+			o := emailed(ready(`{"summ`, ""))
+			o.Regen, o.OriginalVerdict = true, oracle.VerdictAmber
+			return o
+		}(), store: setAside{won: true}, want: Regenerating,
+			mode: []store.SetAsideMode{store.SetAsideRegenerate}, alert: "compared with the emailed AMBER verdict", jobs: 1},
 		{name: "tampered, never emailed", order: ready(intact, "other"), store: setAside{won: true}, want: Regenerating,
 			mode: []store.SetAsideMode{store.SetAsideGenerate}, alert: "no longer matches its hash; set aside, and generated again; its email had not gone out", jobs: 1},
 		{name: "missing", order: ready("", ""), store: setAside{won: true}, want: Regenerating,

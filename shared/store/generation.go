@@ -347,6 +347,18 @@ const (
 	SetAsideHold
 )
 
+func (m SetAsideMode) String() string {
+	switch m {
+	case SetAsideRegenerate:
+		return "regenerate"
+	case SetAsideGenerate:
+		return "generate"
+	case SetAsideHold:
+		return "hold"
+	}
+	return fmt.Sprintf("SetAsideMode(%d)", int(m))
+}
+
 // SetAside takes the corrupt verdict off seen, a READY order as the caller
 // read it, keeping its text in set_aside_verdict, and makes the order what
 // mode says (a READY order without a verdict is set aside alike). The condition names the verdict the caller read, so of
