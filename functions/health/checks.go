@@ -350,9 +350,10 @@ type SampleSource interface {
 
 // integrityCheck reads a random sample of READY orders and checks that
 // each stored verdict still parses and still matches its hash: a corrupt
-// one is critical and alerted by its session's first 12 characters
-// (SPEC_ORACLE_CACHE_ALERT's corrupt entry). It only reads (CACHE_HEALTH
-// invariant 3).
+// one is critical and alerted by its session (SPEC_ORACLE_CACHE_ALERT's
+// corrupt entry). It only reads (CACHE_HEALTH invariant 3): the set-aside
+// and repair are the readers' (shared/repair), which the alert tells the
+// operator how to start.
 func integrityCheck(idx SampleSource, orders OrderReader, hasher *audit.Hasher, alerts Alerter, retention time.Duration, now func() time.Time, rnd func() float64) Check {
 	return Check{Name: "verdict_integrity", Run: func(ctx context.Context, rec *health.Record) (health.Status, string, error) {
 		t := now()
@@ -378,10 +379,10 @@ func integrityCheck(idx SampleSource, orders OrderReader, hasher *audit.Hasher, 
 			if !found || o.Status != oracle.StatusReady {
 				continue // deleted or moved on since the index saw it
 			}
-			if why := verdictProblem(o, hasher); why != "" {
+			if why := oracle.VerdictProblem(o, hasher.Hash); why != "" {
 				corrupt++
 				alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.VerdictCorrupt, Session: id,
-					Detail: "the stored verdict " + why + "; the page and the email read it"})
+					Detail: "the stored verdict " + why + "; the first reader sets it aside and has it generated again (make ops ACTION=show SESSION=" + id + " does it now)"})
 			}
 		}
 		detail := fmt.Sprintf("%d stored verdict(s) sampled", len(ids))
@@ -404,20 +405,6 @@ func appendNew(ids, more []string) []string {
 		}
 	}
 	return ids
-}
-
-// verdictProblem says what is wrong with o's stored verdict, "" if nothing.
-func verdictProblem(o oracle.Order, hasher *audit.Hasher) string {
-	if o.Verdict == "" {
-		return "is missing"
-	}
-	if _, err := oracle.ParseAnalysis(o.Tier, []byte(o.Verdict)); err != nil {
-		return "no longer parses"
-	}
-	if o.VerdictHash != "" && hasher.Hash(o.Verdict) != o.VerdictHash {
-		return "no longer matches its hash"
-	}
-	return ""
 }
 
 // randFloat is the sample's random source in production.

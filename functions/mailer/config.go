@@ -22,6 +22,8 @@ type settings struct {
 	// the review notice.
 	QuarantineBucket string
 	MailQueue        string
+	// GenerateQueue takes the repair of a stored verdict found corrupt.
+	GenerateQueue string
 	// InboxBucket holds the received messages autoresponses answer.
 	InboxBucket   string
 	BaseURL       string
@@ -55,6 +57,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		AlertsTopic:      env.String("ALERTS_TOPIC_ARN"),
 		QuarantineBucket: env.String("QUARANTINE_BUCKET"),
 		MailQueue:        env.String("MAIL_QUEUE_URL"),
+		GenerateQueue:    env.String("GENERATE_QUEUE_URL"),
 		InboxBucket:      env.String("INBOX_BUCKET"),
 		BaseURL:          env.URL("BASE_URL"),
 		StripeAPIBase:    env.Optional("STRIPE_API_BASE", ""),

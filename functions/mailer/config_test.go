@@ -14,7 +14,7 @@ import (
 func TestConfigTransportAndSchedule(t *testing.T) {
 	base := map[string]string{
 		"ORDERS_TABLE": "orders", "LEDGER_TABLE": "ledger", "AUDIT_BUCKET": "audit", "ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:1:alerts",
-		"QUARANTINE_BUCKET": "q", "MAIL_QUEUE_URL": "http://q/mail", "INBOX_BUCKET": "inbox", "BASE_URL": "https://42sisters.ai",
+		"QUARANTINE_BUCKET": "q", "MAIL_QUEUE_URL": "http://q/mail", "GENERATE_QUEUE_URL": "http://q/generate", "INBOX_BUCKET": "inbox", "BASE_URL": "https://42sisters.ai",
 		"STRIPE_SECRET_KEY": "sk_test_x", "HASH_PEPPER": "a-pepper-of-at-least-16-bytes",
 	}
 	const creds = `{"tenant_id":"t","client_id":"c","client_secret":"s"}`

@@ -18,6 +18,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/sqsbatch"
 	"42sisters.ai/oracle/shared/store"
@@ -80,6 +81,12 @@ type Sender interface {
 	Send(ctx context.Context, j queue.Job) error
 }
 
+// Verdicts checks a stored verdict before it is mailed, setting a corrupt
+// one aside (repair.Guard).
+type Verdicts interface {
+	Check(ctx context.Context, o oracle.Order) (repair.Outcome, error)
+}
+
 // Counter emits a metric (obs.Metrics).
 type Counter interface {
 	Count(name string, n float64)
@@ -111,6 +118,8 @@ type Handler struct {
 	// Audit writes the mailer's records, alerting when one is lost.
 	Audit  *audit.Recorder
 	Alerts Alerter
+	// Verdicts is asked before a READY order's email is composed.
+	Verdicts Verdicts
 	// Filter is gate 2: every email passes it just before it is sent; a
 	// stopped one goes to Quarantine and the customer gets the review
 	// notice (Mail).
@@ -204,6 +213,17 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 		return err
 	}
 	t.order = order
+	if found && (t.job.Kind == oracle.MailVerdict || t.job.Kind == oracle.MailDivergence) {
+		// A corrupt verdict is never mailed: it is set aside and repaired,
+		// and what the repair owes the customer is queued by it.
+		switch outcome, err := h.Verdicts.Check(ctx, order); {
+		case err != nil:
+			return err
+		case outcome != repair.Intact:
+			t.log.Warn("the stored verdict was corrupt and is set aside; mail job acknowledged")
+			return nil
+		}
+	}
 	switch next(t.job.Kind, order, found) {
 	case stepUnknownOrder:
 		t.log.Warn("mail job for an unknown order acknowledged")

@@ -39,6 +39,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
@@ -117,6 +118,7 @@ func newEnv(t *testing.T) *env {
 		Metrics: e.metrics, Log: log, Now: time.Now, Lease: time.Minute,
 	}
 	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
+	e.h.Verdicts = &repair.Guard{Orders: e.orders, Hash: hasher.Hash, Generate: queue.NewSender(e.queues, f.Ref("GenerateQueue"), time.Now), Alerts: e.h.Alerts, Log: log}
 	return e
 }
 

@@ -16,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
@@ -38,8 +39,9 @@ func main() {
 		fn.Check(err, "the Graph transport")
 		transport, transportName = g, "Graph"
 	}
+	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
 	h := &Handler{
-		Orders:              store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Orders:              orders,
 		Ledger:              ledger,
 		Transport:           transport,
 		TransportName:       transportName,
@@ -51,6 +53,7 @@ func main() {
 		Inbox:               inbox.NewMessages(buckets, cfg.InboxBucket),
 		Audit:               &audit.Recorder{Writer: audit.NewWriter(buckets, cfg.AuditBucket), Alerts: alerts, Log: log},
 		Alerts:              alerts,
+		Verdicts:            &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash, Generate: queue.NewSender(queues, cfg.GenerateQueue, time.Now), Alerts: alerts, Log: log},
 		Filter:              filter,
 		Quarantine:          quarantine.NewStore(buckets, cfg.QuarantineBucket),
 		Mail:                queue.NewSender(queues, cfg.MailQueue, time.Now),

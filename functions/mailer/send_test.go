@@ -22,6 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -289,7 +290,7 @@ func newMemEnv(t *testing.T, tr *transport) *memEnv {
 	e.h = &Handler{Orders: e.orders, Ledger: e.ledger, Test: session("customer@example.com"), Transport: tr, TransportName: "SES",
 		Schedule: schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour,
 		Audit:  &audit.Recorder{Writer: e.audit, Alerts: e.alerts, Log: log},
-		Alerts: e.alerts, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail,
+		Alerts: e.alerts, Verdicts: intact{}, Filter: filter, Quarantine: memQuarantine{}, Mail: e.mail,
 		Hasher: hasher, Brand: letter.DefaultBrand(), BaseURL: "http://localhost:3000",
 		Metrics: e.metrics, Log: log, Now: e.clock.Now, Lease: time.Minute}
 	return e
@@ -516,5 +517,49 @@ func TestSuppressedAddressIsNotEmailed(t *testing.T) {
 	e.deliver(t, start)
 	if e.transport.sends() != 0 || e.orders.orders[memSession].Mail[oracle.MailVerdict] != oracle.MailSuppressed {
 		t.Fatalf("%d sends, state %q", e.transport.sends(), e.orders.orders[memSession].Mail[oracle.MailVerdict])
+	}
+}
+
+// intact passes every stored verdict: these tests are about sending; the
+// corrupt ones are TestCorruptVerdictIsNeverMailed's, against the store.
+type intact struct{}
+
+func (intact) Check(context.Context, oracle.Order) (repair.Outcome, error) { return repair.Intact, nil }
+
+// REGEN_CONSISTENCY failure mode 4 and REGEN-GAP-04, over memory: the
+// divergence notice rides the one retry schedule of every email. Graph or
+// SES down when it is sent: retried 5 minutes later and sent; down on all
+// four attempts: no fifth, a dead letter and one CRITICAL alert.
+func TestDivergenceNoticeRidesTheRetrySchedule(t *testing.T) {
+	busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
+	notice := queue.Job{SessionID: memSession, Kind: oracle.MailDivergence}
+	for _, tc := range []struct {
+		name  string
+		tr    *transport
+		sends int
+		dead  bool
+	}{
+		{name: "down once", tr: failing(busy), sends: 2},
+		{name: "down throughout", tr: failing(busy, busy, busy, busy, nil), sends: 4, dead: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newMemEnv(t, tc.tr)
+			o := e.orders.orders[memSession]
+			o.Regen, o.RegenReason, o.OriginalVerdict, o.Divergence = true, oracle.RegenExpired, oracle.VerdictRed, oracle.DivergenceSignificant
+			e.orders.orders[memSession] = o
+			t0 := e.clock.Now()
+			at := e.runQueue(t, notice)
+			if len(at) != tc.sends || !at[1].Equal(t0.Add(5*time.Minute)) {
+				t.Fatalf("sends at %v, want %d, the second 5 minutes after the first", at, tc.sends)
+			}
+			_, dead := e.ledger.dead[store.MailDeadLetterKey(memSession, oracle.MailDivergence)]
+			raised := e.alerts.Raised()
+			if dead != tc.dead || (tc.dead && (len(raised) != 1 || raised[0].Kind != alert.EmailDeadLetter)) || (!tc.dead && len(raised) != 0) {
+				t.Fatalf("dead letter %v, alerts %q; want dead letter %v with one EMAIL_DEAD_LETTER", dead, e.alerts.Kinds(), tc.dead)
+			}
+			if st := e.orders.orders[memSession].Mail[oracle.MailDivergence]; (st == oracle.MailSent) == tc.dead {
+				t.Fatalf("notice's mail state %q", st)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"42sisters.ai/oracle/shared/casefile"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -90,6 +91,12 @@ type Sender interface {
 	Send(ctx context.Context, j queue.Job) error
 }
 
+// Verdicts checks a stored verdict before it is shown, setting a corrupt
+// one aside (repair.Guard).
+type Verdicts interface {
+	Check(ctx context.Context, o oracle.Order) (repair.Outcome, error)
+}
+
 // Auditor appends audit records (audit.Recorder).
 type Auditor interface {
 	Require(ctx context.Context, r audit.Record, id string) error
@@ -97,15 +104,17 @@ type Auditor interface {
 
 // Handler runs the operator's actions.
 type Handler struct {
-	Orders      Orders
-	Index       Index
-	Records     casefile.Records
-	Live        Refunder // nil when no live key is configured
-	Test        Refunder // nil when no test key is configured
-	Generate    Sender
-	Mail        Sender
-	Audit       Auditor
-	Hasher      *audit.Hasher
+	Orders   Orders
+	Index    Index
+	Records  casefile.Records
+	Live     Refunder // nil when no live key is configured
+	Test     Refunder // nil when no test key is configured
+	Generate Sender
+	Mail     Sender
+	Audit    Auditor
+	Hasher   *audit.Hasher
+	// Verdicts is asked before `show` shows an order.
+	Verdicts    Verdicts
 	Cleaner     Cleaner
 	Quarantined Quarantined
 	Dead        DeadLetters

@@ -20,6 +20,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
@@ -42,6 +43,7 @@ type env struct {
 	refunds *stripeRefunds
 	sqs     *sqs.Client
 	clock   *testkit.Clock
+	alerts  *testkit.Alerts
 }
 
 func newEnv(t *testing.T) *env {
@@ -61,7 +63,7 @@ func newEnv(t *testing.T) *env {
 	q := queue.NewClient(f.AWS)
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), clock.Now)
 	e := &env{t: t, f: f, orders: store.NewOrders(db, f.Ref("OrdersTable"), clock.Now), refunds: &stripeRefunds{made: map[string]int{}},
-		sqs: sqs.NewFromConfig(f.AWS), clock: clock}
+		sqs: sqs.NewFromConfig(f.AWS), clock: clock, alerts: &testkit.Alerts{}}
 	e.h = &Handler{
 		Orders: e.orders, Index: store.NewOrderIndex(awsenv.NewQueries(f.AWS), f.Ref("OrdersTable")),
 		Records:  audit.NewReader(s3, f.Ref("AuditBucket")),
@@ -70,7 +72,8 @@ func newEnv(t *testing.T) *env {
 		Mail:     queue.NewSender(q, f.Ref("MailQueue"), clock.Now),
 		Audit:    &audit.Recorder{Writer: audit.NewWriter(s3, f.Ref("AuditBucket")), Alerts: &testkit.Alerts{}, Log: log},
 		Hasher:   hasher, Cleaner: filter,
-		Dead: store.NewDeadLetters(awsenv.NewQueries(f.AWS), f.Ref("LedgerTable")), Ledger: ledger,
+		Verdicts: &repair.Guard{Orders: e.orders, Hash: hasher.Hash, Generate: queue.NewSender(q, f.Ref("GenerateQueue"), clock.Now), Alerts: e.alerts, Log: log},
+		Dead:     store.NewDeadLetters(awsenv.NewQueries(f.AWS), f.Ref("LedgerTable")), Ledger: ledger,
 		Seals: auditseal.New(s3, f.Ref("AuditBucket"), auditseal.Lock{Mode: "GOVERNANCE", Retention: 24 * time.Hour}, clock.Now),
 		Inbox: inbox.NewMessages(s3, f.Ref("InboxBucket")),
 		Log:   log, Now: clock.Now, StuckAfter: 15 * time.Minute, Retention: 90 * 24 * time.Hour,

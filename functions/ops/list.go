@@ -92,6 +92,11 @@ func (h *Handler) show(ctx context.Context, r Request) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
+	// The operator reads the verdict as every reader does: a corrupt one
+	// is set aside (and alerted) before the order is shown.
+	if _, err := h.Verdicts.Check(ctx, o); err != nil {
+		return Answer{}, err
+	}
 	f, o, err := casefile.Open(ctx, h.Orders, h.Records, o.SessionID)
 	if err != nil {
 		return Answer{}, err
@@ -115,6 +120,10 @@ func (h *Handler) show(ctx context.Context, r Request) (Answer, error) {
 	if o.VerdictLabel != "" {
 		fmt.Fprintf(&b, "verdict   %s (%s)\n", o.VerdictLabel, o.VerdictHash)
 	}
+	if o.SetAsideAt != nil {
+		fmt.Fprintf(&b, "set aside %s: a corrupt stored verdict (%d bytes) was taken off the order; %s\n",
+			o.SetAsideAt.UTC().Format(time.RFC3339), len(o.SetAsideVerdict), repairState(o))
+	}
 	for _, k := range oracle.MailKinds() {
 		if st, ok := o.Mail[k]; ok {
 			fmt.Fprintf(&b, "email     %s: %s\n", k, st)
@@ -129,6 +138,19 @@ func (h *Handler) show(ctx context.Context, r Request) (Answer, error) {
 		fmt.Fprintf(&b, "  %s  %-13s %-40s %-13s %s\n", rec.Timestamp.UTC().Format(time.RFC3339), rec.Source, rec.Event, rec.Status, line(rec))
 	}
 	return Answer{Message: fmt.Sprintf("%s is %s; %d audit records", oracle.ShortID(o.SessionID), o.Status, len(f.Timeline)), Text: b.String(), Data: out}, nil
+}
+
+// repairState says where the repair of a verdict set aside as corrupt is.
+func repairState(o oracle.Order) string {
+	switch {
+	case o.BeingRepaired():
+		return "it is being generated again"
+	case o.Status == oracle.StatusHeld && o.Failure == oracle.HoldVerdictCorrupt:
+		return "held: deliver it with mode regenerate, or refund it"
+	case o.Status == oracle.StatusReady:
+		return "a new verdict replaced it"
+	}
+	return "the order is " + string(o.Status) + " since"
 }
 
 // line is what a timeline entry adds to its event: why it failed, who

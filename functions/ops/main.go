@@ -20,6 +20,7 @@ import (
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
@@ -34,14 +35,17 @@ func main() {
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter")
+	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
+	generate := queue.NewSender(sq, cfg.GenerateQueue, time.Now)
 	h := &Handler{
-		Orders:      store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Orders:      orders,
 		Index:       store.NewOrderIndex(queries, cfg.OrdersTable),
 		Records:     audit.NewReader(s3, cfg.AuditBucket),
-		Generate:    queue.NewSender(sq, cfg.GenerateQueue, time.Now),
+		Generate:    generate,
 		Mail:        queue.NewSender(sq, cfg.MailQueue, time.Now),
 		Audit:       &audit.Recorder{Writer: audit.NewWriter(s3, cfg.AuditBucket), Alerts: alerts, Log: log},
 		Hasher:      cfg.Hasher,
+		Verdicts:    &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash, Generate: generate, Alerts: alerts, Log: log},
 		Cleaner:     filter,
 		Quarantined: quarantine.NewReader(s3, cfg.QuarantineBucket),
 		Dead:        store.NewDeadLetters(queries, cfg.LedgerTable),

@@ -369,6 +369,7 @@ func (s *suite) orderErrors(t *testing.T) {
 type shown struct {
 	State, Announce, Tier, Word, Colour, Summary, Query, Retention string
 	Disclaimer, Original, OriginalColour                           string
+	Regenerated, Before, BeforeColour                              string
 	Adjacent                                                       bool // the word sits right of its dot
 	Meanings                                                       []string
 	Breakdown                                                      bool
@@ -407,6 +408,9 @@ const readShown = `(() => {
 		Disclaimer: $('#divergence').hidden ? '' : $('#divergence').innerText.replace(/\s+/g, ' ').replace(/ ,/g, ',').trim(),
 		Undelivered: $('#email-undelivered').getClientRects().length ? $('#email-undelivered').textContent : '',
 		UndeliveredAbove: $('#email-undelivered').getBoundingClientRect().bottom <= $('#verdict').getBoundingClientRect().top,
+		Regenerated: $('#regenerated').hidden ? '' : $('#regenerated').innerText.replace(/\s+/g, ' ').replace(/ ([,.])/g, '$1').trim(),
+		Before: $('#before').hidden ? '' : $('#before-verdict .word').textContent,
+		BeforeColour: $('#before').hidden ? '' : colour($('#before-verdict')),
 		Original: $('#original').hidden ? '' : $('#original-verdict .word').textContent,
 		OriginalColour: $('#original').hidden ? '' : colour($('#original-verdict')),
 		Breakdown: !$('#breakdown').hidden,
@@ -486,8 +490,8 @@ func checkVerdict(t *testing.T, got shown, tier oracle.Tier, v oracle.Verdict) {
 	if got.Retention != "We keep your verdict for 90 days. Bookmark this page to come back to it." {
 		t.Errorf("retention %q", got.Retention)
 	}
-	if got.Disclaimer != "" || got.Original != "" {
-		t.Errorf("a first verdict shows the divergence disclaimer %q (original %q)", got.Disclaimer, got.Original)
+	if got.Disclaimer != "" || got.Original != "" || got.Regenerated != "" {
+		t.Errorf("a first verdict shows the divergence disclaimer %q (original %q) or the regeneration note %q", got.Disclaimer, got.Original, got.Regenerated)
 	}
 	if got.Undelivered != "" {
 		t.Errorf("a verdict whose email is not known undelivered shows %q", got.Undelivered)
@@ -518,23 +522,36 @@ func (s *suite) verdictPhone(t *testing.T) {
 	screenshot(t, ctx, "result-strategy-amber-375")
 }
 
-// regenerated: a regenerated verdict shows the disclaimer only when its
-// divergence owes the customer the notice, with the emailed verdict named
-// as the one that stands when it is known (REGEN_CONSISTENCY invariant 4).
+// regenerated: every regenerated verdict says that it was prepared again,
+// when and why, and a change of colour what was delivered before; the
+// disclaimer shows only when the divergence owes the customer the notice,
+// with the emailed verdict named as the one that stands when it is known
+// (REGEN_CONSISTENCY invariant 4).
 func (s *suite) regenerated(t *testing.T) {
 	const note = "NOTE: Due to a technical condition, the verdict on this page may differ from the one you received by email. " +
 		"Both are valid readings of your submission. If you have questions, write to " + defaultSupport + " and we will provide clarification."
+	const again, at = "This verdict was prepared again on November 20, 2026.", "2026-11-20T12:00:00Z"
+	const expired, corrupt = " The first one had passed the time we keep verdicts.", " The first one could not be read back from our records."
 	tests := []struct {
-		name     string
-		extra    map[string]any
-		original oracle.Verdict // "" when the line naming it is hidden
-		notice   bool
+		name        string
+		extra       map[string]any
+		regenerated string         // the note every regenerated verdict shows
+		before      oracle.Verdict // the verdict delivered before, when the note names it
+		original    oracle.Verdict // "" when the disclaimer's line naming it is hidden
+		notice      bool
 	}{
-		{name: "minor", extra: map[string]any{"regen": true, "regen_reason": "expired", "divergence": "minor"}},
-		{name: "significant", extra: map[string]any{"regen": true, "regen_reason": "expired", "divergence": "significant", "divergence_notice": true, "original_verdict": "GREEN"},
-			original: oracle.VerdictGreen, notice: true},
-		{name: "unknown original", extra: map[string]any{"regen": true, "regen_reason": "expired", "divergence": "unknown", "divergence_notice": true}, notice: true},
-		{name: "garbled original", extra: map[string]any{"regen": true, "divergence": "significant", "divergence_notice": true, "original_verdict": "<b>GREEN</b>"}, notice: true},
+		{name: "unchanged", extra: map[string]any{"regen": true, "regen_reason": "expired", "regenerated_at": at, "divergence": "none"},
+			regenerated: again + expired},
+		{name: "minor", extra: map[string]any{"regen": true, "regen_reason": "expired", "regenerated_at": at, "divergence": "minor", "original_verdict": "AMBER"},
+			regenerated: again + expired + " The verdict we delivered before was AMBER.", before: oracle.VerdictAmber},
+		{name: "minor after corruption", extra: map[string]any{"regen": true, "regen_reason": "corrupt", "regenerated_at": at, "divergence": "minor", "original_verdict": "AMBER"},
+			regenerated: again + corrupt + " The verdict we delivered before was AMBER.", before: oracle.VerdictAmber},
+		{name: "significant", extra: map[string]any{"regen": true, "regen_reason": "expired", "regenerated_at": at, "divergence": "significant", "divergence_notice": true, "original_verdict": "GREEN"},
+			regenerated: again + expired, original: oracle.VerdictGreen, notice: true},
+		{name: "unknown original", extra: map[string]any{"regen": true, "regen_reason": "expired", "regenerated_at": at, "divergence": "unknown", "divergence_notice": true},
+			regenerated: again + expired, notice: true},
+		{name: "garbled original", extra: map[string]any{"regen": true, "divergence": "significant", "divergence_notice": true, "original_verdict": "<b>GREEN</b>"},
+			regenerated: "This verdict was prepared again.", notice: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -545,6 +562,12 @@ func (s *suite) regenerated(t *testing.T) {
 			got := s.openResult(t, ctx, id)
 			if got.Word != string(oracle.VerdictRed) {
 				t.Errorf("the page shows %q, want the regenerated RED", got.Word)
+			}
+			if got.Regenerated != tc.regenerated {
+				t.Errorf("regeneration note\n%q\nwant\n%q", got.Regenerated, tc.regenerated)
+			}
+			if got.Before != string(tc.before) || (tc.before != "" && got.BeforeColour != colours[tc.before]) {
+				t.Errorf("delivered before %q in %q, want %q in %q", got.Before, got.BeforeColour, tc.before, colours[tc.before])
 			}
 			want := ""
 			if tc.notice {
@@ -667,6 +690,8 @@ func (s *suite) states(t *testing.T) {
 		{name: "failed", answer: answer{500, map[string]string{"status": "failed", "error": refund}}, state: "failed", heading: "We could not prepare your verdict", message: refund},
 		{name: "dropped", answer: answer{200, map[string]string{"status": "dropped", "message": "We received your payment but could not process your submission."}}, state: "dropped", heading: "We could not process your submission", message: "We received your payment but could not process your submission."},
 		{name: "under-review", answer: answer{202, map[string]string{"status": "under_review", "message": "Your verdict is under review. We will email you when it is ready."}}, state: "under_review", heading: "Your verdict is under review", message: "Your verdict is under review. We will email you when it is ready."},
+		{name: "preparing-again", answer: answer{202, map[string]string{"status": "preparing_again", "message": "Your verdict is being prepared again. This page updates by itself when it is ready."}},
+			state: "preparing_again", heading: "Your verdict is being prepared again…", message: "Your verdict is being prepared again. This page updates by itself when it is ready."},
 		{name: "refunded", answer: answer{200, map[string]string{"status": "refunded", "message": "This order was refunded."}}, state: "refunded", heading: "This order was refunded", message: "This order was refunded."},
 		{name: "expired", answer: answer{410, map[string]string{"status": "expired", "message": "This order is more than 90 days old and we no longer keep it. Write to oracle@42sisters.ai and we will help."}},
 			state: "expired", heading: "This order is no longer kept", message: "This order is more than 90 days old and we no longer keep it. Write to oracle@42sisters.ai and we will help."},

@@ -16,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 )
 
 // Orders is the order store (shared/store).
@@ -65,6 +66,12 @@ type Alerter interface {
 	Raise(ctx context.Context, a alert.Alert)
 }
 
+// Verdicts checks a stored verdict before it is served, setting a corrupt
+// one aside (repair.Guard).
+type Verdicts interface {
+	Check(ctx context.Context, o oracle.Order) (repair.Outcome, error)
+}
+
 // Handler serves GET /api/verdict, and GET /api/health through Health. It
 // never calls the model: a verdict that is not there yet is generated
 // behind the queue and the page polls.
@@ -78,6 +85,8 @@ type Handler struct {
 	Generate   Sender
 	Audit      Auditor
 	Alerts     Alerter
+	// Verdicts is asked before every stored verdict is served.
+	Verdicts Verdicts
 	// Metrics count stored verdicts served (CacheHits) against
 	// regenerations (Regenerations), REGEN-GAP-05.
 	Metrics   Counter
@@ -107,12 +116,17 @@ type answer struct {
 	// (SPEC_ORACLE_REGEN_CONSISTENCY); the emailed one stays authoritative.
 	Regen       bool   `json:"regen,omitempty"`
 	RegenReason string `json:"regen_reason,omitempty"`
+	// RegeneratedAt is when the verdict was generated again: the page
+	// says so for every regenerated verdict (invariant 4).
+	RegeneratedAt *time.Time `json:"regenerated_at,omitempty"`
 	// Divergence is how far a regenerated verdict moved from the emailed
 	// one: none, minor, significant, or unknown when the original is lost.
 	Divergence string `json:"divergence,omitempty"`
-	// OriginalVerdict is the emailed verdict's label, sent with the
-	// disclaimer the page shows when the divergence owes the customer a
-	// notice (significant or unknown).
+	// OriginalVerdict is the label of the verdict delivered before,
+	// sent whenever the regenerated one has another colour (the page
+	// says what was delivered before) and with the disclaimer the page
+	// shows when the divergence owes the customer a notice (significant
+	// or unknown).
 	OriginalVerdict  oracle.Verdict `json:"original_verdict,omitempty"`
 	DivergenceNotice bool           `json:"divergence_notice,omitempty"`
 	// Email is emailUndelivered when the verdict's email is known not to
@@ -129,7 +143,11 @@ const emailUndelivered = "undelivered"
 // The answers that carry only a state and its text.
 var (
 	pending = answer{Status: "pending", Message: "Your verdict is being prepared."}
-	dropped = answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
+	// preparingAgain answers while an order whose stored verdict was set
+	// aside as corrupt is generated again: never a bare error.
+	preparingAgain = answer{Status: "preparing_again", Message: "Your verdict is being prepared again. This page updates by itself when it is ready."}
+	underReview    = answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."}
+	dropped        = answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
 		"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."}
 )
 
@@ -161,7 +179,21 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 		if !o.Expires.IsZero() && !o.Expires.After(arrived) {
 			return h.regenerate(ctx, log, o), nil
 		}
+		// Nothing is served, audited or counted before the verdict is
+		// known to be intact.
+		switch outcome, err := h.Verdicts.Check(ctx, o); {
+		case err != nil:
+			log.Error("a corrupt stored verdict could not be set aside; the next load tries again", "error", err.Error())
+			return httpapi.JSON(http.StatusAccepted, preparingAgain), nil
+		case outcome == repair.Held:
+			return httpapi.JSON(http.StatusAccepted, underReview), nil
+		case outcome == repair.Regenerating:
+			return httpapi.JSON(http.StatusAccepted, preparingAgain), nil
+		}
 		return h.serve(ctx, o, arrived), nil
+	}
+	if o.BeingRepaired() {
+		return httpapi.JSON(http.StatusAccepted, preparingAgain), nil
 	}
 	return h.unserved(ctx, log, o.Status), nil
 }
@@ -180,7 +212,7 @@ func (h *Handler) unserved(ctx context.Context, log *slog.Logger, status oracle.
 	case oracle.StatusDropped:
 		return httpapi.JSON(http.StatusOK, dropped)
 	case oracle.StatusHeld, oracle.StatusQuarantined:
-		return httpapi.JSON(http.StatusAccepted, answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."})
+		return httpapi.JSON(http.StatusAccepted, underReview)
 	case oracle.StatusRefunded:
 		return httpapi.JSON(http.StatusOK, answer{Status: "refunded", Message: "This order was refunded."})
 	case oracle.StatusPaymentFailed:
@@ -264,7 +296,10 @@ func (h *Handler) serve(ctx context.Context, o oracle.Order, arrived time.Time) 
 		CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
 	}
 	if o.Regen {
-		a.Regen, a.RegenReason, a.Divergence = true, o.RegenReason, o.Divergence
+		a.Regen, a.RegenReason, a.Divergence, a.RegeneratedAt = true, o.RegenReason, o.Divergence, o.GeneratedAt
+		if o.OriginalVerdict != "" && o.OriginalVerdict != o.VerdictLabel {
+			a.OriginalVerdict = o.OriginalVerdict
+		}
 		if oracle.NotifyDivergence(o.Divergence) {
 			a.DivergenceNotice, a.OriginalVerdict = true, o.OriginalVerdict
 		}

@@ -32,6 +32,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -75,7 +76,8 @@ func newEnv(t *testing.T) *env {
 		Audit: auditor, Alerts: alerts, Metrics: metrics, Hasher: hasher, Log: log, Now: e.clock.Now, Lease: 30 * time.Second, Retention: 90 * 24 * time.Hour}
 	e.h = &Handler{Orders: e.orders, Test: stripex.New("sk_test_verdict", stripex.Options{BaseURL: srv.URL}), Fulfil: e.svc,
 		Regen: ledger, Originals: ledger, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: e.counts, Hasher: hasher, Log: log, Now: e.clock.Now,
-		Support: "oracle@42sisters.ai", Retention: 90 * 24 * time.Hour}
+		Support: "oracle@42sisters.ai", Retention: 90 * 24 * time.Hour,
+		Verdicts: &repair.Guard{Orders: e.orders, Hash: hasher.Hash, Generate: generate, Alerts: alerts, Log: log}}
 	return e
 }
 
@@ -145,11 +147,14 @@ func (e *env) readyAs(id string, label oracle.Verdict, exp time.Time) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.orders.StoreVerdict(ctx, id, tok, store.StoredVerdict{Canonical: `{"summary":"Go.","verdict":"GREEN"}`, Hash: "hmac-sha256:0123456789abcdef0123456789abcdef", Label: label, ExpiresAt: exp}); err != nil {
+	if _, err := e.orders.StoreVerdict(ctx, id, tok, store.StoredVerdict{Canonical: canonicalGreen, Hash: e.h.Hasher.Hash(canonicalGreen), Label: label, ExpiresAt: exp}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.jobs("GenerateQueue") // drain the claim's job
 }
+
+// canonicalGreen is the verdict readyAs stores.
+const canonicalGreen = `{"summary":"Go.","verdict":"GREEN"}`
 
 func TestBadAndUnknownSessions(t *testing.T) {
 	e := newEnv(t)
@@ -335,9 +340,15 @@ func TestStates(t *testing.T) {
 	if _, err := e.orders.MarkFailed(ctx, failed, "model_server_error"); err != nil {
 		t.Fatal(err)
 	}
+	// GEMINI_TIMEOUT VC-5: retries exhausted, the order is FAILED: 500
+	// with the refund text (and the state the page reads), no verdict.
 	code, body := e.get(failed)
-	if code != http.StatusInternalServerError || body["error"] != "Analysis failed. Please contact oracle@42sisters.ai for a refund." {
+	if code != http.StatusInternalServerError || body["error"] != "Analysis failed. Please contact oracle@42sisters.ai for a refund." ||
+		body["status"] != "failed" || body["verdict"] != nil {
 		t.Fatalf("failed: %d %v", code, body)
+	}
+	if o, _, _ := e.orders.Get(ctx, failed); o.Verdict != "" {
+		t.Fatalf("a failed order holds a verdict: %q", o.Verdict)
 	}
 	dropped := "cs_test_droppedstatexxxxx"
 	if _, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: dropped, Status: oracle.StatusDropped, Currency: "cad", Source: oracle.SourceWebhook}, time.Minute); err != nil {
@@ -385,8 +396,9 @@ func TestExpiredVerdictIsRegeneratedAtMostEveryFiveMinutes(t *testing.T) {
 	}
 }
 
-// A regenerated verdict is answered with its flags; the page's disclaimer
-// and the emailed verdict come only with a divergence that owes the
+// A regenerated verdict is answered with its flags and when it was
+// generated again; the verdict delivered before comes with every change of
+// colour, and the page's disclaimer only with a divergence that owes the
 // customer the notice (REGEN_CONSISTENCY invariant 4, VC-5).
 func TestRegeneratedVerdictCarriesItsFlags(t *testing.T) {
 	e := newEnv(t)
@@ -418,8 +430,9 @@ func TestRegeneratedVerdictCarriesItsFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			again := `{"summary":"Again.","verdict":"` + string(tc.regen) + `"}`
 			if _, err := e.orders.StoreVerdict(ctx, id, lease, store.StoredVerdict{
-				Canonical: `{"summary":"Again.","verdict":"` + string(tc.regen) + `"}`, Hash: "hmac-sha256:fedcba9876543210fedcba9876543210",
+				Canonical: again, Hash: e.h.Hasher.Hash(again),
 				Label: tc.regen, Divergence: oracle.Diverge(tc.original, tc.regen), ExpiresAt: e.clock.Now().Add(time.Hour),
 			}); err != nil {
 				t.Fatal(err)
@@ -438,10 +451,16 @@ func TestRegeneratedVerdictCarriesItsFlags(t *testing.T) {
 					t.Fatalf("served record %s, want CACHED", r.Status)
 				}
 			}
+			// Every regenerated verdict says when it was generated again;
+			// a change of colour always says what was delivered before.
+			if at, _ := body["regenerated_at"].(string); at == "" || at != body["cached_at"] {
+				t.Fatalf("regenerated_at %v, want when it was generated again (%v)", body["regenerated_at"], body["cached_at"])
+			}
 			notice, _ := body["divergence_notice"].(bool)
 			original, hasOriginal := body["original_verdict"]
-			if notice != tc.notice || hasOriginal != (tc.notice && tc.original != "") || (hasOriginal && original != string(tc.original)) {
-				t.Fatalf("divergence_notice %v original_verdict %v, want the notice %v with the original %q", body["divergence_notice"], original, tc.notice, tc.original)
+			moved := tc.original != "" && tc.original != tc.regen
+			if notice != tc.notice || hasOriginal != moved || (hasOriginal && original != string(tc.original)) {
+				t.Fatalf("divergence_notice %v original_verdict %v, want the notice %v and the original %q whenever the colour moved", body["divergence_notice"], original, tc.notice, tc.original)
 			}
 		})
 	}
@@ -615,13 +634,14 @@ func TestUndeliveredVerdictEmailIsSaid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				again := `{"summary":"Again.","verdict":"GREEN"}`
 				if _, err := e.orders.StoreVerdict(ctx, id, lease, store.StoredVerdict{
-					Canonical: `{"summary":"Again.","verdict":"GREEN"}`, Hash: "hmac-sha256:fedcba9876543210fedcba9876543210",
+					Canonical: again, Hash: e.h.Hasher.Hash(again),
 					Label: oracle.VerdictGreen, Divergence: oracle.DivergenceNone, ExpiresAt: e.clock.Now().Add(time.Hour),
 				}); err != nil {
 					t.Fatal(err)
 				}
-				want = append(want, "divergence", "regen", "regen_reason")
+				want = append(want, "divergence", "regen", "regen_reason", "regenerated_at")
 			}
 			states.mail[id] = tc.mail
 			code, body := e.get(id)

@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -44,6 +45,7 @@ func main() {
 		Generate:  generate,
 		Audit:     auditor,
 		Alerts:    alerts,
+		Verdicts:  &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash, Generate: generate, Alerts: alerts, Log: log},
 		Metrics:   metrics,
 		Hasher:    cfg.Hasher,
 		Log:       log,

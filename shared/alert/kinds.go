@@ -130,8 +130,9 @@ const (
 	// repeats the alert every 24 hours until it is resolved.
 	OrderUnresolved Kind = "ORDER_UNRESOLVED"
 	// VerdictCorrupt (CRITICAL): a stored verdict no longer parses or no
-	// longer matches its hash; the customer's page and email read it.
-	// Restore the order from point-in-time recovery.
+	// longer matches its hash. Raised once per order by the reader that
+	// sets it aside (shared/repair), saying whether it is generated again
+	// or held; by the health job's sample until a reader meets it.
 	VerdictCorrupt Kind = "VERDICT_CORRUPT"
 	// SmokePassed (INFO): the smoke test's ten stages passed; the report
 	// is the detail. Nothing to do.

@@ -72,10 +72,13 @@ var statusOf = map[oracle.Code]int{
 // Status is the HTTP status for err's code.
 func Status(err error) int { return statusOf[oracle.ErrorCode(err)] }
 
-// JSON answers status with v as a JSON body.
+// JSON answers status with v as a JSON body. A value that cannot be
+// encoded is answered 500 and logged (through slog's default logger, which
+// coldstart makes the function's): what it was and why, never silently.
 func JSON(status int, v any) Response {
 	b, err := json.Marshal(v)
 	if err != nil {
+		slog.Error("response not encoded; answered 500", "status", status, "type", fmt.Sprintf("%T", v), "error", err.Error())
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
 	}
 	return Response{

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -95,5 +97,27 @@ func TestCORS(t *testing.T) {
 	}
 	if p := c.Preflight(req("https://evil.example")); p.Headers["Access-Control-Allow-Origin"] != "" {
 		t.Fatal("preflight allowed a foreign origin")
+	}
+}
+
+// A value that cannot be encoded is answered 500 and logged with what it
+// was and why; nothing of the value itself is logged.
+func TestJSONLogsWhatItCouldNotEncode(t *testing.T) {
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(obs.NewLogger(&logs, "INFO"))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	resp := httpapi.JSON(http.StatusOK, map[string]any{"verdict": json.RawMessage(`{"summary":"secret`)})
+	if resp.StatusCode != http.StatusInternalServerError || resp.Body != `{"error":"internal error"}` {
+		t.Fatalf("%d %s, want the plain 500", resp.StatusCode, resp.Body)
+	}
+	got := logs.String()
+	for _, want := range []string{"response not encoded", `"status":200`, "map[string]interface {}", "json: error calling MarshalJSON"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("log %q, want it to say %q", got, want)
+		}
+	}
+	if strings.Contains(got, "secret") {
+		t.Fatalf("the value leaked into the log: %q", got)
 	}
 }

@@ -146,6 +146,11 @@ type Order struct {
 	// the regenerated one moved from it (none, minor or significant).
 	OriginalVerdict Verdict `dynamodbav:"original_verdict,omitempty"`
 	Divergence      string  `dynamodbav:"divergence,omitempty"`
+	// SetAsideVerdict is the last stored verdict found corrupt, as it was
+	// found (for the operator), taken off the order at SetAsideAt so that
+	// no reader meets it again.
+	SetAsideVerdict string     `dynamodbav:"set_aside_verdict,omitempty"`
+	SetAsideAt      *time.Time `dynamodbav:"set_aside_at,omitempty"`
 	// CoherenceScore is the stored verdict's crosscheck score.
 	CoherenceScore float64 `dynamodbav:"coherence_score,omitempty"`
 	// ParkedSince is when the order's job was first parked because the

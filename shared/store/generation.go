@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -327,4 +328,79 @@ func (o *Orders) transitionNamed(ctx context.Context, op, sessionID, update, con
 		return false, fmt.Errorf("%s %s: %w", op, oracle.ShortID(sessionID), err)
 	}
 	return r.Applied, nil
+}
+
+// SetAsideMode is what becomes of an order whose stored verdict was found
+// corrupt.
+type SetAsideMode int
+
+const (
+	// SetAsideRegenerate: the verdict was emailed, so the order is owed a
+	// regeneration compared with it (its label and hash are kept as the
+	// original, unless an earlier regeneration kept one already).
+	SetAsideRegenerate SetAsideMode = iota
+	// SetAsideGenerate: the verdict never left by email, so the order is
+	// owed a first generation again, emailed as any first verdict.
+	SetAsideGenerate
+	// SetAsideHold: the order cannot be repaired by itself; it is HELD for
+	// the operator (oracle.HoldVerdictCorrupt).
+	SetAsideHold
+)
+
+func (m SetAsideMode) String() string {
+	switch m {
+	case SetAsideRegenerate:
+		return "regenerate"
+	case SetAsideGenerate:
+		return "generate"
+	case SetAsideHold:
+		return "hold"
+	}
+	return fmt.Sprintf("SetAsideMode(%d)", int(m))
+}
+
+// SetAside takes the corrupt verdict off seen, a READY order as the caller
+// read it, keeping its text in set_aside_verdict, and makes the order what
+// mode says (a READY order without a verdict is set aside alike). The condition names the verdict the caller read, so of
+// concurrent readers that met it exactly one sets it aside (and alerts);
+// it reports whether this call did.
+func (o *Orders) SetAside(ctx context.Context, seen oracle.Order, mode SetAsideMode) (bool, error) {
+	values := map[string]types.AttributeValue{
+		":ready": &types.AttributeValueMemberS{Value: string(oracle.StatusReady)},
+		":seen":  &types.AttributeValueMemberS{Value: seen.Verdict},
+	}
+	var set []string
+	switch mode {
+	case SetAsideRegenerate, SetAsideGenerate:
+		set = append(set, "#s = :paid")
+		values[":paid"] = &types.AttributeValueMemberS{Value: string(oracle.StatusPaid)}
+	case SetAsideHold:
+		set = append(set, "#s = :held", "failure = :failure")
+		values[":held"] = &types.AttributeValueMemberS{Value: string(oracle.StatusHeld)}
+		values[":failure"] = &types.AttributeValueMemberS{Value: oracle.HoldVerdictCorrupt}
+	}
+	if mode == SetAsideRegenerate {
+		set = append(set, "regen = :true", "regen_reason = :reason")
+		values[":true"] = &types.AttributeValueMemberBOOL{Value: true}
+		values[":reason"] = &types.AttributeValueMemberS{Value: oracle.RegenCorrupt}
+		// An earlier regeneration kept the emailed verdict already.
+		if seen.VerdictLabel != "" {
+			set = append(set, "original_verdict = if_not_exists(original_verdict, :label)")
+			values[":label"] = &types.AttributeValueMemberS{Value: string(seen.VerdictLabel)}
+		}
+		if seen.VerdictHash != "" {
+			set = append(set, "original_verdict_hash = if_not_exists(original_verdict_hash, :hash)")
+			values[":hash"] = &types.AttributeValueMemberS{Value: seen.VerdictHash}
+		}
+	}
+	set = append(set, "set_aside_at = :now")
+	cond := "#s = :ready AND attribute_not_exists(verdict)"
+	if seen.Verdict != "" {
+		set, cond = append(set, "set_aside_verdict = :seen"), "#s = :ready AND verdict = :seen"
+	} else {
+		delete(values, ":seen")
+	}
+	return o.transition(ctx, "set aside the verdict of", seen.SessionID,
+		strings.Join(set, ", ")+" REMOVE verdict, verdict_hash, verdict_label, generated_at, divergence, gen_lease_until, gen_lease, parked_since, job_due_at",
+		cond, values)
 }

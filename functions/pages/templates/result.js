@@ -61,9 +61,23 @@
     for (const p of document.querySelectorAll('[data-meaning]')) p.hidden = p.dataset.meaning !== v.verdict;
     setText('#summary', v.summary);
 
-    // A regenerated verdict that moved far from the emailed one carries
-    // the disclaimer; the emailed verdict stands.
+    // Every regenerated verdict says so, when and why; a change of colour
+    // says what was delivered before. One that moved far from the emailed
+    // one carries the disclaimer instead, naming the emailed verdict,
+    // which stands.
     const notice = body.divergence_notice === true;
+    const regen = body.regen === true;
+    $('#regenerated').hidden = !regen;
+    const again = new Date(body.regenerated_at);
+    $('#regenerated-when').hidden = !regen || isNaN(again);
+    if (regen && !isNaN(again)) {
+      const time = setText('#regenerated-at', again.toLocaleDateString('en-CA', { year: 'numeric', month: 'long', day: 'numeric' }));
+      time.dateTime = again.toISOString();
+    }
+    for (const s of document.querySelectorAll('[data-regen-reason]')) s.hidden = !regen || s.dataset.regenReason !== body.regen_reason;
+    const before = regen && !notice && verdicts.includes(body.original_verdict) && body.original_verdict !== v.verdict;
+    $('#before').hidden = !before;
+    if (before) setVerdict($('#before-verdict'), body.original_verdict);
     $('#divergence').hidden = !notice;
     const original = notice && verdicts.includes(body.original_verdict);
     $('#original').hidden = !original;
@@ -125,6 +139,11 @@
         show('failed', body.error);
         return true;
       case 'pending':
+        return false;
+      case 'preparing_again':
+        // A stored verdict that could not be read is generated again: the
+        // page says so and keeps asking.
+        show('preparing_again', body.message);
         return false;
     }
     if (status === 402) {
