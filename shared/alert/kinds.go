@@ -34,9 +34,6 @@ const (
 	// is retried (Stripe's retries, SQS redelivery). Check DynamoDB's
 	// health, the table's throttling and the function's permissions.
 	StoreFailed Kind = "STORE_FAILED"
-	// StoreRetried (WARN): a store call succeeded, but only on a retry: a
-	// transient blip, recorded. Nothing to do unless it repeats.
-	StoreRetried Kind = "STORE_RETRIED"
 	// GarbageJob (ERROR): a queue message that is not a valid job. It is
 	// failed until it reaches the dead-letter queue; read it there and find
 	// who sent it.
@@ -195,7 +192,7 @@ const (
 // Kinds is every kind, in the order above.
 func Kinds() []Kind {
 	return []Kind{
-		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, StoreFailed, StoreRetried, GarbageJob,
+		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, StoreFailed, GarbageJob,
 		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld, AmountMismatch,
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,

@@ -40,7 +40,7 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 	}
 	cfg, err := awsenv.Load(ctx)
 	f.Check(err, "AWS configuration")
-	f.guard = &storeguard.Guard{Log: f.Log}
+	f.guard = &storeguard.Guard{Log: f.Log, Metrics: f.Metrics}
 	f.guard.Options(&cfg)
 	f.AWS = cfg
 	settings, err := load(ctx, cfg)

@@ -2,11 +2,13 @@
 // and makes its failure heard at once: each DynamoDB call has its own
 // deadline and each of its attempts a shorter one, and a call that still
 // fails after the SDK's retries raises STORE_FAILED from the function that
-// met it, instead of waiting for the health job's next run. A call that
-// needed a retry to succeed raises STORE_RETRIED (WARN). Both are
-// deduplicated per table and operation: in this container's memory first,
-// because the alerts' own dedupe lives in the Ledger, which may be what is
-// down, and then in the Ledger when it answers.
+// met it, instead of waiting for the health job's next run, deduplicated
+// per table and operation: in this container's memory first, because the
+// alerts' own dedupe lives in the Ledger, which may be what is down, and
+// then in the Ledger when it answers. A call that needed a retry to
+// succeed is a WARN log line and counts StoreRetries, which an alarm
+// watches: a blip is recorded, a pattern is heard, and a burst of
+// throttling does not flood the alerts topic.
 package storeguard
 
 import (
@@ -38,6 +40,11 @@ const (
 	CallTimeout    = 5 * time.Second
 )
 
+// Counter emits a metric (obs.Metrics).
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Raiser raises operator alerts (alert.Alerter).
 type Raiser interface {
 	Raise(ctx context.Context, a alert.Alert)
@@ -46,9 +53,10 @@ type Raiser interface {
 // Guard is the store calls' deadlines and alerts. Its zero value uses the
 // defaults; without Alerts it only bounds the calls.
 type Guard struct {
-	Alerts Raiser
-	Log    *slog.Logger
-	Now    func() time.Time
+	Alerts  Raiser
+	Metrics Counter
+	Log     *slog.Logger
+	Now     func() time.Time
 	// AttemptTimeout, CallTimeout and Window replace the defaults
 	// (AttemptTimeout, CallTimeout, alert.DefaultWindow) when set.
 	AttemptTimeout time.Duration
@@ -124,15 +132,19 @@ func (g *Guard) call(ctx context.Context, in middleware.InitializeInput, next mi
 	ctx, cancel := context.WithTimeout(ctx, or(g.CallTimeout, CallTimeout))
 	defer cancel()
 	out, md, err := next.HandleInitialize(ctx, in)
-	if parent.Value(quietKey{}) != nil || g.Alerts == nil {
+	if parent.Value(quietKey{}) != nil {
 		return out, md, err
 	}
 	op := awsmiddleware.GetOperationName(ctx) + " " + table(in.Parameters)
 	switch {
 	case err == nil:
 		if n := attempts(md); n > 1 {
-			g.raise(parent, alert.Alert{Severity: alert.Warn, Kind: alert.StoreRetried, Subject: op,
-				Detail: fmt.Sprintf("%s succeeded on attempt %d; the store failed before it", op, n)})
+			if g.Log != nil {
+				g.Log.Warn("store call succeeded on a retry", "operation", op, "attempts", n)
+			}
+			if g.Metrics != nil {
+				g.Metrics.Count("StoreRetries", 1)
+			}
 		}
 	case condwrite.ConditionFailed(err):
 		// A failed condition is an answer, not a failure of the store.
@@ -142,6 +154,9 @@ func (g *Guard) call(ctx context.Context, in middleware.InitializeInput, next mi
 		detail := fmt.Sprintf("%s failed after %d attempts: %v", op, max(attempts(md), 1), err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			detail = fmt.Sprintf("%s did not answer within %s (%d attempts)", op, or(g.CallTimeout, CallTimeout), max(attempts(md), 1))
+		}
+		if g.Alerts == nil {
+			break
 		}
 		g.raise(parent, alert.Alert{Severity: alert.Error, Kind: alert.StoreFailed, Subject: op, Detail: detail})
 	}
