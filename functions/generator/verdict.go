@@ -59,6 +59,10 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		return err
 	}
 	crashpoint.Reach(ctx, crashpoint.GeneratorStored)
+	if !stored.Regen && stored.GeneratedAt != nil && audit.Wait(stored.PaidAt, *stored.GeneratedAt) > audit.WaitBudget {
+		// Counted here, once per stored verdict: CustomerWaitAlarm.
+		h.Metrics.Count("CustomerWaitsOverAMinute", 1)
+	}
 	t.log.Info("verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
 		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(t.started).Milliseconds())
 	t.order = stored
@@ -100,7 +104,14 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 			return err
 		}
 	}
-	h.audit(ctx, t, status, nil, id, o.Model)
+	r := h.record(t, status, nil, o.Model)
+	switch {
+	case status == audit.StatusOK && o.GeneratedAt != nil:
+		r.WaitMS = audit.Wait(o.PaidAt, *o.GeneratedAt).Milliseconds()
+	case status == audit.StatusRegenerated:
+		r.Event = audit.EventVerdictRegenerated
+	}
+	h.Audit.Record(ctx, r, id)
 	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
 	if o.Regen {
 		original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
@@ -56,6 +57,8 @@ type settings struct {
 	Hasher        *audit.Hasher
 
 	Retention       time.Duration
+	HealthHistory   time.Duration
+	LockMode        s3types.ObjectLockMode
 	Period          time.Duration
 	StuckAfter      time.Duration
 	MailStuckAfter  time.Duration
@@ -121,6 +124,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	_, s.Graph = mail.TransportFrom(ctx, env, "oracle@42sisters.ai")
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
 	s.Hasher = audit.HasherFrom(ctx, env)
+	s.HealthHistory, s.LockMode = audit.HealthHistoryFrom(env)
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}

@@ -36,7 +36,7 @@ func main() {
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
 	index := store.NewOrderIndex(awsenv.NewQueries(aws), cfg.OrdersTable)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
-	auditWriter := audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket)
+	auditWriter := audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket).KeepHealthHistory(cfg.HealthHistory, cfg.LockMode, time.Now)
 	queues := queue.NewClient(aws)
 	sqsClient := sqs.NewFromConfig(aws)
 	var cw MetricsAPI

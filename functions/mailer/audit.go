@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/sosfilter"
 )
@@ -26,6 +27,13 @@ func (h *Handler) auditMail(ctx context.Context, t *task, status audit.Status, d
 	r := h.record(t, audit.MailEvent(t.job.Kind), status, detail)
 	if to != "" {
 		r.Email = h.Hasher.Email(to)
+	}
+	if status == audit.StatusEmailSent && t.job.Kind == oracle.MailVerdict && !t.order.Regen {
+		wait := audit.Wait(t.order.PaidAt, r.Timestamp)
+		r.WaitMS = wait.Milliseconds()
+		if wait > audit.WaitBudget {
+			h.Metrics.Count("CustomerWaitsOverAMinute", 1) // CustomerWaitAlarm
+		}
 	}
 	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameMail, t.job.Kind))
 }

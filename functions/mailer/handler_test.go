@@ -161,9 +161,15 @@ func analysis(tier oracle.Tier, v oracle.Verdict) oracle.Analysis {
 // ready stores a READY order with a verdict for the session.
 func (e *env) ready(id string, tier oracle.Tier, v oracle.Verdict) {
 	e.t.Helper()
+	e.readyPaidAt(id, tier, v, time.Now().UTC())
+}
+
+// readyPaidAt is ready for an order paid at paidAt.
+func (e *env) readyPaidAt(id string, tier oracle.Tier, v oracle.Verdict, paidAt time.Time) {
+	e.t.Helper()
 	ctx := context.Background()
 	c, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: tier, Query: "Should I open a <b>bakery</b>?",
-		AmountTotal: tier.PriceCents(), Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute)
+		AmountTotal: tier.PriceCents(), Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC(), PaidAt: &paidAt}, time.Minute)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -767,4 +773,34 @@ func reviewNotices(jobs []queue.Job) int {
 		}
 	}
 	return n
+}
+
+// TestTheCustomersWaitForTheEmailIsRecorded (AUDIT INV-6, VC-2): the
+// verdict email's record carries the customer's wait from the payment to
+// the email sent; over 60 s, it counts CustomerWaitsOverAMinute.
+func TestTheCustomersWaitForTheEmailIsRecorded(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		ago   time.Duration
+		slows float64
+	}{{5 * time.Second, 0}, {75 * time.Second, 1}} {
+		id := e.paidSession(oracle.TierQuick, uniqueAddress(t))
+		e.readyPaidAt(id, oracle.TierQuick, oracle.VerdictGreen, time.Now().UTC().Add(-c.ago))
+		if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
+			t.Fatal("the verdict mail failed")
+		}
+		var wait int64 = -1
+		for _, r := range e.mailRecords() {
+			if r.SessionID == id && r.Status == audit.StatusEmailSent {
+				wait = r.WaitMS
+			}
+		}
+		// At least the time since the payment, not the mailer's own time.
+		if wait < c.ago.Milliseconds() || wait > (c.ago+time.Minute).Milliseconds() {
+			t.Errorf("paid %s ago: wait_ms %d", c.ago, wait)
+		}
+		if n := e.metrics.Counts()["CustomerWaitsOverAMinute"]; n != c.slows {
+			t.Errorf("paid %s ago: CustomerWaitsOverAMinute %v, want %v", c.ago, n, c.slows)
+		}
+	}
 }

@@ -33,6 +33,14 @@ func main() {
 	sq := queue.NewClient(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
+	// The report compares the log's paid sessions with Stripe's own list.
+	paidLists := map[bool]auditfigures.SessionLister{}
+	if cfg.StripeLive != "" {
+		paidLists[true] = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
+	}
+	if cfg.StripeTest != "" {
+		paidLists[false] = stripex.New(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
+	}
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter")
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
@@ -56,7 +64,7 @@ func main() {
 		},
 		Seals: auditseal.New(s3, cfg.AuditBucket, cfg.Lock, time.Now),
 		Figures: func(ctx context.Context, from, to time.Time) (auditfigures.Figures, error) {
-			return auditfigures.Compute(ctx, s3, cfg.AuditBucket, from, to)
+			return auditfigures.ComputeAgainstStripe(ctx, s3, cfg.AuditBucket, from, to, paidLists)
 		},
 		Inbox:      inbox.NewMessages(s3, cfg.InboxBucket),
 		Log:        log,

@@ -54,6 +54,20 @@ var Budgets = []budget{
 		},
 	},
 	{
+		name:  "webhook, store down: longest answer / VC-5's bound",
+		limit: "≤ 1×",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkWebhookStoreDown", "max-ms", "bound-ms", "answer-ms")
+			if err != nil {
+				return "", false, err
+			}
+			most, _ := r.Value("max-ms")
+			bound, _ := r.Value("bound-ms")
+			mean, _ := r.Value("answer-ms")
+			return fmt.Sprintf("%.2f× (longest %.1f s, mean %.1f s, bound %.1f s)", most/bound, most/1000, mean/1000, bound/1000), most <= bound, nil
+		},
+	},
+	{
 		name:  "pipeline, paid to email sent: p95 / floor (its round trips)",
 		limit: "≤ 2×",
 		judge: func(rs Results) (string, bool, error) {

@@ -11,11 +11,12 @@ import (
 // development machine (2 cores, AMD EPYC), except where a case says a
 // figure was changed to cross a limit.
 const (
-	webhookLine  = "BenchmarkWebhookEndToEnd-2   \t      48\t  23722024 ns/op\t     23004 calls-µs/op\t         6.000 calls/op\t         3.114 own-%\t       716.2 own-µs/op\t     22126 wire-µs/op\t  292116 B/op\t    2965 allocs/op"
-	pipelineLine = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
-	healthLine   = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
-	englishLine  = "BenchmarkOrdinaryEnglish-2   \t     255\t   4228826 ns/op\t 156.14 MB/s\t         0 false-hits\t      1399 texts\t       0 B/op\t       0 allocs/op"
-	viewsLines   = `BenchmarkViews/plain-2       	 1054626	      1126 ns/op	 148.27 MB/s	       0 B/op	       0 allocs/op
+	webhookLine   = "BenchmarkWebhookEndToEnd-2   \t      48\t  23722024 ns/op\t     23004 calls-µs/op\t         6.000 calls/op\t         3.114 own-%\t       716.2 own-µs/op\t     22126 wire-µs/op\t  292116 B/op\t    2965 allocs/op"
+	storeDownLine = "BenchmarkWebhookStoreDown-2   \t       3\t3601678745 ns/op\t      3602 answer-ms\t      7500 bound-ms\t      4051 max-ms"
+	pipelineLine  = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
+	healthLine    = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
+	englishLine   = "BenchmarkOrdinaryEnglish-2   \t     255\t   4228826 ns/op\t 156.14 MB/s\t         0 false-hits\t      1399 texts\t       0 B/op\t       0 allocs/op"
+	viewsLines    = `BenchmarkViews/plain-2       	 1054626	      1126 ns/op	 148.27 MB/s	       0 B/op	       0 allocs/op
 BenchmarkViews/disguise-2    	  308034	      4563 ns/op	  50.85 MB/s	       0 B/op	       0 allocs/op
 `
 	filterLines = `BenchmarkFilter/quick/clean-2         	 1629386	       874.3 ns/op	 205.89 MB/s	       0 B/op	       0 allocs/op
@@ -104,6 +105,9 @@ func TestVerdicts(t *testing.T) {
 		{"webhook within (own-% changed)", "webhook", strings.Replace(webhookLine, "3.114 own-%", "0.914 own-%", 1), Pass, "0.91 %"},
 		{"webhook without its ratio", "webhook", "BenchmarkWebhookEndToEnd-2 \t 67 \t 17128113 ns/op \t 293641 B/op \t 2942 allocs/op", Missing, "reports no own-%"},
 		{"webhook not run", "webhook", pipelineLine, Missing, "no BenchmarkWebhookEndToEnd"},
+		{"store down within VC-5's bound", "webhook, store down", storeDownLine, Pass, "0.54× (longest 4.1 s, mean 3.6 s, bound 7.5 s)"},
+		{"store down past the bound (changed)", "webhook, store down", strings.Replace(storeDownLine, "4051 max-ms", "9051 max-ms", 1), Fail, "1.21×"},
+		{"store down not run", "webhook, store down", webhookLine, Missing, "no BenchmarkWebhookStoreDown"},
 		{"pipeline over twice its floor", "pipeline", pipelineLine, Fail, "3.11× (p95 272 ms, floor 87 ms)"},
 		{"pipeline within (p95/floor changed)", "pipeline", strings.Replace(pipelineLine, "3.106 p95/floor", "1.950 p95/floor", 1), Pass, "1.95×"},
 		{"pipeline before its floor was measured", "pipeline", "BenchmarkPaidToEmail-2 \t 1 \t 4459393628 ns/op \t 299.0 max-ms \t 181.9 p50-ms \t 271.6 p95-ms", Missing, "reports no p95/floor"},
@@ -177,10 +181,10 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 10 budgets failed, 10 missing their benchmark"}},
-		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 11 budgets failed, 11 missing their benchmark"}},
+		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + storeDownLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n" +
-			hangLine), 0, []string{"all 10 budgets met"}},
+			hangLine), 0, []string{"all 11 budgets met"}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},

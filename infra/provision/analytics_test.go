@@ -184,7 +184,7 @@ func TestAuditTableIsTheRecord(t *testing.T) {
 
 // The named queries, one per figure of shared/auditfigures.
 var figureQueries = []string{
-	"CacheHitRatioQuery", "CrosscheckRejectionRateQuery", "DivergenceRateQuery", "EmailFailureRateQuery", "ErrorDetailCoverageQuery",
+	"CacheHitRatioQuery", "CrosscheckRejectionRateQuery", "CustomerWaitQuery", "DivergenceRateQuery", "EmailFailureRateQuery", "ErrorDetailCoverageQuery",
 	"PaidSessionsQuery", "RevenueQuery", "TopErrorPatternsQuery", "WebhookLatencyQuery",
 }
 

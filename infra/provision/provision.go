@@ -308,6 +308,8 @@ func (st *Stack) bucket(ctx context.Context, o Options, r sam.Resource) error {
 	if err != nil && !errors.As(err, &owned) {
 		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
+	// LifecycleConfiguration is knowingly not applied: moto never runs a
+	// lifecycle rule, and no test waits days for one.
 	if str(mapOf(p["VersioningConfiguration"])["Status"]) == "Enabled" {
 		if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{
 			Bucket:                  aws.String(name),

@@ -94,6 +94,9 @@ type Alerter struct {
 // DefaultWindow is the dedupe window (SPEC_ORACLE_CACHE_ALERT invariant 6).
 const DefaultWindow = 60 * time.Second
 
+// DefaultTimeout bounds a raise when Timeout is not set.
+const DefaultTimeout = 3 * time.Second
+
 // Raise delivers a. It dedupes by kind and session within the window,
 // publishes to SNS (two attempts), and falls back to an error log line
 // marked alert_fallback=true when SNS fails. CRITICAL alerts also count a
@@ -109,7 +112,7 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 	}
 	timeout := al.Timeout
 	if timeout == 0 {
-		timeout = 3 * time.Second
+		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -120,7 +123,11 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 		al.Metrics.Count("CriticalAlerts", 1)
 	}
 	if al.Dedupe != nil {
-		first, err := al.Dedupe.Mark(ctx, dedupeKey(a), window)
+		// The dedupe lives in the Ledger, which may be what is failing: it
+		// gets a third of the time, so the alert itself is still sent.
+		dctx, dcancel := context.WithTimeout(ctx, timeout/3)
+		first, err := al.Dedupe.Mark(dctx, dedupeKey(a), window)
+		dcancel()
 		switch {
 		case err != nil:
 			// Better a duplicate alert than a missing one.

@@ -167,3 +167,28 @@ func TestSubjectsAndEscalationsAreNotDuplicates(t *testing.T) {
 		t.Fatalf("published %d alerts, want 5: %q", len(got), got)
 	}
 }
+
+// hangingDedupe is a Ledger that does not answer: it holds every call
+// until its deadline.
+type hangingDedupe struct{}
+
+func (hangingDedupe) Mark(ctx context.Context, _ string, _ time.Duration) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// TestAHangingLedgerStillLetsTheAlertOut: the dedupe lives in the Ledger,
+// which may be the very store that is failing; waiting on it must leave the
+// alert time to be published.
+func TestAHangingLedgerStillLetsTheAlertOut(t *testing.T) {
+	fx := newFixture(t)
+	fx.al.Dedupe = hangingDedupe{}
+	fx.al.Timeout = 600 * time.Millisecond
+	fx.al.Raise(context.Background(), alert.Alert{Severity: alert.Error, Kind: alert.StoreFailed, Subject: "PutItem orders", Detail: "d"})
+	if got := fx.published(t); len(got) != 1 {
+		t.Fatalf("published %q, want the alert (logs: %s)", got, fx.logs.String())
+	}
+	if !strings.Contains(fx.logs.String(), "alert dedupe unavailable; sending anyway") {
+		t.Fatal("the unavailable dedupe left no log line")
+	}
+}

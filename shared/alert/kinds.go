@@ -27,6 +27,13 @@ const (
 	// customer was served regardless; check the audit bucket's health and
 	// permissions. Claims are retried until their record is written.
 	AuditWriteFailed Kind = "AUDIT_WRITE_FAILED"
+	// StoreFailed (ERROR): a call to the Orders table or the Ledger still
+	// failed after the SDK's retries, or did not answer within its
+	// deadline; the function that met it raised this at once (one alert
+	// per table and operation a minute). The work it was doing failed and
+	// is retried (Stripe's retries, SQS redelivery). Check DynamoDB's
+	// health, the table's throttling and the function's permissions.
+	StoreFailed Kind = "STORE_FAILED"
 	// GarbageJob (ERROR): a queue message that is not a valid job. It is
 	// failed until it reaches the dead-letter queue; read it there and find
 	// who sent it.
@@ -192,7 +199,7 @@ const (
 // Kinds is every kind, in the order above.
 func Kinds() []Kind {
 	return []Kind{
-		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, GarbageJob,
+		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, StoreFailed, GarbageJob,
 		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld, AmountMismatch,
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 func hasher(t *testing.T) *audit.Hasher {
@@ -247,5 +248,59 @@ func TestReaderReadsOneSessionsRecords(t *testing.T) {
 	}
 	if len(got) != 2 || sources[audit.SourceWebhook] != 1 || sources[audit.SourceGenerator] != 1 {
 		t.Errorf("records by source %v, want one webhook and one generator", sources)
+	}
+}
+
+// TestHealthHistoryIsBounded: the health job writes one record a period;
+// each is locked only for the health history and tagged for the bucket's
+// rule that expires it then, while every other record keeps the bucket's
+// default retention and no tag.
+func TestHealthHistoryIsBounded(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	bucket := f.Ref("AuditBucket")
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	w := audit.NewWriter(c, bucket).KeepHealthHistory(90*24*time.Hour, s3types.ObjectLockModeGovernance, func() time.Time { return now })
+	run := audit.Record{Timestamp: now, SessionCreated: now, Status: audit.StatusOK, Source: audit.SourceHealth, Event: audit.EventHealthRun}
+	paid := valid(hasher(t))
+	for _, x := range []struct {
+		r  audit.Record
+		id string
+	}{{run, "health-run-1"}, {paid, "evt_1"}} {
+		if ok, err := w.Write(ctx, x.r, x.id); err != nil || !ok {
+			t.Fatalf("write %s: %v %v", x.id, ok, err)
+		}
+	}
+	tags := func(key string) []string {
+		out, err := c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kv []string
+		for _, tag := range out.TagSet {
+			kv = append(kv, aws.ToString(tag.Key)+"="+aws.ToString(tag.Value))
+		}
+		return kv
+	}
+	until := func(key string) time.Time {
+		out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToTime(out.ObjectLockRetainUntilDate).UTC()
+	}
+	runKey, paidKey := audit.Key(run, "health-run-1"), audit.Key(paid, "evt_1")
+	if got := tags(runKey); len(got) != 1 || got[0] != audit.HistoryTag {
+		t.Errorf("the health run's record is tagged %q, want %s", got, audit.HistoryTag)
+	}
+	if got, want := until(runKey), now.Add(90*24*time.Hour); !got.Equal(want) {
+		t.Errorf("the health run's record is locked until %s, want %s (its history)", got, want)
+	}
+	if got := tags(paidKey); len(got) != 0 {
+		t.Errorf("a payment's record is tagged %q: the health history's rule would expire it", got)
+	}
+	if got := until(paidKey); got.Before(now.Add(365 * 24 * time.Hour)) {
+		t.Errorf("a payment's record is locked until %s, want the bucket's default retention", got)
 	}
 }

@@ -96,6 +96,12 @@ type Record struct {
 	Smoke bool `json:"smoke,omitempty"`
 	// Model is the model that answered (generator records).
 	Model string `json:"model,omitempty"`
+	// WaitMS is the customer's wait: from the payment (the order's paid_at)
+	// to this record's event, set on the first verdict's verdict_generated
+	// record (the verdict stored) and on the verdict email's mail_verdict
+	// record (the email sent). latency_ms, by contrast, is one function's
+	// own time.
+	WaitMS int64 `json:"wait_ms,omitempty"`
 
 	// Crosscheck is set on tmm_crosscheck records, Divergence on
 	// regen_divergence_check records (SPEC_ORACLE_TMM_CROSSCHECK and
@@ -209,6 +215,19 @@ func OfOrder(h *Hasher, o oracle.Order, source Source, event Event, status Statu
 		OrderStatus:    string(o.Status),
 		Smoke:          o.Smoke,
 	}
+}
+
+// WaitBudget is the longest a customer should wait from payment to verdict:
+// the spec's 60,000 ms (SPEC_ORACLE_AUDIT_TRAIL VC-2).
+const WaitBudget = 60 * time.Second
+
+// Wait is the customer's wait from paid to at (WaitMS), 0 when the order
+// has no payment time.
+func Wait(paid *time.Time, at time.Time) time.Duration {
+	if paid == nil || at.Before(*paid) {
+		return 0
+	}
+	return at.Sub(*paid)
 }
 
 // Detail returns a pointer for ErrorDetail.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/putonce"
 )
 
@@ -19,10 +22,43 @@ type Putter = putonce.Putter
 type Writer struct {
 	s3     Putter
 	bucket string
+	// history, mode and now: KeepHealthHistory.
+	history time.Duration
+	mode    s3types.ObjectLockMode
+	now     func() time.Time
 }
 
 // NewWriter writes to bucket.
 func NewWriter(c Putter, bucket string) *Writer { return &Writer{s3: c, bucket: bucket} }
+
+// HistoryTag is the tag of the records kept only for the health history:
+// the audit bucket's ExpireHealthHistory lifecycle rule filters on it.
+const HistoryTag = "history=health"
+
+// DefaultHealthHistory is the template's HealthHistoryDays default.
+const DefaultHealthHistory = 90 * 24 * time.Hour
+
+// HealthHistoryFrom reads HEALTH_HISTORY_DAYS and AUDIT_LOCK_MODE (the
+// template's HealthHistoryDays and AuditLockMode), recording a bad value as
+// env's problem.
+func HealthHistoryFrom(env *config.Env) (time.Duration, s3types.ObjectLockMode) {
+	days := env.Days("HEALTH_HISTORY_DAYS", int(DefaultHealthHistory/(24*time.Hour)), 1, 36500)
+	mode := s3types.ObjectLockMode(env.Optional("AUDIT_LOCK_MODE", string(s3types.ObjectLockModeCompliance)))
+	if !slices.Contains(mode.Values(), mode) {
+		env.Invalid("AUDIT_LOCK_MODE", fmt.Errorf("must be GOVERNANCE or COMPLIANCE, got %q", mode))
+	}
+	return days, mode
+}
+
+// KeepHealthHistory makes w write each health run's record (source health)
+// locked in mode until history after its write, not the bucket's default
+// retention, and tagged HistoryTag, so that the bucket's lifecycle rule
+// expires it then: the health job writes one a period, which would
+// otherwise be kept as long as a payment's records. now is the clock.
+func (w *Writer) KeepHealthHistory(history time.Duration, mode s3types.ObjectLockMode, now func() time.Time) *Writer {
+	w.history, w.mode, w.now = history, mode, now
+	return w
+}
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,200}$`)
 
@@ -51,10 +87,16 @@ func (w *Writer) Write(ctx context.Context, r Record, id string) (written bool, 
 	if err != nil {
 		return false, err
 	}
-	written, err = putonce.Put(ctx, w.s3, Key(r, id), b, &s3.PutObjectInput{
+	in := &s3.PutObjectInput{
 		Bucket:      aws.String(w.bucket),
 		ContentType: aws.String("application/json"),
-	})
+	}
+	if r.Source == SourceHealth && w.history > 0 {
+		in.Tagging = aws.String(HistoryTag)
+		in.ObjectLockMode = w.mode
+		in.ObjectLockRetainUntilDate = aws.Time(w.now().Add(w.history).UTC())
+	}
+	written, err = putonce.Put(ctx, w.s3, Key(r, id), b, in)
 	if err != nil {
 		return false, fmt.Errorf("write audit record: %w", err)
 	}

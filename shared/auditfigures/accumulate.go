@@ -76,6 +76,8 @@ type accumulator struct {
 	paidRecords  int64
 	paidBySource map[string]int64
 	webhookLatMS []int64
+	waitVerdict  []int64
+	waitEmail    []int64
 	cached, ok   int64
 	regenerated  int64
 	failures     int64
@@ -115,6 +117,14 @@ func (a *accumulator) add(r audit.Record) {
 		if r.Source == audit.SourceWebhook {
 			s.webhookRecords++
 			a.webhookLatMS = append(a.webhookLatMS, r.LatencyMS)
+		}
+	}
+	if r.WaitMS > 0 {
+		switch {
+		case r.Source == audit.SourceGenerator && r.Event == audit.EventVerdictGenerated && r.Status == audit.StatusOK:
+			a.waitVerdict = append(a.waitVerdict, r.WaitMS)
+		case r.Source == audit.SourceEmailService && r.Event == audit.MailEvent(oracle.MailVerdict) && r.Status == audit.StatusEmailSent:
+			a.waitEmail = append(a.waitEmail, r.WaitMS)
 		}
 	}
 	if refundRecord(r) {
@@ -173,12 +183,8 @@ func (a *accumulator) figures(from, to string) Figures {
 		}
 	}
 
-	f.WebhookLatency = Latency{Method: "nearest-rank", Records: int64(len(a.webhookLatMS))}
-	if n := len(a.webhookLatMS); n > 0 {
-		slices.Sort(a.webhookLatMS)
-		p50, p95, top := nearestRank(a.webhookLatMS, 50), nearestRank(a.webhookLatMS, 95), a.webhookLatMS[n-1]
-		f.WebhookLatency.P50MS, f.WebhookLatency.P95MS, f.WebhookLatency.MaxMS = &p50, &p95, &top
-	}
+	f.WebhookLatency = latencyOf(a.webhookLatMS)
+	f.CustomerWait = CustomerWait{ToVerdict: waitOf(a.waitVerdict), ToEmail: waitOf(a.waitEmail)}
 
 	f.Errors = Errors{Coverage: ratio(a.withDetail, a.failures), TopPatterns: []Pattern{}}
 	for p, n := range a.patterns {
@@ -191,6 +197,28 @@ func (a *accumulator) figures(from, to string) Figures {
 
 	f.Revenue = a.revenue()
 	return f
+}
+
+// latencyOf is the nearest-rank percentiles of ms, which it sorts.
+func latencyOf(ms []int64) Latency {
+	l := Latency{Method: "nearest-rank", Records: int64(len(ms))}
+	if n := len(ms); n > 0 {
+		slices.Sort(ms)
+		p50, p95, top := nearestRank(ms, 50), nearestRank(ms, 95), ms[n-1]
+		l.P50MS, l.P95MS, l.MaxMS = &p50, &p95, &top
+	}
+	return l
+}
+
+// waitOf is latencyOf and the waits over 60 s.
+func waitOf(ms []int64) Wait {
+	w := Wait{Latency: latencyOf(ms)}
+	for _, v := range ms {
+		if v > audit.WaitBudget.Milliseconds() {
+			w.Over60s++
+		}
+	}
+	return w
 }
 
 // nearestRank is the p-th percentile of sorted (not empty) by the nearest

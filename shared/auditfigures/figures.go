@@ -3,7 +3,8 @@
 // VC-5): paid sessions against their records, the webhook's latency, the
 // cache-hit ratio, error-detail coverage and the top error patterns, the
 // email failure rate, the crosscheck's rejections, the regenerations'
-// divergence and the revenue by day and tier.
+// divergence, the customer's wait from payment and the revenue by day and
+// tier; and the paid sessions against Stripe's own list of them.
 //
 // It reads the audit objects themselves, partition day by partition day,
 // so it runs wherever S3 does (the local stack's moto included); the
@@ -60,6 +61,14 @@ const DateFormat = "2006-01-02"
 // its key (the session cut to its first 12 characters): a figure over part
 // of the log would look whole.
 func Compute(ctx context.Context, c Objects, bucket string, from, to time.Time) (Figures, error) {
+	return ComputeAgainstStripe(ctx, c, bucket, from, to, nil)
+}
+
+// ComputeAgainstStripe is Compute, with the paid sessions compared with
+// Stripe's own list of the paid Checkout Sessions created on the same days,
+// through stripe's lister of each mode (by livemode; a mode without one is
+// not compared).
+func ComputeAgainstStripe(ctx context.Context, c Objects, bucket string, from, to time.Time, stripe map[bool]SessionLister) (Figures, error) {
 	first, last := day(from), day(to)
 	if last.Before(first) {
 		return Figures{}, fmt.Errorf("audit figures: the range ends (%s) before it starts (%s)", last.Format(DateFormat), first.Format(DateFormat))
@@ -101,7 +110,11 @@ func Compute(ctx context.Context, c Objects, bucket string, from, to time.Time) 
 	if err := context.Cause(ctx); err != nil {
 		return Figures{}, err
 	}
-	return acc.figures(first.Format(DateFormat), last.Format(DateFormat)), nil
+	f := acc.figures(first.Format(DateFormat), last.Format(DateFormat))
+	if len(stripe) > 0 {
+		f.AgainstStripe = acc.againstStripe(ctx, stripe, first, last.AddDate(0, 0, 1))
+	}
+	return f, nil
 }
 
 func day(t time.Time) time.Time {

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,11 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/auditfigures"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // The two partition days of the seeded log, and one on each side of them.
@@ -65,6 +70,7 @@ func rec(session string, created time.Time, src audit.Source, ev audit.Event, st
 }
 
 func latency(ms int64) func(*audit.Record) { return func(r *audit.Record) { r.LatencyMS = ms } }
+func wait(ms int64) func(*audit.Record)    { return func(r *audit.Record) { r.WaitMS = ms } }
 func detail(d string) func(*audit.Record) {
 	return func(r *audit.Record) { r.ErrorDetail = audit.Detail(d) }
 }
@@ -109,10 +115,10 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	// attempt, one delivery), loaded three times, then regenerated after its
 	// retention with a minor divergence.
 	s.write(rec(sessA, day1, audit.SourceWebhook, paid, audit.StatusOK, latency(1200)), id(sessA, audit.NamePaid))
-	s.write(rec(sessA, day1, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, orderStatus("READY")), id(sessA, audit.NameGenerated))
+	s.write(rec(sessA, day1, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, orderStatus("READY"), wait(9000)), id(sessA, audit.NameGenerated))
 	s.write(rec(sessA, day1, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusOK, crosscheck(true)), id(sessA, audit.NameCrosscheck, 1, 1))
 	s.write(rec(sessA, day1, audit.SourceEmailService, audit.EventMailAttempt, audit.StatusEmailSent, attempt(0)), id(sessA, audit.NameMailAttempt, oracle.MailVerdict, 0))
-	s.write(rec(sessA, day1, audit.SourceEmailService, verdict, audit.StatusEmailSent), id(sessA, audit.NameMail, oracle.MailVerdict))
+	s.write(rec(sessA, day1, audit.SourceEmailService, verdict, audit.StatusEmailSent, wait(14000)), id(sessA, audit.NameMail, oracle.MailVerdict))
 	for _, req := range []string{"req-1", "req-2", "req-3"} {
 		s.write(rec(sessA, day1, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, orderStatus("READY")), id(sessA, audit.NameServed, req))
 	}
@@ -133,7 +139,7 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusError, full, crosscheck(false),
 		detail("crosscheck rejected the reply: low_coherence")), id(sessB, audit.NameCrosscheck, 1, 1))
 	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusOK, full, crosscheck(true)), id(sessB, audit.NameCrosscheck, 1, 2))
-	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, full), id(sessB, audit.NameGenerated))
+	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, full, wait(95000)), id(sessB, audit.NameGenerated))
 	s.write(rec(sessB, day2, audit.SourceEmailService, audit.EventMailAttempt, audit.StatusEmailFailed, full, attempt(0),
 		detail("transient: SES answered 503 after 2 tries")), id(sessB, audit.NameMailAttempt, oracle.MailVerdict, 0))
 	s.write(rec(sessB, day2, audit.SourceEmailService, audit.EventMailAttempt, audit.StatusEmailFailed, full, attempt(1),
@@ -150,14 +156,14 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	// C: test mode, claimed by its webhook after a delayed payment,
 	// emailed, regenerated with a significant divergence.
 	s.write(rec(sessC, day1, audit.SourceWebhook, audit.EventAsyncSucceeded, audit.StatusOK, latency(800)), id(sessC, audit.NamePaid))
-	s.write(rec(sessC, day1, audit.SourceEmailService, verdict, audit.StatusEmailSent), id(sessC, audit.NameMail, oracle.MailVerdict))
+	s.write(rec(sessC, day1, audit.SourceEmailService, verdict, audit.StatusEmailSent, wait(20000)), id(sessC, audit.NameMail, oracle.MailVerdict))
 	s.write(rec(sessC, day1, audit.SourceGenerator, audit.EventVerdictRegenerated, audit.StatusRegenerated), id(sessC, audit.NameRegenerated, regen))
 	s.write(rec(sessC, day1, audit.SourceGenerator, audit.EventDivergenceCheck, audit.StatusOK, divergence("significant")), id(sessC, audit.NameDivergence, regen))
 
 	// D: the smoke test's, everything in it odd, so that any record of it
 	// counted would show.
 	s.write(rec(sessD, day2, audit.SourceWebhook, paid, audit.StatusOK, smoke, latency(99999)), id(sessD, audit.NamePaid))
-	s.write(rec(sessD, day2, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, smoke), id(sessD, audit.NameGenerated))
+	s.write(rec(sessD, day2, audit.SourceGenerator, audit.EventVerdictGenerated, audit.StatusOK, smoke, wait(99999)), id(sessD, audit.NameGenerated))
 	s.write(rec(sessD, day2, audit.SourceGenerator, audit.EventCrosscheck, audit.StatusError, smoke, crosscheck(false), detail("smoke")), id(sessD, audit.NameCrosscheck, 1, 1))
 	s.write(rec(sessD, day2, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, smoke), id(sessD, audit.NameServed, "req-1"))
 	s.write(rec(sessD, day2, audit.SourceEmailService, verdict, audit.StatusEmailFailed, smoke, detail("smoke")), id(sessD, audit.NameMail, oracle.MailVerdict))
@@ -208,7 +214,13 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		},
 		// 600, 800, 1200, 2500, 4000: the ranks ceil(0.5×5) = 3 and ceil(0.95×5) = 5.
 		WebhookLatency: auditfigures.Latency{Method: "nearest-rank", Records: 5, P50MS: i64(1200), P95MS: i64(4000), MaxMS: i64(4000)},
-		Cache:          auditfigures.Cache{Cached: 3, OK: 2, Regenerated: 2, HitRatio: auditfigures.Ratio{Numerator: 3, Denominator: 5, Value: f64(0.6)}},
+		// A's verdict stored 9 s after the payment, B's 95 s (over 60 s);
+		// A's email 14 s, C's 20 s; the smoke session's 99,999 ms left out.
+		CustomerWait: auditfigures.CustomerWait{
+			ToVerdict: auditfigures.Wait{Latency: auditfigures.Latency{Method: "nearest-rank", Records: 2, P50MS: i64(9000), P95MS: i64(95000), MaxMS: i64(95000)}, Over60s: 1},
+			ToEmail:   auditfigures.Wait{Latency: auditfigures.Latency{Method: "nearest-rank", Records: 2, P50MS: i64(14000), P95MS: i64(20000), MaxMS: i64(20000)}},
+		},
+		Cache: auditfigures.Cache{Cached: 3, OK: 2, Regenerated: 2, HitRatio: auditfigures.Ratio{Numerator: 3, Denominator: 5, Value: f64(0.6)}},
 		Errors: auditfigures.Errors{
 			Coverage: auditfigures.Ratio{Numerator: 9, Denominator: 9, Value: f64(1)},
 			TopPatterns: []auditfigures.Pattern{
@@ -247,6 +259,9 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		"32 records; 5 smoke records left out",
 		"6 sessions from 7 paid records (reconcile 1, result_page 1, webhook 5)",
 		"p50 1200 ms, p95 4000 ms, max 4000 ms (5 records, nearest-rank)",
+		"payment to verdict stored  p50 9000 ms, p95 95000 ms, max 95000 ms (2 records, nearest-rank); 1 over 60 s",
+		"payment to email sent      p50 14000 ms, p95 20000 ms, max 20000 ms (2 records, nearest-rank); 0 over 60 s",
+		"paid sessions against Stripe                not compared (no Stripe key)",
 		"60.0 % (3 of 5): 3 CACHED, 2 REGENERATED; 2 OK (first verdicts)",
 		"100.0 % (9 of 9) failure records",
 		"25.0 % (1 of 4) deliveries",
@@ -286,8 +301,10 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		From: "2026-10-01", To: "2026-10-31",
 		Paid:           auditfigures.Paid{RecordsBySource: map[string]int64{}},
 		WebhookLatency: auditfigures.Latency{Method: "nearest-rank"},
-		Errors:         auditfigures.Errors{TopPatterns: []auditfigures.Pattern{}},
-		Revenue:        auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}, TestMode: []auditfigures.RevenueTotal{}},
+		CustomerWait: auditfigures.CustomerWait{ToVerdict: auditfigures.Wait{Latency: auditfigures.Latency{Method: "nearest-rank"}},
+			ToEmail: auditfigures.Wait{Latency: auditfigures.Latency{Method: "nearest-rank"}}},
+		Errors:  auditfigures.Errors{TopPatterns: []auditfigures.Pattern{}},
+		Revenue: auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}, TestMode: []auditfigures.RevenueTotal{}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("figures %+v, want %+v", got, want)
@@ -305,8 +322,8 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		t.Errorf("empty latency or patterns: %s", b)
 	}
 	text := got.String()
-	if n := strings.Count(text, "no data"); n != 8 {
-		t.Errorf("%d figures say no data, want 8 (five ratios, the latency, the patterns, the revenue):\n%s", n, text)
+	if n := strings.Count(text, "no data"); n != 10 {
+		t.Errorf("%d figures say no data, want 10 (five ratios, the latency, the two waits, the patterns, the revenue):\n%s", n, text)
 	}
 	if strings.Contains(strings.ToLower(text), "nan") {
 		t.Errorf("the text shows NaN:\n%s", text)
@@ -358,4 +375,68 @@ func (f failingGet) GetObject(ctx context.Context, in *s3.GetObjectInput, opts .
 		return nil, errDenied
 	}
 	return f.Client.GetObject(ctx, in, opts...)
+}
+
+// TestPaidSessionsAgainstStripesOwnList (VC-1): the log's paid sessions
+// are compared with Stripe's own list of the paid sessions created on the
+// same days (the fake Stripe, over HTTP): one Stripe has and the log does
+// not is missing, one the log has and Stripe does not list as paid is
+// named too; unpaid and smoke sessions are left out; a Stripe that cannot
+// be listed leaves the comparison absent, not zero.
+func TestPaidSessionsAgainstStripesOwnList(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	bucket := f.Ref("AuditBucket")
+	at := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{Clock: func() time.Time { return at }}))
+	defer srv.Close()
+	stripe := stripex.New("sk_test_figures", stripex.Options{BaseURL: srv.URL})
+	session := func(pay, smoke bool) string {
+		t.Helper()
+		s, err := stripe.CreateCheckoutSession(ctx, stripex.CheckoutRequest{Tier: oracle.TierQuick, Query: "Should I open a bakery?",
+			SuccessURL: "http://localhost:3000/oracle/result?session_id={CHECKOUT_SESSION_ID}", CancelURL: "http://localhost:3000/",
+			Smoke: smoke, Email: "smoke@simulator.amazonses.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pay {
+			resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
+				PostForm(srv.URL+"/pay/"+s.ID, url.Values{"email": {"payer@example.com"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		return s.ID
+	}
+	logged, unlogged, _, smoked := session(true, false), session(true, false), session(false, false), session(true, true)
+	const notInStripe = "cs_test_notInStripe000000000000"
+	s := seed{t, audit.NewWriter(c, bucket)}
+	paid := audit.EventCheckoutCompleted
+	s.write(rec(logged, at, audit.SourceWebhook, paid, audit.StatusOK), audit.RecordID(logged, audit.NamePaid))
+	s.write(rec(notInStripe, at, audit.SourceWebhook, paid, audit.StatusOK), audit.RecordID(notInStripe, audit.NamePaid))
+	s.write(rec(smoked, at, audit.SourceWebhook, paid, audit.StatusOK, smoke), audit.RecordID(smoked, audit.NamePaid))
+
+	got, err := auditfigures.ComputeAgainstStripe(ctx, c, bucket, at, at, map[bool]auditfigures.SessionLister{false: stripe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &auditfigures.StripeCheck{Modes: []string{"test"}, StripePaid: 2,
+		Logged:         auditfigures.Ratio{Numerator: 1, Denominator: 2, Value: f64(0.5)},
+		MissingFromLog: []string{oracle.ShortID(unlogged)}, NotInStripe: []string{oracle.ShortID(notInStripe)}}
+	if !reflect.DeepEqual(got.AgainstStripe, want) {
+		t.Fatalf("against Stripe %+v, want %+v", got.AgainstStripe, want)
+	}
+	line := "50.0 % (1 of 2) of Stripe's paid sessions (test) have a paid record; missing from the log: " + oracle.ShortID(unlogged) +
+		"; not paid in Stripe's list: " + oracle.ShortID(notInStripe)
+	if text := got.String(); !strings.Contains(text, line) || strings.Contains(text, unlogged) {
+		t.Errorf("the text lacks %q, or shows a whole session id:\n%s", line, text)
+	}
+
+	srv.Close()
+	got, err = auditfigures.ComputeAgainstStripe(ctx, c, bucket, at, at, map[bool]auditfigures.SessionLister{false: stripe})
+	if err != nil || got.AgainstStripe == nil || got.AgainstStripe.Error == "" || got.AgainstStripe.Logged.Value != nil || got.Paid.Sessions != 2 {
+		t.Fatalf("with Stripe down: %+v, %v; want the figures, and the comparison absent with its error", got.AgainstStripe, err)
+	}
 }

@@ -45,7 +45,10 @@ func (f Figures) Format(w io.Writer) error {
 	}
 	p("paid sessions\t%d sessions from %d paid records%s\tone record each; two when the result page claimed first", f.Paid.Sessions, f.Paid.Records, bySource)
 	p("double-processed sessions\t%d with more than one webhook paid record\t0", f.Paid.DoubleProcessed)
-	p("webhook latency\t%s\tp95 under 1 s; none over 60 s", f.WebhookLatency)
+	p("paid sessions against Stripe\t%s\t100 %%, none missing", f.AgainstStripe)
+	p("webhook latency (its own time)\t%s\tp95 under 1 s", f.WebhookLatency)
+	p("customer's wait, payment to verdict stored\t%s\tp95 under 60 s; none over", f.CustomerWait.ToVerdict)
+	p("customer's wait, payment to email sent\t%s\tp95 under 60 s; none over", f.CustomerWait.ToEmail)
 	p("cache-hit ratio\t%s: %d CACHED, %d REGENERATED; %d OK (first verdicts)\tnear 100 %%", f.Cache.HitRatio, f.Cache.Cached, f.Cache.Regenerated, f.Cache.OK)
 	p("error-detail coverage\t%s failure records\t100 %%", f.Errors.Coverage)
 	p("email failure rate\t%s deliveries\tnear 0 %%; look closer above 5 %%", f.EmailFailureRate)
@@ -85,6 +88,32 @@ func (l Latency) String() string {
 		return "no data (0 records)"
 	}
 	return fmt.Sprintf("p50 %d ms, p95 %d ms, max %d ms (%d records, %s)", *l.P50MS, *l.P95MS, *l.MaxMS, l.Records, l.Method)
+}
+
+// String is the wait as Format writes it.
+func (w Wait) String() string {
+	if w.P50MS == nil {
+		return w.Latency.String()
+	}
+	return fmt.Sprintf("%s; %d over 60 s", w.Latency, w.Over60s)
+}
+
+// String is the comparison as Format writes it.
+func (c *StripeCheck) String() string {
+	switch {
+	case c == nil:
+		return "not compared (no Stripe key)"
+	case c.Error != "":
+		return "not compared: " + c.Error
+	}
+	s := fmt.Sprintf("%s of Stripe's paid sessions (%s) have a paid record", c.Logged, strings.Join(c.Modes, ", "))
+	if len(c.MissingFromLog) > 0 {
+		s += "; missing from the log: " + strings.Join(c.MissingFromLog, " ")
+	}
+	if len(c.NotInStripe) > 0 {
+		s += "; not paid in Stripe's list: " + strings.Join(c.NotInStripe, " ")
+	}
+	return s
 }
 
 // refunds writes what was refunded and of how many sessions.

@@ -12,10 +12,16 @@ type Figures struct {
 	Records      int64 `json:"records"`
 	SmokeRecords int64 `json:"smoke_records_left_out"`
 
-	Paid           Paid    `json:"paid_sessions"`
-	WebhookLatency Latency `json:"webhook_latency"`
-	Cache          Cache   `json:"cache"`
-	Errors         Errors  `json:"errors"`
+	Paid Paid `json:"paid_sessions"`
+	// AgainstStripe is the paid sessions compared with Stripe's own list
+	// (VC-1); null when Stripe was not asked (no key for either mode).
+	AgainstStripe *StripeCheck `json:"against_stripe"`
+	// WebhookLatency is the webhook's own time; CustomerWait is the
+	// customer's, from the payment (VC-2).
+	WebhookLatency Latency      `json:"webhook_latency"`
+	CustomerWait   CustomerWait `json:"customer_wait"`
+	Cache          Cache        `json:"cache"`
+	Errors         Errors       `json:"errors"`
 	// EmailFailureRate is EMAIL_FAILED over EMAIL_SENT and EMAIL_FAILED
 	// among the deliveries (mail_<kind> records; each delivery's attempts,
 	// mail_attempt records, are not deliveries).
@@ -75,6 +81,42 @@ type Latency struct {
 	P95MS   *int64 `json:"p95_ms"`
 	MaxMS   *int64 `json:"max_ms"`
 }
+
+// CustomerWait is the customer's wait from the payment (the records'
+// wait_ms): to the first verdict stored (verdict_generated, OK) and to the
+// verdict email sent (mail_verdict, EMAIL_SENT). Records without a wait
+// (written before it was recorded) are left out.
+type CustomerWait struct {
+	ToVerdict Wait `json:"to_verdict_stored"`
+	ToEmail   Wait `json:"to_email_sent"`
+}
+
+// Wait is a Latency of waits and how many were longer than 60 s, the
+// spec's bound (VC-2), healthy at 0.
+type Wait struct {
+	Latency
+	Over60s int64 `json:"over_60s"`
+}
+
+// StripeCheck is the log's paid sessions against Stripe's own list of the
+// paid Checkout Sessions created on the same partition days (VC-1), for
+// each mode with a key (Modes): Logged is those of Stripe's that have a
+// paid record in the log over all of Stripe's (healthy: 100 %);
+// MissingFromLog names the others, NotInStripe the log's paid sessions
+// Stripe does not list as paid, each at most MaxListed by their short
+// form. Smoke sessions are left out on both sides. Error, when set, is why
+// Stripe could not be listed: the comparison is then absent, not zero.
+type StripeCheck struct {
+	Modes          []string `json:"modes"`
+	StripePaid     int64    `json:"stripe_paid_sessions"`
+	Logged         Ratio    `json:"logged"`
+	MissingFromLog []string `json:"missing_from_log"`
+	NotInStripe    []string `json:"not_in_stripe"`
+	Error          string   `json:"error,omitempty"`
+}
+
+// MaxListed bounds the sessions a StripeCheck names.
+const MaxListed = 20
 
 // Cache is how verdicts reached readers: Cached the hours in which the
 // verdict API served a session's stored verdict (verdict_served, CACHED:

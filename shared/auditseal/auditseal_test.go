@@ -540,8 +540,8 @@ func TestLockFrom(t *testing.T) {
 		want       auditseal.Lock
 		problem    string
 	}{
-		{"", "", auditseal.Lock{Mode: s3types.ObjectLockModeCompliance, Retention: 400 * 24 * time.Hour}, ""},
-		{"GOVERNANCE", "30", auditseal.Lock{Mode: s3types.ObjectLockModeGovernance, Retention: 30 * 24 * time.Hour}, ""},
+		{"", "", auditseal.Lock{Mode: s3types.ObjectLockModeCompliance, Retention: 400 * 24 * time.Hour, HealthHistory: audit.DefaultHealthHistory}, ""},
+		{"GOVERNANCE", "30", auditseal.Lock{Mode: s3types.ObjectLockModeGovernance, Retention: 30 * 24 * time.Hour, HealthHistory: audit.DefaultHealthHistory}, ""},
 		{"LOOSE", "30", auditseal.Lock{}, "AUDIT_LOCK_MODE: must be GOVERNANCE or COMPLIANCE"},
 		{"COMPLIANCE", "0", auditseal.Lock{}, "AUDIT_RETENTION_DAYS must be an integer between 1 and 36500"},
 	}
@@ -620,5 +620,46 @@ func TestSealStopsOnAnUnreadableRecord(t *testing.T) {
 	}
 	if _, err := b.sealer(day.AddDate(0, 0, 2)).Verify(ctx, day); !errors.Is(err, auditseal.ErrNoSeal) {
 		t.Fatalf("verify: %v, want no seal", err)
+	}
+}
+
+// TestExpiredHealthHistoryIsNotMissing: a health run's record is kept for
+// HealthHistoryDays, then the bucket's lifecycle rule removes it; a day
+// verified after that is still OK, each other record checked against its
+// own hash, while the same record gone before its history ended, or any
+// other record gone, is missing.
+func TestExpiredHealthHistoryIsNotMissing(t *testing.T) {
+	b := newBucket(t)
+	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	keys := b.seed(day)
+	l := lock
+	l.HealthHistory = 90 * 24 * time.Hour
+	at := func(now time.Time) *auditseal.Sealer {
+		return auditseal.New(b.c, b.name, l, func() time.Time { return now })
+	}
+	seal(t, at(day.Add(25*time.Hour)), day)
+	b.delete(keys[4]) // the lifecycle rule's delete marker over the health run's record
+	ended := day.Add(24*time.Hour + l.HealthHistory)
+	for _, c := range []struct {
+		name             string
+		now              time.Time
+		ok               bool
+		expired, missing int
+	}{
+		{"gone before its history ended", ended.Add(-time.Second), false, 0, 1},
+		{"gone once its history ended", ended, true, 1, 0},
+	} {
+		r, err := at(c.now).Verify(context.Background(), day)
+		if err != nil || r.OK != c.ok || r.Expired != c.expired || len(r.Missing) != c.missing || r.DigestMismatch {
+			t.Errorf("%s: %+v, %v; want ok %v, %d expired, %d missing", c.name, r, err, c.ok, c.expired, c.missing)
+		}
+	}
+	b.delete(keys[0])
+	r, err := at(ended).Verify(context.Background(), day)
+	if err != nil || r.OK || r.Expired != 1 || len(r.Missing) != 1 || r.Missing[0].Key != short(keys[0]) {
+		t.Errorf("a payment's record gone: %+v, %v; want it missing", r, err)
+	}
+	if !strings.Contains(r.String(), "1 health run records expired") {
+		t.Errorf("the report does not say what expired:\n%s", r)
 	}
 }

@@ -46,6 +46,9 @@ type Objects interface {
 type Lock struct {
 	Mode      s3types.ObjectLockMode // GOVERNANCE or COMPLIANCE
 	Retention time.Duration          // whole days, at least one
+	// HealthHistory is how long a health run's record is kept
+	// (HealthHistoryDays); a sealed one gone after it expired as meant.
+	HealthHistory time.Duration
 }
 
 // LockFrom reads AUDIT_LOCK_MODE and AUDIT_RETENTION_DAYS, the audit
@@ -53,8 +56,9 @@ type Lock struct {
 // template's), recording a bad value as env's problem.
 func LockFrom(env *config.Env) Lock {
 	l := Lock{
-		Mode:      s3types.ObjectLockMode(env.Optional("AUDIT_LOCK_MODE", string(s3types.ObjectLockModeCompliance))),
-		Retention: env.Days("AUDIT_RETENTION_DAYS", 400, 1, 36500),
+		Mode:          s3types.ObjectLockMode(env.Optional("AUDIT_LOCK_MODE", string(s3types.ObjectLockModeCompliance))),
+		Retention:     env.Days("AUDIT_RETENTION_DAYS", 400, 1, 36500),
+		HealthHistory: env.Days("HEALTH_HISTORY_DAYS", int(audit.DefaultHealthHistory/(24*time.Hour)), 1, 36500),
 	}
 	if !slices.Contains(l.Mode.Values(), l.Mode) {
 		env.Invalid("AUDIT_LOCK_MODE", fmt.Errorf("must be GOVERNANCE or COMPLIANCE, got %q", l.Mode))

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"42sisters.ai/oracle/shared/audit"
 )
 
 // ErrNoSeal is Verify's error for a day that was never sealed.
@@ -41,6 +43,11 @@ type Report struct {
 	Added   []Added   `json:"added"`
 	Changed []Changed `json:"changed"`
 	Missing []Missing `json:"missing"`
+	// Expired counts the sealed health run records gone once their
+	// history ended (HealthHistoryDays): the bucket's lifecycle removed
+	// them, as meant. With any expired, the digest cannot be recomputed;
+	// each remaining record is still checked against its own hash.
+	Expired int `json:"expired"`
 	// DigestMismatch: every record matches its manifest hash but the
 	// records together do not match the seal's digest, so the seal is not
 	// what Seal wrote.
@@ -93,14 +100,16 @@ func (s *Sealer) Verify(ctx context.Context, day time.Time) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := compare(seal, objs, s.now().UTC())
+	r := compare(seal, objs, s.now().UTC(), s.lock.HealthHistory)
 	r.SealOverwritten = later
 	r.OK = r.OK && later == 0
 	return r, nil
 }
 
 // compare reports objs, the partition now, against seal.
-func compare(seal Seal, objs []object, now time.Time) Report {
+// A sealed health run record absent once the day's records have outlived
+// history is Expired, not Missing.
+func compare(seal Seal, objs []object, now time.Time, history time.Duration) Report {
 	r := Report{Day: seal.Day, SealedAt: seal.SealedAt, CheckedAt: now, Sealed: seal.Count, Present: len(objs),
 		Added: []Added{}, Changed: []Changed{}, Missing: []Missing{}}
 	sealed := make(map[string]Entry, len(seal.Records))
@@ -122,13 +131,19 @@ func compare(seal Seal, objs []object, now time.Time) Report {
 			intact = append(intact, o)
 		}
 	}
+	day, _ := time.Parse(time.DateOnly, seal.Day)
+	historyOver := history > 0 && !now.Before(day.Add(24*time.Hour+history))
 	for _, e := range seal.Records {
-		if !present[e.Key] {
+		switch {
+		case present[e.Key]:
+		case historyOver && strings.Contains(e.Key, "/source="+string(audit.SourceHealth)+"/"):
+			r.Expired++
+		default:
 			r.Missing = append(r.Missing, Missing{Key: shorten(e.Key), SealedSHA256: e.SHA256, SealedVersion: e.VersionID})
 		}
 	}
 	// Only with every sealed record intact can the digest be recomputed.
-	r.DigestMismatch = len(r.Changed) == 0 && len(r.Missing) == 0 && digest(intact) != seal.Digest
+	r.DigestMismatch = len(r.Changed) == 0 && len(r.Missing) == 0 && r.Expired == 0 && digest(intact) != seal.Digest
 	r.OK = len(r.Changed) == 0 && len(r.Missing) == 0 && !r.DigestMismatch && len(r.added(DatedBeforeSeal)) == 0
 	return r
 }
@@ -198,6 +213,9 @@ func (r Report) String() string {
 		lines = append(lines, m.Key+"  sealed version "+orNone(m.SealedVersion))
 	}
 	section("Missing (deleted, or hidden by a delete marker)", lines)
+	if r.Expired > 0 {
+		fmt.Fprintf(&b, "\n%d health run records expired at the end of their history, as meant; the others are checked one by one.\n", r.Expired)
+	}
 	if r.SealOverwritten > 0 {
 		fmt.Fprintf(&b, "\nThe seal was written over %d times (new versions or delete markers); this report checks the first.\n", r.SealOverwritten)
 	}

@@ -1,6 +1,7 @@
 // Package coldstart is what every function's main does before it serves:
-// the logger, the AWS configuration, the function's settings read and
-// validated once, and the operator alerts. A failure ends the process with
+// the logger, the AWS configuration (its store calls bounded and alerting,
+// shared/storeguard), the function's settings read and validated once, and
+// the operator alerts. A failure ends the process with
 // one log line, so Lambda reports an init error instead of a function that
 // fails request by request.
 package coldstart
@@ -16,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/storeguard"
 )
 
 // Function is what a function's main wires its handler from.
@@ -23,6 +25,9 @@ type Function struct {
 	Log     *slog.Logger
 	AWS     aws.Config
 	Metrics *obs.Metrics
+	// guard bounds the store calls of every client made from AWS and,
+	// once the function has an alerter, raises their failures.
+	guard *storeguard.Guard
 }
 
 // Start loads the AWS configuration and then the settings with load; it
@@ -38,6 +43,8 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 	slog.SetDefault(f.Log)
 	cfg, err := awsenv.Load(ctx)
 	f.Check(err, "AWS configuration")
+	f.guard = &storeguard.Guard{Log: f.Log, Metrics: f.Metrics}
+	f.guard.Options(&cfg)
 	f.AWS = cfg
 	settings, err := load(ctx, cfg)
 	f.Check(err, "settings")
@@ -53,6 +60,11 @@ func (f *Function) Check(err error, what string) {
 }
 
 // Alerter raises alerts on topic, deduplicated through dedupe (the Ledger).
+// The first one made also raises the function's store failures.
 func (f *Function) Alerter(topic string, dedupe alert.Deduper) *alert.Alerter {
-	return &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: topic, Dedupe: dedupe, Metrics: f.Metrics, Log: f.Log}
+	al := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: topic, Dedupe: dedupe, Metrics: f.Metrics, Log: f.Log}
+	if f.guard != nil && f.guard.Alerts == nil {
+		f.guard.Alerts = al
+	}
+	return al
 }

@@ -296,6 +296,18 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 			Paid struct {
 				Sessions int64 `json:"sessions"`
 			} `json:"paid_sessions"`
+			// Against the fake Stripe's own list, over HTTP.
+			AgainstStripe *struct {
+				StripePaid     int64    `json:"stripe_paid_sessions"`
+				MissingFromLog []string `json:"missing_from_log"`
+				NotInStripe    []string `json:"not_in_stripe"`
+				Error          string   `json:"error"`
+			} `json:"against_stripe"`
+			CustomerWait struct {
+				ToVerdict struct {
+					Records int64 `json:"records"`
+				} `json:"to_verdict_stored"`
+			} `json:"customer_wait"`
 			Revenue struct {
 				TestMode []struct {
 					Sessions         int64 `json:"sessions"`
@@ -310,6 +322,12 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 		if f.Paid.Sessions != 6 || len(f.Revenue.TestMode) != 1 || f.Revenue.TestMode[0].Sessions != 6 || f.Revenue.TestMode[0].RefundedSessions != 2 {
 			t.Errorf("figures %s", a.Data)
 		}
+		if c := f.AgainstStripe; c == nil || c.Error != "" || c.StripePaid != 6 || len(c.MissingFromLog) != 0 || len(c.NotInStripe) != 0 {
+			t.Errorf("the paid sessions against Stripe's list: %s", a.Data)
+		}
+		if f.CustomerWait.ToVerdict.Records == 0 {
+			t.Errorf("no customer's wait to the verdict: %s", a.Data)
+		}
 		// As `make ops ACTION=report` prints it.
 		cmd := exec.Command("python3", filepath.Join(filepath.Dir(provision.TemplatePath()), "infra/opsverb/ops.py"), "answer")
 		cmd.Stdin = bytes.NewReader(a.raw)
@@ -317,7 +335,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ops.py answer: %v\n%s", err, out)
 		}
-		for _, figure := range []string{"paid sessions", "double-processed sessions", "webhook latency", "cache-hit ratio", "error-detail coverage",
+		for _, figure := range []string{"paid sessions", "double-processed sessions", "paid sessions against Stripe", "customer's wait, payment to verdict stored", "webhook latency", "cache-hit ratio", "error-detail coverage",
 			"email failure rate", "crosscheck rejection rate", "significant divergence rate", "top error patterns", "test mode (no money moved)", "revenue (live mode"} {
 			if !strings.Contains(string(out), figure) {
 				t.Errorf("the report lacks %q:\n%s", figure, out)
