@@ -350,7 +350,7 @@ type SampleSource interface {
 
 // integrityCheck reads a random sample of READY orders and checks that
 // each stored verdict still parses and still matches its hash: a corrupt
-// one is critical and alerted by its session's first 12 characters
+// one is critical and alerted by its session's name (oracle.ShortID)
 // (SPEC_ORACLE_CACHE_ALERT's corrupt entry). It only reads (CACHE_HEALTH
 // invariant 3).
 func integrityCheck(idx SampleSource, orders OrderReader, hasher *audit.Hasher, alerts Alerter, retention time.Duration, now func() time.Time, rnd func() float64) Check {

@@ -253,11 +253,13 @@ func TestListShowsWhatWaitsWithoutTheQuery(t *testing.T) {
 	if a := e.do(Request{Action: "list"}); !a.OK || a.Message != "nothing needs attention" || a.Text != "" {
 		t.Fatalf("list of a quiet stack: %+v", a)
 	}
-	e.claim("cs_test_waitingDropped", oracle.StatusDropped)
-	e.claim("cs_test_waitingFailed", oracle.StatusFailed)
+	const dropped, failed = "cs_test_waitingDropped00000000000000", "cs_test_waitingFailed000000000000000"
+	e.claim(dropped, oracle.StatusDropped)
+	e.claim(failed, oracle.StatusFailed)
 	e.claim("cs_test_allIsWell", oracle.StatusReady)
 	a := e.do(Request{Action: "list"})
-	if !a.OK || !strings.Contains(a.Text, "cs_test_wait") || strings.Contains(a.Text, "cs_test_allI") || strings.Contains(a.Text, "waitingDropped") {
+	if !a.OK || !strings.Contains(a.Text, oracle.ShortID(dropped)) || !strings.Contains(a.Text, oracle.ShortID(failed)) ||
+		strings.Contains(a.Text, "cs_test_allI") || strings.Contains(a.Text, dropped) {
 		t.Fatalf("list:\n%s", a.Text)
 	}
 	rows := a.Data.([]Attention)

@@ -354,7 +354,7 @@ func TestAmountMustMatchTheTier(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, Secrets{Test: testSecret})
-			s := paidSession("cs_test_mismatch01", c.tier, "Should I sell sourdough starters online?")
+			s := paidSession("cs_test_mismatch01MismatchMismatch01", c.tier, "Should I sell sourdough starters online?")
 			s.Amount, s.Currency = c.amount, c.currency
 			for n := 0; n < 3; n++ {
 				if resp := e.send(e.event(fmt.Sprintf("evt_mismatch%d", n%2), audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
@@ -372,7 +372,7 @@ func TestAmountMustMatchTheTier(t *testing.T) {
 				t.Fatalf("notice jobs %+v, want one review notice", mails)
 			}
 			alerts := e.alertTexts()
-			if len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], " | AMOUNT_MISMATCH | cs_test_mism | ") ||
+			if len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], " | AMOUNT_MISMATCH | cs_test_mismatch01Mismat | ") ||
 				!strings.Contains(alerts[0], c.paid) || !strings.Contains(alerts[0], string(c.tier)) {
 				t.Fatalf("alerts %q, want one CRITICAL AMOUNT_MISMATCH saying %s was paid", alerts, c.paid)
 			}
@@ -403,7 +403,7 @@ func TestSilentDrop(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, Secrets{Test: testSecret})
-			s := session{ID: "cs_test_drop" + string(rune('a'+i)) + "xxxxxxxxxxxx", Paid: true, Meta: c.meta, Idea: c.idea, Email: "drop@example.com", Amount: 500}
+			s := session{ID: "cs_test_drop" + string(rune('a'+i)) + strings.Repeat("x", 40), Paid: true, Meta: c.meta, Idea: c.idea, Email: "drop@example.com", Amount: 500}
 			body := e.event("evt_drop", audit.EventCheckoutCompleted, s)
 			for n := 0; n < 3; n++ {
 				if resp := e.send(body); resp.StatusCode != http.StatusOK {
@@ -432,8 +432,8 @@ func TestSilentDrop(t *testing.T) {
 				t.Fatalf("%d alerts, want 1: %q", len(alerts), alerts)
 			}
 			a := alerts[0]
-			if !strings.HasPrefix(a, "[SILENT-DROP] session=cs_test_drop ") || strings.Contains(a, s.ID) {
-				t.Fatalf("alert does not show exactly the 12-character prefix: %q", a)
+			if !strings.HasPrefix(a, "[SILENT-DROP] session="+oracle.ShortID(s.ID)+" ") || strings.Contains(a, s.ID) {
+				t.Fatalf("alert does not name the session by oracle.ShortID: %q", a)
 			}
 			for _, want := range []string{"tier=", "query_len=", "email=hmac-sha256:", "amount=500_CAD"} {
 				if !strings.Contains(a, want) {
@@ -443,7 +443,7 @@ func TestSilentDrop(t *testing.T) {
 			if strings.Contains(a, "@") {
 				t.Fatalf("alert holds an email address: %q", a)
 			}
-			if !strings.Contains(e.logs.String(), "[SILENT-DROP] session=cs_test_drop ") {
+			if !strings.Contains(e.logs.String(), "[SILENT-DROP] session="+oracle.ShortID(s.ID)+" ") {
 				t.Fatal("the [SILENT-DROP] line is not in the logs")
 			}
 			recs := e.auditRecords()

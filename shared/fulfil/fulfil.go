@@ -255,7 +255,7 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 }
 
 // silentDrop is the operator alert in SPEC_ORACLE_SILENT_DROP's format, with
-// the session cut to 12 characters and the email as its keyed hash.
+// the session by its name (oracle.ShortID) and the email as its keyed hash.
 func (f *Service) silentDrop(s oracle.Session, o oracle.Order) alert.Alert {
 	email := o.EmailHash
 	if email == "" {
