@@ -33,8 +33,8 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	if !ok || o.Status != oracle.StatusPaid || o.Tier != oracle.TierFull || o.AmountTotal != 500 || o.Currency != "cad" {
 		t.Fatalf("order %+v", o)
 	}
-	if o.Livemode || o.EmailHash == "" || o.JobEnqueuedAt == nil || o.PaymentIntent != "pi_paid1" {
-		t.Fatalf("order flags: livemode=%v email_hash=%q enqueued=%v payment_intent=%q", o.Livemode, o.EmailHash, o.JobEnqueuedAt, o.PaymentIntent)
+	if o.Livemode || o.JobEnqueuedAt == nil || o.PaymentIntent != "pi_paid1" {
+		t.Fatalf("order flags: livemode=%v enqueued=%v payment_intent=%q", o.Livemode, o.JobEnqueuedAt, o.PaymentIntent)
 	}
 	jobs := e.jobs("GenerateQueue")
 	if len(jobs) != 1 || jobs[0].SessionID != s.ID || jobs[0].Reason != queue.ReasonPaid {
@@ -46,6 +46,13 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	}
 	if !strings.HasPrefix(recs[0].QueryHash, audit.HashPrefix) || !strings.HasPrefix(recs[0].Email, audit.HashPrefix) {
 		t.Fatalf("audit hashes %q %q", recs[0].QueryHash, recs[0].Email)
+	}
+	// The order holds the query, so nothing of the address: not even the
+	// keyed hash the claim's audit record keeps (PRODUCT_TIERS INV-5).
+	for name, v := range e.orderItem(s.ID) {
+		if str, ok := v.(*types.AttributeValueMemberS); name == "email_hash" || ok && (strings.Contains(str.Value, "@") || str.Value == recs[0].Email) {
+			t.Errorf("the order holds %s = %v beside the query", name, str)
+		}
 	}
 	if !e.eventRecorded("evt_paid1") {
 		t.Fatal("event id not recorded")
@@ -607,7 +614,7 @@ func TestPaymentLinkPathMatchesMetadataPath(t *testing.T) {
 	}
 	a, _ := e.order(viaMeta.ID)
 	b, _ := e.order(viaLink.ID)
-	if a.Status != b.Status || a.Tier != b.Tier || a.Query != b.Query || a.AmountTotal != b.AmountTotal || a.EmailHash != b.EmailHash || b.Query != query {
+	if a.Status != b.Status || a.Tier != b.Tier || a.Query != b.Query || a.AmountTotal != b.AmountTotal || b.Query != query {
 		t.Fatalf("orders differ:\n%+v\n%+v", a, b)
 	}
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 2 {

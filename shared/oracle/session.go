@@ -97,8 +97,11 @@ func (o Order) Retention(d time.Duration) time.Duration {
 }
 
 // Order is the durable record of one paid (or pending) Checkout Session.
-// It holds the query but never the customer's email address: only its keyed
-// hash, for operator look-up.
+// It holds the query, so it holds nothing of the customer's address, not
+// even its keyed hash (SPEC_ORACLE_PRODUCT_TIERS invariant 5: no mapping
+// of query text to customer identity): Stripe keeps the address on the
+// session, where the mailer reads it at send time and the operator finds
+// a customer's orders.
 type Order struct {
 	SessionID   string     `dynamodbav:"session_id"`
 	Status      Status     `dynamodbav:"status"`
@@ -113,7 +116,6 @@ type Order struct {
 	// the payment intent, not the session.
 	PaymentIntent string `dynamodbav:"payment_intent,omitempty"`
 	Currency      string `dynamodbav:"currency"`
-	EmailHash     string `dynamodbav:"email_hash,omitempty"`
 	Referral      string `dynamodbav:"referral_code,omitempty"`
 	Source        Source `dynamodbav:"source"`
 	// SessionCreated is when Stripe created the session: every audit record
