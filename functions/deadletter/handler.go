@@ -79,7 +79,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	if err != nil {
 		// Logged once by sqsbatch, which names the message; the error names
-		// the queue and at most 12 characters of the session.
+		// the queue and the session's name (oracle.ShortID).
 		return fmt.Errorf("dead letter from %s%s not recorded; it stays on the queue: %w", d.Queue, shortSession(d), err)
 	}
 	if !first {
@@ -172,7 +172,7 @@ func what(d store.DeadLetter) string {
 	}
 }
 
-// shortSession names the job's session in an error, cut to 12 characters.
+// shortSession names the job's session in an error by oracle.ShortID.
 func shortSession(d store.DeadLetter) string {
 	if d.Job == "" {
 		return ""

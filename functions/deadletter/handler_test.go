@@ -142,7 +142,7 @@ const garbage = `{"session_id":"cs_test_garbage","query":"Should I open a bakery
 // kept only as its hash and size.
 func TestEveryDeadMessageAlertsOnceAndIsRecorded(t *testing.T) {
 	e := newEnv(t)
-	const session = "cs_test_deadletterBoth00001"
+	const session = "cs_test_deadletterBoth00001DeadletterBoth"
 	gen, _ := json.Marshal(queue.Job{SessionID: session, Reason: queue.ReasonPaid, Attempt: 4})
 	mail, _ := json.Marshal(queue.Job{SessionID: session, Kind: "verdict", Attempt: 1})
 	recs := []events.SQSMessage{
@@ -177,10 +177,10 @@ func TestEveryDeadMessageAlertsOnceAndIsRecorded(t *testing.T) {
 			[]string{"| msg-garbage |", "unreadable message (96 bytes)", "as message msg-garbage"}},
 		{"GenerateDeadLetterQueue", "msg-generate",
 			map[string]string{"job": string(gen), "session_id": session, "reason": "paid", "kind": "", "attempt": "4", "body_sha256": "", "body_bytes": ""},
-			[]string{"| cs_test_dead |", "generate job (reason paid, attempt 4)", "as message msg-generate"}},
+			[]string{"| cs_test_deadletterBoth00 |", "generate job (reason paid, attempt 4)", "as message msg-generate"}},
 		{"MailDeadLetterQueue", "msg-mail",
 			map[string]string{"job": string(mail), "session_id": session, "kind": "verdict", "reason": "", "attempt": "1"},
-			[]string{"| cs_test_dead |", "mail job (kind verdict, attempt 1)", "as message msg-mail"}},
+			[]string{"| cs_test_deadletterBoth00 |", "mail job (kind verdict, attempt 1)", "as message msg-mail"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
@@ -238,8 +238,8 @@ func TestEveryDeadMessageAlertsOnceAndIsRecorded(t *testing.T) {
 			t.Errorf("%d log lines name %s, want one", n, id)
 		}
 	}
-	if !strings.Contains(e.logs.String(), `"session":"cs_test_dead"`) {
-		t.Error("no log line names the jobs' session (cut to 12 characters)")
+	if !strings.Contains(e.logs.String(), `"session":"cs_test_deadletterBoth00"`) {
+		t.Error("no log line names the jobs' session (by oracle.ShortID)")
 	}
 }
 
@@ -307,7 +307,7 @@ func TestRedeliveredDeadMessageAlertsOnce(t *testing.T) {
 func TestLedgerFailureKeepsTheMessage(t *testing.T) {
 	e := newEnv(t)
 	e.h.Records = store.NewLedger(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable")+"-missing", time.Now)
-	job, _ := json.Marshal(queue.Job{SessionID: "cs_test_deadletterLost00001", Reason: queue.ReasonRegenerate, Attempt: 5})
+	job, _ := json.Marshal(queue.Job{SessionID: "cs_test_deadletterLost00001DeadletterLost", Reason: queue.ReasonRegenerate, Attempt: 5})
 	recs := []events.SQSMessage{
 		e.message("GenerateDeadLetterQueue", "msg-job", string(job)),
 		e.message("MailDeadLetterQueue", "msg-garbage", garbage),
@@ -324,10 +324,10 @@ func TestLedgerFailureKeepsTheMessage(t *testing.T) {
 		t.Fatalf("counted %v, want two record failures and no dead letter", c)
 	}
 	logs := e.logs.String()
-	if !strings.Contains(logs, "not recorded") || !strings.Contains(logs, "(session cs_test_dead)") {
+	if !strings.Contains(logs, "not recorded") || !strings.Contains(logs, "(session cs_test_deadletterLost00)") {
 		t.Errorf("the failure is not logged with its session cut short:\n%s", logs)
 	}
-	if strings.Contains(logs, "bakery") || strings.Contains(logs, "cs_test_deadletterLost00001") {
+	if strings.Contains(logs, "bakery") || strings.Contains(logs, "cs_test_deadletterLost00001DeadletterLost") {
 		t.Errorf("the logs show a body or a whole session id:\n%s", logs)
 	}
 

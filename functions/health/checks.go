@@ -350,10 +350,10 @@ type SampleSource interface {
 
 // integrityCheck reads a random sample of READY orders and checks that
 // each stored verdict still parses and still matches its hash: a corrupt
-// one is critical and alerted by its session (SPEC_ORACLE_CACHE_ALERT's
-// corrupt entry). It only reads (CACHE_HEALTH invariant 3): the set-aside
-// and repair are the readers' (shared/repair), which the alert tells the
-// operator how to start.
+// one is critical and alerted by its session's name (oracle.ShortID)
+// (SPEC_ORACLE_CACHE_ALERT's corrupt entry). It only reads (CACHE_HEALTH
+// invariant 3): the set-aside and repair are the readers' (shared/repair),
+// which the alert tells the operator how to start.
 func integrityCheck(idx SampleSource, orders OrderReader, hasher *audit.Hasher, alerts Alerter, retention time.Duration, now func() time.Time, rnd func() float64) Check {
 	return Check{Name: "verdict_integrity", Run: func(ctx context.Context, rec *health.Record) (health.Status, string, error) {
 		t := now()

@@ -22,7 +22,7 @@ func (h *Handler) record(t *task, event audit.Event, status audit.Status, detail
 }
 
 // auditMail writes the record of the task's delivery; to is the address it
-// went to, kept as a keyed hash ("" keeps the order's own hash).
+// went to, kept as a keyed hash ("" when none was found).
 func (h *Handler) auditMail(ctx context.Context, t *task, status audit.Status, detail *string, to string) {
 	r := h.record(t, audit.MailEvent(t.job.Kind), status, detail)
 	if to != "" {

@@ -24,9 +24,12 @@ import (
 // events/ops/<action>.json` or `make ops ACTION=…` sends it.
 type Request struct {
 	Action string `json:"action"`
-	// Session is the order's session id, or its first 12 characters as
-	// alerts and `list` show it.
+	// Session is the order's session id, or any start of it that only one
+	// order has (alerts and `list` name an order by oracle.ShortID).
 	Session string `json:"session,omitempty"`
+	// Email is `list`'s: the customer's address, whose orders are found
+	// through Stripe's sessions (no order holds the address or its hash).
+	Email string `json:"email,omitempty"`
 	// AuthorisedBy and Reason are required by every action that changes
 	// something (and by a reveal): who decided it and why, as recorded.
 	AuthorisedBy string `json:"authorised_by,omitempty"`
@@ -76,9 +79,17 @@ type Orders interface {
 	ReopenMail(ctx context.Context, sessionID string, kind oracle.MailKind) (bool, error)
 }
 
-// Index reads orders by state (store.OrderIndex).
+// Index reads orders by state, and finds them by the start of their
+// session id (store.OrderIndex).
 type Index interface {
 	ByStatus(ctx context.Context, status oracle.Status, exp store.Expiring, each func(store.Indexed) error) error
+	WithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
+}
+
+// Customers lists one Stripe mode's sessions by the customer's address
+// (stripex.Client).
+type Customers interface {
+	SessionsByEmail(ctx context.Context, addr string, each func(oracle.Session) error) error
 }
 
 // Refunder makes refunds in one Stripe mode (stripex.Refunds).
@@ -104,15 +115,19 @@ type Auditor interface {
 
 // Handler runs the operator's actions.
 type Handler struct {
-	Orders   Orders
-	Index    Index
-	Records  casefile.Records
-	Live     Refunder // nil when no live key is configured
-	Test     Refunder // nil when no test key is configured
-	Generate Sender
-	Mail     Sender
-	Audit    Auditor
-	Hasher   *audit.Hasher
+	Orders  Orders
+	Index   Index
+	Records casefile.Records
+	Live    Refunder // nil when no live key is configured
+	Test    Refunder // nil when no test key is configured
+	// LiveCustomers and TestCustomers find a customer's sessions in each
+	// mode; nil when that mode's key is not configured.
+	LiveCustomers Customers
+	TestCustomers Customers
+	Generate      Sender
+	Mail          Sender
+	Audit         Auditor
+	Hasher        *audit.Hasher
 	// Verdicts is asked before `show` shows an order.
 	Verdicts    Verdicts
 	Cleaner     Cleaner
@@ -209,32 +224,28 @@ func (h *Handler) Handle(ctx context.Context, r Request) (Answer, error) {
 	return ans, nil
 }
 
-// resolve finds the order r names: its full session id, or the first
-// characters of one (at least 12, as alerts show it), searched among the
-// orders of every state.
+// maxCandidates bounds the orders an ambiguous session prefix lists.
+const maxCandidates = 10
+
+// resolve finds the order r names: its full session id, or any start of
+// one (as alerts and `list` name it) that no other order shares. An
+// ambiguous start is refused with the orders it could be.
 func (h *Handler) resolve(ctx context.Context, r Request) (oracle.Order, error) {
 	id := strings.TrimSpace(r.Session)
-	if len(id) < 12 || !strings.HasPrefix(id, "cs_") {
-		return oracle.Order{}, refuse("name the order: session is its id or its first 12 characters, e.g. cs_live_a1B2")
+	if !oracle.ValidSessionID(id) {
+		return oracle.Order{}, refuse("name the order: session is its id, or the start of it that alerts and list show (cs_live_ or cs_test_ and at least one more character), e.g. cs_live_a1B2c3D4e5F6g7H8")
 	}
 	if o, found, err := h.Orders.Get(ctx, id); err != nil || found {
 		return o, err
 	}
-	var matches []string
-	for _, s := range allStates {
-		err := h.Index.ByStatus(ctx, s, store.Expiring{}, func(x store.Indexed) error {
-			if strings.HasPrefix(x.SessionID, id) {
-				matches = append(matches, x.SessionID)
-			}
-			return nil
-		})
-		if err != nil {
-			return oracle.Order{}, err
-		}
+	// One more than the list shows, to tell "these" from "these and more".
+	matches, err := h.Index.WithPrefix(ctx, id, maxCandidates+1)
+	if err != nil {
+		return oracle.Order{}, err
 	}
 	switch len(matches) {
 	case 0:
-		return oracle.Order{}, refuse("no order's session starts with %s", oracle.Clip(id, 64))
+		return oracle.Order{}, refuse("no order's session starts with %s", id)
 	case 1:
 		o, found, err := h.Orders.Get(ctx, matches[0])
 		if err == nil && !found {
@@ -242,12 +253,14 @@ func (h *Handler) resolve(ctx context.Context, r Request) (oracle.Order, error) 
 		}
 		return o, err
 	}
-	return oracle.Order{}, refuse("%d orders start with %s: give more of the session id", len(matches), oracle.Clip(id, 64))
+	// The whole ids: the operator picks one, and two candidates can share
+	// a name when the start given is longer than it.
+	more := ""
+	if len(matches) > maxCandidates {
+		matches, more = matches[:maxCandidates], ", and more"
+	}
+	return oracle.Order{}, refuse("more than one order's session starts with %s: give more of it (%s%s)", id, strings.Join(matches, ", "), more)
 }
-
-// allStates are the states an order can be found in.
-var allStates = []oracle.Status{oracle.StatusAwaitingPayment, oracle.StatusPaymentFailed, oracle.StatusPaid, oracle.StatusGenerating,
-	oracle.StatusReady, oracle.StatusDropped, oracle.StatusHeld, oracle.StatusQuarantined, oracle.StatusFailed, oracle.StatusRefunded}
 
 // record audits an operator action on o (zero for an action on no one
 // order): one record per distinct request, so the same request twice is

@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
@@ -258,16 +263,116 @@ func TestListShowsWhatWaitsWithoutTheQuery(t *testing.T) {
 	if a := e.do(Request{Action: "list"}); !a.OK || a.Message != "nothing needs attention" || a.Text != "" {
 		t.Fatalf("list of a quiet stack: %+v", a)
 	}
-	e.claim("cs_test_waitingDropped", oracle.StatusDropped)
-	e.claim("cs_test_waitingFailed", oracle.StatusFailed)
+	const dropped, failed = "cs_test_waitingDropped00000000000000", "cs_test_waitingFailed000000000000000"
+	e.claim(dropped, oracle.StatusDropped)
+	e.claim(failed, oracle.StatusFailed)
 	e.claim("cs_test_allIsWell", oracle.StatusReady)
 	a := e.do(Request{Action: "list"})
-	if !a.OK || !strings.Contains(a.Text, "cs_test_wait") || strings.Contains(a.Text, "cs_test_allI") || strings.Contains(a.Text, "waitingDropped") {
+	if !a.OK || !strings.Contains(a.Text, oracle.ShortID(dropped)) || !strings.Contains(a.Text, oracle.ShortID(failed)) ||
+		strings.Contains(a.Text, "cs_test_allI") || strings.Contains(a.Text, dropped) {
 		t.Fatalf("list:\n%s", a.Text)
 	}
 	rows := a.Data.([]Attention)
 	if len(rows) != 2 || strings.Contains(a.Text, "Sundays") {
 		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// TestASessionIsNamedByAnyStartOnlyOneOrderHas: show finds an order by
+// its whole id, by its name in alerts (oracle.ShortID) and by any shorter
+// start no other order shares; a start two orders share is refused with
+// both listed whole, and one no order has is refused plainly.
+func TestASessionIsNamedByAnyStartOnlyOneOrderHas(t *testing.T) {
+	e := newEnv(t)
+	// The two share their first 12 characters, as alerts once cut them.
+	const a, b = "cs_test_twIn" + "Aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "cs_test_twIn" + "Bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	e.claim(a, oracle.StatusFailed)
+	e.claim(b, oracle.StatusHeld)
+	e.claim("cs_test_other"+strings.Repeat("c", 45), oracle.StatusReady)
+	for _, c := range []struct {
+		name, session string
+		want          oracle.Status // "" = refused
+		says          []string
+	}{
+		{"the whole id", b, oracle.StatusHeld, nil},
+		{"its name in alerts", oracle.ShortID(a), oracle.StatusFailed, nil},
+		{"a start only it has", "cs_test_twInB", oracle.StatusHeld, nil},
+		{"a start two orders share", "cs_test_twIn", "", []string{"more than one order", a, b}},
+		{"a start no order has", "cs_test_nobody", "", []string{"no order's session starts with cs_test_nobody"}},
+		{"no session id", "twInA", "", []string{"name the order"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ans := e.do(Request{Action: "show", Session: c.session})
+			if c.want == "" {
+				if ans.OK {
+					t.Fatalf("%s resolved: %s", c.session, ans.Message)
+				}
+				for _, w := range c.says {
+					if !strings.Contains(ans.Message, w) {
+						t.Errorf("refusal %q does not say %q", ans.Message, w)
+					}
+				}
+				return
+			}
+			if !ans.OK || ans.Message != fmt.Sprintf("%s is %s; 0 audit records", oracle.ShortID(map[bool]string{true: a, false: b}[c.want == oracle.StatusFailed]), c.want) {
+				t.Fatalf("show %s: %+v", c.session, ans)
+			}
+		})
+	}
+}
+
+// TestListFindsACustomersOrdersThroughStripe: the orders of one address
+// are the sessions Stripe lists for it (the fake Stripe, over HTTP) that
+// have an order; another customer's are not shown, nor is the address
+// or the query, and sessions without an order are counted.
+func TestListFindsACustomersOrdersThroughStripe(t *testing.T) {
+	e := newEnv(t)
+	fake := fakestripe.New(fakestripe.Options{Rand: rand.NewChaCha8([32]byte{27})})
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	c := stripex.New("sk_test_ops_list", stripex.Options{BaseURL: srv.URL})
+	e.h.TestCustomers = c
+	pay := func(email string, claim bool) string {
+		t.Helper()
+		cs, err := c.CreateCheckoutSession(context.Background(), stripex.CheckoutRequest{Tier: oracle.TierFull, Query: "Sell bread on Sundays",
+			SuccessURL: "https://42sisters.ai/oracle/result?session_id={CHECKOUT_SESSION_ID}", CancelURL: "https://42sisters.ai/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noRedirect.PostForm(srv.URL+"/pay/"+cs.ID, url.Values{"email": {email}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if claim {
+			e.claim(cs.ID, oracle.StatusReady)
+		}
+		return cs.ID
+	}
+	mine := []string{pay("bea@example.com", true), pay("bea@example.com", true)}
+	pay("bea@example.com", false) // paid, its order past retention
+	theirs := pay("cy@example.com", true)
+
+	a := e.do(Request{Action: "list", Email: "bea@example.com"})
+	rows, _ := a.Data.([]CustomerOrder)
+	if !a.OK || len(rows) != 2 || !strings.Contains(a.Message, "2 orders") || !strings.Contains(a.Message, "1 more of their sessions") {
+		t.Fatalf("list of bea's orders: %+v", a)
+	}
+	for _, id := range mine {
+		if !strings.Contains(a.Text, oracle.ShortID(id)) || strings.Contains(a.Text, id) {
+			t.Errorf("the list does not name %s by its name alone:\n%s", oracle.ShortID(id), a.Text)
+		}
+	}
+	if strings.Contains(a.Text, oracle.ShortID(theirs)) || strings.Contains(a.Text+a.Message, "bea@") || strings.Contains(a.Text, "Sundays") {
+		t.Errorf("the list shows another customer's order, the address or the query:\n%s", a.Text)
+	}
+	if a := e.do(Request{Action: "list", Email: "nobody"}); a.OK || strings.Contains(a.Message, "nobody") {
+		t.Errorf("list of a non-address: %+v", a)
+	}
+	e.h.TestCustomers = nil
+	if a := e.do(Request{Action: "list", Email: "bea@example.com"}); a.OK || !strings.Contains(a.Message, "no Stripe key") {
+		t.Errorf("list without a Stripe key: %+v", a)
 	}
 }
 

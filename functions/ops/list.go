@@ -16,7 +16,7 @@ import (
 // Attention is one order that waits for the operator: never the address,
 // never the query.
 type Attention struct {
-	Session string        `json:"session"` // the first 12 characters
+	Session string        `json:"session"` // oracle.ShortID
 	Status  oracle.Status `json:"status"`
 	Age     string        `json:"age"` // since the order last changed
 	Reason  string        `json:"reason"`
@@ -35,7 +35,10 @@ var waiting = []struct {
 
 // list shows the orders needing attention: those waiting for the
 // operator, those without progress (stuck), and the emails given up on.
-func (h *Handler) list(ctx context.Context, _ Request) (Answer, error) {
+func (h *Handler) list(ctx context.Context, r Request) (Answer, error) {
+	if r.Email != "" {
+		return h.listCustomer(ctx, r.Email)
+	}
 	now := h.Now()
 	var rows []Attention
 	for _, w := range waiting {
@@ -72,11 +75,80 @@ func (h *Handler) list(ctx context.Context, _ Request) (Answer, error) {
 		return Answer{Message: "nothing needs attention", Data: rows}, nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-12s  %-16s  %5s  %s\n", "SESSION", "STATE", "AGE", "WHAT IT NEEDS")
+	fmt.Fprintf(&b, "%-24s  %-16s  %5s  %s\n", "SESSION", "STATE", "AGE", "WHAT IT NEEDS")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%-12s  %-16s  %5s  %s\n", r.Session, r.Status, r.Age, r.Reason)
+		fmt.Fprintf(&b, "%-24s  %-16s  %5s  %s\n", r.Session, r.Status, r.Age, r.Reason)
 	}
 	return Answer{Message: fmt.Sprintf("%d orders need attention", len(rows)), Text: b.String(), Data: rows}, nil
+}
+
+// CustomerOrder is one of a customer's orders as `list EMAIL=…` shows it:
+// never the address, never the query.
+type CustomerOrder struct {
+	Session string        `json:"session"` // oracle.ShortID
+	Status  oracle.Status `json:"status"`
+	Tier    oracle.Tier   `json:"tier,omitempty"`
+	Mode    string        `json:"mode"` // live or test
+	Created time.Time     `json:"created"`
+}
+
+// maxAddress is the longest address `list` takes (RFC 5321's path limit).
+const maxAddress = 254
+
+// listCustomer shows the orders of the customer whose address is addr.
+// No order keeps the address, nor its hash (a hash beside the query would
+// tie the query to the customer); Stripe keeps it on each session, so the
+// sessions Stripe lists for the address, in each mode whose key is
+// configured, name the orders. Sessions without an order (never paid,
+// expired, or past their retention) are counted, not shown.
+func (h *Handler) listCustomer(ctx context.Context, addr string) (Answer, error) {
+	addr = strings.TrimSpace(addr)
+	if len(addr) > maxAddress || !audit.HasEmail(addr) {
+		return Answer{}, refuse("email is the customer's address, as they gave it to Stripe")
+	}
+	modes := []struct {
+		name string
+		c    Customers
+	}{{"live", h.LiveCustomers}, {"test", h.TestCustomers}}
+	var rows []CustomerOrder
+	asked, without := 0, 0
+	for _, m := range modes {
+		if m.c == nil {
+			continue
+		}
+		asked++
+		err := m.c.SessionsByEmail(ctx, addr, func(s oracle.Session) error {
+			o, found, err := h.Orders.Get(ctx, s.ID)
+			if err != nil {
+				return err
+			}
+			if !found {
+				without++
+				return nil
+			}
+			rows = append(rows, CustomerOrder{Session: oracle.ShortID(o.SessionID), Status: o.Status, Tier: o.Tier, Mode: m.name, Created: o.SessionCreated})
+			return nil
+		})
+		if err != nil {
+			return Answer{}, fmt.Errorf("the customer's %s sessions: %w", m.name, err)
+		}
+	}
+	if asked == 0 {
+		return Answer{}, refuse("no Stripe key is configured: the customer's sessions cannot be listed")
+	}
+	msg := fmt.Sprintf("%d orders of this customer", len(rows))
+	if without > 0 {
+		msg += fmt.Sprintf("; %d more of their sessions have no order (never paid, expired, or past their retention)", without)
+	}
+	if len(rows) == 0 {
+		return Answer{Message: msg, Data: rows}, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-24s  %-16s  %-8s  %-4s  %s\n", "SESSION", "STATE", "TIER", "MODE", "CREATED")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-24s  %-16s  %-8s  %-4s  %s\n", r.Session, r.Status, r.Tier, r.Mode, r.Created.UTC().Format(time.RFC3339))
+	}
+	return Answer{Message: msg, Text: b.String(), Data: rows}, nil
 }
 
 // shown is `show`'s answer: the order's case, and its query when revealed.

@@ -74,10 +74,10 @@ func main() {
 	}
 	opts := stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 2}
 	if cfg.StripeLive != "" {
-		h.Live = stripex.NewRefunds(cfg.StripeLive, opts)
+		h.Live, h.LiveCustomers = stripex.NewRefunds(cfg.StripeLive, opts), stripex.New(cfg.StripeLive, opts)
 	}
 	if cfg.StripeTest != "" {
-		h.Test = stripex.NewRefunds(cfg.StripeTest, opts)
+		h.Test, h.TestCustomers = stripex.NewRefunds(cfg.StripeTest, opts), stripex.New(cfg.StripeTest, opts)
 	}
 	lambda.Start(h.Handle)
 }

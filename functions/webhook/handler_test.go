@@ -34,8 +34,8 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	if !ok || o.Status != oracle.StatusPaid || o.Tier != oracle.TierFull || o.AmountTotal != 500 || o.Currency != "cad" {
 		t.Fatalf("order %+v", o)
 	}
-	if o.Livemode || o.EmailHash == "" || o.JobEnqueuedAt == nil || o.PaymentIntent != "pi_paid1" {
-		t.Fatalf("order flags: livemode=%v email_hash=%q enqueued=%v payment_intent=%q", o.Livemode, o.EmailHash, o.JobEnqueuedAt, o.PaymentIntent)
+	if o.Livemode || o.JobEnqueuedAt == nil || o.PaymentIntent != "pi_paid1" {
+		t.Fatalf("order flags: livemode=%v enqueued=%v payment_intent=%q", o.Livemode, o.JobEnqueuedAt, o.PaymentIntent)
 	}
 	jobs := e.jobs("GenerateQueue")
 	if len(jobs) != 1 || jobs[0].SessionID != s.ID || jobs[0].Reason != queue.ReasonPaid {
@@ -47,6 +47,13 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	}
 	if !strings.HasPrefix(recs[0].QueryHash, audit.HashPrefix) || !strings.HasPrefix(recs[0].Email, audit.HashPrefix) {
 		t.Fatalf("audit hashes %q %q", recs[0].QueryHash, recs[0].Email)
+	}
+	// The order holds the query, so nothing of the address: not even the
+	// keyed hash the claim's audit record keeps (PRODUCT_TIERS INV-5).
+	for name, v := range e.orderItem(s.ID) {
+		if str, ok := v.(*types.AttributeValueMemberS); name == "email_hash" || ok && (strings.Contains(str.Value, "@") || str.Value == recs[0].Email) {
+			t.Errorf("the order holds %s = %v beside the query", name, str)
+		}
 	}
 	if !e.eventRecorded("evt_paid1") {
 		t.Fatal("event id not recorded")
@@ -355,7 +362,7 @@ func TestAmountMustMatchTheTier(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, Secrets{Test: testSecret})
-			s := paidSession("cs_test_mismatch01", c.tier, "Should I sell sourdough starters online?")
+			s := paidSession("cs_test_mismatch01MismatchMismatch01", c.tier, "Should I sell sourdough starters online?")
 			s.Amount, s.Currency = c.amount, c.currency
 			for n := 0; n < 3; n++ {
 				if resp := e.send(e.event(fmt.Sprintf("evt_mismatch%d", n%2), audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
@@ -373,7 +380,7 @@ func TestAmountMustMatchTheTier(t *testing.T) {
 				t.Fatalf("notice jobs %+v, want one review notice", mails)
 			}
 			alerts := e.alertTexts()
-			if len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], " | AMOUNT_MISMATCH | cs_test_mism | ") ||
+			if len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], " | AMOUNT_MISMATCH | cs_test_mismatch01Mismat | ") ||
 				!strings.Contains(alerts[0], c.paid) || !strings.Contains(alerts[0], string(c.tier)) {
 				t.Fatalf("alerts %q, want one CRITICAL AMOUNT_MISMATCH saying %s was paid", alerts, c.paid)
 			}
@@ -404,7 +411,7 @@ func TestSilentDrop(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, Secrets{Test: testSecret})
-			s := session{ID: "cs_test_drop" + string(rune('a'+i)) + "xxxxxxxxxxxx", Paid: true, Meta: c.meta, Idea: c.idea, Email: "drop@example.com", Amount: 500}
+			s := session{ID: "cs_test_drop" + string(rune('a'+i)) + strings.Repeat("x", 40), Paid: true, Meta: c.meta, Idea: c.idea, Email: "drop@example.com", Amount: 500}
 			body := e.event("evt_drop", audit.EventCheckoutCompleted, s)
 			for n := 0; n < 3; n++ {
 				if resp := e.send(body); resp.StatusCode != http.StatusOK {
@@ -433,8 +440,8 @@ func TestSilentDrop(t *testing.T) {
 				t.Fatalf("%d alerts, want 1: %q", len(alerts), alerts)
 			}
 			a := alerts[0]
-			if !strings.HasPrefix(a, "[SILENT-DROP] session=cs_test_drop ") || strings.Contains(a, s.ID) {
-				t.Fatalf("alert does not show exactly the 12-character prefix: %q", a)
+			if !strings.HasPrefix(a, "[SILENT-DROP] session="+oracle.ShortID(s.ID)+" ") || strings.Contains(a, s.ID) {
+				t.Fatalf("alert does not name the session by oracle.ShortID: %q", a)
 			}
 			for _, want := range []string{"tier=", "query_len=", "email=hmac-sha256:", "amount=500_CAD"} {
 				if !strings.Contains(a, want) {
@@ -444,7 +451,7 @@ func TestSilentDrop(t *testing.T) {
 			if strings.Contains(a, "@") {
 				t.Fatalf("alert holds an email address: %q", a)
 			}
-			if !strings.Contains(e.logs.String(), "[SILENT-DROP] session=cs_test_drop ") {
+			if !strings.Contains(e.logs.String(), "[SILENT-DROP] session="+oracle.ShortID(s.ID)+" ") {
 				t.Fatal("the [SILENT-DROP] line is not in the logs")
 			}
 			recs := e.auditRecords()
@@ -643,7 +650,7 @@ func TestPaymentLinkPathMatchesMetadataPath(t *testing.T) {
 	}
 	a, _ := e.order(viaMeta.ID)
 	b, _ := e.order(viaLink.ID)
-	if a.Status != b.Status || a.Tier != b.Tier || a.Query != b.Query || a.AmountTotal != b.AmountTotal || a.EmailHash != b.EmailHash || b.Query != query {
+	if a.Status != b.Status || a.Tier != b.Tier || a.Query != b.Query || a.AmountTotal != b.AmountTotal || b.Query != query {
 		t.Fatalf("orders differ:\n%+v\n%+v", a, b)
 	}
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 2 {

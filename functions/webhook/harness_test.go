@@ -231,6 +231,19 @@ func (e *env) order(id string) (oracle.Order, bool) {
 	return o, ok
 }
 
+// orderItem is the order's item as the Orders table holds it.
+func (e *env) orderItem(id string) map[string]types.AttributeValue {
+	e.t.Helper()
+	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(e.f.Ref("OrdersTable")),
+		Key:       map[string]types.AttributeValue{"session_id": &types.AttributeValueMemberS{Value: id}},
+	})
+	if err != nil || out.Item == nil {
+		e.t.Fatalf("the order %s: %v", id, err)
+	}
+	return out.Item
+}
+
 func (e *env) eventRecorded(id string) bool {
 	out, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(e.f.Ref("LedgerTable")),

@@ -13,7 +13,7 @@ import sys
 FIELDS = {
     "ACTION": "action", "SESSION": "session", "BY": "authorised_by", "REASON": "reason",
     "MODE": "mode", "TIER": "tier", "QUERY": "query", "KIND": "kind", "QUEUE": "queue",
-    "FROM": "from", "TO": "to", "DAY": "day", "SHOW": "show",
+    "FROM": "from", "TO": "to", "DAY": "day", "SHOW": "show", "EMAIL": "email",
 }
 FLAGS = {"REVEAL": "reveal", "FORCE": "force"}
 

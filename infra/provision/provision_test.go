@@ -70,6 +70,13 @@ func TestProvisionFollowsTheTemplate(t *testing.T) {
 	if !slices.Equal(projected, store.IndexedAttributes()) {
 		t.Fatalf("by_status projects %q, want %q", projected, store.IndexedAttributes())
 	}
+	// No index ties an order, which holds the query, to the customer's
+	// address (PRODUCT_TIERS INV-5): Stripe keeps the address.
+	for _, a := range d.Table.AttributeDefinitions {
+		if strings.Contains(strings.ToLower(aws.ToString(a.AttributeName)), "email") {
+			t.Errorf("the Orders table is indexed by %s", aws.ToString(a.AttributeName))
+		}
+	}
 
 	// The audit bucket has Object Lock and versioning.
 	c := awsenv.S3(f.AWS)

@@ -1,6 +1,6 @@
 // Package alert raises operator alerts: severities, a 60-second dedupe
-// window per kind and session, SNS delivery with a retry, session ids cut to
-// 12 characters, and a log line that a metric filter alarms on when SNS
+// window per kind and session, SNS delivery with a retry, sessions named by
+// oracle.ShortID, and a log line that a metric filter alarms on when SNS
 // cannot be reached. Raising an alert never fails its caller.
 package alert
 
@@ -35,9 +35,8 @@ type Alert struct {
 	// Kind names what happened (kinds.go); with the session it is the
 	// dedupe key.
 	Kind Kind
-	// Session is the session id concerned, if any. Only its first 12
-	// characters are ever shown; the whole id keys the dedupe window, since
-	// live ids share their first 8 characters and prefixes collide.
+	// Session is the session id concerned, if any. Only its name
+	// (oracle.ShortID) is ever shown; the whole id keys the dedupe window.
 	Session string
 	// Subject names what the alert is about when that is not a session (a
 	// health check, a queue); with the kind and the session it keys the

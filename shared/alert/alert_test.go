@@ -71,13 +71,13 @@ func (fx *fixture) published(t *testing.T) []string {
 	}
 }
 
-const session = "cs_live_a1b2c3d4e5f6g7h8i9j0"
+const session = "cs_live_a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8s9t0u1v2w3x4y5z6A7B8C9D0"
 
 func TestFormatShowsOnlyTheSessionPrefix(t *testing.T) {
 	fx := newFixture(t)
 	fx.al.Raise(context.Background(), alert.Alert{Severity: alert.Error, Kind: "CACHE_WRITE", Session: session, Detail: "write failed after 3 retries"})
 	got := fx.published(t)
-	want := "[ORACLE-ALERT] ERROR | 2026-11-21T14:00:00Z | CACHE_WRITE | cs_live_a1b2 | write failed after 3 retries"
+	want := "[ORACLE-ALERT] ERROR | 2026-11-21T14:00:00Z | CACHE_WRITE | cs_live_a1b2c3d4e5f6g7h8 | write failed after 3 retries"
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("published %q, want %q", got, want)
 	}

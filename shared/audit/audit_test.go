@@ -171,10 +171,10 @@ func TestOfOrder(t *testing.T) {
 	h := hasher(t)
 	at := time.Date(2026, 11, 21, 14, 23, 7, 0, time.FixedZone("EST", -5*3600))
 	o := oracle.Order{SessionID: "cs_test_of", Tier: oracle.TierFull, Query: "Should I?", VerdictHash: h.Hash("{}"),
-		EmailHash: h.Email("a@b.co"), SessionCreated: at, Livemode: true, AmountTotal: 2500, Currency: "cad", Status: oracle.StatusReady}
+		SessionCreated: at, Livemode: true, AmountTotal: 2500, Currency: "cad", Status: oracle.StatusReady}
 	r := audit.OfOrder(h, o, audit.SourceGenerator, "verdict_generated", audit.StatusOK, at.Add(-1500*time.Millisecond), at)
 	want := audit.Record{Timestamp: at.UTC(), SessionID: o.SessionID, Tier: "full", QueryHash: h.Hash("Should I?"), VerdictHash: o.VerdictHash,
-		Email: o.EmailHash, LatencyMS: 1500, Status: audit.StatusOK, Source: audit.SourceGenerator, SessionCreated: at,
+		LatencyMS: 1500, Status: audit.StatusOK, Source: audit.SourceGenerator, SessionCreated: at,
 		Event: "verdict_generated", Livemode: true, AmountTotal: 2500, Currency: "cad", OrderStatus: "READY"}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("record\n%+v\nwant\n%+v", r, want)

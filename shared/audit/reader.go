@@ -48,7 +48,7 @@ func (r *Reader) Session(ctx context.Context, sessionID string, created time.Tim
 			}
 			for _, o := range page.Contents {
 				key := aws.ToString(o.Key)
-				// Errors name the record by the session's first 12 characters.
+				// Errors name the record by the session's name (oracle.ShortID).
 				rec, err := r.get(ctx, key, strings.Replace(key, sessionID, oracle.ShortID(sessionID), 1))
 				if err != nil {
 					return nil, err

@@ -195,7 +195,10 @@ type Divergence struct {
 
 // OfOrder is the record of event on o at now: the order's identity, keyed
 // hashes and payment fields, with the latency measured from started. The
-// caller adds what is particular to the event (detail, model, event id).
+// caller adds what is particular to the event (detail, model, event id),
+// and the address's keyed hash where it has the address (the claim, from
+// the session; the mailer, from Stripe at send time): the order keeps no
+// trace of it.
 func OfOrder(h *Hasher, o oracle.Order, source Source, event Event, status Status, started, now time.Time) Record {
 	return Record{
 		Timestamp:      now.UTC(),
@@ -203,7 +206,6 @@ func OfOrder(h *Hasher, o oracle.Order, source Source, event Event, status Statu
 		Tier:           string(o.Tier),
 		QueryHash:      h.Hash(o.Query),
 		VerdictHash:    o.VerdictHash,
-		Email:          o.EmailHash,
 		LatencyMS:      max(now.Sub(started).Milliseconds(), 0),
 		Status:         status,
 		Source:         source,

@@ -58,7 +58,7 @@ const DateFormat = "2006-01-02"
 // (inclusive, UTC days of the sessions' creation; their times of day are
 // ignored) in bucket and returns the figures. An object that cannot be
 // listed, read or decoded fails the whole computation with an error naming
-// its key (the session cut to its first 12 characters): a figure over part
+// its key (the session cut to its name, oracle.ShortID): a figure over part
 // of the log would look whole.
 func Compute(ctx context.Context, c Objects, bucket string, from, to time.Time) (Figures, error) {
 	return ComputeAgainstStripe(ctx, c, bucket, from, to, nil)
@@ -171,12 +171,12 @@ func read(ctx context.Context, c Objects, bucket, key string) (audit.Record, err
 }
 
 // keyName is key as errors and logs may show it: a record's session id,
-// which opens its result page, cut to its first 12 characters and marked
+// which opens its result page, cut to its name (oracle.ShortID) and marked
 // "…" (listing the prefix up to the mark finds the object).
 func keyName(key string) string {
 	dir, base := path.Split(key)
 	session, rest, ok := strings.Cut(base, ".")
-	if !ok || !oracle.ValidSessionID(session) || len(session) <= 12 {
+	if !ok || !oracle.ValidSessionID(session) || oracle.ShortID(session) == session {
 		return key
 	}
 	return dir + oracle.ShortID(session) + "…." + rest

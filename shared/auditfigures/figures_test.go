@@ -331,15 +331,15 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 }
 
 // TestUnreadableRecordFailsNamingItsKey: one object that is no record
-// fails the figures, naming its key with the session cut to 12
-// characters; nothing is computed over the rest.
+// fails the figures, naming its key with the session cut to its name
+// (oracle.ShortID); nothing is computed over the rest.
 func TestUnreadableRecordFailsNamingItsKey(t *testing.T) {
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
 	c := awsenv.S3(f.AWS)
 	bucket := f.Ref("AuditBucket")
 	writeLog(t, audit.NewWriter(c, bucket))
-	key := "records/date=2026-11-21/source=webhook/cs_live_brokenrecord0000000.paid.json"
+	key := "records/date=2026-11-21/source=webhook/cs_live_brokenrecord0000000000000000000.paid.json"
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(`{"timestamp": "yesterday"`),
 		ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256,
@@ -350,14 +350,14 @@ func TestUnreadableRecordFailsNamingItsKey(t *testing.T) {
 	if err == nil {
 		t.Fatalf("an unreadable record gave figures: %+v", got)
 	}
-	if want := "records/date=2026-11-21/source=webhook/cs_live_brok….paid.json"; !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "brokenrecord") {
+	if want := "records/date=2026-11-21/source=webhook/cs_live_brokenrecord0000….paid.json"; !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "brokenrecord0000000000000000000") {
 		t.Fatalf("error %q does not name %s by its short form", err, want)
 	}
 
 	// A record that cannot be fetched fails the same way.
 	failing := failingGet{Client: c, key: audit.Key(rec(sessB, day2, audit.SourceWebhook, "", ""), audit.RecordID(sessB, audit.NamePaid))}
 	_, err = auditfigures.Compute(ctx, failing, bucket, day2, day2)
-	if !errors.Is(err, errDenied) || !strings.Contains(err.Error(), "records/date=2026-11-21/source=webhook/cs_live_b2pa….paid.json") {
+	if !errors.Is(err, errDenied) || !strings.Contains(err.Error(), "records/date=2026-11-21/source=webhook/"+oracle.ShortID(sessB)+"….paid.json") || strings.Contains(err.Error(), sessB) {
 		t.Fatalf("error %v, want the denial naming the record", err)
 	}
 }

@@ -203,9 +203,10 @@ func TestNormalise(t *testing.T) {
 
 func TestKeyNameCutsTheSession(t *testing.T) {
 	for key, want := range map[string]string{
-		"records/date=2026-11-20/source=webhook/cs_live_a1b2c3d4e5f6g7.paid.json": "records/date=2026-11-20/source=webhook/cs_live_a1b2….paid.json",
-		"records/date=2026-11-20/source=health/health-run-20261120T1.json":        "records/date=2026-11-20/source=health/health-run-20261120T1.json",
-		"records/date=2026-11-20/source=webhook/cs_live_a1b2.paid.json":           "records/date=2026-11-20/source=webhook/cs_live_a1b2.paid.json",
+		"records/date=2026-11-20/source=webhook/cs_live_a1b2c3d4e5f6g7h8i9j0k1.paid.json": "records/date=2026-11-20/source=webhook/cs_live_a1b2c3d4e5f6g7h8….paid.json",
+		"records/date=2026-11-20/source=webhook/cs_live_a1b2c3d4e5f6g7h8.paid.json":       "records/date=2026-11-20/source=webhook/cs_live_a1b2c3d4e5f6g7h8.paid.json",
+		"records/date=2026-11-20/source=health/health-run-20261120T1.json":                "records/date=2026-11-20/source=health/health-run-20261120T1.json",
+		"records/date=2026-11-20/source=webhook/cs_live_a1b2.paid.json":                   "records/date=2026-11-20/source=webhook/cs_live_a1b2.paid.json",
 	} {
 		if got := keyName(key); got != want {
 			t.Errorf("keyName(%q) = %q, want %q", key, got, want)

@@ -24,15 +24,16 @@ import (
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
-// Session ids longer than 12 characters, so a report that shows one whole
-// is caught.
+// Session ids longer than their names (oracle.ShortID), so a report that
+// shows one whole is caught.
 const (
-	sessionA = "cs_test_a1B2c3D4e5F6g7H8i9"
-	sessionB = "cs_live_Z9y8X7w6V5u4T3s2"
-	sessionC = "cs_test_LateLateLate0001"
-	sessionD = "cs_test_BackBackBack0002"
+	sessionA = "cs_test_a1B2c3D4e5F6g7H8i9J0k1L2"
+	sessionB = "cs_live_Z9y8X7w6V5u4T3s2R1q0P9o8"
+	sessionC = "cs_test_LateLateLate0001LateLate"
+	sessionD = "cs_test_BackBackBack0002BackBack"
 )
 
 var sessions = []string{sessionA, sessionB, sessionC, sessionD}
@@ -40,7 +41,7 @@ var sessions = []string{sessionA, sessionB, sessionC, sessionD}
 // short is key as a report names it.
 func short(key string) string {
 	for _, s := range sessions {
-		key = strings.ReplaceAll(key, s, s[:12])
+		key = strings.ReplaceAll(key, s, oracle.ShortID(s))
 	}
 	return key
 }
@@ -606,7 +607,7 @@ func TestSealLosesARace(t *testing.T) {
 }
 
 // TestSealStopsOnAnUnreadableRecord: a record that cannot be read fails
-// the seal, naming it by its session's first 12 characters, and nothing
+// the seal, naming it by its session's name (oracle.ShortID), and nothing
 // is sealed.
 func TestSealStopsOnAnUnreadableRecord(t *testing.T) {
 	ctx := context.Background()

@@ -96,7 +96,7 @@ func (s *Sealer) get(ctx context.Context, key string) (object, error) {
 
 var sessionPattern = regexp.MustCompile(`cs_(test|live)_[A-Za-z0-9]+`)
 
-// shorten names every session in key by its first 12 characters, as
+// shorten names every session in key by its name (oracle.ShortID), as
 // anything an operator reads must: a session id opens its verdict.
 func shorten(key string) string {
 	return sessionPattern.ReplaceAllStringFunc(key, oracle.ShortID)

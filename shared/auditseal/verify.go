@@ -29,8 +29,8 @@ const (
 	DatedBeforeSeal Arrival = "dated_before_seal"
 )
 
-// Report is a day's verification. Keys name sessions by their first 12
-// characters, here as in its text.
+// Report is a day's verification. Keys name sessions by their name
+// (oracle.ShortID), here as in its text.
 type Report struct {
 	Day       string    `json:"day"`
 	SealedAt  time.Time `json:"sealed_at"`

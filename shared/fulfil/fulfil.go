@@ -221,7 +221,6 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 		Currency:    s.Currency,
 		// Kept for the charge events, which name the payment intent only.
 		PaymentIntent: s.PaymentIntent,
-		EmailHash:     f.Hasher.Email(s.Email),
 		Referral:      s.Referral,
 		Source:        t.Source,
 	}
@@ -255,11 +254,11 @@ func (f *Service) order(s oracle.Session, t Trigger, now time.Time) oracle.Order
 }
 
 // silentDrop is the operator alert in SPEC_ORACLE_SILENT_DROP's format, with
-// the session cut to 12 characters and the email as its keyed hash.
+// the session by its name (oracle.ShortID) and the email as its keyed hash.
 func (f *Service) silentDrop(s oracle.Session, o oracle.Order) alert.Alert {
-	email := o.EmailHash
-	if email == "" {
-		email = "NULL"
+	email := "NULL"
+	if s.Email != "" {
+		email = f.Hasher.Email(s.Email)
 	}
 	line := fmt.Sprintf("[SILENT-DROP] session=%s tier=%q query_len=%d email=%s amount=%s %s",
 		oracle.ShortID(s.ID), oracle.Clip(o.TierRaw, 32), oracle.QueryUnits(o.Query), email,
@@ -282,6 +281,9 @@ func (f *Service) audit(ctx context.Context, s oracle.Session, want, stored orac
 	// The payment fields as Stripe reported them now; the status the store kept.
 	r.SessionID, r.EventID, r.OrderStatus = s.ID, t.EventID, string(stored.Status)
 	r.Livemode, r.AmountTotal, r.Currency = s.Livemode, s.AmountTotal, s.Currency
+	if s.Email != "" {
+		r.Email = f.Hasher.Email(s.Email)
+	}
 	switch want.Status {
 	case oracle.StatusDropped:
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail("silent drop: "+string(want.DropReason))

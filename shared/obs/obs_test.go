@@ -12,14 +12,14 @@ import (
 
 func TestLoggerRedactsPrivateFields(t *testing.T) {
 	var logs bytes.Buffer
-	obs.NewLogger(&logs, "INFO").Info("x", "email", "a@b.co", "query", "my secret idea", "Customer_Email", "c@d.co", obs.Session("cs_live_0123456789abcdef"))
+	obs.NewLogger(&logs, "INFO").Info("x", "email", "a@b.co", "query", "my secret idea", "Customer_Email", "c@d.co", obs.Session("cs_live_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"))
 	s := logs.String()
-	for _, leak := range []string{"a@b.co", "c@d.co", "my secret idea", "cs_live_0123456789"} {
+	for _, leak := range []string{"a@b.co", "c@d.co", "my secret idea", "cs_live_0123456789abcdefg"} {
 		if strings.Contains(s, leak) {
 			t.Fatalf("log line leaks %q: %s", leak, s)
 		}
 	}
-	if !strings.Contains(s, `"session":"cs_live_0123"`) {
+	if !strings.Contains(s, `"session":"cs_live_0123456789abcdef"`) {
 		t.Fatalf("session prefix missing: %s", s)
 	}
 }

@@ -53,14 +53,22 @@ var sessionIDPattern = regexp.MustCompile(`^cs_(test|live)_[A-Za-z0-9]{1,250}$`)
 // ValidSessionID reports whether id has the shape of a Checkout Session id.
 func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
 
-// ShortID is the at most 12-character prefix of a session id that alerts and
-// logs may show (SPEC_ORACLE_CACHE_ALERT invariant 4).
+// ShortID is the name alerts, logs and reports give a session: its mode
+// prefix (cs_live_ or cs_test_) and the first 16 of the random characters
+// after it. Four of them, as SPEC_ORACLE_CACHE_ALERT's 12 characters keep,
+// name two orders alike within a few thousand; sixteen (95 bits) would need
+// about 10^14 orders for one shared name, and `make ops` refuses a name
+// that is ambiguous anyway. The rest stays out because a whole session id
+// opens its verdict, and with it the customer's query.
 func ShortID(id string) string {
-	if len(id) <= 12 {
+	if len(id) <= shortIDLen {
 		return id
 	}
-	return id[:12]
+	return id[:shortIDLen]
 }
+
+// shortIDLen is len("cs_live_") and 16 random characters.
+const shortIDLen = 24
 
 // Source names where an order was claimed from.
 type Source string
@@ -89,8 +97,11 @@ func (o Order) Retention(d time.Duration) time.Duration {
 }
 
 // Order is the durable record of one paid (or pending) Checkout Session.
-// It holds the query but never the customer's email address: only its keyed
-// hash, for operator look-up.
+// It holds the query, so it holds nothing of the customer's address, not
+// even its keyed hash (SPEC_ORACLE_PRODUCT_TIERS invariant 5: no mapping
+// of query text to customer identity): Stripe keeps the address on the
+// session, where the mailer reads it at send time and the operator finds
+// a customer's orders.
 type Order struct {
 	SessionID   string     `dynamodbav:"session_id"`
 	Status      Status     `dynamodbav:"status"`
@@ -105,7 +116,6 @@ type Order struct {
 	// the payment intent, not the session.
 	PaymentIntent string `dynamodbav:"payment_intent,omitempty"`
 	Currency      string `dynamodbav:"currency"`
-	EmailHash     string `dynamodbav:"email_hash,omitempty"`
 	Referral      string `dynamodbav:"referral_code,omitempty"`
 	Source        Source `dynamodbav:"source"`
 	// SessionCreated is when Stripe created the session: every audit record

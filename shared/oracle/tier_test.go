@@ -29,12 +29,23 @@ func TestParseTier(t *testing.T) {
 	}
 }
 
+// TestShortID: two sessions whose first 12 characters agree (the mode
+// prefix and four random ones, as SPEC_ORACLE_CACHE_ALERT cuts them) get
+// different names, and a whole Stripe-length id is never the name.
 func TestShortID(t *testing.T) {
-	if got := ShortID("cs_live_a1b2c3d4e5f6g7h8"); got != "cs_live_a1b2" {
-		t.Fatalf("ShortID = %q", got)
+	const a, b = "cs_live_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6a7B8c9D0", "cs_live_a1B2zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+	for _, c := range []struct{ id, want string }{
+		{a, "cs_live_a1B2c3D4e5F6g7H8"},
+		{b, "cs_live_a1B2zzzzzzzzzzzz"},
+		{"cs_test_a1B2c3D4e5F6g7H8", "cs_test_a1B2c3D4e5F6g7H8"},
+		{"short", "short"},
+	} {
+		if got := ShortID(c.id); got != c.want {
+			t.Errorf("ShortID(%q) = %q, want %q", c.id, got, c.want)
+		}
 	}
-	if got := ShortID("short"); got != "short" {
-		t.Fatalf("ShortID = %q", got)
+	if ShortID(a) == ShortID(b) {
+		t.Error("two sessions that share their first 12 characters share a name")
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -259,4 +260,34 @@ func (o *OrderIndex) TableSize(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("describe the orders table: %w", err)
 	}
 	return aws.ToInt64(out.Table.ItemCount), nil
+}
+
+// WithPrefix returns the session ids that start with prefix, at most
+// limit of them, sorted. DynamoDB cannot query a partition key by its
+// start, so this scans the status index (which projects every order, and
+// is far smaller than the table), keeping only the ids that match, and
+// stops as soon as it has limit of them. Eventually consistent, as the
+// index is: read the order itself before acting on it.
+func (o *OrderIndex) WithPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
+	p := dynamodb.NewScanPaginator(o.db, &dynamodb.ScanInput{
+		TableName:                 aws.String(o.table),
+		IndexName:                 aws.String(StatusIndex),
+		FilterExpression:          aws.String("begins_with(session_id, :p)"),
+		ProjectionExpression:      aws.String("session_id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: prefix}},
+	})
+	var ids []string
+	for p.HasMorePages() && len(ids) < limit {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the orders starting %s: %w", oracle.ShortID(prefix), err)
+		}
+		for _, item := range page.Items {
+			if s, ok := item["session_id"].(*types.AttributeValueMemberS); ok && len(ids) < limit {
+				ids = append(ids, s.Value)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

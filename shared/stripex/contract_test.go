@@ -92,6 +92,9 @@ func TestListRequestContract(t *testing.T) {
 	if n == 0 {
 		t.Error("no session listed")
 	}
+	if err := c.SessionsByEmail(context.Background(), "ada@example.com", func(oracle.Session) error { return nil }); err != nil {
+		t.Fatalf("stripe-mock refused the list by customer email: %v", err)
+	}
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatalf("stripe-mock refused the ping: %v", err)
 	}

@@ -69,6 +69,12 @@ var browser = &http.Client{
 // create call, and takes it to state. It returns the session id.
 func (f *fakeStripe) session(t *testing.T, tier oracle.Tier, at time.Time, state string) string {
 	t.Helper()
+	return f.sessionOf(t, tier, at, state, "ada@example.com")
+}
+
+// sessionOf is session, paid (or failed) by the customer email.
+func (f *fakeStripe) sessionOf(t *testing.T, tier oracle.Tier, at time.Time, state, email string) string {
+	t.Helper()
 	f.mu.Lock()
 	f.now = at
 	f.mu.Unlock()
@@ -88,7 +94,7 @@ func (f *fakeStripe) session(t *testing.T, tier oracle.Tier, at time.Time, state
 		if state == failed {
 			f.fake.SetControl(fakestripe.Control{FailAsync: true})
 		}
-		resp, err = browser.PostForm(f.url+"/pay/"+cs.ID, url.Values{"email": {"ada@example.com"}})
+		resp, err = browser.PostForm(f.url+"/pay/"+cs.ID, url.Values{"email": {email}})
 	case expired:
 		req, _ := http.NewRequest(http.MethodPost, f.url+"/v1/checkout/sessions/"+cs.ID+"/expire", nil)
 		req.Header.Set("Authorization", "Bearer "+testKey)
@@ -247,9 +253,36 @@ func TestCompletedSessionsStopsAtTheFirstError(t *testing.T) {
 	if want := []string{made[2], made[1]}; !slices.Equal(calls, want) {
 		t.Errorf("callback saw %v, want %v and then nothing", calls, want)
 	}
-	// The error names the session only by the prefix logs may show.
+	// The error names the session only by the name logs may show.
 	if strings.Contains(err.Error(), made[1]) || !strings.Contains(err.Error(), oracle.ShortID(made[1])) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestSessionsByEmail: the sessions of one customer's address, newest
+// first, asked of Stripe by customer_details[email]; another customer's
+// and a session never paid are not listed.
+func TestSessionsByEmail(t *testing.T) {
+	f := newFakeStripe(t)
+	at := f.now
+	first := f.sessionOf(t, oracle.TierQuick, at, paid, "bea@example.com")
+	f.sessionOf(t, oracle.TierFull, at.Add(time.Second), paid, "cy@example.com")
+	f.session(t, oracle.TierQuick, at.Add(2*time.Second), open)
+	second := f.sessionOf(t, oracle.TierStrategy, at.Add(3*time.Second), failed, "bea@example.com")
+	var got []string
+	err := f.client.SessionsByEmail(context.Background(), "bea@example.com", func(s oracle.Session) error {
+		got = append(got, s.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{second, first}; !slices.Equal(got, want) {
+		t.Errorf("listed %v, want %v", got, want)
+	}
+	calls := f.listCalls()
+	if len(calls) != 1 || calls[0].Params.Get("customer_details[email]") != "bea@example.com" {
+		t.Errorf("list calls %+v, want one by customer_details[email]", calls)
 	}
 }
 

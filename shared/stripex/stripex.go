@@ -172,6 +172,28 @@ func (c *Client) CompletedSessions(ctx context.Context, from, to time.Time, each
 	return nil
 }
 
+// SessionsByEmail calls each, newest first, with every session whose
+// customer_details.email is addr (Stripe matches it exactly): how the
+// operator finds a customer's orders, since no order holds the address or
+// its hash. The listing stops at the first error from each.
+func (c *Client) SessionsByEmail(ctx context.Context, addr string, each func(oracle.Session) error) error {
+	p := &stripe.CheckoutSessionListParams{
+		CustomerDetails: &stripe.CheckoutSessionListCustomerDetailsParams{Email: stripe.String(addr)},
+	}
+	p.Context = ctx
+	p.Limit = stripe.Int64(100)
+	it := c.sessions.List(p)
+	for it.Next() {
+		if err := each(Session(it.CheckoutSession())); err != nil {
+			return err
+		}
+	}
+	if err := it.Err(); err != nil {
+		return classify(err, "list a customer's checkout sessions")
+	}
+	return nil
+}
+
 // Ping proves the key works with the cheapest read there is: one page of
 // one Checkout Session. A restricted key needs only the Checkout Sessions
 // read permission, which the service needs anyway. A refused key is ErrAuth.

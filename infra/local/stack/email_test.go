@@ -106,7 +106,7 @@ func TestEmailRetrySchedule(t *testing.T) {
 			}
 		}
 		if len(alerts) != 1 || !strings.Contains(alerts[0], "CRITICAL") || !strings.Contains(alerts[0], oracle.ShortID(ord.session)) || strings.Contains(alerts[0], ord.session) {
-			t.Fatalf("dead-letter alerts %q, want one CRITICAL naming the session's first 12 characters", alerts)
+			t.Fatalf("dead-letter alerts %q, want one CRITICAL naming the session by oracle.ShortID", alerts)
 		}
 		dead := ledgerItem(t, s, store.MailDeadLetterKey(ord.session, oracle.MailVerdict))
 		var d store.MailDeadLetter

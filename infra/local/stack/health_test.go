@@ -205,7 +205,7 @@ func TestHealthReconciles(t *testing.T) {
 		served(ctx, t, s, ord)
 		stuck := alertsOf(s, alert.OrderStuck)
 		if len(stuck) != 1 || !strings.HasPrefix(stuck[0], "[ORACLE-ALERT] WARN ") || !strings.Contains(stuck[0], oracle.ShortID(ord.session)) || strings.Contains(stuck[0], ord.session) {
-			t.Errorf("ORDER_STUCK alerts %q, want one WARN naming the session's first 12 characters", stuck)
+			t.Errorf("ORDER_STUCK alerts %q, want one WARN naming the session by oracle.ShortID", stuck)
 		}
 
 		// The next run finds nothing to do: the order is READY and its
@@ -242,7 +242,7 @@ func TestHealthReconciles(t *testing.T) {
 		served(ctx, t, s, ord)
 		missed := alertsOf(s, alert.WebhookMissed)
 		if len(missed) != 1 || !strings.HasPrefix(missed[0], "[ORACLE-ALERT] ERROR ") || !strings.Contains(missed[0], oracle.ShortID(ord.session)) || strings.Contains(missed[0], ord.session) {
-			t.Errorf("WEBHOOK_MISSED alerts %q, want one ERROR naming the session's first 12 characters", missed)
+			t.Errorf("WEBHOOK_MISSED alerts %q, want one ERROR naming the session by oracle.ShortID", missed)
 		}
 		bySource := map[audit.Source]int{}
 		for _, r := range testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) {

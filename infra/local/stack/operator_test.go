@@ -148,7 +148,7 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 		session := pay(t, s, "full", "Should I open a second bakery across town?", to)
 		waitStatus(t, s, session, oracle.StatusQuarantined)
 		drained(ctx, t, q, s)
-		req := map[string]any{"action": "deliver", "session": session[:12], "mode": "cleaned"}
+		req := map[string]any{"action": "deliver", "session": oracle.ShortID(session), "mode": "cleaned"}
 		if a := ops(ctx, t, o, req); !a.OK || !a.Changed {
 			t.Fatalf("deliver cleaned: %s", a.raw)
 		}

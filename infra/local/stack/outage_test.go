@@ -315,7 +315,7 @@ type logLine struct {
 	env     string // the execution environment, e.g. "GeneratorFunction#2"
 	at      time.Time
 	msg     string
-	session string // as logged: the first 12 characters
+	session string // as logged: oracle.ShortID
 	why     string
 }
 

@@ -18,19 +18,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 )
 
 // The suite's privacy sweep: once every end-to-end test has run, every
 // DynamoDB item, every S3 object and every log line of every stack the
 // suite started is searched for every email address and query text the
-// suite used. What keeps a customer's words by design is left out: the
-// order's own query and verdict (the page reads them there), and the
-// buckets that keep raw payloads (quarantine: what the filter stopped;
-// inbox: messages as received; evidence: a dispute's bundle for Stripe).
+// suite used, and every order for the keyed hash of every address (an
+// order holds the query, so nothing may tie it to the customer:
+// PRODUCT_TIERS INV-5). What keeps a customer's words by design is left
+// out, and named in the sweep's report: the order's own query and verdict
+// (the page reads them there), and the one place in each of three buckets
+// that keeps raw payloads (payloadPlaces); everything else in those
+// buckets is searched like the rest.
 
 // minSecret is the shortest query worth searching for: shorter ones ("q")
 // are everywhere.
@@ -74,24 +79,49 @@ func (d *suiteData) stack(prefix, endpoint string, log *testkit.Buffer) {
 	d.endpoint = endpoint
 }
 
-// exemptBuckets keep raw payloads by design (by logical id, lower-cased as
-// bucket names are).
-var exemptBuckets = []string{"quarantinebucket", "inboxbucket", "evidencebucket"}
+// payloadPlaces are where a bucket keeps raw payloads by design: the
+// bucket (by logical id, lower-cased as bucket names are) and the key
+// prefix its writers use. The rest of each bucket is searched.
+var payloadPlaces = []struct{ bucket, prefix, what string }{
+	{"quarantinebucket", "quarantine/", "what the content filter stopped, for the operator's review"},
+	{"inboxbucket", "inbound/", "the messages to the support address, as received"},
+	{"evidencebucket", "disputes/", "each dispute's evidence bundle, for Stripe"},
+}
 
 // exemptAttributes of an order are where the service keeps the query.
 var exemptAttributes = []string{"query", "verdict"}
 
+// byDesign says what the sweep leaves out, for its report.
+func byDesign() string {
+	parts := []string{"each order's " + strings.Join(exemptAttributes, " and ")}
+	for _, p := range payloadPlaces {
+		parts = append(parts, fmt.Sprintf("%s/%s (%s)", p.bucket, p.prefix, p.what))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// payloadPlace reports whether key in bucket is a place that keeps raw
+// payloads by design.
+func payloadPlace(bucket, key string) bool {
+	return slices.ContainsFunc(payloadPlaces, func(p struct{ bucket, prefix, what string }) bool {
+		return strings.HasSuffix(bucket, p.bucket) && strings.HasPrefix(key, p.prefix)
+	})
+}
+
 // sweep searches every table and bucket on endpoint whose name starts with
-// one of prefixes, and every log, for every secret; it returns where each
-// was found, and how many items, objects and lines it read.
-func sweep(ctx context.Context, endpoint string, prefixes []string, logs []string, secrets []string) (found []string, read int, err error) {
+// one of prefixes, and every log, for every secret, and every order for
+// every one of linked (the addresses' keyed hashes, which the Ledger and
+// the audit log may hold but an order, beside its query, may not); it
+// returns where each was found, and how many items, objects and lines it
+// read.
+func sweep(ctx context.Context, endpoint string, prefixes []string, logs []string, secrets, linked []string) (found []string, read int, err error) {
 	cfg := awsenv.ForEndpoint(endpoint, provision.TestRegion)
 	ours := func(name string) bool {
 		return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(strings.ToLower(name), strings.ToLower(p)) })
 	}
-	find := func(where, text string) {
+	find := func(where, text string, also ...string) {
 		read++
-		for _, s := range secrets {
+		for _, s := range append(also, secrets...) {
 			if strings.Contains(text, s) || strings.Contains(strings.ToLower(text), strings.ToLower(s)) {
 				found = append(found, fmt.Sprintf("%s holds %.40q", where, s))
 			}
@@ -116,7 +146,8 @@ func sweep(ctx context.Context, endpoint string, prefixes []string, logs []strin
 				}
 				for _, item := range p.Items {
 					if strings.HasSuffix(table, "OrdersTable") {
-						item = without(item, exemptAttributes)
+						find("an item of "+table, itemText(without(item, exemptAttributes)), linked...)
+						continue
 					}
 					find("an item of "+table, itemText(item))
 				}
@@ -130,7 +161,7 @@ func sweep(ctx context.Context, endpoint string, prefixes []string, logs []strin
 	}
 	for _, b := range buckets.Buckets {
 		name := aws.ToString(b.Name)
-		if !ours(name) || slices.ContainsFunc(exemptBuckets, func(e string) bool { return strings.HasSuffix(name, e) }) {
+		if !ours(name) {
 			continue
 		}
 		objects := s3.NewListObjectsV2Paginator(s3c, &s3.ListObjectsV2Input{Bucket: b.Name})
@@ -140,6 +171,9 @@ func sweep(ctx context.Context, endpoint string, prefixes []string, logs []strin
 				return nil, read, fmt.Errorf("list %s: %w", name, err)
 			}
 			for _, o := range page.Contents {
+				if payloadPlace(name, aws.ToString(o.Key)) {
+					continue
+				}
 				out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: b.Name, Key: o.Key})
 				if err != nil {
 					return nil, read, fmt.Errorf("read s3://%s/%s: %w", name, aws.ToString(o.Key), err)
@@ -201,7 +235,20 @@ func sweepSuite() int {
 		logs = append(logs, b.String())
 	}
 	secrets := append(append([]string{}, used.addresses...), used.queries...)
-	found, read, err := sweep(context.Background(), used.endpoint, used.prefixes, logs, secrets)
+	pepper := os.Getenv("ORACLE_HASH_PEPPER")
+	if pepper == "" {
+		pepper = stack.LocalHashPepper
+	}
+	h, err := audit.NewHasher(pepper)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "privacy sweep:", err)
+		return 1
+	}
+	var linked []string
+	for _, a := range used.addresses {
+		linked = append(linked, h.Email(a))
+	}
+	found, read, err := sweep(context.Background(), used.endpoint, used.prefixes, logs, secrets, linked)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "privacy sweep:", err)
 		return 1
@@ -210,14 +257,16 @@ func sweepSuite() int {
 		fmt.Fprintf(os.Stderr, "privacy sweep: %d finds of customer data where none may be:\n  %s\n", len(found), strings.Join(found, "\n  "))
 		return 1
 	}
-	fmt.Printf("privacy sweep: %d addresses and %d queries searched in %d items, objects and log lines of %d stacks: none found outside their places\n",
-		len(used.addresses), len(used.queries), read, len(used.prefixes))
+	fmt.Printf("privacy sweep: %d addresses (and their keyed hashes, in the orders) and %d queries searched in %d items, objects and log lines of %d stacks: none found outside their places; kept by design, not searched: %s\n",
+		len(used.addresses), len(used.queries), read, len(used.prefixes), byDesign())
 	return 0
 }
 
 // The sweep finds a planted address, and a planted query, wherever it is
 // put: a Ledger item, an audit object, an order's attribute that is not
-// its query, a log line; and it leaves the order's own query alone.
+// its query, an object of a payload bucket outside its payload place, the
+// address's keyed hash on an order, a log line; and it leaves the order's
+// own query, and each payload place, alone.
 func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
@@ -226,8 +275,9 @@ func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 	// prefixes only, never sees what this test plants.
 	prefix, _, _ := strings.Cut(f.Ref("OrdersTable"), "OrdersTable")
 	const addr, query = "planted.customer@example.com", "Should I plant a secret orchard?"
-	clean := []string{prefix}
-	if found, _, err := sweep(ctx, endpoint, clean, nil, []string{addr, query}); err != nil || len(found) != 0 {
+	const hashed = "hmac-sha256:0123456789abcdef0123456789abcdef" // addr's keyed hash, as far as the sweep knows
+	clean, secrets, linked := []string{prefix}, []string{addr, query}, []string{hashed}
+	if found, _, err := sweep(ctx, endpoint, clean, nil, secrets, linked); err != nil || len(found) != 0 {
 		t.Fatalf("a fresh stack: %v %v", found, err)
 	}
 	db := awsenv.NewTables(f.AWS)
@@ -237,8 +287,28 @@ func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if found, read, err := sweep(ctx, endpoint, clean, nil, []string{addr, query}); err != nil || len(found) != 0 || read == 0 {
-		t.Fatalf("the order's own query was reported, or nothing read (%d): %v %v", read, found, err)
+	s3c := awsenv.S3(f.AWS)
+	put := func(bucket, key, body string) error {
+		_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(f.Ref(bucket)), Key: aws.String(key),
+			ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256, Body: strings.NewReader(body)})
+		return err
+	}
+	// Each payload place keeps a payload, and the Ledger the keyed hash.
+	for _, p := range []struct{ bucket, key string }{
+		{"QuarantineBucket", "quarantine/cs_test_planted/generator-1.json"},
+		{"InboxBucket", "inbound/planted"},
+		{"EvidenceBucket", "disputes/cs_test_planted/dp_1.json"},
+	} {
+		if err := put(p.bucket, p.key, "From: "+addr+"\r\n\r\n"+query); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("LedgerTable")), Item: map[string]ddbtypes.AttributeValue{
+		"pk": &ddbtypes.AttributeValueMemberS{Value: "suppress#" + hashed}}}); err != nil {
+		t.Fatal(err)
+	}
+	if found, read, err := sweep(ctx, endpoint, clean, nil, secrets, linked); err != nil || len(found) != 0 || read == 0 {
+		t.Fatalf("the order's own query, a payload place or the Ledger's hash was reported, or nothing read (%d): %v %v", read, found, err)
 	}
 	var err error
 	plants := []func(){
@@ -246,9 +316,17 @@ func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("LedgerTable")), Item: map[string]ddbtypes.AttributeValue{
 				"pk": &ddbtypes.AttributeValueMemberS{Value: "suppress#" + addr}}})
 		},
+		func() { err = put("AuditBucket", "records/x.json", `{"detail":"`+strings.ToUpper(addr)+`"}`) },
+		// A payload bucket outside its payload place is searched.
+		func() { err = put("QuarantineBucket", "notes/x.txt", "about "+query) },
+		func() { err = put("InboxBucket", "replies/x.json", `{"to":"`+addr+`"}`) },
+		// The address's keyed hash beside an order's query.
 		func() {
-			_, err = awsenv.S3(f.AWS).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(f.Ref("AuditBucket")), Key: aws.String("records/x.json"),
-				ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256, Body: strings.NewReader(`{"detail":"` + strings.ToUpper(addr) + `"}`)})
+			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("OrdersTable")), Item: map[string]ddbtypes.AttributeValue{
+				"session_id": &ddbtypes.AttributeValueMemberS{Value: "cs_test_planted3"},
+				"query":      &ddbtypes.AttributeValueMemberS{Value: query},
+				"email_hash": &ddbtypes.AttributeValueMemberS{Value: hashed},
+			}})
 		},
 		func() {
 			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("OrdersTable")), Item: map[string]ddbtypes.AttributeValue{
@@ -262,13 +340,13 @@ func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		found, _, err := sweep(ctx, endpoint, clean, nil, []string{addr, query})
+		found, _, err := sweep(ctx, endpoint, clean, nil, secrets, linked)
 		if err != nil || len(found) != i+1 {
 			t.Fatalf("after plant %d: %d finds %v (%v), want %d", i, len(found), found, err, i+1)
 		}
 	}
-	found, _, err := sweep(ctx, endpoint, clean, []string{`[MailerFunction#1] {"msg":"sent to ` + addr + `"}`, "[stripe] " + addr}, []string{addr})
-	if err != nil || len(found) != 3 || !strings.Contains(strings.Join(found, "\n"), "stack log 0") {
+	found, _, err := sweep(ctx, endpoint, clean, []string{`[MailerFunction#1] {"msg":"sent to ` + addr + `"}`, "[stripe] " + addr}, []string{addr}, nil)
+	if err != nil || len(found) != 4 || !strings.Contains(strings.Join(found, "\n"), "stack log 0") {
 		t.Fatalf("a planted log line: %v %v", found, err)
 	}
 }

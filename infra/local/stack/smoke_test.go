@@ -106,7 +106,7 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		if got := since(alertsOf(s, alert.SmokePassed), s, before); len(got) != 1 || !strings.Contains(got[0], "[ORACLE-ALERT] INFO") || !strings.Contains(got[0], "10/10 PASS") {
 			t.Errorf("SMOKE_PASSED alerts %q, want one INFO", got)
 		}
-		// The report shows the session by its first 12 characters only:
+		// The report shows the session by its name (oracle.ShortID) only:
 		// find the order, if any were left, by that prefix.
 		if left := ordersWithPrefix(t, s, session[1]); len(left) != 0 {
 			t.Errorf("smoke orders left in the Orders table: %v", left)
@@ -188,9 +188,9 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 	})
 }
 
-// wholeSessionID matches a session id longer than the 12 characters a
-// report, a log line or an alert may show.
-var wholeSessionID = regexp.MustCompile(`cs_(test|live)_[A-Za-z0-9]{5,}`)
+// wholeSessionID matches a session id longer than the name (oracle.ShortID)
+// a report, a log line or an alert may show.
+var wholeSessionID = regexp.MustCompile(`cs_(test|live)_[A-Za-z0-9]{17,}`)
 
 // buildSmokeCommand builds `make smoke`'s command once per package run.
 func buildSmokeCommand(t *testing.T) string {
