@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -511,5 +512,54 @@ func TestAFailedInvocationIsReplayed(t *testing.T) {
 	}
 	if err := e.handle(json.RawMessage(`{"replay":{"ids":["../x"]}}`)); err == nil {
 		t.Fatal("a path was replayed")
+	}
+}
+
+// INV-8 with SES receiving: the stored message is the inbox, and the
+// function only reads it. Processed, failed and replayed, it is still
+// there, byte for byte, never rewritten (its ETag and time unchanged).
+func TestTheStoredMessageIsOnlyRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	raw := message("kept@example.com", "Kept", "Message-ID: <kept@example.com>")
+	ev := e.receive(raw, "PASS", "PASS")
+	var rec struct {
+		Records []struct {
+			SES struct {
+				Mail struct {
+					MessageID string `json:"messageId"`
+				} `json:"mail"`
+			} `json:"ses"`
+		}
+	}
+	if err := json.Unmarshal(ev, &rec); err != nil {
+		t.Fatal(err)
+	}
+	object := inbox.Prefix + rec.Records[0].SES.Mail.MessageID
+	head := func() string {
+		out, err := e.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(e.f.Ref("InboxBucket")), Key: aws.String(object)})
+		if err != nil {
+			t.Fatalf("the stored message: %v", err)
+		}
+		return aws.ToString(out.ETag) + " " + aws.ToTime(out.LastModified).String()
+	}
+	before := head()
+	working := e.h.Core.Mail
+	e.h.Core.Mail = queue.NewSender(queue.NewClient(e.f.AWS), e.f.Ref("MailQueue")+"-missing", e.clock.Now)
+	if err := e.handle(ev); err == nil {
+		t.Fatal("a failed processing returned no error")
+	}
+	e.h.Core.Mail = working
+	for _, ev := range []json.RawMessage{ev, ev, json.RawMessage(`{"replay":{"ids":["` + inbox.ID(object) + `"]}}`)} {
+		if err := e.handle(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if jobs := e.jobs(); len(jobs) != 1 {
+		t.Fatalf("%d acknowledgements, want 1", len(jobs))
+	}
+	got, _, err := e.messages.Get(ctx, object)
+	if err != nil || string(got) != string(raw) || head() != before {
+		t.Fatalf("the stored message changed: %v", err)
 	}
 }
