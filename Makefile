@@ -169,15 +169,17 @@ else
 	@set -o pipefail; .build/local invoke OpsFunction -e .build/ops-request.json 2>.build/ops.log | python3 infra/opsverb/ops.py answer || { echo "(the function's log: .build/ops.log)"; exit 1; }
 endif
 
-## inbox-replay: process again the messages the inbox function failed on past Lambda's two retries (the records the deadletter function keeps from its on-failure destination, INBOX_FAILED), each record removed once processed; ID=<id> (an inbox alert's SHOW id) one message, recorded or not; on `make run`'s stack, or with REMOTE=1 the deployed one. A message already processed changes nothing
+## inbox-replay: process again the messages the inbox function failed on past Lambda's two retries (the records the deadletter function keeps from its on-failure destination, INBOX_FAILED), each record removed once processed; ID=<id> (an inbox alert's SHOW id) one message, recorded or not; on `make run`'s stack, or with REMOTE=1 the deployed one. Prints what became of each message (processed, gone, failed) and exits 1 when one failed. A message already processed changes nothing
 inbox-replay:
 	@case "$(ID)" in *[!A-Za-z0-9-]*) echo "usage: make inbox-replay [ID=<stored message id>] [REMOTE=1]"; exit 2;; esac
 	@mkdir -p .build && echo '{"replay": {$(if $(ID),"ids": ["$(ID)"])}}' > .build/inbox-replay.json
 ifdef REMOTE
-	@sam remote invoke InboxFunction --stack-name $(STACK) $(if $(REGION),--region $(REGION)) --event-file .build/inbox-replay.json
+	@sam remote invoke InboxFunction --stack-name $(STACK) $(if $(REGION),--region $(REGION)) --event-file .build/inbox-replay.json --output text >.build/inbox-replay-answer.json 2>.build/inbox-replay-remote.log \
+		|| { echo "make inbox-replay: sam remote invoke failed (credentials, region or stack?):"; cat .build/inbox-replay-remote.log; exit 1; }
+	@python3 infra/opsverb/ops.py answer inbox <.build/inbox-replay-answer.json
 else
 	@$(GO) build -o .build/local ./infra/local
-	@.build/local invoke InboxFunction -e .build/inbox-replay.json
+	@set -o pipefail; .build/local invoke InboxFunction -e .build/inbox-replay.json 2>.build/inbox-replay.log | python3 infra/opsverb/ops.py answer inbox || { echo "(the function's log: .build/inbox-replay.log)"; exit 1; }
 endif
 
 ## smoke: the smoke test's ten stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed

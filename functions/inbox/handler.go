@@ -47,14 +47,20 @@ type event struct {
 	Replay  *replay                    `json:"replay"`
 }
 
-// Handle dispatches an invocation. An error makes Lambda retry the
-// invocation (SES and the schedule invoke asynchronously); an invocation
-// that can never succeed alerts and returns nil.
-func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) error {
+// Handle dispatches an invocation: a replay's answer is its summary for
+// the operator; SES's and the schedule's have none. An error makes Lambda
+// retry the invocation (SES and the schedule invoke asynchronously); an
+// invocation that can never succeed alerts and returns nil.
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (*replayAnswer, error) {
 	var ev event
 	if err := json.Unmarshal(raw, &ev); err == nil && ev.Replay != nil {
 		return h.replay(ctx, *ev.Replay)
 	}
+	return nil, h.handle(ctx, raw)
+}
+
+func (h *Handler) handle(ctx context.Context, raw json.RawMessage) error {
+	var ev event
 	if err := json.Unmarshal(raw, &ev); err != nil || (len(ev.Records) == 0 && ev.Source == "") {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.GarbageJob, Subject: "inbox",
 			Detail: "the inbox function was invoked with an event it cannot read; nothing was done"})

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"42sisters.ai/oracle/infra/fakes/fakegraph"
 	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
 )
@@ -27,12 +30,35 @@ type graphEnv struct {
 	graph *httptest.Server
 	fake  *fakegraph.Server
 	p     *Poller
+	sent  *requests
+}
+
+// requests are the method and path of every request the fake Graph was
+// sent, in order: the fake's own log counts only tokens and sendMail.
+type requests struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *requests) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.got = append(r.got, req.Method+" "+req.URL.Path)
+		r.mu.Unlock()
+		next.ServeHTTP(w, req)
+	})
+}
+
+func (r *requests) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
 }
 
 func newGraphEnv(t *testing.T) *graphEnv {
 	t.Helper()
-	e := &graphEnv{env: newEnv(t), fake: fakegraph.New(fakegraph.Options{})}
-	e.graph = httptest.NewServer(e.fake)
+	e := &graphEnv{env: newEnv(t), fake: fakegraph.New(fakegraph.Options{}), sent: &requests{}}
+	e.graph = httptest.NewServer(e.sent.record(e.fake))
 	t.Cleanup(e.graph.Close)
 	g, err := mail.NewGraph(mail.GraphConfig{TenantID: fakegraph.DefaultTenant, ClientID: fakegraph.DefaultClientID,
 		ClientSecret: fakegraph.DefaultClientSecret, Sender: mailbox, APIBase: e.graph.URL + "/v1.0", LoginBase: e.graph.URL})
@@ -114,6 +140,13 @@ func TestFirstPollSeedsThenNewMessagesAreProcessed(t *testing.T) {
 	if len(jobs) != 1 || !strings.HasPrefix(jobs[0].Inbox, inbox.Prefix+"graph-") {
 		t.Fatalf("jobs %+v", jobs)
 	}
+	// V2: the alert names the sender (keyed hash and domain), the subject
+	// and the stored message the operator reads.
+	hash := strings.TrimPrefix(e.h.Core.Hasher.Email("new@example.com"), audit.HashPrefix)[:12]
+	if a := e.inboxAlerts(); !strings.Contains(a[0], hash+" at example.com") || !strings.Contains(a[0], `"A new question"`) ||
+		!strings.Contains(a[0], "stored as "+jobs[0].Inbox+", read it with make ops ACTION=inbox SHOW="+inbox.ID(jobs[0].Inbox)) {
+		t.Fatalf("alert %q", a[0])
+	}
 	// The stored message is the one the mailer will answer.
 	if raw, _, err := e.messages.Get(context.Background(), jobs[0].Inbox); err != nil || !strings.Contains(string(raw), "new@example.com") {
 		t.Fatalf("stored message: %v", err)
@@ -190,5 +223,57 @@ func TestOldMessagesAreNeitherListedNorRemembered(t *testing.T) {
 	e.poll()
 	if n := e.count(alert.InboxMessage); n != 1 {
 		t.Fatalf("%d alerts, want 1 (the message within the lookback)", n)
+	}
+}
+
+// INV-8: the poll only reads the mailbox. Over the first read, new
+// messages, a repeated poll and one Graph refuses, every request it makes
+// is the token, the list or a message's $value, each a GET but the token:
+// Graph marks a message read (PATCH), moves, copies or deletes it
+// (POST …/move, DELETE) only when asked, and nothing asks. Every message
+// is still in the mailbox, unread, afterwards.
+func TestThePollOnlyReadsTheMailbox(t *testing.T) {
+	e := newGraphEnv(t)
+	e.deliver(message("waiting@example.com", "Waiting", "Message-ID: <ro-waiting@example.com>"), time.Hour)
+	e.poll() // the first read
+	for i := range 3 {
+		e.deliver(message(fmt.Sprintf("reader%d@example.com", i), "Read only", fmt.Sprintf("Message-ID: <ro-%d@example.com>", i)), 0)
+	}
+	e.poll()
+	e.poll()
+	if _, err := e.fake.Control(fakegraph.Control{ExpireTokens: true, Token: []fakegraph.TokenAnswer{{Status: 503}}}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll()
+	if n := e.count(alert.InboxMessage); n != 3 {
+		t.Fatalf("%d message alerts, want 3", n)
+	}
+	reads := map[string]*regexp.Regexp{
+		"token": regexp.MustCompile(`^POST /` + fakegraph.DefaultTenant + `/oauth2/v2\.0/token$`),
+		"list":  regexp.MustCompile(`^GET /v1\.0/users/` + regexp.QuoteMeta(mailbox) + `/mailFolders/inbox/messages$`),
+		"mime":  regexp.MustCompile(`^GET /v1\.0/users/` + regexp.QuoteMeta(mailbox) + `/messages/[^/]+/\$value$`),
+	}
+	made := map[string]int{}
+	for _, r := range e.sent.all() {
+		if strings.HasPrefix(r, "POST /_inbox/") { // the test's deliveries
+			continue
+		}
+		kind := ""
+		for k, re := range reads {
+			if re.MatchString(r) {
+				kind = k
+			}
+		}
+		if kind == "" {
+			t.Errorf("the poll sent %q: it may only read the mailbox", r)
+		}
+		made[kind]++
+	}
+	if made["list"] < 4 || made["mime"] != 3 {
+		t.Fatalf("requests %v, want a list per poll and each new message read once", made)
+	}
+	listed, err := e.p.Graph.Unread(context.Background(), mailbox, e.clock.Now().Add(-2*time.Hour))
+	if err != nil || len(listed) != 4 {
+		t.Fatalf("%d messages still unread in the mailbox, want all 4: %v", len(listed), err)
 	}
 }

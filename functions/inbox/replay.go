@@ -28,22 +28,36 @@ type replay struct {
 	IDs []string `json:"ids"`
 }
 
+// replayAnswer is what a replay did, for the operator: `make inbox-replay`
+// prints it as `make ops` prints the ops function's answer
+// (infra/opsverb/ops.py): Message in a sentence, Text a line per message,
+// and exits 1 unless OK.
+type replayAnswer struct {
+	Action  string `json:"action"`
+	OK      bool   `json:"ok"`
+	Changed bool   `json:"changed"`
+	Message string `json:"message"`
+	Text    string `json:"text,omitempty"`
+}
+
 // replay processes again the messages of the invocations that failed past
 // Lambda's retries (their records, kept by the deadletter function from
 // the on-failure destination), or the messages named. A message already
 // processed changes nothing; a record is removed once every message it
 // names is processed (or gone), so a second replay finds nothing more. A
-// replay reads each message as SES found it clean.
-func (h *Handler) replay(ctx context.Context, r replay) error {
+// replay reads each message as SES found it clean. A message that fails
+// again is in the answer (not OK), and its record stays for the next
+// replay; only a request it cannot act on at all is an error.
+func (h *Handler) replay(ctx context.Context, r replay) (*replayAnswer, error) {
 	records, err := h.Failures.DeadJobs(ctx, h.FailureQueue)
 	if err != nil {
-		return fmt.Errorf("list the failed invocations: %w", err)
+		return nil, fmt.Errorf("list the failed invocations: %w", err)
 	}
 	var objects []string
 	for _, id := range r.IDs {
 		object, ok := inbox.Object(id)
 		if !ok {
-			return fmt.Errorf("replay: %q is no stored message's id", id)
+			return nil, fmt.Errorf("replay: %q is no stored message's id", id)
 		}
 		objects = append(objects, object)
 	}
@@ -57,25 +71,30 @@ func (h *Handler) replay(ctx context.Context, r replay) error {
 	}
 	done := map[string]bool{}
 	var errs []error
+	var lines []string
 	processed, gone := 0, 0
 	for _, object := range objects {
 		raw, at, err := h.Messages.Get(ctx, object)
 		switch {
 		case errors.Is(err, inbox.ErrGone):
 			h.Log.Warn("replay: the stored message is gone (past the inbox bucket's retention)", "object", object)
+			lines = append(lines, "gone       "+object+" (past the inbox bucket's retention: nothing to process)")
 			gone++
 			done[object] = true
 			continue
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", object, err))
+			lines = append(lines, "failed     "+object+": "+err.Error())
 			continue
 		}
 		if err := h.Core.Process(ctx, Received{Object: object, Raw: raw, At: at}); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", object, err))
+			lines = append(lines, "failed     "+object+": "+err.Error())
 			continue
 		}
 		processed++
 		done[object] = true
+		lines = append(lines, "processed  "+object)
 	}
 	released := 0
 	for _, rec := range records {
@@ -85,14 +104,28 @@ func (h *Handler) replay(ctx context.Context, r replay) error {
 		}
 		if err := h.Releaser.Release(ctx, rec.Key); err != nil {
 			errs = append(errs, fmt.Errorf("remove the record %s: %w", rec.Key, err))
+			lines = append(lines, "failed     to remove the record "+rec.Key+": "+err.Error())
 			continue
 		}
 		released++
 	}
 	h.Log.Info("replay", "messages", len(objects), "processed", processed, "gone", gone, "failed", len(errs), "records_removed", released)
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		h.Log.Error("replay: not everything was processed", "error", err.Error())
+	}
+	a := &replayAnswer{Action: "inbox-replay", OK: len(errs) == 0, Changed: processed+released > 0, Text: strings.Join(lines, "\n")}
+	switch {
+	case len(objects) == 0:
+		a.Message = "no failed invocation is recorded: nothing to replay"
+	default:
+		a.Message = fmt.Sprintf("%d message(s) replayed: %d processed, %d gone, %d failed; %d of %d record(s) removed",
+			len(objects), processed, gone, len(errs), released, len(records))
+		if len(errs) > 0 {
+			a.Message += "; fix the cause (the inbox function's log) and run make inbox-replay again"
+		}
+	}
+	return a, nil
 }
-
 func all(names []string, done map[string]bool) bool {
 	for _, n := range names {
 		if !done[n] {

@@ -1,9 +1,11 @@
 """make ops: builds the ops function's request from make's variables, and
-prints its answer for a person.
+prints its answer for a person (make inbox-replay's too).
 
-  python3 infra/opsverb/ops.py request   the request (JSON) on stdout
-  python3 infra/opsverb/ops.py answer    reads the answer (JSON) on stdin,
-                                         prints it, exits 1 unless ok
+  python3 infra/opsverb/ops.py request       the request (JSON) on stdout
+  python3 infra/opsverb/ops.py answer [fn]   reads the answer (JSON) of the
+                                             function fn (default ops) on
+                                             stdin, prints it, exits 1
+                                             unless ok
 """
 import json
 import os
@@ -28,14 +30,14 @@ def request():
     json.dump(req, sys.stdout)
 
 
-def answer():
+def answer(fn="ops"):
     raw = sys.stdin.read().strip()
     try:
         ans = json.loads(raw.splitlines()[-1])
     except (ValueError, IndexError):
-        sys.exit("the ops function gave no answer:\n" + raw)
+        sys.exit("the " + fn + " function gave no answer:\n" + raw)
     if "errorMessage" in ans:
-        sys.exit("the ops function failed: " + ans["errorMessage"])
+        sys.exit("the " + fn + " function failed: " + ans["errorMessage"])
     print(("" if ans.get("ok") else "REFUSED: ") + ans.get("message", ""))
     if ans.get("text"):
         print(ans["text"].rstrip("\n"))
@@ -43,4 +45,4 @@ def answer():
 
 
 if __name__ == "__main__":
-    {"request": request, "answer": answer}[sys.argv[1]]()
+    {"request": request, "answer": answer}[sys.argv[1]](*sys.argv[2:3])

@@ -334,3 +334,57 @@ func TestEveryAlertingFunctionCountsItsFallbacks(t *testing.T) {
 		}
 	}
 }
+
+// Every queue the deadletter function drains (the dead-letter queues and
+// the inbox function's on-failure destination) has an alarm that fires
+// when the queue does not drain: its messages waiting and in flight,
+// summed, above zero for 15 minutes on end, to the alerts topic. The
+// function's own alerts say nothing when it is the function that fails.
+func TestEveryDrainedQueueHasAnAlarm(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := func(v any) map[string]any { m, _ := v.(map[string]any); return m }
+	watched := map[string]string{} // queue -> its alarm
+	for _, a := range tmpl.OfType("AWS::CloudWatch::Alarm") {
+		p := a.Properties
+		metrics := map[string]string{} // metric name -> queue
+		ms, _ := p["Metrics"].([]any)  // nil for an alarm on one metric
+		for _, m := range ms {
+			metric := obj(obj(obj(m)["MetricStat"])["Metric"])
+			dims, _ := metric["Dimensions"].([]any)
+			for _, d := range dims {
+				in, ok := obj(d)["Value"].(sam.Intrinsic)
+				if parts, _ := in.Arg.([]any); ok && obj(d)["Name"] == "QueueName" && in.Name == "Fn::GetAtt" && len(parts) == 2 {
+					metrics[fmt.Sprint(metric["MetricName"])] = fmt.Sprint(parts[0])
+				}
+			}
+		}
+		q := metrics["ApproximateNumberOfMessagesVisible"]
+		if q == "" || metrics["ApproximateNumberOfMessagesNotVisible"] != q {
+			continue
+		}
+		if fmt.Sprintf("%v %v %v %v", p["EvaluationPeriods"], p["DatapointsToAlarm"], p["Threshold"], p["ComparisonOperator"]) != "15 15 0 GreaterThanThreshold" ||
+			!strings.Contains(fmt.Sprint(p["AlarmActions"]), "AlertsTopic") {
+			t.Errorf("%s watches %s but not as the others do (held 15 minutes, to the alerts topic)", a.LogicalID, q)
+		}
+		watched[q] = a.LogicalID
+	}
+	var drained []string
+	for _, fn := range tmpl.Functions() {
+		if fn.LogicalID == "DeadLetterFunction" {
+			for _, q := range fn.Queues {
+				drained = append(drained, q.QueueLogicalID)
+			}
+		}
+	}
+	if !slices.Contains(drained, "InboxFailureQueue") {
+		t.Fatalf("the deadletter function drains %q, not the inbox function's on-failure destination", drained)
+	}
+	for _, q := range drained {
+		if watched[q] == "" {
+			t.Errorf("no alarm watches %s, which the deadletter function drains: a failing function leaves it silent", q)
+		}
+	}
+}
