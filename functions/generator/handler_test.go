@@ -984,8 +984,8 @@ func TestARetiredQuarantineReminderIsAcknowledged(t *testing.T) {
 
 // Gate 1 (SPEC_ORACLE_SOS_FILTER): a replaceable leak is stored cleaned; a
 // quarantine-class one is never stored or mailed, kept whole for review,
-// alerted, and the customer is told it is under review; a term from the
-// customer's own query is no leak.
+// alerted, and the customer is told it is under review; a term the
+// customer's own query holds is no exception (invariant 1).
 func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -994,13 +994,13 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 		leak        []string
 		action      string
 		terms       []string
-		exempted    []string
 		quarantined bool
 	}{
 		{name: "replaced", tier: oracle.TierQuick, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "REPLACE", terms: []string{"cat3.tmm"}},
 		{name: "quarantined", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"CSDM"}, action: "QUARANTINE", terms: []string{"cat3.csdm"}, quarantined: true},
 		{name: "too dense to repair", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "QUARANTINE", terms: []string{"cat3.tmm"}, quarantined: true},
-		{name: "echoed from the query", tier: oracle.TierQuick, query: "Should I sell my TMM consulting practice?", leak: []string{"TMM"}, action: "PASS", exempted: []string{"cat3.tmm"}},
+		{name: "repeated from the query", tier: oracle.TierQuick, query: "Should I sell my TMM consulting practice?", leak: []string{"TMM"}, action: "REPLACE", terms: []string{"cat3.tmm"}},
+		{name: "a quarantined term from the query", tier: oracle.TierQuick, query: "Should I build on the CSDM framework?", leak: []string{"CSDM"}, action: "QUARANTINE", terms: []string{"cat3.csdm"}, quarantined: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1018,9 +1018,8 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 					filter = r.Filter
 				}
 			}
-			if filter == nil || filter.Gate != "generator" || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) ||
-				!slices.Equal(filter.Exempted, tc.exempted) || filter.Version == "" {
-				t.Fatalf("filter record %+v, want %s %v exempting %v", filter, tc.action, tc.terms, tc.exempted)
+			if filter == nil || filter.Gate != "generator" || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) || filter.Version == "" {
+				t.Fatalf("filter record %+v, want %s %v", filter, tc.action, tc.terms)
 			}
 			alerts := e.alerts()
 			mails := mailKinds(e.mailJobs())

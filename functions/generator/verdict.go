@@ -20,7 +20,7 @@ import (
 func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 	// Gate 1: what the model wrote reaches the store only through the
 	// content filter, on first generations and regenerations alike.
-	filtered, rep := h.Filter.Analysis(g.analysis, t.order.Query)
+	filtered, rep := h.Filter.Analysis(g.analysis)
 	crashpoint.Reach(ctx, crashpoint.GeneratorFiltered)
 	h.auditFilter(ctx, t, rep)
 	if rep.Action == sosfilter.Quarantine {

@@ -110,7 +110,7 @@ func check(ctx context.Context, g Generator, n int, out io.Writer) (Summary, err
 			continue
 		}
 		s.Verdicts++
-		_, rep := filter.Analysis(a, q)
+		_, rep := filter.Analysis(a)
 		switch rep.Action {
 		case sosfilter.Replace:
 			s.Replaced++

@@ -202,14 +202,14 @@ func TestLetterDisguisesAreCaught(t *testing.T) {
 	for _, lt := range letterTerms(t) {
 		for name, disguise := range letterDisguises {
 			text := frame(t, lt.e, disguise(lt.term))
-			if r := f.Text(text, ""); r.Action == Pass {
+			if r := f.Text(text); r.Action == Pass {
 				t.Errorf("%s %s: %q passed", lt.e.ID, name, text)
 			}
 			html := "<p>" + strings.ReplaceAll(text, " ", "<b></b>&#32;") + "</p>"
-			if rep := f.Mail("Your verdict", "See below.", html, ""); rep.Action != Quarantine {
+			if rep := f.Mail("Your verdict", "See below.", html, Own{}); rep.Action != Quarantine {
 				t.Errorf("%s %s in HTML: %q gave %s", lt.e.ID, name, html, rep.Action)
 			}
-			if rep := f.Mail("Your verdict", text, "<p>See above.</p>", ""); rep.Action != Quarantine {
+			if rep := f.Mail("Your verdict", text, "<p>See above.</p>", Own{}); rep.Action != Quarantine {
 				t.Errorf("%s %s in the text part: %q gave %s", lt.e.ID, name, text, rep.Action)
 			}
 		}
@@ -246,14 +246,10 @@ func TestNamedDisguises(t *testing.T) {
 		{"Plan A I\n\nO N", Pass, ""}, // an empty line parts them
 		{"Louis IX and Chapter XL.", Pass, ""},
 	} {
-		r := f.Text(tc.text, "")
+		r := f.Text(tc.text)
 		if r.Action != tc.want || (tc.id != "" && !slices.Contains(r.Terms(), tc.id)) {
 			t.Errorf("%q: %s %v, want %s %s", tc.text, r.Action, r.Terms(), tc.want, tc.id)
 		}
-	}
-	// The echo rule holds in the disguise view too.
-	if r := f.Text("A I O N, as you asked.", "What does AION think?"); r.Action != Pass {
-		t.Errorf("an echoed term spelt out: %s %v", r.Action, r.Hits)
 	}
 }
 
@@ -284,7 +280,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 	}
 	allowed := map[string]bool{}
 	for _, w := range lines {
-		if r := f.Text(w, ""); r.Action != Pass {
+		if r := f.Text(w); r.Action != Pass {
 			if !isTerm(w) {
 				t.Errorf("the word %q: %s %v", w, r.Action, r.Terms())
 			}
@@ -300,7 +296,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 		}
 		// Commas, so that two words cannot form a listed phrase ("breaker
 		// breaker's") while the disguise view still reads across them.
-		if r := f.Text(strings.Join(chunk, ", "), ""); r.Action != Pass {
+		if r := f.Text(strings.Join(chunk, ", ")); r.Action != Pass {
 			t.Errorf("the words %q: %s %v", chunk, r.Action, r.Terms())
 		}
 	}
@@ -310,7 +306,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 		text := readCorpus(t, "/usr/share/common-licenses/"+name, "base-files")
 		for _, para := range strings.Split(text, "\n\n") {
 			prose += len(strings.Fields(para))
-			if r := f.Text(para, ""); r.Action != Pass {
+			if r := f.Text(para); r.Action != Pass {
 				t.Errorf("%s: %q: %s %v", name, para, r.Action, r.Terms())
 			}
 		}
@@ -336,10 +332,10 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 		// The templates' own comments are for us, not for the customer.
 		text := templateComment.ReplaceAllString(string(b), "")
 		html := strings.HasSuffix(p, ".html")
-		if rep := f.Mail("", "", text, ""); html && rep.Action != Pass {
+		if rep := f.Mail("", "", text, Own{}); html && rep.Action != Pass {
 			t.Errorf("%s: %s %v", p, rep.Action, rep.Terms())
 		}
-		if r := f.Text(text, ""); !html && r.Action != Pass {
+		if r := f.Text(text); !html && r.Action != Pass {
 			t.Errorf("%s: %s %v", p, r.Action, r.Terms())
 		}
 	}
@@ -347,7 +343,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 	for i := range 1000 {
 		tier := []oracle.Tier{oracle.TierQuick, oracle.TierFull, oracle.TierStrategy}[i%3]
 		a := fakegemini.Verdict(fmt.Sprintf("Should I open business number %d?", i), tier)
-		if _, rep := f.Analysis(a, ""); rep.Action != Pass {
+		if _, rep := f.Analysis(a); rep.Action != Pass {
 			t.Errorf("generated verdict %d (%s): %s %v", i, tier, rep.Action, rep.Terms())
 		}
 	}

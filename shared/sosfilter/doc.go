@@ -10,18 +10,20 @@
 // not serve without it. A Filter is read-only and safe for concurrent use;
 // no call keeps anything (invariant 7).
 //
-//   - Text(text, query) filters one string (an error or fallback message).
-//   - Analysis(a, query) is gate 1: every customer-visible field of a
-//     verdict of any tier, decided as one payload.
-//   - Mail(subject, text, html, query) is gate 2: the finished email. It
-//     never edits; any hit quarantines (see Mail for why).
+//   - Text(text) filters one string (an error or fallback message).
+//   - Analysis(a) is gate 1: every customer-visible field of a verdict of
+//     any tier, decided as one payload.
+//   - Mail(subject, text, html, own) is gate 2: the finished email. It
+//     never edits; any hit quarantines (see Mail for why). own marks where
+//     the email shows the customer's own submission back to them: that is
+//     theirs, and the filter reads everything around it, never across it.
 //
 // The outcome is PASS (the input itself, same string, nothing allocated on
 // this path), REPLACE (a repaired copy) or QUARANTINE (no text at all: the
 // caller keeps the raw payload for the quarantine record). Hits name the
-// block list entry (e.g. "cat3.tmm"), its category, what it called for,
-// whether the echo rule exempted it and, for a verdict or email, the field
-// ("breakdown.Stability.analysis"); never the matched text.
+// block list entry (e.g. "cat3.tmm"), its category, what it called for
+// and, for a verdict or email, the field ("breakdown.Stability.analysis");
+// never the matched text.
 //
 // # The block list
 //
@@ -111,8 +113,8 @@
 // replaceable terms, or from the second one on more than MaxDensity (2)
 // per 100 words. One or two stray terms are prompt drift a substitute
 // repairs; more means the model wrote in the internal register and the
-// repaired verdict would read as nonsense. Echoed terms do not count;
-// quarantine-class terms quarantine anyway. (The workflow after a
+// repaired verdict would read as nonsense. Quarantine-class terms
+// quarantine anyway. (The workflow after a
 // quarantine, records and alerts, belongs to the gates: shared/quarantine.)
 //
 // GAP-C, Greek letters: no exception, every Greek letter blocks, in any
@@ -122,20 +124,16 @@
 // not available; business verdicts do not need Greek, the house's own
 // formula uses Φ, and a false alarm costs a person's review while a leak
 // cannot be taken back. A genuine formula (or a verdict written in Greek)
-// is quarantined and a person can deliver it. A letter the customer wrote
-// is exempt by the echo rule.
+// is quarantined and a person can deliver it.
 //
 // GAP-D, the substitution map: every entry has an action and a reason in
-// blocklist.json. The spec's map is followed where it speaks. Otherwise a
-// term is replaced only when it names who or what made the verdict (crew
-// callsigns become "our analysis team", components "our system", the
-// plural metric labels their plural substitutes, and the CB phrases with a
-// plain-English twin "understood", "no", "friend"), because then a neutral
-// first-person phrase keeps the sentence true. It is quarantined when it
-// carries content a substitute would falsify (physics, constants,
-// protocols, products, scripts, identifiers), when it is a symbol (no
-// English reading), or when removing it needs the sentence rewritten (CB
-// sign-offs); and whatever is undecided quarantines.
+// blocklist.json. The spec's map is followed where it speaks, and an entry
+// it does not name quarantines, as GAP-D says, until the spec's own design
+// pass gives it a substitute: ANVIL, ORPHEUS, LOGOS, DR. LOGOS, MUSASHI,
+// CHROMA and every CB phrase among them. The only substitutes the spec
+// does not write itself are the plurals of its own entries ("coherence
+// scores" become "our assessments", "manifolds" "the systems"): the same
+// entry, inflected.
 //
 // GAP-I, false positives. Ordinary English passes through these rules:
 //
@@ -165,11 +163,11 @@
 //     be wrong there. 97.4% always quarantines: a bare 97.4% cannot be told
 //     from the threshold; 97% and 97.5% pass.
 //
-// The echo rule: a term the customer's own query holds (as a word, in any
-// spelling, case or context) is not a leak when the output repeats it; the
-// hit is kept with Echo set and action PASS, and is not counted for the
-// density. The exemption is per term: "Φ" in the query exempts "Φ", not
-// "Ψ" or "Φ = 0.042".
+// No exception for the customer's words (invariant 1): a term the
+// customer's query holds is filtered in the verdict like any other, and
+// the prompt asks the model to refer to such a word without writing it.
+// What is the customer's is their submission itself, shown back to them
+// in the email (Own) and on the result page, labelled as theirs.
 //
 // # Substitution
 //
