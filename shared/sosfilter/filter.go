@@ -591,3 +591,18 @@ func rebuild(a oracle.Analysis, fields []field) oracle.Analysis {
 	}
 	return out
 }
+
+// Listed returns the listed terms s holds as the filter would flag them in
+// a verdict, each as s writes it, once, in order: the words a prompt asks
+// the model never to repeat from a customer's query.
+func (f *Filter) Listed(s string) []string {
+	var c collector
+	f.scan(s, false, &c)
+	var out []string
+	for _, sp := range resolve(&c) {
+		if w := s[sp.start:sp.end]; !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
