@@ -1065,6 +1065,52 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 	}
 }
 
+// Gate 1 reads the model's text without its markup, and stores it so: a
+// term cut by a tag or written as a character reference is caught, and no
+// tag reaches the customer as visible junk.
+func TestGateOneReadsTheModelsTextWithoutMarkup(t *testing.T) {
+	for _, tc := range []struct {
+		name, leak, action string
+		terms              []string
+	}{
+		{"a tag between letters", "AI<b></b>ON", "REPLACE", []string{"cat2.aion"}},
+		{"a character reference for a letter", "CS&#68;M", "QUARANTINE", []string{"cat3.csdm"}},
+		{"markup around plain words", "<b>strong</b> demand &amp; fair margins", "PASS", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := "cs_test_markup" + strings.ReplaceAll(tc.name, " ", "")
+			e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
+			e.control(fakegemini.Scenario{LeakTerms: []string{tc.leak}})
+			if failed := e.run(record("g", job(id), 1)); len(failed) != 0 {
+				t.Fatal("the generation failed")
+			}
+			var filter *audit.Filter
+			for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+				if r.Event == "sos_filter" {
+					filter = r.Filter
+				}
+			}
+			if filter == nil || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) {
+				t.Fatalf("filter record %+v, want %s %v", filter, tc.action, tc.terms)
+			}
+			o := e.order(id)
+			if tc.action == "QUARANTINE" {
+				if o.Status != oracle.StatusQuarantined || o.Verdict != "" {
+					t.Fatalf("order %s with verdict %q, want QUARANTINED", o.Status, o.Verdict)
+				}
+				return
+			}
+			if o.Status != oracle.StatusReady || strings.ContainsAny(o.Verdict, "<>") || strings.Contains(o.Verdict, "&amp;") || strings.Contains(o.Verdict, "AION") {
+				t.Fatalf("order %s, stored verdict %s", o.Status, o.Verdict)
+			}
+			if tc.action == "PASS" && !strings.Contains(o.Verdict, "strong demand & fair margins") {
+				t.Fatalf("stored verdict %s, want the words without their markup", o.Verdict)
+			}
+		})
+	}
+}
+
 // If the review record cannot be written, nothing is delivered or decided
 // (fail closed, GAP-L): the generation is released for a retry and the
 // operator is told.

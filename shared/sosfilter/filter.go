@@ -319,6 +319,11 @@ func (f *Filter) clean(s string, isHTML bool) bool {
 	if c.n == 0 && f.mayDisguise(s, isHTML) {
 		f.scanDisguised(s, isHTML, &c)
 	}
+	if c.n == 0 && mayNumber(s) {
+		var buf [4096]byte
+		b := numberedInto(buf[:0], s)
+		f.scan(unsafe.String(unsafe.SliceData(b), len(b)), isHTML, &c)
+	}
 	return c.n == 0
 }
 
@@ -350,7 +355,7 @@ func (f *Filter) run(fields []field, mayReplace, reviewed bool) (Action, Reason,
 		// ("\u202eNOIA" reads "AION"), or only in the disguise view ("A I
 		// O N", "GL0SS"), is a disguise: its letters cannot be replaced in
 		// place, so it quarantines.
-		disguised := f.disguisedHits(fl, &c)
+		disguised := append(f.disguisedHits(fl, &c), f.numberHits(fl, &c)...)
 		if reversed(fl.text) {
 			disguised = append(f.reversedHits(fl, &c), disguised...)
 		}
@@ -453,6 +458,23 @@ func (f *Filter) disguisedHits(fl *field, written *collector) []Hit {
 	if c.n == 0 {
 		return nil
 	}
+	var out []Hit
+	for _, sp := range unexplained(&c, written) {
+		e := &f.entries[f.patterns[sp.pat].entry]
+		out = append(out, Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path})
+	}
+	return out
+}
+
+// numberHits are the listed numbers fl's numeric view reads where its text
+// holds none as written (written, the plain scan's collected hits): each
+// as a quarantining hit.
+func (f *Filter) numberHits(fl *field, written *collector) []Hit {
+	if !mayNumber(fl.text) {
+		return nil
+	}
+	var c collector
+	f.scan(string(numberedInto(nil, fl.text)), fl.html, &c)
 	var out []Hit
 	for _, sp := range unexplained(&c, written) {
 		e := &f.entries[f.patterns[sp.pat].entry]

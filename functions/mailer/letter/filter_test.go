@@ -1,6 +1,7 @@
 package letter
 
 import (
+	"strings"
 	"testing"
 
 	"42sisters.ai/oracle/infra/testkit"
@@ -70,5 +71,25 @@ func TestTheSubmissionIsMarkedAsTheCustomers(t *testing.T) {
 	}
 	if got := own("zQb", "a\ue000b"); got != nil {
 		t.Errorf("renderings that disagree: %v", got)
+	}
+}
+
+// Markup in the model's text reaches neither part of the email as junk: the
+// letter shows the text without it, and gate 2 reads what the reader sees.
+func TestModelMarkupIsNotShown(t *testing.T) {
+	f, err := sosfilter.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := oracle.Analysis{Verdict: oracle.VerdictAmber, Summary: "AI<b></b>ON &amp; <i>you</i> agree."}
+	m, err := Verdict(DefaultBrand(), oracle.TierQuick, "Should I open a bakery?", a, sampleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Text, "\nAION & you agree.\n") || strings.Contains(m.Text, "<b>") || strings.Contains(m.HTML, "&lt;b&gt;") || strings.Contains(m.HTML, "<b>") {
+		t.Fatalf("the letter shows markup:\n%s\n%s", m.Text, m.HTML)
+	}
+	if rep := f.Mail(m.Subject, m.Text, m.HTML, sosfilter.Own(m.Own)); rep.Action != sosfilter.Quarantine {
+		t.Fatalf("gate 2: %s", rep.Action)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/sosfilter"
 )
 
 // Brand is who the letters come from. A zero field takes its default.
@@ -193,6 +194,11 @@ func Verdict(b Brand, tier oracle.Tier, query string, a oracle.Analysis, resultU
 	if tier.Name() == "" {
 		return Message{}, fmt.Errorf("verdict letter: unknown tier %q", oracle.Clip(string(tier), 32))
 	}
+	// The model's text is plain: markup in it would show as junk in both
+	// parts, and gate 2 must read it as the reader does. Gate 1 already
+	// took it out of every verdict it stored; a verdict stored before that
+	// loses it here.
+	a = sosfilter.UnmarkedAnalysis(a)
 	d := verdictData{
 		Brand:    b,
 		TierName: tier.Name(),
