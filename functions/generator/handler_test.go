@@ -996,6 +996,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 		terms       []string
 		quarantined bool
 	}{
+		{name: "clean", tier: oracle.TierQuick, query: "Should I open a bakery on my street?", action: "PASS"},
 		{name: "replaced", tier: oracle.TierQuick, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "REPLACE", terms: []string{"cat3.tmm"}},
 		{name: "quarantined", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"CSDM"}, action: "QUARANTINE", terms: []string{"cat3.csdm"}, quarantined: true},
 		{name: "too dense to repair", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "QUARANTINE", terms: []string{"cat3.tmm"}, quarantined: true},
@@ -1027,7 +1028,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 				if o.Status != oracle.StatusReady || o.FilterVersion != filter.Version || !slices.Equal(mails, []oracle.MailKind{oracle.MailVerdict}) || len(alerts) != 0 {
 					t.Fatalf("order %s (filter %q), mails %v, alerts %q: want READY and mailed", o.Status, o.FilterVersion, mails, alerts)
 				}
-				if strings.Contains(o.Verdict, "TMM") != (tc.action == "PASS") {
+				if strings.Contains(o.Verdict, "TMM") {
 					t.Fatalf("stored verdict %s", o.Verdict)
 				}
 				return
@@ -1043,7 +1044,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 				t.Fatalf("alerts %q", alerts)
 			}
 			rec := e.quarantineRecord(o.QuarantineRecord)
-			if rec.SessionID != id || rec.Tier != string(tc.tier) || rec.Gate != "generator" || !slices.Equal(rec.Terms, tc.terms) ||
+			if rec.SessionID != id || rec.Tier != string(tc.tier) || rec.Gate != "generator" || !slices.Equal(rec.Terms, tc.terms) || rec.QuarantinedAt.IsZero() ||
 				!strings.Contains(string(rec.Raw), tc.leak[0]) || rec.Model == "" || rec.AmountTotal != tc.tier.PriceCents() {
 				t.Fatalf("quarantine record %+v", rec)
 			}
