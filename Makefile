@@ -124,10 +124,11 @@ else
 	$(GO) run ./infra/cost .build/burst-reduced.json
 endif
 
-## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts with the current prompt and reports how many the content filter would touch; fails above MAX_RATE (default 0)
+## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts with the current prompt and reports how many the content filter would touch; fails above MAX_RATE (default 0); a pass is recorded in shared/prompt/contamination.json, which make deploy requires for the current prompt
 MAX_RATE ?= 0
+PROMPT_CHECKS := shared/prompt/contamination.json
 prompt-check:
-	$(GO) run ./infra/promptcheck -n 50 -max-rate $(MAX_RATE)
+	$(GO) run ./infra/promptcheck -n 50 -max-rate $(MAX_RATE) -record $(PROMPT_CHECKS)
 
 ## build: every function's bootstrap for Lambda (linux/arm64) into .build/lambda/<name>/, exactly as `sam build` makes them
 build:
@@ -148,6 +149,7 @@ SMOKE_TARGET = $(if $(LOCAL),-local $(CURDIR)/.build/stack-local.json,-stack $(S
 
 ## deploy: build with SAM, deploy with samconfig.toml's settings (run `sam deploy --guided` once first), then run the smoke test against what was deployed and say the result
 deploy:
+	$(GO) run ./infra/promptcheck -verify $(PROMPT_CHECKS)
 	sam build --no-cached && sam deploy --no-confirm-changeset
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@set +e; $(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET); code=$$?; \

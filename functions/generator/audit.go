@@ -59,7 +59,7 @@ func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report
 	r := h.record(t, status, detail, "")
 	r.Event = audit.EventFilter
 	r.Filter = &audit.Filter{Gate: quarantine.GateGenerator, Action: rep.Action.String(), Reason: string(rep.Reason),
-		TermIDs: rep.Terms(), Exempted: rep.Exempted(), Version: rep.Version}
+		TermIDs: rep.Terms(), Version: rep.Version}
 	if r.Filter.TermIDs == nil {
 		r.Filter.TermIDs = []string{}
 	}

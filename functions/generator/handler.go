@@ -61,7 +61,7 @@ type Alerter interface {
 
 // ContentFilter is gate 1 of the outbound content filter (shared/sosfilter).
 type ContentFilter interface {
-	Analysis(a oracle.Analysis, query string) (oracle.Analysis, sosfilter.Report)
+	Analysis(a oracle.Analysis) (oracle.Analysis, sosfilter.Report)
 }
 
 // QuarantineStore keeps what the filter stopped (shared/quarantine).

@@ -983,8 +983,8 @@ func TestARetiredQuarantineReminderIsAcknowledged(t *testing.T) {
 
 // Gate 1 (SPEC_ORACLE_SOS_FILTER): a replaceable leak is stored cleaned; a
 // quarantine-class one is never stored or mailed, kept whole for review,
-// alerted, and the customer is told it is under review; a term from the
-// customer's own query is no leak.
+// alerted, and the customer is told it is under review; a term the
+// customer's own query holds is no exception (invariant 1).
 func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -993,13 +993,14 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 		leak        []string
 		action      string
 		terms       []string
-		exempted    []string
 		quarantined bool
 	}{
+		{name: "clean", tier: oracle.TierQuick, query: "Should I open a bakery on my street?", action: "PASS"},
 		{name: "replaced", tier: oracle.TierQuick, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "REPLACE", terms: []string{"cat3.tmm"}},
 		{name: "quarantined", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"CSDM"}, action: "QUARANTINE", terms: []string{"cat3.csdm"}, quarantined: true},
 		{name: "too dense to repair", tier: oracle.TierFull, query: "Should I open a bakery on my street?", leak: []string{"TMM"}, action: "QUARANTINE", terms: []string{"cat3.tmm"}, quarantined: true},
-		{name: "echoed from the query", tier: oracle.TierQuick, query: "Should I sell my TMM consulting practice?", leak: []string{"TMM"}, action: "PASS", exempted: []string{"cat3.tmm"}},
+		{name: "repeated from the query", tier: oracle.TierQuick, query: "Should I sell my TMM consulting practice?", leak: []string{"TMM"}, action: "REPLACE", terms: []string{"cat3.tmm"}},
+		{name: "a quarantined term from the query", tier: oracle.TierQuick, query: "Should I build on the CSDM framework?", leak: []string{"CSDM"}, action: "QUARANTINE", terms: []string{"cat3.csdm"}, quarantined: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1017,9 +1018,8 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 					filter = r.Filter
 				}
 			}
-			if filter == nil || filter.Gate != "generator" || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) ||
-				!slices.Equal(filter.Exempted, tc.exempted) || filter.Version == "" {
-				t.Fatalf("filter record %+v, want %s %v exempting %v", filter, tc.action, tc.terms, tc.exempted)
+			if filter == nil || filter.Gate != "generator" || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) || filter.Version == "" {
+				t.Fatalf("filter record %+v, want %s %v", filter, tc.action, tc.terms)
 			}
 			alerts := e.alerts()
 			mails := mailKinds(e.mailJobs())
@@ -1027,7 +1027,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 				if o.Status != oracle.StatusReady || o.FilterVersion != filter.Version || !slices.Equal(mails, []oracle.MailKind{oracle.MailVerdict}) || len(alerts) != 0 {
 					t.Fatalf("order %s (filter %q), mails %v, alerts %q: want READY and mailed", o.Status, o.FilterVersion, mails, alerts)
 				}
-				if strings.Contains(o.Verdict, "TMM") != (tc.action == "PASS") {
+				if strings.Contains(o.Verdict, "TMM") {
 					t.Fatalf("stored verdict %s", o.Verdict)
 				}
 				return
@@ -1043,7 +1043,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 				t.Fatalf("alerts %q", alerts)
 			}
 			rec := e.quarantineRecord(o.QuarantineRecord)
-			if rec.SessionID != id || rec.Tier != string(tc.tier) || rec.Gate != "generator" || !slices.Equal(rec.Terms, tc.terms) ||
+			if rec.SessionID != id || rec.Tier != string(tc.tier) || rec.Gate != "generator" || !slices.Equal(rec.Terms, tc.terms) || rec.QuarantinedAt.IsZero() ||
 				!strings.Contains(string(rec.Raw), tc.leak[0]) || rec.Model == "" || rec.AmountTotal != tc.tier.PriceCents() {
 				t.Fatalf("quarantine record %+v", rec)
 			}
@@ -1060,6 +1060,52 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || !slices.Equal(mails, []oracle.MailKind{oracle.MailReview}) ||
 				len(next) != 0 || len(e.alerts()) != 0 {
 				t.Fatalf("after a redelivery: %s, %d model calls, mails %v, generate jobs %+v", o.Status, len(e.model.Calls()), mails, next)
+			}
+		})
+	}
+}
+
+// Gate 1 reads the model's text without its markup, and stores it so: a
+// term cut by a tag or written as a character reference is caught, and no
+// tag reaches the customer as visible junk.
+func TestGateOneReadsTheModelsTextWithoutMarkup(t *testing.T) {
+	for _, tc := range []struct {
+		name, leak, action string
+		terms              []string
+	}{
+		{"a tag between letters", "AI<b></b>ON", "REPLACE", []string{"cat2.aion"}},
+		{"a character reference for a letter", "CS&#68;M", "QUARANTINE", []string{"cat3.csdm"}},
+		{"markup around plain words", "<b>strong</b> demand &amp; fair margins", "PASS", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := "cs_test_markup" + strings.ReplaceAll(tc.name, " ", "")
+			e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
+			e.control(fakegemini.Scenario{LeakTerms: []string{tc.leak}})
+			if failed := e.run(record("g", job(id), 1)); len(failed) != 0 {
+				t.Fatal("the generation failed")
+			}
+			var filter *audit.Filter
+			for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+				if r.Event == "sos_filter" {
+					filter = r.Filter
+				}
+			}
+			if filter == nil || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) {
+				t.Fatalf("filter record %+v, want %s %v", filter, tc.action, tc.terms)
+			}
+			o := e.order(id)
+			if tc.action == "QUARANTINE" {
+				if o.Status != oracle.StatusQuarantined || o.Verdict != "" {
+					t.Fatalf("order %s with verdict %q, want QUARANTINED", o.Status, o.Verdict)
+				}
+				return
+			}
+			if o.Status != oracle.StatusReady || strings.ContainsAny(o.Verdict, "<>") || strings.Contains(o.Verdict, "&amp;") || strings.Contains(o.Verdict, "AION") {
+				t.Fatalf("order %s, stored verdict %s", o.Status, o.Verdict)
+			}
+			if tc.action == "PASS" && !strings.Contains(o.Verdict, "strong demand & fair margins") {
+				t.Fatalf("stored verdict %s, want the words without their markup", o.Verdict)
 			}
 		})
 	}

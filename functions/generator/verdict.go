@@ -19,8 +19,11 @@ import (
 // one verdict.
 func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 	// Gate 1: what the model wrote reaches the store only through the
-	// content filter, on first generations and regenerations alike.
-	filtered, rep := h.Filter.Analysis(g.analysis, t.order.Query)
+	// content filter, on first generations and regenerations alike. The
+	// model writes plain text: markup in it is taken out first, so the
+	// filter reads what a reader would ("AI<b></b>ON" is AION) and no tag
+	// reaches the customer as junk.
+	filtered, rep := h.Filter.Analysis(sosfilter.UnmarkedAnalysis(g.analysis))
 	crashpoint.Reach(ctx, crashpoint.GeneratorFiltered)
 	h.auditFilter(ctx, t, rep)
 	if rep.Action == sosfilter.Quarantine {

@@ -48,7 +48,7 @@ type Alerter interface {
 
 // TextFilter is the content filter the subject shown in an alert passes.
 type TextFilter interface {
-	Text(text, query string) sosfilter.Result
+	Text(text string) sosfilter.Result
 }
 
 // Core processes each received message once, whichever source read it:
@@ -234,7 +234,7 @@ func (c *Core) shown(subject string) string {
 	if utf8.RuneCountInString(subject) > maxShownSubject {
 		subject = string([]rune(subject)[:maxShownSubject-1]) + "…"
 	}
-	if subject != "" && (c.Filter.Text(subject, "").Action != sosfilter.Pass || audit.HasEmail(subject)) {
+	if subject != "" && (c.Filter.Text(subject).Action != sosfilter.Pass || audit.HasEmail(subject)) {
 		return "[withheld: the content filter stopped it]"
 	}
 	return subject

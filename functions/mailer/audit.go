@@ -47,7 +47,7 @@ func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report
 	}
 	r := h.record(t, audit.EventFilter, status, detail)
 	r.Filter = &audit.Filter{Gate: quarantine.GateMailer, Action: rep.Action.String(), Reason: string(rep.Reason),
-		TermIDs: rep.Terms(), Exempted: rep.Exempted(), Version: rep.Version, MailKind: t.job.Kind}
+		TermIDs: rep.Terms(), Version: rep.Version, MailKind: t.job.Kind}
 	if r.Filter.TermIDs == nil {
 		r.Filter.TermIDs = []string{}
 	}

@@ -68,7 +68,7 @@ type Alerter interface {
 
 // ContentFilter is gate 2 of the outbound content filter (shared/sosfilter).
 type ContentFilter interface {
-	Mail(subject, text, html, query string) sosfilter.Report
+	Mail(subject, text, html string, own sosfilter.Own) sosfilter.Report
 }
 
 // QuarantineStore keeps what the filter stopped (shared/quarantine).
@@ -254,7 +254,7 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	t.token = token
 	crashpoint.Reach(ctx, crashpoint.MailerClaimed)
 	// Gate 2, on the email exactly as it would leave.
-	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, o.Query)
+	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own(msg.Own))
 	h.auditFilter(ctx, t, rep)
 	if rep.Action != sosfilter.Pass {
 		return h.quarantine(ctx, t, msg, rep)

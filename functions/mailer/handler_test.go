@@ -609,8 +609,14 @@ func TestOrderNoticesAreSentOnceAndOnlyInTheirState(t *testing.T) {
 // generator with gate 1 disabled would have stored it.
 func (e *env) readyWith(id, summary string) {
 	e.t.Helper()
+	e.readyWithQuery(id, "Should I open a bakery?", summary)
+}
+
+// readyWithQuery is readyWith for an order of the query given.
+func (e *env) readyWithQuery(id, query, summary string) {
+	e.t.Helper()
 	ctx := context.Background()
-	c, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: "Should I open a bakery?",
+	c, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: query,
 		AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute)
 	if err != nil {
 		e.t.Fatal(err)
@@ -688,6 +694,40 @@ func TestGateTwoStopsWhatGateOneMissed(t *testing.T) {
 	// notice again, in case the attempt that quarantined it died first.
 	if n := reviewNotices(e.mailSent.jobs); n != 2 {
 		t.Fatalf("%d review notices queued, want the first and the repeat", n)
+	}
+}
+
+// SOS invariant 1 has no exceptions: the verdict letter may show the
+// customer their own submission, whatever it holds, but a listed term the
+// submission holds is stopped anywhere else in the email.
+func TestGateTwoLeavesOnlyTheSubmissionToTheCustomer(t *testing.T) {
+	for _, tc := range []struct {
+		name, summary string
+		sent          bool
+	}{
+		{"the submission shown back", "The name is taken by a larger firm.", true},
+		{"the verdict repeats it", "CSDM is taken by a larger firm.", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			addr := uniqueAddress(t)
+			id := e.paidSession(oracle.TierQuick, addr)
+			e.readyWithQuery(id, "Is CSDM a good name for my firm?", tc.summary)
+			if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
+				t.Fatal("the job failed")
+			}
+			got := e.inbox(addr)
+			o, _, _ := e.orders.Get(context.Background(), id)
+			if !tc.sent {
+				if len(got) != 0 || o.Status != oracle.StatusQuarantined || !slices.Equal(o.QuarantineTerms, []string{"cat3.csdm"}) {
+					t.Fatalf("%d emails, order %s %v: want none sent and QUARANTINED", len(got), o.Status, o.QuarantineTerms)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].Text, "YOUR SUBMISSION:\nIs CSDM a good name for my firm?") || o.Status == oracle.StatusQuarantined {
+				t.Fatalf("emails %+v, order %s: want the verdict sent with the submission", got, o.Status)
+			}
+		})
 	}
 }
 

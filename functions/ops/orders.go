@@ -17,7 +17,7 @@ import (
 
 // Cleaner is the content filter's reviewed cleaning (sosfilter.Filter).
 type Cleaner interface {
-	Reviewed(a oracle.Analysis, query string) (oracle.Analysis, sosfilter.Report)
+	Reviewed(a oracle.Analysis) (oracle.Analysis, sosfilter.Report)
 }
 
 // Quarantined reads a quarantine record (quarantine.Reader).
@@ -107,7 +107,7 @@ func (h *Handler) cleaned(ctx context.Context, o oracle.Order) (store.StoredVerd
 	if err != nil {
 		return store.StoredVerdict{}, refuse("the quarantined verdict of %s does not parse (%v): deliver it with mode regenerate", oracle.ShortID(o.SessionID), err)
 	}
-	a, rep := h.Cleaner.Reviewed(a, o.Query)
+	a, rep := h.Cleaner.Reviewed(a)
 	if rep.Action == sosfilter.Quarantine {
 		return store.StoredVerdict{}, refuse("the verdict of %s holds what no substitute may clean (%s: %v): deliver it with mode regenerate, or refund it",
 			oracle.ShortID(o.SessionID), rep.Reason, rep.Terms())

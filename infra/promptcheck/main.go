@@ -6,7 +6,12 @@
 // real model with GEMINI_API_KEY; its test runs it against the fake.
 //
 // It exits 1 when the rate is above -max-rate (default 0: any contaminated
-// verdict rejects a prompt change), 2 on a usage or model error.
+// verdict rejects a prompt change), 2 on a usage or model error. With
+// -record FILE a passing run against the real model is recorded there
+// (shared/prompt/contamination.json), named by the prompt's Version and
+// Fingerprint; -verify FILE asks no model and exits 1 unless FILE records a
+// passing check of the current prompt. `make deploy` verifies first, so no
+// prompt reaches production without its contamination check (GAP-H).
 package main
 
 import (
@@ -31,7 +36,21 @@ func main() {
 	maxRate := fs.Float64("max-rate", 0, "the highest contamination rate (0 to 1) that passes")
 	model := fs.String("model", gemini.DefaultModel, "the model to ask")
 	base := fs.String("base", "", "the API's base URL (the fake Gemini); empty means Google")
+	recordTo := fs.String("record", "", "record a passing run in this file (the real model only)")
+	verifyIn := fs.String("verify", "", "ask no model: exit 1 unless this file records a passing check of the current prompt")
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if *verifyIn != "" {
+		if err := verify(*verifyIn); err != nil {
+			fmt.Fprintln(os.Stderr, "promptcheck:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("prompt %s has its contamination check\n", prompt.Version)
+		return
+	}
+	if *recordTo != "" && *base != "" {
+		fmt.Fprintln(os.Stderr, "promptcheck: -record needs the real model: a fake's rate says nothing of the prompt")
 		os.Exit(2)
 	}
 	key := os.Getenv("GEMINI_API_KEY")
@@ -54,6 +73,13 @@ func main() {
 	if s.Rate() > *maxRate {
 		fmt.Printf("FAIL: contamination rate %.1f%% is above %.1f%%\n", 100*s.Rate(), 100**maxRate)
 		os.Exit(1)
+	}
+	if *recordTo != "" {
+		if err := record(*recordTo, s, *model, *maxRate, time.Now().UTC()); err != nil {
+			fmt.Fprintln(os.Stderr, "promptcheck:", err)
+			os.Exit(2)
+		}
+		fmt.Printf("recorded in %s: commit it with the prompt\n", *recordTo)
 	}
 	fmt.Println("PASS")
 }
@@ -110,7 +136,7 @@ func check(ctx context.Context, g Generator, n int, out io.Writer) (Summary, err
 			continue
 		}
 		s.Verdicts++
-		_, rep := filter.Analysis(a, q)
+		_, rep := filter.Analysis(a)
 		switch rep.Action {
 		case sosfilter.Replace:
 			s.Replaced++
@@ -155,4 +181,7 @@ var submissions = []string{
 	"I want to start a newsletter reviewing local restaurants.",
 	"Should we hire our first salesperson before we have a product manager?",
 	"Would a repair café for electronics pay for itself?",
+	// Two that hold listed words, which the reply must refer to indirectly.
+	"Should I name my design studio Anvil & Astra?",
+	"Is Gamma a good tool for our investor slides, or should we stay with PowerPoint?",
 }

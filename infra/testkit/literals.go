@@ -61,7 +61,7 @@ func LiteralsPassTheFilter(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for pos, s := range StringLiterals(t, dir) {
-		if r := f.Text(s, ""); r.Action != sosfilter.Pass {
+		if r := f.Text(s); r.Action != sosfilter.Pass {
 			t.Errorf("%s: %q: %s %v", pos, s, r.Action, r.Terms())
 		}
 	}

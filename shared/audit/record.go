@@ -160,13 +160,10 @@ type MailAttempt struct {
 
 // Filter is one content filter decision (SPEC_ORACLE_SOS_FILTER).
 type Filter struct {
-	Gate    string   `json:"gate"`   // generator (gate 1) or mailer (gate 2)
-	Action  string   `json:"action"` // PASS, REPLACE or QUARANTINE
-	Reason  string   `json:"reason,omitempty"`
-	TermIDs []string `json:"term_ids"`
-	// Exempted are the entries the customer's own query holds, repeated by
-	// the verdict and so not a leak.
-	Exempted []string        `json:"exempted,omitempty"`
+	Gate     string          `json:"gate"`   // generator (gate 1) or mailer (gate 2)
+	Action   string          `json:"action"` // PASS, REPLACE or QUARANTINE
+	Reason   string          `json:"reason,omitempty"`
+	TermIDs  []string        `json:"term_ids"`
 	Version  string          `json:"version"`
 	MailKind oracle.MailKind `json:"mail_kind,omitempty"`
 }

@@ -296,3 +296,41 @@ func TestContradictionNamesTheConflict(t *testing.T) {
 		}
 	}
 }
+
+// SOS invariant 1 has no exceptions, so a listed word the customer wrote may
+// not come back in the verdict: the prompt names each one the submission
+// holds, after the quoted submission, for the model to refer to indirectly,
+// and the instructions say what to do with them. A submission with none
+// gets no such line.
+func TestListedWordsOfTheQueryAreToBeReferredToIndirectly(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		words []string
+	}{
+		{"Should I open a bakery on my street?", nil},
+		{"Should I call my firm CSDM, or Anvil Labs, or use the Φ logo?", []string{"CSDM", "Anvil", "Φ"}},
+		{"My tolerance is 0.042 and CSDM again: CSDM.", []string{"0.042", "CSDM"}},
+		{"We sell brand logos and gamma-ray detectors.", nil}, // ordinary English the filter lets through
+	} {
+		for _, tier := range oracle.Tiers() {
+			p, err := Build(tier, tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(p.System, "refer to each indirectly instead") {
+				t.Fatalf("%s: the instructions do not say to refer to listed words indirectly", tier)
+			}
+			_, after, _ := strings.Cut(p.User, closeDelimiter+"\n")
+			if tc.words == nil {
+				if after != "" {
+					t.Errorf("%q: a line after the submission: %q", tc.query, after)
+				}
+				continue
+			}
+			want := "\n" + avoidNote + ` "` + strings.Join(tc.words, `", "`) + "\".\n"
+			if after != want {
+				t.Errorf("%s %q: after the submission %q, want %q", tier, tc.query, after, want)
+			}
+		}
+	}
+}

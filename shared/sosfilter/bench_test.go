@@ -95,13 +95,13 @@ func BenchmarkFilter(b *testing.B) {
 			if strings.HasSuffix(v.name, "dirty") {
 				want = Replace
 			}
-			if _, rep := f.Analysis(v.a, "a query about the idea"); rep.Action != want {
+			if _, rep := f.Analysis(v.a); rep.Action != want {
 				b.Fatalf("%s: %s (%s), want %s", v.name, rep.Action, rep.Reason, want)
 			}
 			b.SetBytes(size(v.a))
 			b.ReportAllocs()
 			for b.Loop() {
-				f.Analysis(v.a, "a query about the idea")
+				f.Analysis(v.a)
 			}
 		})
 	}
@@ -132,7 +132,7 @@ func BenchmarkFilterMail(b *testing.B) {
 	b.SetBytes(int64(len(text) + len(html)))
 	b.ReportAllocs()
 	for b.Loop() {
-		f.Mail("Your Strategy Session verdict", text, html, "a query")
+		f.Mail("Your Strategy Session verdict", text, html, Own{})
 	}
 }
 
@@ -152,7 +152,7 @@ func BenchmarkViews(b *testing.B) {
 	}{
 		{"plain", base, false},
 		{"disguise", "Use A/B tests in Q4 with B2B leads, 10x growth and a 4 x 4 grid. " + base, false},
-		{"look-alikes", "Привет, мир: Ꭺ café in Łódź. 你好，世界。 " + base, false},
+		{"look-alikes", "Добро: Ꭺ café in Łódź. 你好，世界。 " + base, false},
 		{"override", "\u202e" + "sdrow desrever" + "\u202c " + base, false},
 		{"html", "<p>" + strings.ReplaceAll(base, " ", " <b></b>&nbsp;") + "</p>&#9679;&amp;", true},
 	} {
@@ -191,13 +191,13 @@ func BenchmarkOrdinaryEnglish(b *testing.B) {
 	touched, bytes := 0, 0
 	for _, p := range prose {
 		bytes += len(p)
-		if r := f.Text(p, ""); r.Action != Pass {
+		if r := f.Text(p); r.Action != Pass {
 			touched++
 		}
 	}
 	for _, a := range verdicts {
 		bytes += int(size(a))
-		if _, rep := f.Analysis(a, ""); rep.Action != Pass {
+		if _, rep := f.Analysis(a); rep.Action != Pass {
 			touched++
 		}
 	}
@@ -205,10 +205,10 @@ func BenchmarkOrdinaryEnglish(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, p := range prose {
-			f.Text(p, "")
+			f.Text(p)
 		}
 		for _, a := range verdicts {
-			f.Analysis(a, "")
+			f.Analysis(a)
 		}
 	}
 	b.ReportMetric(float64(touched), "false-hits")

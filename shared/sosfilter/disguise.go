@@ -430,7 +430,7 @@ func (t *trigger) wordEnd() bool {
 func (f *Filter) scanDisguised(s string, isHTML bool, c *collector) {
 	var d dscanner
 	d.f, d.s, d.html, d.c = f, s, isHTML, c
-	prevSingle, runHasLetter, started := false, false, false
+	prevSingle, runHasLetter, started, prevLeet := false, false, false, false
 	for i := 0; i < len(s); {
 		w, ok := d.nextWord(i)
 		if !ok {
@@ -443,11 +443,16 @@ func (f *Filter) scanDisguised(s string, isHTML bool, c *collector) {
 		if w.chars == 1 && !join {
 			runHasLetter = d.runHasLetter(w)
 		}
-		d.feedWord(w, (w.letters > 0 && w.digits > 0) || (w.chars == 1 && runHasLetter))
+		// A word of digits alone reads as letters where it continues a
+		// phrase whose word before it did ("0R4C13_7011"): its place
+		// says what it stands for.
+		leet := (w.letters > 0 && w.digits > 0) || (w.chars == 1 && runHasLetter) ||
+			(w.letters == 0 && prevLeet && w.gap != brk && !w.paragraphSplit)
+		d.feedWord(w, leet)
 		if c.done() {
 			return
 		}
-		prevSingle, started = w.chars == 1, true
+		prevSingle, started, prevLeet = w.chars == 1, true, leet
 		i = w.end
 	}
 	d.confirm()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/infra/tools"
@@ -59,10 +60,100 @@ func TestLookAlikeTable(t *testing.T) {
 		{'ᴀ', "A"}, {'ɪ', "I"}, {'ᴏ', "O"}, {'ɴ', "N"}, {'ɢ', "G"}, {'ʟ', "L"}, // small capitals
 		{'А', "A"}, {'І', "I"}, {'і', "i"}, {'о', "o"}, // Cyrillic
 		{'Ꭺ', "A"}, {'ꭺ', "A"}, {'ꓮ', "A"}, {'ø', "o"}, {'ł', "l"}, // Cherokee, Lisu, Latin with a stroke
+		{'Ʂ', "S"}, {'ꞩ', "s"}, {'Ɦ', "H"}, {'Ꞓ', "C"}, // Latin with a hook, stroke or bar the skeleton leaves alone
+		{'Ф', "φ"}, {'ɸ', "φ"}, {'Ѱ', "ψ"}, {'∆', "δ"}, {'Г', "γ"}, {'п', "π"}, {'ß', "β"}, {'⨁', "⊕"}, {'►', "▶"}, // listed symbols' look-alikes
 		{'Α', ""}, {'ο', ""}, {'a', ""}, {'⊤', ""}, // Greek stays Greek; ASCII and symbols are not in it
 	} {
 		if got := readsAs(tc.r); got != tc.want {
 			t.Errorf("readsAs(%q) = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+// Every character whose UTS #39 skeleton equals a listed symbol's reads as
+// that symbol, from any script: each look-alike the table holds, put in
+// place of the symbol in every listed term that has it, is caught at gate 1
+// and gate 2, and each symbol with a skeleton other than Latin letters has
+// its look-alikes in the table (checked against ICU by
+// TestLookAlikesAreICUs).
+func TestSymbolLookAlikesAreCaught(t *testing.T) {
+	f := newFilter(t)
+	var terms []string
+	for _, e := range shippedList(t).Entries {
+		if e.Category == CategorySymbol {
+			terms = append(terms, e.Terms...)
+		}
+	}
+	used := map[rune]bool{}
+	for _, la := range lookAlikes {
+		sym, _ := utf8.DecodeRuneInString(la.reads)
+		if sym < utf8.RuneSelf {
+			continue // reads as Latin letters: TestLetterDisguisesAreCaught
+		}
+		for _, term := range terms {
+			var b strings.Builder
+			hit := false
+			for _, r := range term {
+				if lowerFold(r) == sym {
+					b.WriteRune(la.r)
+					hit = true
+				} else {
+					b.WriteRune(r)
+				}
+			}
+			if !hit {
+				continue
+			}
+			used[la.r] = true
+			text := "We looked at " + b.String() + " closely."
+			if r := f.Text(text); r.Action != Quarantine {
+				t.Errorf("%U %q for %q: %s %v", la.r, text, term, r.Action, r.Terms())
+			}
+			if rep := f.Mail("Your verdict", "See below.", "<p>"+text+"</p>", Own{}); rep.Action != Quarantine {
+				t.Errorf("%U %q at gate 2: %s", la.r, text, rep.Action)
+			}
+		}
+	}
+	for _, la := range lookAlikes {
+		if sym, _ := utf8.DecodeRuneInString(la.reads); sym >= utf8.RuneSelf && !used[la.r] {
+			t.Errorf("%U reads %q, which no listed term holds", la.r, la.reads)
+		}
+	}
+	if len(used) < 100 {
+		t.Fatalf("only %d look-alikes of symbols", len(used))
+	}
+	for _, tc := range []struct{ text, id string }{
+		{"The Ф factor matters.", "cat1.phi"},    // Cyrillic
+		{"ɸ = 0.042 holds.", "cat3.phi-damping"}, // Latin phi
+		{"Rising ∆Γ again.", "cat1.delta-gamma"}, // the increment sign and Greek
+		{"ЃΓ", "cat1.greek-letter"},              // a Cyrillic letter that decomposes to one reading as gamma
+		{"Status: Σ.► now.", "cat1.exec-run"},    // a pointer for the triangle
+		{"Sealed ⨁ today.", "cat1.sealed"},       // the n-ary circled plus
+		{"Прочие", "cat1.greek-letter"},          // Russian reads as Greek, and quarantines as Greek does
+	} {
+		if r := f.Text(tc.text); r.Action != Quarantine || !slices.Contains(r.Terms(), tc.id) {
+			t.Errorf("%q: %s %v, want %s", tc.text, r.Action, r.Terms(), tc.id)
+		}
+	}
+}
+
+// Latin letters with a hook, tail, stroke or bar read as their letters,
+// alone or mixed with other scripts' look-alikes in one word.
+func TestMarkedLatinLettersAreCaught(t *testing.T) {
+	f := newFilter(t)
+	for _, tc := range []struct {
+		text string
+		id   string
+	}{
+		{"GLOꞨꞨ reviewed it.", "cat2.gloss"},  // S with oblique stroke
+		{"АIОꞤ reviewed it.", "cat2.aion"},    // Cyrillic A and O, N with oblique stroke
+		{"ꞒꞨDM is the model.", "cat3.csdm"},   // C with bar, S with oblique stroke
+		{"ƇꞪꞦОМА carried it.", "cat2.chroma"}, // C with hook, Cyrillic O, M, A
+		{"ꝂILL BОX here.", "cat3.kill-box"},   // K with diagonal stroke, Cyrillic O
+		{"MNEMOꞨ recalls.", "cat2.mnemos"},
+	} {
+		if r := f.Text(tc.text); r.Action == Pass || !slices.Contains(r.Terms(), tc.id) {
+			t.Errorf("%q: %s %v, want %s", tc.text, r.Action, r.Terms(), tc.id)
 		}
 	}
 }
@@ -202,14 +293,14 @@ func TestLetterDisguisesAreCaught(t *testing.T) {
 	for _, lt := range letterTerms(t) {
 		for name, disguise := range letterDisguises {
 			text := frame(t, lt.e, disguise(lt.term))
-			if r := f.Text(text, ""); r.Action == Pass {
+			if r := f.Text(text); r.Action == Pass {
 				t.Errorf("%s %s: %q passed", lt.e.ID, name, text)
 			}
 			html := "<p>" + strings.ReplaceAll(text, " ", "<b></b>&#32;") + "</p>"
-			if rep := f.Mail("Your verdict", "See below.", html, ""); rep.Action != Quarantine {
+			if rep := f.Mail("Your verdict", "See below.", html, Own{}); rep.Action != Quarantine {
 				t.Errorf("%s %s in HTML: %q gave %s", lt.e.ID, name, html, rep.Action)
 			}
-			if rep := f.Mail("Your verdict", text, "<p>See above.</p>", ""); rep.Action != Quarantine {
+			if rep := f.Mail("Your verdict", text, "<p>See above.</p>", Own{}); rep.Action != Quarantine {
 				t.Errorf("%s %s in the text part: %q gave %s", lt.e.ID, name, text, rep.Action)
 			}
 		}
@@ -246,14 +337,10 @@ func TestNamedDisguises(t *testing.T) {
 		{"Plan A I\n\nO N", Pass, ""}, // an empty line parts them
 		{"Louis IX and Chapter XL.", Pass, ""},
 	} {
-		r := f.Text(tc.text, "")
+		r := f.Text(tc.text)
 		if r.Action != tc.want || (tc.id != "" && !slices.Contains(r.Terms(), tc.id)) {
 			t.Errorf("%q: %s %v, want %s %s", tc.text, r.Action, r.Terms(), tc.want, tc.id)
 		}
-	}
-	// The echo rule holds in the disguise view too.
-	if r := f.Text("A I O N, as you asked.", "What does AION think?"); r.Action != Pass {
-		t.Errorf("an echoed term spelt out: %s %v", r.Action, r.Hits)
 	}
 }
 
@@ -284,7 +371,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 	}
 	allowed := map[string]bool{}
 	for _, w := range lines {
-		if r := f.Text(w, ""); r.Action != Pass {
+		if r := f.Text(w); r.Action != Pass {
 			if !isTerm(w) {
 				t.Errorf("the word %q: %s %v", w, r.Action, r.Terms())
 			}
@@ -300,7 +387,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 		}
 		// Commas, so that two words cannot form a listed phrase ("breaker
 		// breaker's") while the disguise view still reads across them.
-		if r := f.Text(strings.Join(chunk, ", "), ""); r.Action != Pass {
+		if r := f.Text(strings.Join(chunk, ", ")); r.Action != Pass {
 			t.Errorf("the words %q: %s %v", chunk, r.Action, r.Terms())
 		}
 	}
@@ -310,7 +397,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 		text := readCorpus(t, "/usr/share/common-licenses/"+name, "base-files")
 		for _, para := range strings.Split(text, "\n\n") {
 			prose += len(strings.Fields(para))
-			if r := f.Text(para, ""); r.Action != Pass {
+			if r := f.Text(para); r.Action != Pass {
 				t.Errorf("%s: %q: %s %v", name, para, r.Action, r.Terms())
 			}
 		}
@@ -336,10 +423,10 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 		// The templates' own comments are for us, not for the customer.
 		text := templateComment.ReplaceAllString(string(b), "")
 		html := strings.HasSuffix(p, ".html")
-		if rep := f.Mail("", "", text, ""); html && rep.Action != Pass {
+		if rep := f.Mail("", "", text, Own{}); html && rep.Action != Pass {
 			t.Errorf("%s: %s %v", p, rep.Action, rep.Terms())
 		}
-		if r := f.Text(text, ""); !html && r.Action != Pass {
+		if r := f.Text(text); !html && r.Action != Pass {
 			t.Errorf("%s: %s %v", p, r.Action, r.Terms())
 		}
 	}
@@ -347,7 +434,7 @@ func TestOrdinaryEnglishIsNotTouched(t *testing.T) {
 	for i := range 1000 {
 		tier := []oracle.Tier{oracle.TierQuick, oracle.TierFull, oracle.TierStrategy}[i%3]
 		a := fakegemini.Verdict(fmt.Sprintf("Should I open business number %d?", i), tier)
-		if _, rep := f.Analysis(a, ""); rep.Action != Pass {
+		if _, rep := f.Analysis(a); rep.Action != Pass {
 			t.Errorf("generated verdict %d (%s): %s %v", i, tier, rep.Action, rep.Terms())
 		}
 	}
@@ -366,4 +453,37 @@ func readCorpus(t *testing.T, path, pkg string) string {
 		t.Skipf("%s (Debian's %s) is missing: run make tools (make test always does)", path, pkg)
 	}
 	return string(b)
+}
+
+// A listed term written mostly in digits, whose remaining letters and
+// their place identify it: a listed number with letters for some digits,
+// and a word of digits alone that continues a phrase spelt in digits.
+func TestMostlyDigitsAreCaught(t *testing.T) {
+	f := newFilter(t)
+	for _, tc := range []struct {
+		text string
+		want Action
+		id   string
+	}{
+		{"1O-4, we go.", Quarantine, "cat4.ten-four"},
+		{"The constant is O.O42 here.", Quarantine, "cat3.damping-constant"},
+		{"Φ = 0.O42 again.", Quarantine, "cat3.phi-damping"},
+		{"A 97.A% threshold.", Quarantine, "cat3.threshold-value"},
+		{"It ran on 0R4C13_7011 overnight.", Quarantine, "cat3.oracle-toll"},
+		{"Ask 51M0N5_4C7U470R.", Quarantine, "cat3.simons-actuator"},
+		// Ordinary shorthand reads as it is.
+		{"B2B sales in Q4 2025 grew 10x; A4 sheets and a Z80 chip.", Pass, ""},
+		{"Plan for 2O26 and T1 lines.", Pass, ""},
+		{"It costs $O.O42 per call.", Pass, ""}, // money, as 0.042 is
+	} {
+		r := f.Text(tc.text)
+		if r.Action != tc.want || (tc.id != "" && !slices.Contains(r.Terms(), tc.id)) {
+			t.Errorf("%q: %s %v, want %s %s", tc.text, r.Action, r.Terms(), tc.want, tc.id)
+		}
+		if tc.want == Quarantine {
+			if rep := f.Mail("Your verdict", tc.text, "<p>Fine.</p>", Own{}); rep.Action != Quarantine {
+				t.Errorf("%q at gate 2: %s", tc.text, rep.Action)
+			}
+		}
+	}
 }

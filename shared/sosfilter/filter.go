@@ -61,7 +61,7 @@ const (
 // verdict that reads as nonsense: a person should look at it. The counts
 // cover the whole payload (every field of a verdict together) and only
 // the terms that would be replaced (a quarantine-class term quarantines
-// anyway; an echoed term is not a leak).
+// anyway).
 const (
 	// MaxReplacements is the most terms one payload may have replaced.
 	MaxReplacements = 3
@@ -78,11 +78,8 @@ type Hit struct {
 	Category Category `json:"category"` // the entry's category
 	// Action is what this occurrence calls for: Replace or Quarantine
 	// (Quarantine also where a replaceable term is spelt or placed so that
-	// the rules cannot call a substitute safe), Pass when exempted.
+	// the rules cannot call a substitute safe).
 	Action Action `json:"action"`
-	// Echo reports the exemption of the echo rule: the customer's query
-	// holds the same term, so repeating it is not a leak.
-	Echo bool `json:"echo,omitempty"`
 	// Field is where it was found in a verdict or an email, e.g.
 	// "breakdown.Stability.analysis" or "html"; empty for Text.
 	Field string `json:"field,omitempty"`
@@ -107,23 +104,17 @@ type Report struct {
 	Version string // the block list version that decided, for the record
 }
 
-// Terms lists the entry ids of the hits that were not exempted, each once,
-// in order: what a quarantine record names.
+// Terms lists the entry ids of the hits, each once, in order: what a
+// quarantine record names.
 func (r Report) Terms() []string { return terms(r.Hits) }
 
-// Terms lists the entry ids of the hits that were not exempted.
+// Terms lists the entry ids of the hits, each once, in order.
 func (r Result) Terms() []string { return terms(r.Hits) }
 
-// Exempted lists the entry ids the echo rule exempted, each once: terms
-// from the customer's own query that the verdict repeats, for the record.
-func (r Report) Exempted() []string { return echoed(r.Hits, true) }
-
-func terms(hits []Hit) []string { return echoed(hits, false) }
-
-func echoed(hits []Hit, echo bool) []string {
+func terms(hits []Hit) []string {
 	var ids []string
 	for _, h := range hits {
-		if h.Echo == echo && !slices.Contains(ids, h.Term) {
+		if !slices.Contains(ids, h.Term) {
 			ids = append(ids, h.Term)
 		}
 	}
@@ -163,15 +154,13 @@ func New() (*Filter, error) {
 func (f *Filter) Version() string { return f.version }
 
 // Text filters one customer-facing text: an error or fallback message, or
-// any single string. query is the customer's own query: a term it holds is
-// not a leak when the text repeats it (the echo rule). Clean text is
-// returned as it is, without allocating.
-func (f *Filter) Text(text, query string) Result {
+// any single string. Clean text is returned as it is, without allocating.
+func (f *Filter) Text(text string) Result {
 	if f.clean(text, false) {
 		return Result{Action: Pass, Text: text}
 	}
 	fields := []field{{text: text}}
-	act, reason, hits := f.run(fields, query, true, false)
+	act, reason, hits := f.run(fields, true, false)
 	r := Result{Action: act, Hits: hits, Reason: reason}
 	switch act {
 	case Pass:
@@ -189,8 +178,12 @@ func (f *Filter) Text(text, query string) Result {
 // fields together, and the strongest action decides for the whole verdict.
 // It returns a unchanged for Pass, a copy with the substitutes in place for
 // Replace (a is never modified), and the zero Analysis for Quarantine.
-func (f *Filter) Analysis(a oracle.Analysis, query string) (oracle.Analysis, Report) {
-	return f.analysis(a, query, false)
+//
+// A term the customer's own query holds is no exception (invariant 1): the
+// verdict is the house's text, and the prompt asks the model to refer to
+// such a word without writing it.
+func (f *Filter) Analysis(a oracle.Analysis) (oracle.Analysis, Report) {
+	return f.analysis(a, false)
 }
 
 // Reviewed cleans a quarantined verdict that the operator reviewed and
@@ -199,17 +192,17 @@ func (f *Filter) Analysis(a oracle.Analysis, query string) (oracle.Analysis, Rep
 // which has been given). A quarantine-class term, a term no rule can call
 // safe to substitute, or a substitute that does not read well still
 // quarantines: no approval makes those deliverable.
-func (f *Filter) Reviewed(a oracle.Analysis, query string) (oracle.Analysis, Report) {
-	return f.analysis(a, query, true)
+func (f *Filter) Reviewed(a oracle.Analysis) (oracle.Analysis, Report) {
+	return f.analysis(a, true)
 }
 
-func (f *Filter) analysis(a oracle.Analysis, query string, reviewed bool) (oracle.Analysis, Report) {
+func (f *Filter) analysis(a oracle.Analysis, reviewed bool) (oracle.Analysis, Report) {
 	rep := Report{Version: f.version}
 	if f.analysisClean(a) {
 		return a, rep
 	}
 	fields := analysisFields(a)
-	rep.Action, rep.Reason, rep.Hits = f.run(fields, query, true, reviewed)
+	rep.Action, rep.Reason, rep.Hits = f.run(fields, true, reviewed)
 	switch rep.Action {
 	case Pass:
 		return a, rep
@@ -219,25 +212,91 @@ func (f *Filter) analysis(a oracle.Analysis, query string, reviewed bool) (oracl
 	return oracle.Analysis{}, rep
 }
 
+// Own marks where an email shows the customer's own submission back to
+// them ("YOUR SUBMISSION:"), as byte ranges [start, end) of its text part
+// and of its HTML part, in order and apart. What the customer wrote is
+// theirs to see again, whatever it holds; everything else in the email is
+// the house's text.
+type Own struct {
+	Text, HTML [][2]int
+}
+
 // Mail filters a finished email at gate 2: its subject, its text part and
 // its HTML part. Gate 2 never edits: the email was formatted from a
 // verdict that gate 1 already cleaned, so a hit here means a formatter or
 // gate 1 failed, and a substitute could also make the text and HTML parts
-// disagree. Any hit that the echo rule does not exempt quarantines.
+// disagree. Any hit quarantines.
+//
+// The ranges own marks, the customer's submission shown back to them, are
+// not read, and no term is read across one: the text on either side is
+// read as if the submission were a paragraph break. Ranges that are out of
+// bounds, overlap, are out of order or cut a character are ignored, so the
+// whole part is read (failing closed).
 //
 // The HTML is read twice: as the reader sees it (tags are invisible,
 // entities are their characters, so "AI&#79;N" and "AI<b></b>ON" are
 // caught), and as its source (attributes and comments reach the customer
 // too).
-func (f *Filter) Mail(subject, text, html, query string) Report {
+func (f *Filter) Mail(subject, text, html string, own Own) Report {
 	rep := Report{Version: f.version}
-	if f.clean(subject, false) && f.clean(text, false) && f.clean(html, true) && f.clean(html, false) {
+	if f.clean(subject, false) && f.cleanAround(text, own.Text, false) && f.cleanAround(html, own.HTML, true) && f.cleanAround(html, own.HTML, false) {
 		return rep
 	}
-	fields := []field{{path: "subject", text: subject}, {path: "text", text: text}, {path: "html", text: html, html: true}}
-	rep.Action, rep.Reason, rep.Hits = f.run(fields, query, false, false)
+	fields := []field{{path: "subject", text: subject}}
+	for _, t := range outside(text, own.Text) {
+		fields = append(fields, field{path: "text", text: t})
+	}
+	for _, h := range outside(html, own.HTML) {
+		fields = append(fields, field{path: "html", text: h, html: true})
+	}
+	rep.Action, rep.Reason, rep.Hits = f.run(fields, false, false)
 	return rep
 }
+
+// cleanAround is clean for the parts of s outside the ranges own.
+func (f *Filter) cleanAround(s string, own [][2]int, isHTML bool) bool {
+	if !validRanges(s, own) {
+		return f.clean(s, isHTML)
+	}
+	at := 0
+	for _, r := range own {
+		if !f.clean(s[at:r[0]], isHTML) {
+			return false
+		}
+		at = r[1]
+	}
+	return f.clean(s[at:], isHTML)
+}
+
+// outside is the parts of s before, between and after the ranges own; all
+// of s when own is not valid for it.
+func outside(s string, own [][2]int) []string {
+	if !validRanges(s, own) {
+		return []string{s}
+	}
+	parts := make([]string, 0, len(own)+1)
+	at := 0
+	for _, r := range own {
+		parts = append(parts, s[at:r[0]])
+		at = r[1]
+	}
+	return append(parts, s[at:])
+}
+
+// validRanges reports ranges that lie within s, in order, apart, and on
+// character boundaries.
+func validRanges(s string, own [][2]int) bool {
+	at := 0
+	for _, r := range own {
+		if r[0] < at || r[1] < r[0] || r[1] > len(s) || !boundary(s, r[0]) || !boundary(s, r[1]) {
+			return false
+		}
+		at = r[1]
+	}
+	return true
+}
+
+func boundary(s string, i int) bool { return i == len(s) || utf8.RuneStart(s[i]) }
 
 // clean reports a text with no hit at all, stopping at the first: none as
 // it is written, none as it is shown when a right-to-left override
@@ -260,6 +319,11 @@ func (f *Filter) clean(s string, isHTML bool) bool {
 	if c.n == 0 && f.mayDisguise(s, isHTML) {
 		f.scanDisguised(s, isHTML, &c)
 	}
+	if c.n == 0 && mayNumber(s) {
+		var buf [4096]byte
+		b := numberedInto(buf[:0], s)
+		f.scan(unsafe.String(unsafe.SliceData(b), len(b)), isHTML, &c)
+	}
 	return c.n == 0
 }
 
@@ -277,9 +341,7 @@ type field struct {
 
 // run decides for a whole payload; reviewed lifts the contamination
 // threshold (Reviewed).
-func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (Action, Reason, []Hit) {
-	var echo []int32
-	echoRead := false
+func (f *Filter) run(fields []field, mayReplace, reviewed bool) (Action, Reason, []Hit) {
 	var hits []Hit
 	quarantine, replace := 0, 0
 	for i := range fields {
@@ -293,26 +355,16 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 		// ("\u202eNOIA" reads "AION"), or only in the disguise view ("A I
 		// O N", "GL0SS"), is a disguise: its letters cannot be replaced in
 		// place, so it quarantines.
-		disguised := f.disguisedHits(fl, &c)
+		disguised := append(f.disguisedHits(fl, &c), f.numberHits(fl, &c)...)
 		if reversed(fl.text) {
 			disguised = append(f.reversedHits(fl, &c), disguised...)
 		}
 		for _, h := range disguised {
-			if !echoRead {
-				echo, echoRead = f.queryTerms(query), true
-			}
-			if h.Echo = slices.Contains(echo, f.patterns[h.pat].term); h.Echo {
-				h.Action = Pass
-			} else {
-				quarantine++
-			}
-			hits = append(hits, h.Hit)
+			quarantine++
+			hits = append(hits, h)
 		}
 		if c.n == 0 {
 			continue
-		}
-		if !echoRead {
-			echo, echoRead = f.queryTerms(query), true
 		}
 		fl.spans = resolve(&c)
 		for j := range fl.spans {
@@ -322,14 +374,10 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 			if fl.key || !mayReplace {
 				sp.act = Quarantine // nothing here can be edited
 			}
-			sp.exempt = slices.Contains(echo, p.term)
-			h := Hit{Term: e.id, Category: e.category, Action: sp.act, Echo: sp.exempt, Field: fl.path}
-			switch {
-			case sp.exempt:
-				h.Action = Pass
-			case sp.act == Quarantine:
+			h := Hit{Term: e.id, Category: e.category, Action: sp.act, Field: fl.path}
+			if sp.act == Quarantine {
 				quarantine++
-			default:
+			} else {
 				replace++
 			}
 			hits = append(hits, h)
@@ -360,29 +408,18 @@ func (f *Filter) run(fields []field, query string, mayReplace, reviewed bool) (A
 		}
 		// Re-scan (failure mode 5): the substitutes are clean on their
 		// own, but the text around them must not form a term with them.
-		var c collector
-		f.scan(out, false, &c)
-		for _, sp := range resolve(&c) {
-			if !slices.Contains(echo, f.patterns[sp.pat].term) {
-				return Quarantine, ReasonSubstitution, hits
-			}
+		if !f.clean(out, false) {
+			return Quarantine, ReasonSubstitution, hits
 		}
 		fl.out = out
 	}
 	return Replace, "", hits
 }
 
-// disguisedHit is a hit found only in the text as shown or in the
-// disguise view, with its pattern.
-type disguisedHit struct {
-	Hit
-	pat int32
-}
-
 // reversedHits are the terms fl shows once its right-to-left overrides
 // have reversed its letters, beyond those its text holds as written
 // (logical, the written text's collected hits): each as a quarantining hit.
-func (f *Filter) reversedHits(fl *field, logical *collector) []disguisedHit {
+func (f *Filter) reversedHits(fl *field, logical *collector) []Hit {
 	written := map[int32]int{}
 	for i := 0; i < logical.len(); i++ {
 		written[logical.at(i).pat]++
@@ -394,14 +431,14 @@ func (f *Filter) reversedHits(fl *field, logical *collector) []disguisedHit {
 	for _, sp := range unexplained(&dc, &c) {
 		c.add(sp)
 	}
-	var out []disguisedHit
+	var out []Hit
 	for _, sp := range resolve(&c) {
 		if written[sp.pat] > 0 {
 			written[sp.pat]--
 			continue
 		}
 		e := &f.entries[f.patterns[sp.pat].entry]
-		out = append(out, disguisedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
+		out = append(out, Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path})
 	}
 	return out
 }
@@ -409,7 +446,7 @@ func (f *Filter) reversedHits(fl *field, logical *collector) []disguisedHit {
 // disguisedHits are the terms fl's disguise view reads where its text holds
 // none as written (written, the plain scan's collected hits): each as a
 // quarantining hit.
-func (f *Filter) disguisedHits(fl *field, written *collector) []disguisedHit {
+func (f *Filter) disguisedHits(fl *field, written *collector) []Hit {
 	if !f.mayDisguise(fl.text, fl.html) && !(fl.html && f.mayDisguise(fl.text, false)) {
 		return nil
 	}
@@ -421,10 +458,27 @@ func (f *Filter) disguisedHits(fl *field, written *collector) []disguisedHit {
 	if c.n == 0 {
 		return nil
 	}
-	var out []disguisedHit
+	var out []Hit
 	for _, sp := range unexplained(&c, written) {
 		e := &f.entries[f.patterns[sp.pat].entry]
-		out = append(out, disguisedHit{Hit: Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path}, pat: sp.pat})
+		out = append(out, Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path})
+	}
+	return out
+}
+
+// numberHits are the listed numbers fl's numeric view reads where its text
+// holds none as written (written, the plain scan's collected hits): each
+// as a quarantining hit.
+func (f *Filter) numberHits(fl *field, written *collector) []Hit {
+	if !mayNumber(fl.text) {
+		return nil
+	}
+	var c collector
+	f.scan(string(numberedInto(nil, fl.text)), fl.html, &c)
+	var out []Hit
+	for _, sp := range unexplained(&c, written) {
+		e := &f.entries[f.patterns[sp.pat].entry]
+		out = append(out, Hit{Term: e.id, Category: e.category, Action: Quarantine, Field: fl.path})
 	}
 	return out
 }
@@ -444,24 +498,6 @@ next:
 			}
 		}
 		out = append(out, sp)
-	}
-	return out
-}
-
-// queryTerms lists the terms the customer's query holds as words, in any
-// spelling or context: the terms the echo rule exempts.
-func (f *Filter) queryTerms(query string) []int32 {
-	if query == "" {
-		return nil
-	}
-	var c collector
-	c.raw = true
-	f.scan(query, false, &c)
-	var out []int32
-	for i := range c.len() {
-		if t := f.patterns[c.at(i).pat].term; !slices.Contains(out, t) {
-			out = append(out, t)
-		}
 	}
 	return out
 }
@@ -573,6 +609,21 @@ func rebuild(a oracle.Analysis, fields []field) oracle.Analysis {
 	for _, fl := range fields {
 		if fl.set != nil {
 			fl.set(&out, fl.out)
+		}
+	}
+	return out
+}
+
+// Listed returns the listed terms s holds as the filter would flag them in
+// a verdict, each as s writes it, once, in order: the words a prompt asks
+// the model never to repeat from a customer's query.
+func (f *Filter) Listed(s string) []string {
+	var c collector
+	f.scan(s, false, &c)
+	var out []string
+	for _, sp := range resolve(&c) {
+		if w := s[sp.start:sp.end]; !slices.Contains(out, w) {
+			out = append(out, w)
 		}
 	}
 	return out

@@ -67,7 +67,7 @@ func hitIDs(hits []Hit) []string {
 
 func caught(r Result, id string) bool {
 	for _, h := range r.Hits {
-		if h.Term == id && !h.Echo && h.Action != Pass {
+		if h.Term == id && h.Action != Pass {
 			return r.Action != Pass
 		}
 	}
@@ -76,7 +76,7 @@ func caught(r Result, id string) bool {
 
 func TestVersion(t *testing.T) {
 	f := newFilter(t)
-	if !regexp.MustCompile(`^1\.0\.0\+[0-9a-f]{12}$`).MatchString(f.Version()) {
+	if !regexp.MustCompile(`^1\.1\.0\+[0-9a-f]{12}$`).MatchString(f.Version()) {
 		t.Fatalf("version %q, want the list's version and a content digest", f.Version())
 	}
 	edited := strings.Replace(string(blocklistJSON), `"reason": "Crew personality layer. A radio question`, `"reason": "Crew personality layer. A CB question`, 1)
@@ -84,7 +84,7 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Version() == f.Version() || !strings.HasPrefix(g.Version(), "1.0.0+") {
+	if g.Version() == f.Version() || !strings.HasPrefix(g.Version(), "1.1.0+") {
 		t.Fatalf("an edited list keeps the version %q", g.Version())
 	}
 }
@@ -111,7 +111,7 @@ func TestBlockListCoverage(t *testing.T) {
 		parts = append(parts, frame(t, e, e.Terms[0]))
 		want = append(want, e.ID)
 	}
-	r := f.Text(strings.Join(parts, " "), "")
+	r := f.Text(strings.Join(parts, " "))
 	if r.Action != Quarantine || r.Text != "" {
 		t.Fatalf("the coverage payload is %s with text %q, want QUARANTINE and no text", r.Action, r.Text)
 	}
@@ -126,13 +126,38 @@ func TestBlockListCoverage(t *testing.T) {
 	}
 }
 
+// specBlockList is every string the spec's BLOCK_LIST tables enumerate,
+// in its four categories, as the spec writes them.
+var specBlockList = []string{
+	"Φ", "Ψ", "Φζ", "Ψχ", "ΔΓ", "ΩQ", "ΛC", "⊕", "⊜", "⚒", "⚡", "⊡", "⊖", "☠", "⊘", "↗", "Σ.▶", "Σ.▷", "Σ.◇", "Σ.⟲", "◌", "ρ.M", "ρ.T", "Ξ",
+	"AION", "ASTRA", "NOUS", "C.L.O.D.", "CLOD", "GAMMA", "MNEMOS", "MANTIS", "ANVIL", "ORPHEUS", "LOGOS", "MUSASHI", "GLOSS", "CHROMA", "CGNT-1",
+	"TMM", "coherence score", "coherence threshold", "manifold", "CSDM", "Chronogeomic", "Chronogeome", "LX", "LATTICE", "S.O.S. v2", "THE RING",
+	"E8", "Φ = 0.042", "0.042", "97.4%", "Ω = 97.4%", "sinai billiard", "TRNG", "kill box", "yield mandate", "agency walls", "brain forge",
+	"brain factory", "oracle_toll", "simons_actuator", "summon_aether", "AETHER_SOUL",
+	"10-4", "Copy that", "Hammer down", "Breaker breaker", "Over and out", "Negatory", "Keep the shiny side up", "Good buddy", "Smokey",
+	"Got your ears on",
+}
+
+// GAP-K: the diff between the spec's enumeration and the shipped list. The
+// canonical symbol file (LATTICE.md) is not part of this product; the
+// spec's tables are what it has, and each of their strings, as the spec
+// writes it, is caught by the shipped list.
+func TestTheSpecsBlockListIsShipped(t *testing.T) {
+	f := newFilter(t)
+	for _, term := range specBlockList {
+		if r := f.Text(term + "."); r.Action == Pass {
+			t.Errorf("the spec's %q passes the shipped list", term)
+		}
+	}
+}
+
 // VC-1, every term of every entry, each in its own text.
 func TestEveryTermIsCaught(t *testing.T) {
 	f := newFilter(t)
 	for _, e := range shippedList(t).Entries {
 		for _, term := range e.Terms {
 			text := frame(t, e, term)
-			if r := f.Text(text, ""); !caught(r, e.ID) {
+			if r := f.Text(text); !caught(r, e.ID) {
 				t.Errorf("%s: %q gave %s %v, want a hit of %s", e.ID, text, r.Action, r.Hits, e.ID)
 			}
 		}
@@ -211,7 +236,7 @@ func TestDisguisesAreCaught(t *testing.T) {
 		for _, term := range e.Terms {
 			for name, disguise := range disguises {
 				text := frame(t, e, disguise(term))
-				if r := f.Text(text, ""); !caught(r, e.ID) {
+				if r := f.Text(text); !caught(r, e.ID) {
 					t.Errorf("%s %s: %q gave %s %v", e.ID, name, text, r.Action, hitIDs(r.Hits))
 				}
 			}
@@ -260,7 +285,7 @@ func TestNamedDodges(t *testing.T) {
 		{"Got your ears on?", "cat4.ears-on"},
 		{"Breaker, breaker", ""},
 	} {
-		r := f.Text(tc.text, "")
+		r := f.Text(tc.text)
 		if tc.id == "" {
 			if r.Action != Pass {
 				t.Errorf("%q: %s %v, want PASS", tc.text, r.Action, hitIDs(r.Hits))
@@ -284,13 +309,13 @@ func TestGreekLettersAlwaysBlocked(t *testing.T) {
 			}
 			n++
 			text := "x " + string(r) + " x"
-			if res := f.Text(text, ""); res.Action != Quarantine {
+			if res := f.Text(text); res.Action != Quarantine {
 				t.Errorf("%U %c: %s", r, r, res.Action)
 			}
 		}
 	}
 	for _, r := range []rune{0xb5, 0x2126, 0x1d6f7, 0x1d6c2, 0x3d0, 0x3f5, 0x1f00, 0x1d5d} {
-		if res := f.Text("x "+string(r)+" x", ""); res.Action != Quarantine {
+		if res := f.Text("x " + string(r) + " x"); res.Action != Quarantine {
 			t.Errorf("%U %c (a form of a Greek letter): %s", r, r, res.Action)
 		}
 	}
@@ -309,7 +334,7 @@ func TestCleanVerdictsPassUnchanged(t *testing.T) {
 			t.Fatalf("%s is not a valid %s verdict: %v", vc.name, vc.tier, err)
 		}
 		tiers[vc.tier]++
-		out, rep := f.Analysis(vc.a, vc.query)
+		out, rep := f.Analysis(vc.a)
 		if rep.Action != Pass || len(rep.Hits) != 0 || rep.Version != f.Version() {
 			t.Errorf("%s: %s %+v", vc.name, rep.Action, rep.Hits)
 			continue
@@ -319,7 +344,7 @@ func TestCleanVerdictsPassUnchanged(t *testing.T) {
 			t.Errorf("%s: the verdict was copied or changed", vc.name)
 		}
 		for _, text := range texts(vc.a) {
-			if r := f.Text(text, ""); r.Action != Pass || unsafe.StringData(r.Text) != unsafe.StringData(text) || len(r.Hits) != 0 {
+			if r := f.Text(text); r.Action != Pass || unsafe.StringData(r.Text) != unsafe.StringData(text) || len(r.Hits) != 0 {
 				t.Errorf("%s: %q gave %s %q %v", vc.name, text, r.Action, r.Text, hitIDs(r.Hits))
 			}
 		}
@@ -354,12 +379,6 @@ var substitutions = map[string]struct{ in, want string }{
 	"cat2.gamma":                {"GAMMA recommends a pilot before a lease.", "Our analysis team recommends a pilot before a lease."},
 	"cat2.mnemos":               {"The MNEMOS records show similar launches.", "Our knowledge base records show similar launches."},
 	"cat2.mantis":               {"Every figure passed MANTIS before this verdict.", "Every figure passed our verification layer before this verdict."},
-	"cat2.anvil":                {"ANVIL rates the demand as strong.", "Our analysis team rates the demand as strong."},
-	"cat2.orpheus":              {"ORPHEUS sees more uncertainty in year two.", "Our analysis team sees more uncertainty in year two."},
-	"cat2.dr-logos":             {"Dr. Logos suggests testing the price first.", "Our analysis team suggests testing the price first."},
-	"cat2.logos":                {"LOGOS agrees with the plan.", "Our analysis team agrees with the plan."},
-	"cat2.musashi":              {"MUSASHI checked the competitor list.", "Our analysis team checked the competitor list."},
-	"cat2.chroma":               {"CHROMA carried your earlier context into this verdict.", "Our system carried your earlier context into this verdict."},
 	"cat2.cgnt-1":               {"This verdict was produced on CGNT-1 in minutes.", "This verdict was produced on our platform in minutes."},
 	"cat3.tmm":                  {"The TMM shows steady demand.", "Our analysis shows steady demand."},
 	"cat3.coherence-score":      {"Your coherence score is high for a first venture.", "Your assessment is high for a first venture."},
@@ -369,10 +388,6 @@ var substitutions = map[string]struct{ in, want string }{
 	"cat3.manifold":             {"The manifold shows strain under rapid growth.", "The system shows strain under rapid growth."},
 	"cat3.manifolds":            {"The manifolds of both markets overlap.", "The systems of both markets overlap."},
 	"cat3.damping-constant":     {"The damping is set at 0.042 for this market.", "The damping is set at our stability constant for this market."},
-	"cat4.copy-that":            {"Copy that, the pilot should run for 90 days.", "Understood, the pilot should run for 90 days."},
-	"cat4.negatory":             {"Negatory, a second location is premature.", "No, a second location is premature."},
-	"cat4.good-buddy":           {"Listen, good buddy, the numbers work.", "Listen, friend, the numbers work."},
-	"cat4.good-buddies":         {"Your good buddies in retail will copy you.", "Your friends in retail will copy you."},
 }
 
 var brokenEnglish = regexp.MustCompile(`(?i)\b(the|a|an|our|your|this|these|those|its|their) (our|the)\b|\b(\w+) (\w+)\b`)
@@ -407,7 +422,7 @@ func TestSubstitutionReadsCorrectly(t *testing.T) {
 			t.Errorf("REPLACE entry %s has no VC-3 sentence", e.ID)
 			continue
 		}
-		r := f.Text(tc.in, "")
+		r := f.Text(tc.in)
 		if r.Action != Replace || r.Text != tc.want {
 			t.Errorf("%s: %q gave %s %q, want %q", e.ID, tc.in, r.Action, r.Text, tc.want)
 		}
@@ -417,7 +432,7 @@ func TestSubstitutionReadsCorrectly(t *testing.T) {
 		if bad := readsBroken(r.Text); bad != "" {
 			t.Errorf("%s: %q reads %q", e.ID, r.Text, bad)
 		}
-		if again := f.Text(r.Text, ""); again.Action != Pass {
+		if again := f.Text(r.Text); again.Action != Pass {
 			t.Errorf("%s: the substituted %q still has %v", e.ID, r.Text, hitIDs(again.Hits))
 		}
 	}
@@ -446,9 +461,9 @@ func TestSubstitutionGrammar(t *testing.T) {
 		{"Results. TMM shows demand.", "Results. Our analysis shows demand.", Replace},
 		{"- TMM shows demand", "- Our analysis shows demand", Replace},
 		{"e.g. TMM shows demand", "e.g. our analysis shows demand", Replace},
-		{"He is a good buddy of ours.", "He is a friend of ours.", Replace},
-		{"That's a negatory.", "That's a no.", Replace},
-		{"Okay, copy that.", "Okay, understood.", Replace},
+		{"He is a good buddy of ours.", "", Quarantine},
+		{"That's a negatory.", "", Quarantine},
+		{"Okay, copy that.", "", Quarantine},
 		{"The forecast was built by C.L.O.D.", "The forecast was built by our system.", Replace},
 		{"Ask C.L.O.D., then decide.", "Ask our system, then decide.", Replace},
 		{"We used TMM. the rest is noise.", "We used our analysis. the rest is noise.", Replace},
@@ -460,7 +475,7 @@ func TestSubstitutionGrammar(t *testing.T) {
 		{"Strong TMM signals are rare.", "", Quarantine},
 		{"The TMM, TMM and TMM and TMM.", "", Quarantine},
 	} {
-		r := f.Text(tc.in, "")
+		r := f.Text(tc.in)
 		if r.Action != tc.act || r.Text != tc.want {
 			t.Errorf("%q gave %s %q (%s), want %s %q", tc.in, r.Action, r.Text, r.Reason, tc.act, tc.want)
 		}
@@ -522,8 +537,8 @@ func TestContextRules(t *testing.T) {
 		{"Rivals can copy that feature.", Pass, ""},
 		{"Rivals will copy that.", Pass, ""},
 		{"Copy that approach from the leader.", Pass, ""},
-		{"Copy that.", Replace, "cat4.copy-that"},
-		{"Sure, copy that!", Replace, "cat4.copy-that"},
+		{"Copy that.", Quarantine, "cat4.copy-that"},
+		{"Sure, copy that!", Quarantine, "cat4.copy-that"},
 		{"Hammer down the price with suppliers.", Pass, ""},
 		{"It is time to hammer down!", Quarantine, "cat4.hammer-down"},
 		// numbers
@@ -549,7 +564,7 @@ func TestContextRules(t *testing.T) {
 		{"An SOS call.", Pass, ""},
 		{"A brain factor and a yield mandated by law.", Pass, ""},
 	} {
-		r := f.Text(tc.text, "")
+		r := f.Text(tc.text)
 		if r.Action != tc.act {
 			t.Errorf("%q: %s %v, want %s", tc.text, r.Action, r.Hits, tc.act)
 			continue
@@ -560,44 +575,35 @@ func TestContextRules(t *testing.T) {
 	}
 }
 
-// The echo rule: a term the customer wrote is not a leak when the verdict
-// repeats it, and the hit says so.
-func TestEchoRule(t *testing.T) {
+// Invariant 1 has no exceptions: a verdict that repeats a listed term the
+// customer's own query holds is filtered as any other (the prompt asks the
+// model to refer to such a word indirectly). Only the email's quotation of
+// the submission itself is the customer's (TestMailLeavesTheSubmissionAlone).
+func TestNoExceptionForTheQuerysTerms(t *testing.T) {
 	f := newFilter(t)
 	for _, tc := range []struct {
-		text, query string
-		act         Action
-		out         string
+		text string // what the model wrote, about a query that holds the term
+		act  Action
+		out  string
 	}{
-		{"Lattice fencing sells well.", "We install lattice fencing.", Pass, "Lattice fencing sells well."},
-		{"Your coherence score idea works.", "I built a Coherence-Score app", Pass, "Your coherence score idea works."},
-		{"The Φ factor matters.", "What does Φ mean for my fund?", Pass, "The Φ factor matters."},
-		{"The Ψ factor matters.", "What does Φ mean for my fund?", Quarantine, ""},
-		{"TMM is your product.", "Should I launch ＴＭＭ?", Pass, "TMM is your product."},
-		{"The TMM and AION both work.", "Should I launch TMM?", Replace, "The TMM and our analysis team both work."},
-		{"Chroma is a strong competitor.", "Is Chroma a threat to my vector DB?", Pass, "Chroma is a strong competitor."},
-		{"It costs 0.042 mm.", "my tolerance is 0.042", Pass, "It costs 0.042 mm."},
-		{"Ω = 97.4% is claimed.", "is 97.4% good?", Quarantine, ""},
+		{"Your coherence score idea works.", Replace, "Your assessment idea works."},
+		{"The Φ factor matters.", Quarantine, ""},
+		{"TMM is your product.", Replace, "Our analysis is your product."},
+		{"Lattice fencing sells well.", Quarantine, ""},
+		{"Chroma is a strong competitor.", Quarantine, ""},
+		{"It costs 0.042 mm.", Quarantine, ""},
+		{"A I O N, as you asked.", Quarantine, ""},
+		{"About \u202eNOIA\u202c: yes.", Quarantine, ""},
+		{"Ω = 97.4% is claimed.", Quarantine, ""},
 	} {
-		r := f.Text(tc.text, tc.query)
+		r := f.Text(tc.text)
 		if r.Action != tc.act || r.Text != tc.out {
-			t.Errorf("%q with query %q: %s %q %+v, want %s %q", tc.text, tc.query, r.Action, r.Text, r.Hits, tc.act, tc.out)
-			continue
+			t.Errorf("%q: %s %q %+v, want %s %q", tc.text, r.Action, r.Text, r.Hits, tc.act, tc.out)
 		}
-		echoed := false
 		for _, h := range r.Hits {
-			if h.Echo {
-				echoed = true
-				if h.Action != Pass {
-					t.Errorf("%q: an echoed hit has action %s", tc.text, h.Action)
-				}
+			if h.Action == Pass {
+				t.Errorf("%q: a hit passes: %+v", tc.text, h)
 			}
-		}
-		if tc.act == Pass && !echoed {
-			t.Errorf("%q: no hit records the exemption: %+v", tc.text, r.Hits)
-		}
-		if slices.Contains(r.Terms(), "cat1.phi") && tc.act == Pass {
-			t.Errorf("%q: an exempted term is listed in Terms %v", tc.text, r.Terms())
 		}
 	}
 }
@@ -620,7 +626,7 @@ func TestDensityThreshold(t *testing.T) {
 		{"four hits in 1000 words", "The TMM shows demand. AION agrees. NOUS too. GAMMA too. " + filler(990), Quarantine, ReasonDensity},
 		{"one quarantine term", "GLOSS. " + filler(500), Quarantine, ReasonTerm},
 	} {
-		r := f.Text(tc.text, "")
+		r := f.Text(tc.text)
 		if r.Action != tc.act || r.Reason != tc.reason {
 			t.Errorf("%s: %s (%s), want %s (%s)", tc.name, r.Action, r.Reason, tc.act, tc.reason)
 		}
@@ -634,11 +640,11 @@ func TestDensityThreshold(t *testing.T) {
 		n.Analysis = "AION agrees. " + n.Analysis
 		a.Breakdown[d] = n
 	}
-	if out, rep := f.Analysis(a, ""); rep.Action != Quarantine || rep.Reason != ReasonDensity || !reflect.DeepEqual(out, oracle.Analysis{}) {
+	if out, rep := f.Analysis(a); rep.Action != Quarantine || rep.Reason != ReasonDensity || !reflect.DeepEqual(out, oracle.Analysis{}) {
 		t.Errorf("four terms across a verdict: %s (%s)", rep.Action, rep.Reason)
 	}
 	// Reviewed by the operator, the same verdict is cleaned whole.
-	out, rep := f.Reviewed(a, "")
+	out, rep := f.Reviewed(a)
 	if rep.Action != Replace || !f.analysisClean(out) || out.Verdict != a.Verdict {
 		t.Errorf("the reviewed verdict: %s (%s), clean %t", rep.Action, rep.Reason, f.analysisClean(out))
 	}
@@ -650,10 +656,10 @@ func TestReviewLiftsOnlyTheDensity(t *testing.T) {
 	f := newFilter(t)
 	a := cleanVerdicts[0].a
 	a.Summary = "GLOSS. " + a.Summary
-	if _, rep := f.Analysis(a, ""); rep.Action != Quarantine || rep.Reason != ReasonTerm {
+	if _, rep := f.Analysis(a); rep.Action != Quarantine || rep.Reason != ReasonTerm {
 		t.Fatalf("a quarantine-class term: %s (%s)", rep.Action, rep.Reason)
 	}
-	if out, rep := f.Reviewed(a, ""); rep.Action != Quarantine || rep.Reason != ReasonTerm || !reflect.DeepEqual(out, oracle.Analysis{}) {
+	if out, rep := f.Reviewed(a); rep.Action != Quarantine || rep.Reason != ReasonTerm || !reflect.DeepEqual(out, oracle.Analysis{}) {
 		t.Fatalf("reviewed, a quarantine-class term: %s (%s)", rep.Action, rep.Reason)
 	}
 }
@@ -680,7 +686,7 @@ func TestAnalysis(t *testing.T) {
 	a.Breakdown["Change Rate"] = n
 	a.Strategy.Tests[1] = "Ask GAMMA for help: " + a.Strategy.Tests[1]
 	before := deepCopy(a)
-	out, rep := f.Analysis(a, "")
+	out, rep := f.Analysis(a)
 	if rep.Action != Replace || rep.Version != f.Version() {
 		t.Fatalf("%s (%s) %+v", rep.Action, rep.Reason, rep.Hits)
 	}
@@ -707,7 +713,7 @@ func TestAnalysis(t *testing.T) {
 	// A quarantine-class term anywhere quarantines the whole verdict.
 	q := deepCopy(in)
 	q.Strategy.Alternative = "Ask about THE RING."
-	out, rep = f.Analysis(q, "")
+	out, rep = f.Analysis(q)
 	if rep.Action != Quarantine || rep.Reason != ReasonTerm || !reflect.DeepEqual(out, oracle.Analysis{}) ||
 		!slices.Equal(rep.Terms(), []string{"cat3.the-ring"}) || rep.Hits[0].Field != "strategy.alternative" {
 		t.Fatalf("%s %s %+v", rep.Action, rep.Reason, rep.Hits)
@@ -716,12 +722,12 @@ func TestAnalysis(t *testing.T) {
 	// A breakdown key is model output too, and cannot be edited.
 	k := deepCopy(cleanVerdicts[8].a)
 	k.Breakdown["TMM"] = oracle.DimensionNote{Verdict: green, Analysis: "Fine."}
-	if _, rep = f.Analysis(k, ""); rep.Action != Quarantine || rep.Hits[0].Field != "breakdown.TMM" || rep.Hits[0].Action != Quarantine {
+	if _, rep = f.Analysis(k); rep.Action != Quarantine || rep.Hits[0].Field != "breakdown.TMM" || rep.Hits[0].Action != Quarantine {
 		t.Fatalf("a key hit: %s %+v", rep.Action, rep.Hits)
 	}
 
 	// The verdict labels are tokens, not text.
-	if _, rep = f.Analysis(oracle.Analysis{Verdict: "GLOSS", Summary: "Fine."}, ""); rep.Action != Pass {
+	if _, rep = f.Analysis(oracle.Analysis{Verdict: "GLOSS", Summary: "Fine."}); rep.Action != Pass {
 		t.Fatalf("the verdict label was filtered: %s", rep.Action)
 	}
 }
@@ -760,30 +766,64 @@ func deepCopy(a oracle.Analysis) oracle.Analysis {
 func TestMail(t *testing.T) {
 	f := newFilter(t)
 	for _, tc := range []struct {
-		subject, text, html, query string
-		act                        Action
-		field                      string
+		subject, text, html string
+		act                 Action
+		field               string
 	}{
-		{"Your verdict", "Fine.", "<p>Fine &amp; <b>clear</b>&nbsp;&#9679;</p>", "", Pass, ""},
-		{"Your verdict", "Fine.", "<p>AI&#79;N agrees</p>", "", Quarantine, "html"},
-		{"Your verdict", "Fine.", "<p>AI<b></b>ON agrees</p>", "", Quarantine, "html"},
-		{"Your verdict", "Fine.", "<p>T&#x4D;M agrees</p>", "", Quarantine, "html"},
-		{"Your verdict", "Fine.", "<p>TMM</p><p>Next</p>", "", Quarantine, "html"},
-		{"Your verdict", "Fine.", "<p>GL&shy;OSS</p>", "", Quarantine, "html"},
-		{"Your verdict", "Fine.", "<!-- GLOSS draft --><p>Fine.</p>", "", Quarantine, "html"},
-		{"Your verdict", "Fine.", `<img alt="AION" src="x.png">`, "", Quarantine, "html"},
-		{"Your verdict", "Fine.", "<p>high<b>gloss</b> finish &lt;b&gt;</p>", "", Pass, ""},
-		{"Your verdict", "The TMM agrees.", "<p>Fine.</p>", "", Quarantine, "text"},
-		{"AION says GREEN", "Fine.", "<p>Fine.</p>", "", Quarantine, "subject"},
-		{"Your verdict on TMM", "You asked about TMM.", "<p>You asked about T&#77;M.</p>", "Is TMM a good name?", Pass, ""},
+		{"Your verdict", "Fine.", "<p>Fine &amp; <b>clear</b>&nbsp;&#9679;</p>", Pass, ""},
+		{"Your verdict", "Fine.", "<p>AI&#79;N agrees</p>", Quarantine, "html"},
+		{"Your verdict", "Fine.", "<p>AI<b></b>ON agrees</p>", Quarantine, "html"},
+		{"Your verdict", "Fine.", "<p>T&#x4D;M agrees</p>", Quarantine, "html"},
+		{"Your verdict", "Fine.", "<p>TMM</p><p>Next</p>", Quarantine, "html"},
+		{"Your verdict", "Fine.", "<p>GL&shy;OSS</p>", Quarantine, "html"},
+		{"Your verdict", "Fine.", "<!-- GLOSS draft --><p>Fine.</p>", Quarantine, "html"},
+		{"Your verdict", "Fine.", `<img alt="AION" src="x.png">`, Quarantine, "html"},
+		{"Your verdict", "Fine.", "<p>high<b>gloss</b> finish &lt;b&gt;</p>", Pass, ""},
+		{"Your verdict", "The TMM agrees.", "<p>Fine.</p>", Quarantine, "text"},
+		{"AION says GREEN", "Fine.", "<p>Fine.</p>", Quarantine, "subject"},
+		{"Your verdict on TMM", "Fine.", "<p>Fine.</p>", Quarantine, "subject"},
+		{"Your verdict", "You asked about TMM.", "<p>Fine.</p>", Quarantine, "text"},
 	} {
-		rep := f.Mail(tc.subject, tc.text, tc.html, tc.query)
+		rep := f.Mail(tc.subject, tc.text, tc.html, Own{})
 		if rep.Action != tc.act || rep.Version != f.Version() {
 			t.Errorf("%q/%q/%q: %s %+v, want %s", tc.subject, tc.text, tc.html, rep.Action, rep.Hits, tc.act)
 			continue
 		}
 		if tc.field != "" && (len(rep.Hits) == 0 || rep.Hits[0].Field != tc.field || rep.Hits[0].Action != Quarantine) {
 			t.Errorf("%q: hits %+v, want one in %s that quarantines", tc.html, rep.Hits, tc.field)
+		}
+	}
+}
+
+// The email shows the customer's submission back to them ("YOUR
+// SUBMISSION:"): what it holds is theirs, and gate 2 reads everything
+// around it, never across it. Ranges that do not fit the text are ignored,
+// so the whole part is read.
+func TestMailLeavesTheSubmissionAlone(t *testing.T) {
+	f := newFilter(t)
+	const q = "Is T&#77;M, or AI<b></b>ON, a good name?"
+	text := "YOUR SUBMISSION:\nIs TMM, or A I O N, a good name?\n\nVERDICT: AMBER\n\nThe name is taken.\n"
+	html := "<h2>Your submission</h2><p>" + q + "</p><p>The name is taken.</p>"
+	tq := [2]int{strings.Index(text, "Is TMM"), strings.Index(text, "?\n\n") + 1}
+	hq := [2]int{strings.Index(html, q), strings.Index(html, q) + len(q)}
+	for _, tc := range []struct {
+		name       string
+		text, html string
+		own        Own
+		act        Action
+	}{
+		{"the submission alone", text, html, Own{Text: [][2]int{tq}, HTML: [][2]int{hq}}, Pass},
+		{"not marked", text, html, Own{}, Quarantine},
+		{"only the text marked", text, html, Own{Text: [][2]int{tq}}, Quarantine},
+		{"a term outside it", text + "AION agrees.\n", html + "<p>AION agrees.</p>", Own{Text: [][2]int{tq}, HTML: [][2]int{hq}}, Quarantine},
+		{"a term joined across its edge", "A I O\n" + text[tq[0]:tq[1]] + "\nN", html, Own{Text: [][2]int{{6, 6 + tq[1] - tq[0]}}, HTML: [][2]int{hq}}, Pass},
+		{"out of bounds", text, html, Own{Text: [][2]int{{tq[0], len(text) + 1}}, HTML: [][2]int{hq}}, Quarantine},
+		{"out of order", text, html, Own{Text: [][2]int{tq, {0, 3}}, HTML: [][2]int{hq}}, Quarantine},
+		{"inside a character", "Φ" + text, html, Own{Text: [][2]int{{1, 2}}, HTML: [][2]int{hq}}, Quarantine},
+	} {
+		rep := f.Mail("Your verdict", tc.text, tc.html, tc.own)
+		if rep.Action != tc.act {
+			t.Errorf("%s: %s %+v, want %s", tc.name, rep.Action, rep.Hits, tc.act)
 		}
 	}
 }
@@ -802,13 +842,46 @@ func TestShippedSubstitutesAreConsistent(t *testing.T) {
 			if ids := f.termsIn(s); len(ids) > 0 {
 				t.Errorf("%s: substitute %q holds %v", e.id, s, ids)
 			}
-			if r := f.Text(s, ""); r.Action != Pass {
+			if r := f.Text(s); r.Action != Pass {
 				t.Errorf("%s: substitute %q is %s", e.id, s, r.Action)
 			}
 		}
 	}
-	if n < 20 {
+	if n < 17 {
 		t.Fatalf("only %d REPLACE entries", n)
+	}
+}
+
+// GAP-D: the spec's SUBSTITUTION_MAP is followed where it speaks, and an
+// entry it does not map quarantines. The only substitutes it does not
+// write itself are the plurals of its own entries ("coherence scores" take
+// "our assessments"), the same entry inflected.
+func TestEntriesTheSpecDoesNotMapQuarantine(t *testing.T) {
+	specMap := map[string]string{
+		"cat3.tmm": "our analysis", "cat3.coherence-score": "our assessment",
+		"cat3.coherence-threshold": "our confidence threshold", "cat3.manifold": "the system",
+		"cat3.damping-constant": "our stability constant",
+		"cat2.aion":             "our analysis team", "cat2.astra": "our analysis team", "cat2.nous": "our analysis team",
+		"cat2.gamma": "our analysis team", "cat2.mnemos": "our knowledge base", "cat2.mantis": "our verification layer",
+		"cat2.clod-dotted": "our system", "cat2.clod": "our system", "cat2.cgnt-1": "our platform",
+	}
+	plurals := map[string]string{
+		"cat3.coherence-scores": "our assessments", "cat3.coherence-thresholds": "our confidence thresholds",
+		"cat3.manifolds": "the systems",
+	}
+	for _, e := range shippedList(t).Entries {
+		want, mapped := specMap[e.ID]
+		if plural, ok := plurals[e.ID]; ok {
+			want, mapped = plural, true
+		}
+		switch {
+		case mapped && (e.Action != "REPLACE" || e.Substitute != want):
+			t.Errorf("%s: %s %q, want the spec's REPLACE %q", e.ID, e.Action, e.Substitute, want)
+		case !mapped && e.Action != "QUARANTINE":
+			t.Errorf("%s: %s %q, but the spec's map does not name it: QUARANTINE (GAP-D)", e.ID, e.Action, e.Substitute)
+		case mapped && plurals[e.ID] == "" && e.Basis != "spec":
+			t.Errorf("%s: basis %q, want spec", e.ID, e.Basis)
+		}
 	}
 }
 
@@ -891,19 +964,19 @@ func TestNoAllocationOnCleanText(t *testing.T) {
 	strategy := cleanVerdicts[len(cleanVerdicts)-2].a
 	html := "<p>Fine &amp; <b>clear</b>&nbsp;&#9679; and the options are manifold.</p>"
 	for name, fn := range map[string]func(){
-		"text ascii":         func() { f.Text(ascii.Summary, "a query") },
-		"text curly":         func() { f.Text(curly, "") },
-		"text ordinary":      func() { f.Text("The options are manifold; a high-gloss finish; gamma rays; $0.042.", "") },
-		"analysis full":      func() { f.Analysis(ascii, "a query") },
-		"analysis strategy":  func() { f.Analysis(strategy, "a query") },
-		"mail":               func() { f.Mail("Your verdict", ascii.Summary, html, "a query") },
-		"text cyrillic, cjk": func() { f.Text("Привет, мир. 你好，世界。", "") },
+		"text ascii":         func() { f.Text(ascii.Summary) },
+		"text curly":         func() { f.Text(curly) },
+		"text ordinary":      func() { f.Text("The options are manifold; a high-gloss finish; gamma rays; $0.042.") },
+		"analysis full":      func() { f.Analysis(ascii) },
+		"analysis strategy":  func() { f.Analysis(strategy) },
+		"mail":               func() { f.Mail("Your verdict", ascii.Summary, html, Own{}) },
+		"text cyrillic, cjk": func() { f.Text("Добро. 你好，世界。") },
 		// Text the disguise view reads again: letters with digits, and
 		// one-letter words side by side.
-		"text override":  func() { f.Text("\u202esdrow desrever\u202c and the options are manifold.", "") },
-		"text shorthand": func() { f.Text("Use A/B tests in Q4 with B2B leads, 10x growth and a 4 x 4 grid; it's U.S. only.", "") },
+		"text override":  func() { f.Text("\u202esdrow desrever\u202c and the options are manifold.") },
+		"text shorthand": func() { f.Text("Use A/B tests in Q4 with B2B leads, 10x growth and a 4 x 4 grid; it's U.S. only.") },
 		"mail shorthand": func() {
-			f.Mail("Q4 plan", "A/B tests, B2B leads.", "<p>A/B tests &amp; <b>B2B</b> leads at 10x.</p>", "")
+			f.Mail("Q4 plan", "A/B tests, B2B leads.", "<p>A/B tests &amp; <b>B2B</b> leads at 10x.</p>", Own{})
 		},
 	} {
 		if n := testing.AllocsPerRun(100, fn); n != 0 {
@@ -919,7 +992,7 @@ func TestConcurrentUse(t *testing.T) {
 	inputs := []string{"The TMM shows demand.", "GLOSS reviewed this.", "The options are manifold.", "AI\u200bON agrees.", ""}
 	want := make([]Result, len(inputs))
 	for i, in := range inputs {
-		want[i] = f.Text(in, "")
+		want[i] = f.Text(in)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)
@@ -929,12 +1002,12 @@ func TestConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := range 200 {
 				k := (g + i) % len(inputs)
-				if got := f.Text(inputs[k], ""); !reflect.DeepEqual(got, want[k]) {
+				if got := f.Text(inputs[k]); !reflect.DeepEqual(got, want[k]) {
 					errs <- fmt.Sprintf("%q: %+v, want %+v", inputs[k], got, want[k])
 					return
 				}
 				vc := cleanVerdicts[(g+i)%len(cleanVerdicts)]
-				if _, rep := f.Analysis(vc.a, vc.query); rep.Action != Pass {
+				if _, rep := f.Analysis(vc.a); rep.Action != Pass {
 					errs <- vc.name + ": " + rep.Action.String()
 					return
 				}
@@ -951,13 +1024,13 @@ func TestConcurrentUse(t *testing.T) {
 func TestEdgeInputs(t *testing.T) {
 	f := newFilter(t)
 	for _, in := range []string{"", " ", "\x00", "\xff\xfe", "TMM\xff", "&", "<", "&#", "&#x;", "<!--", strings.Repeat("a", 10000), strings.Repeat("\u200b", 100) + "TMM"} {
-		r := f.Text(in, in)
+		r := f.Text(in)
 		if r.Action == Pass && r.Text != in {
 			t.Errorf("%q: PASS changed the text", in)
 		}
-		f.Mail(in, in, in, in)
+		f.Mail(in, in, in, Own{})
 	}
-	if r := f.Text("TMM\xff shows", ""); r.Action != Replace || r.Text != "Our analysis\xff shows" {
+	if r := f.Text("TMM\xff shows"); r.Action != Replace || r.Text != "Our analysis\xff shows" {
 		t.Errorf("invalid UTF-8 next to a term: %s %q", r.Action, r.Text)
 	}
 }
@@ -984,14 +1057,14 @@ func TestReversedTermsBehindAnOverrideAreCaught(t *testing.T) {
 		{"The TMM agrees \u202eolleh\u202c.", Replace, "cat3.tmm"},
 		{"Two lines \u202eNO\nIA stay apart.", Pass, ""},
 	} {
-		r := f.Text(tc.text, "")
+		r := f.Text(tc.text)
 		if r.Action != tc.act || (tc.id != "" && !caught(r, tc.id)) {
 			t.Errorf("%q: %s %v, want %s %s", tc.text, r.Action, hitIDs(r.Hits), tc.act, tc.id)
 		}
 	}
 	// Gate 1 quarantines a reversed term it could otherwise replace.
 	a := oracle.Analysis{Verdict: oracle.VerdictGreen, Summary: "Strong demand, says the \u202eMMT\u202c."}
-	if _, rep := f.Analysis(a, ""); rep.Action != Quarantine {
+	if _, rep := f.Analysis(a); rep.Action != Quarantine {
 		t.Errorf("gate 1: %s %+v", rep.Action, rep.Hits)
 	}
 	// Gate 2, in the subject, the text and the HTML part.
@@ -1000,12 +1073,8 @@ func TestReversedTermsBehindAnOverrideAreCaught(t *testing.T) {
 		{"Your verdict", "Fine \u202eNOIA\u202c.", "<p>Fine.</p>"},
 		{"Your verdict", "Fine.", "<p>Fine \u202eNOIA\u202c.</p>"},
 	} {
-		if rep := f.Mail(m[0], m[1], m[2], ""); rep.Action != Quarantine {
+		if rep := f.Mail(m[0], m[1], m[2], Own{}); rep.Action != Quarantine {
 			t.Errorf("gate 2 %q: %s %+v", m, rep.Action, rep.Hits)
 		}
-	}
-	// The customer's own words stay exempt (the echo rule), reversed too.
-	if r := f.Text("About \u202eNOIA\u202c: yes.", "Is AION a good name?"); r.Action != Pass {
-		t.Errorf("echo: %s %v", r.Action, hitIDs(r.Hits))
 	}
 }

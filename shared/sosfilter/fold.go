@@ -90,9 +90,10 @@ func foldOne(r rune, buf *[foldMax]byte, n int) int {
 		buf[n] = sep
 		return n + 1
 	}
-	if latin := readsAs(r); latin != "" {
-		for i := 0; i < len(latin) && n < foldMax; i++ {
-			buf[n] = lowerASCII(latin[i])
+	if reads := readsAs(r); reads != "" {
+		// Latin letters, in their case, or a listed symbol, folded already.
+		for i := 0; i < len(reads) && n < foldMax; i++ {
+			buf[n] = lowerASCII(reads[i])
 			n++
 		}
 		return n
@@ -149,11 +150,15 @@ type lookAlike struct {
 	reads string
 }
 
-// readsAs returns the Latin letters r reads as, or "" when it is not a
-// look-alike: the letters of other scripts that UTS #39's skeleton makes
-// Latin (Cyrillic "А", Cherokee "Ꭺ", Latin "ø" and "ł") and the small
-// capitals ("ᴀɪᴏɴ" reads "AION"), from the generated table lookalikes.go.
-// Greek is not in it: every Greek letter is blocked as such (GAP-C).
+// readsAs returns what r reads as, or "" when it is not a look-alike: the
+// Latin letters, in their case, of the letters of other scripts that UTS
+// #39's skeleton makes Latin (Cyrillic "А", Cherokee "Ꭺ", Latin "ø" and
+// "ł"), of the small capitals ("ᴀɪᴏɴ" reads "AION") and of the Latin
+// letters with a hook, tail or stroke the skeleton leaves alone ("Ʂ",
+// "Ꞩ"); and the listed symbol, in its folded case, that a character's
+// skeleton equals (Cyrillic "Ф" and Latin "ɸ" read "φ", "∆" reads "δ").
+// The table, lookalikes.go, is generated. Greek is not in it: every Greek
+// letter is blocked as such (GAP-C).
 func readsAs(r rune) string {
 	if r < lookAlikes[0].r || r > lookAlikes[len(lookAlikes)-1].r {
 		return ""
@@ -185,8 +190,8 @@ func baseRune(r rune) rune {
 	if d := norm.NFKD.Properties(enc[:m]).Decomposition(); d != nil {
 		r, _ = utf8.DecodeRune(d)
 	}
-	if latin := readsAs(r); latin != "" {
-		return rune(latin[0])
+	if reads := readsAs(r); reads != "" {
+		r, _ = utf8.DecodeRuneInString(reads)
 	}
 	return r
 }

@@ -1,7 +1,6 @@
 package sosfilter
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -139,10 +138,9 @@ func refList(tb testing.TB) []refEntry {
 }
 
 // refLeaks lists the terms in text that no reader may see: every
-// occurrence, except a lowercase common word (ordinary English) and a term
-// the query holds (the echo rule).
-func refLeaks(list []refEntry, text, query string) []string {
-	t, q := refFold(text), refFold(query)
+// occurrence, except a lowercase common word (ordinary English).
+func refLeaks(list []refEntry, text string) []string {
+	t := refFold(text)
 	var leaks []string
 	for _, e := range list {
 		for _, term := range e.terms {
@@ -150,9 +148,6 @@ func refLeaks(list []refEntry, text, query string) []string {
 				continue
 			}
 			at := refFind(t, term, e.match)
-			if len(at) == 0 || refEchoed(q, term, e.match) {
-				continue
-			}
 			for _, i := range at {
 				if e.rule == "common" {
 					upper := false
@@ -170,71 +165,59 @@ func refLeaks(list []refEntry, text, query string) []string {
 	return leaks
 }
 
-// refEchoed reports a term the query holds, in any of the spellings the
-// filter treats as the same term: as listed, with its parts joined
-// ("coherencescore"), or without the spaces around a symbol ("Φ=0.042").
-// Being generous here only makes the check weaker, never wrong.
-func refEchoed(q []refChar, term []rune, match string) bool {
-	joined := slices.DeleteFunc(slices.Clone(term), func(r rune) bool { return r == ' ' })
-	return len(refFind(q, term, match)) > 0 || len(refFind(q, joined, match)) > 0
-}
-
-// FuzzFilter: arbitrary text and query never make the filter panic; PASS
-// gives the input back; QUARANTINE gives nothing; REPLACE gives a text the
-// filter itself passes; and no text the filter lets out holds a blocked
-// term by the reference matcher, written or disguised (spelt out, with
-// digits), except what the echo rule exempts.
+// FuzzFilter: arbitrary text never makes the filter panic; PASS gives the
+// input back; QUARANTINE gives nothing; REPLACE gives a text the filter
+// itself passes; and no text the filter lets out holds a blocked term by
+// the reference matcher, written or disguised (spelt out, with digits).
 func FuzzFilter(f *testing.F) {
 	flt := newFilter(f)
 	list := refList(f)
 	for _, vc := range cleanVerdicts[:6] {
-		f.Add(vc.a.Summary, vc.query)
+		f.Add(vc.a.Summary)
 	}
 	for _, tc := range substitutions {
-		f.Add(tc.in, "")
+		f.Add(tc.in)
 	}
 	for _, s := range []string{"A\u200bION agrees.", "ＡＩＯＮ", "coherence\u00a0score", "Φ = 0.042", "Ω=97.4%", "the options are manifold",
 		"<p>AI&#79;N</p>", "Dr. Logos", "C.L.O.D.", "GL\u00adOSS", "the AION team", "AION, ASTRA and NOUS agree.", "10-4", "$0.042", "Σ. ▶",
 		"A I O N", "G.L.O.S.S", "A/I/O/N", "GL0SS", "A1ON", "4 1 0 N", "ᴀɪᴏɴ", "ɢʟᴏss", "Ꭺ I O N", "k i l l b o x", "\u202eN O I A\u202c",
 		"B2B in Q4 at 10x", "A/B, e.g. U.S."} {
-		f.Add(s, "")
-		f.Add("The verdict: "+s+" holds.", s)
+		f.Add(s)
+		f.Add("The verdict: " + s + " holds.")
 	}
-	f.Fuzz(func(t *testing.T, text, query string) {
-		r := flt.Text(text, query)
+	f.Fuzz(func(t *testing.T, text string) {
+		r := flt.Text(text)
 		switch r.Action {
 		case Pass:
 			if r.Text != text {
 				t.Fatalf("PASS changed %q to %q", text, r.Text)
 			}
-			for _, h := range r.Hits {
-				if !h.Echo {
-					t.Fatalf("PASS with an unexempted hit %+v", h)
-				}
+			if len(r.Hits) > 0 {
+				t.Fatalf("PASS with hits %+v", r.Hits)
 			}
 		case Quarantine:
 			if r.Text != "" || r.Reason == "" {
 				t.Fatalf("QUARANTINE gave text %q, reason %q", r.Text, r.Reason)
 			}
 		case Replace:
-			if again := flt.Text(r.Text, query); again.Action != Pass {
+			if again := flt.Text(r.Text); again.Action != Pass {
 				t.Fatalf("%q became %q, which is %s %+v", text, r.Text, again.Action, again.Hits)
 			}
 		default:
 			t.Fatalf("action %v", r.Action)
 		}
-		if leaks := refLeaks(list, r.Text, query); len(leaks) > 0 {
-			t.Fatalf("%q (query %q) gave %s %q, which holds %v", text, query, r.Action, r.Text, leaks)
+		if leaks := refLeaks(list, r.Text); len(leaks) > 0 {
+			t.Fatalf("%q gave %s %q, which holds %v", text, r.Action, r.Text, leaks)
 		}
-		if leaks := refDisguisedLeaks(list, r.Text, query); len(leaks) > 0 {
-			t.Fatalf("%q (query %q) gave %s %q, which shows %v", text, query, r.Action, r.Text, leaks)
+		if leaks := refDisguisedLeaks(list, r.Text); len(leaks) > 0 {
+			t.Fatalf("%q gave %s %q, which shows %v", text, r.Action, r.Text, leaks)
 		}
 		// The other entry points: no panic, and the same judgement.
-		out, rep := flt.Analysis(oracle.Analysis{Summary: text, Breakdown: map[string]oracle.DimensionNote{"Stability": {Analysis: text}}}, query)
+		out, rep := flt.Analysis(oracle.Analysis{Summary: text, Breakdown: map[string]oracle.DimensionNote{"Stability": {Analysis: text}}})
 		if (rep.Action == Pass) != (r.Action == Pass) || (rep.Action == Pass && out.Summary != text) {
 			t.Fatalf("Analysis %s, Text %s for %q", rep.Action, r.Action, text)
 		}
-		if m := flt.Mail(text, text, text, query); r.Action != Pass && m.Action == Pass {
+		if m := flt.Mail(text, text, text, Own{}); r.Action != Pass && m.Action == Pass {
 			t.Fatalf("Mail passed %q, which Text does not", text)
 		}
 	})
@@ -371,35 +354,19 @@ func refDisguisedView(words []refWord) []refView {
 }
 
 // refDisguisedLeaks lists the letter terms the disguise view of text shows
-// as whole words, by refLeaks' case and echo rules.
-func refDisguisedLeaks(list []refEntry, text, query string) []string {
+// as whole words, by refLeaks' case rule.
+func refDisguisedLeaks(list []refEntry, text string) []string {
 	view := refDisguisedView(refWords(text))
-	q := refFold(query)
-	qview := refDisguisedView(refWords(query))
-	var ql []rune
-	for _, c := range q {
-		if unicode.IsLetter(c.r) {
-			ql = append(ql, c.r)
-		}
-	}
-	qletters := string(ql)
 	var leaks []string
 	for _, e := range list {
 		for _, term := range e.terms {
 			tw, gaps := refTermWords(term)
-			if tw == nil || refEchoed(q, term, e.match) {
+			if tw == nil {
 				continue
 			}
 			forms := []refForm{{tw, gaps}}
 			if len(tw) > 1 {
 				forms = append(forms, refForm{words: []string{strings.Join(tw, "")}})
-			}
-			// Generous with the echo rule: a query that reads as the term
-			// in this view, or holds its letters in a row whatever stands
-			// between them ("0 C.L.O.D"), exempts it.
-			if slices.ContainsFunc(forms, func(form refForm) bool { return len(refFindWords(qview, form)) > 0 }) ||
-				strings.Contains(qletters, strings.Join(tw, "")) {
-				continue
 			}
 			for _, form := range forms {
 				for _, upper := range refFindWords(view, form) {

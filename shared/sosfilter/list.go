@@ -110,7 +110,6 @@ const (
 type pattern struct {
 	text        string // folded
 	entry       int32
-	term        int32 // the base term it spells: the unit of the echo rule
 	left, right edge
 	dotted      bool // spelt from an abbreviation whose final full stop was left out ("C.L.O.D.")
 }
@@ -173,7 +172,6 @@ func load(data []byte) (*Filter, error) {
 	f := &Filter{version: lf.Version + "+" + hex.EncodeToString(h.Sum(nil)[:6])}
 	ids := map[string]bool{}
 	seen := map[string]string{} // folded pattern -> entry id
-	var nterms int32
 	for _, ef := range lf.Entries {
 		e, err := parseEntry(ef)
 		if err != nil {
@@ -201,11 +199,10 @@ func load(data []byte) (*Filter, error) {
 					return nil, fmt.Errorf("%w: entry %q: term %q reads like a term of %q", ErrInvalidList, e.id, term, other)
 				}
 				seen[v] = e.id
-				p := pattern{text: v, entry: ei, term: nterms, dotted: e.match == matchWord && strings.HasSuffix(term, ".")}
+				p := pattern{text: v, entry: ei, dotted: e.match == matchWord && strings.HasSuffix(term, ".")}
 				p.left, p.right = edges(v, e.match)
 				f.patterns = append(f.patterns, p)
 			}
-			nterms++
 		}
 	}
 	if err := f.build(); err != nil {

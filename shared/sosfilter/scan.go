@@ -188,13 +188,12 @@ type span struct {
 	start, end int // byte offsets in the original text
 	pat        int32
 	act        Action // what this occurrence calls for: Replace or Quarantine
-	exempt     bool   // the customer's query holds the same term
 }
 
 // collector gathers spans without allocating until there are more than
 // fit in its array (which only dirty text reaches).
 type collector struct {
-	raw   bool // the echo scan: every occurrence as a word, no case or context rule
+	raw   bool // the raw scan (termsIn): every occurrence as a word, no case or context rule
 	first bool // stop at the first occurrence: the clean check
 	n     int
 	buf   [8]span

@@ -14,7 +14,7 @@ type edit struct {
 	text       string
 }
 
-// substitute replaces every Replace span of s that is not exempted, so
+// substitute replaces every Replace span of s, so
 // that the English still reads:
 //
 //   - Neighbouring terms with the same substitute, joined by "and", "or",
@@ -39,7 +39,7 @@ type edit struct {
 func (f *Filter) substitute(s string, spans []span) (string, bool) {
 	var edits []edit
 	for _, sp := range spans {
-		if sp.exempt || sp.act != Replace {
+		if sp.act != Replace {
 			continue
 		}
 		p := f.patterns[sp.pat]

@@ -21,6 +21,7 @@ import (
 
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/sosfilter"
 )
 
 // Brand is who the letters come from. A zero field takes its default.
@@ -59,6 +60,15 @@ type Message struct {
 	Subject string
 	Text    string
 	HTML    string
+	// Own marks where the message shows the customer's submission back to
+	// them: gate 2 reads the rest (sosfilter.Own).
+	Own Own
+}
+
+// Own is where a message quotes the customer's own submission, as byte
+// ranges [start, end) of its Text and of its HTML.
+type Own struct {
+	Text, HTML [][2]int
 }
 
 // The templates each letter starts from. Partials defined inside the files
@@ -184,6 +194,11 @@ func Verdict(b Brand, tier oracle.Tier, query string, a oracle.Analysis, resultU
 	if tier.Name() == "" {
 		return Message{}, fmt.Errorf("verdict letter: unknown tier %q", oracle.Clip(string(tier), 32))
 	}
+	// The model's text is plain: markup in it would show as junk in both
+	// parts, and gate 2 must read it as the reader does. Gate 1 already
+	// took it out of every verdict it stored; a verdict stored before that
+	// loses it here.
+	a = sosfilter.UnmarkedAnalysis(a)
 	d := verdictData{
 		Brand:    b,
 		TierName: tier.Name(),
@@ -203,7 +218,40 @@ func Verdict(b Brand, tier oracle.Tier, query string, a oracle.Analysis, resultU
 		return Message{}, err
 	}
 	d.Subject = subject
-	return message(subject, verdictText, verdictHTML, d)
+	m, err := message(subject, verdictText, verdictHTML, d)
+	if err != nil {
+		return Message{}, err
+	}
+	// The same letter with a marker in place of the submission shows where
+	// the submission stands: everything before and after it is the same.
+	d.Query = ownMarker
+	marked, err := message(subject, verdictText, verdictHTML, d)
+	if err != nil {
+		return Message{}, err
+	}
+	m.Own = Own{Text: own(m.Text, marked.Text), HTML: own(m.HTML, marked.HTML)}
+	return m, nil
+}
+
+// ownMarker stands for the submission in a letter rendered to find it: a
+// private-use character, which no template writes and neither template
+// engine escapes.
+const ownMarker = ""
+
+// own is where the submission stands in rendered, given the same letter
+// rendered with ownMarker in its place; nil (gate 2 then reads it all)
+// unless the marker appears exactly once and the rest of the two renderings
+// agrees.
+func own(rendered, marked string) [][2]int {
+	i := strings.Index(marked, ownMarker)
+	if i < 0 || strings.Count(marked, ownMarker) != 1 {
+		return nil
+	}
+	before, after := marked[:i], marked[i+len(ownMarker):]
+	if len(before)+len(after) > len(rendered) || !strings.HasPrefix(rendered, before) || !strings.HasSuffix(rendered, after) {
+		return nil
+	}
+	return [][2]int{{len(before), len(rendered) - len(after)}}
 }
 
 // check validates the analysis for the tier and fills in the tier's blocks.

@@ -1,0 +1,40 @@
+package prompt
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// fingerprintQuery is a submission that holds a listed word, so that the
+// fingerprint covers the line that names such words too.
+const fingerprintQuery = "Should I call my firm CSDM?"
+
+// Fingerprint is a digest of everything this Version sends the model, for
+// every tier: the instructions, the framing of the submission (with and
+// without a line of listed words), the settings and the response schema. A
+// recorded contamination check names the Fingerprint it measured
+// (SPEC_ORACLE_SOS_FILTER VC-6, GAP-H), so a prompt that changed since is
+// told apart even under the same Version.
+func Fingerprint() (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "version %s\nsettings %v %v %v %d %d %s\n", Version, Temperature, TopP, TopK, CandidateCount, Seed, ResponseMIMEType)
+	for _, tier := range oracle.Tiers() {
+		for _, q := range []string{"Should I open a bakery?", fingerprintQuery} {
+			p, err := Build(tier, q)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(h, "%s\x00%s\x00%s\x00", tier, p.System, p.User)
+		}
+		schema, err := json.Marshal(Schema(tier))
+		if err != nil {
+			return "", err
+		}
+		h.Write(schema)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12]), nil
+}
