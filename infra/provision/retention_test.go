@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/audit"
 )
 
@@ -69,5 +70,30 @@ func TestAuditRecordsExpireWhenTheirRetentionEnds(t *testing.T) {
 		if !strings.Contains(policy, action) {
 			t.Errorf("the health function may not %s: its run records would be refused", action)
 		}
+	}
+}
+
+// TestEveryLogIsBounded: the health job's history in the logs (a line a
+// run, and every function's) is kept as long as its log group's retention,
+// and no longer (SPEC_ORACLE_CACHE_HEALTH failure mode 6): every function
+// writes to a log group of the template, and every log group has one.
+func TestEveryLogIsBounded(t *testing.T) {
+	tmpl := loadTemplate(t)
+	groups := map[string]bool{}
+	for _, g := range tmpl.OfType("AWS::Logs::LogGroup") {
+		groups[g.LogicalID] = true
+		if days := fmt.Sprint(g.Properties["RetentionInDays"]); days == "" || days == "<nil>" {
+			t.Errorf("log group %s keeps its lines for ever: no RetentionInDays", g.LogicalID)
+		}
+	}
+	for _, fn := range tmpl.OfType("AWS::Serverless::Function") {
+		group := mapAt(t, fn.Properties, "LoggingConfig")["LogGroup"]
+		ref, ok := group.(sam.Intrinsic)
+		if !ok || !isRef(group, fmt.Sprint(ref.Arg)) || !groups[fmt.Sprint(ref.Arg)] {
+			t.Errorf("%s logs to %v, not to a log group of the template with a retention", fn.LogicalID, group)
+		}
+	}
+	if len(groups) == 0 {
+		t.Fatal("the template has no log group")
 	}
 }
