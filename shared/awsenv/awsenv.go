@@ -21,10 +21,14 @@ import (
 // Load reads the standard AWS environment (region, credentials, and
 // AWS_ENDPOINT_URL when a local endpoint such as moto is set).
 func Load(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRetryer(NewRetryer))
+	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
+	// Set after loading, not with config.WithRetryer, which would make the
+	// SDK ignore AWS_MAX_ATTEMPTS; each client still caps this retryer's
+	// attempts by it.
+	cfg.Retryer = NewRetryer
 	if cfg.Region == "" {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_REGION is not set")
 	}

@@ -104,3 +104,32 @@ func TestACancelledCallIsNotRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxAttemptsFromTheEnvironmentStillHolds: AWS_MAX_ATTEMPTS=1 (the
+// local stack's compressed email schedule sets it, so that each SES
+// failure is one attempt of the mailer's schedule) caps the retryer Load
+// installs.
+func TestMaxAttemptsFromTheEnvironmentStillHolds(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_MAX_ATTEMPTS", "1")
+	t.Setenv("AWS_REGION", "ca-central-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	cfg, err := Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewTables(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("t"),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
+	})
+	if err == nil || calls.Load() != 1 {
+		t.Fatalf("%d requests (err %v), want 1 with AWS_MAX_ATTEMPTS=1", calls.Load(), err)
+	}
+}
