@@ -1005,7 +1005,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			id := "cs_test_gate1" + strings.ReplaceAll(tc.name, " ", "")
+			id := "cs_test_gate1" + strings.ReplaceAll(tc.name, " ", "") + strings.Repeat("x", 40) // long enough that its alert name is not the whole id
 			e.paid(id, tc.tier, tc.query)
 			e.control(fakegemini.Scenario{LeakTerms: tc.leak})
 			if failed := e.run(record("g", job(id), 1)); len(failed) != 0 {
