@@ -43,7 +43,7 @@ func main() {
 	if cfg.QueueAges {
 		cw = cloudwatch.NewFromConfig(aws)
 	}
-	model, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: 5 * time.Second})
+	model, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: 5 * time.Second})
 	fn.Check(err, "the model client")
 
 	sessions := map[bool]Sessions{}
