@@ -51,8 +51,8 @@ type settings struct {
 	GeminiModel string
 	GeminiBase  string
 
-	StripeLive    string
-	StripeTest    string
+	StripeLive    *secret.Value
+	StripeTest    *secret.Value
 	StripeAPIBase string
 	Hasher        *audit.Hasher
 

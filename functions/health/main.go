@@ -48,12 +48,12 @@ func main() {
 
 	sessions := map[bool]Sessions{}
 	pingers := map[string]StripePinger{}
-	if cfg.StripeLive != "" {
-		c := stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
+	if cfg.StripeLive != nil {
+		c := stripex.NewWithKey(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
 		sessions[true], pingers["live"] = c, c
 	}
-	if cfg.StripeTest != "" {
-		c := stripex.New(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
+	if cfg.StripeTest != nil {
+		c := stripex.NewWithKey(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
 		sessions[false], pingers["test"] = c, c
 	}
 

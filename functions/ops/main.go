@@ -58,11 +58,11 @@ func main() {
 		Retention:  cfg.Retention,
 	}
 	opts := stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 2}
-	if cfg.StripeLive != "" {
-		h.Live = stripex.NewRefunds(cfg.StripeLive, opts)
+	if cfg.StripeLive != nil {
+		h.Live = stripex.NewRefundsWithKey(cfg.StripeLive, opts)
 	}
-	if cfg.StripeTest != "" {
-		h.Test = stripex.NewRefunds(cfg.StripeTest, opts)
+	if cfg.StripeTest != nil {
+		h.Test = stripex.NewRefundsWithKey(cfg.StripeTest, opts)
 	}
 	lambda.Start(h.Handle)
 }
