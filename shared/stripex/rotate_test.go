@@ -39,7 +39,9 @@ func TestARolledKeyIsReadAgain(t *testing.T) {
 			}
 			return err
 		}},
-		{"Ping", func(ctx context.Context, c *stripex.Client, _ *stripex.Refunds, _, _ string) error { return c.Ping(ctx) }},
+		{"Ping", func(ctx context.Context, c *stripex.Client, _ *stripex.Refunds, _, _ string) error {
+			return c.Ping(ctx)
+		}},
 		{"RawSession", func(ctx context.Context, c *stripex.Client, _ *stripex.Refunds, id, _ string) error {
 			_, err := c.RawSession(ctx, id)
 			return err
