@@ -27,7 +27,7 @@ func (c *Client) CheckKey(ctx context.Context) error {
 }
 
 func (c *Client) checkKey(ctx context.Context) error {
-	k, err := c.models(ctx)
+	k, err := c.current(ctx)
 	if err != nil {
 		return &Error{Kind: BadRequest, detail: "the client could not be built", Err: err}
 	}

@@ -116,15 +116,15 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		}
 		c.config.HTTPOptions.BaseURL = o.BaseURL
 	}
-	if _, err := c.models(ctx); err != nil {
+	if _, err := c.current(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// models returns the genai client for the key as last read, building it
+// current returns the genai client for the key as last read, building it
 // when the key changed (genai makes no network call to build one).
-func (c *Client) models(ctx context.Context) (*keyedModels, error) {
+func (c *Client) current(ctx context.Context) (*keyedModels, error) {
 	key := c.key.Get()
 	if k := c.keyed.Load(); k != nil && k.key == key {
 		return k, nil
@@ -221,7 +221,7 @@ func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
 	if system := r.systemInstruction(); system != "" {
 		config.SystemInstruction = genai.NewContentFromText(system, genai.RoleUser)
 	}
-	k, err := c.models(ctx)
+	k, err := c.current(ctx)
 	if err != nil {
 		return Reply{}, &Error{Kind: BadRequest, detail: "the client could not be built", Err: err}
 	}
