@@ -33,6 +33,9 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 		Log:     obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL")),
 		Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now),
 	}
+	// What has no logger of its own (a secret read again when refused,
+	// package secret) logs as the function does.
+	slog.SetDefault(f.Log)
 	cfg, err := awsenv.Load(ctx)
 	f.Check(err, "AWS configuration")
 	f.AWS = cfg
