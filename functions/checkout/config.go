@@ -8,14 +8,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
 type settings struct {
 	BaseURL        string
 	AllowedOrigins []string
-	StripeKey      string
-	StripeAPIBase  string // empty in production: the real Stripe API
+	StripeKey      *secret.Value // read again when Stripe refuses it
+	StripeAPIBase  string        // empty in production: the real Stripe API
 	LedgerTable    string
 	AlertsTopic    string
 	// Smoke is set when test mode is configured: the key that makes the
@@ -24,7 +25,8 @@ type settings struct {
 }
 
 type smokeSettings struct {
-	Key, SigningSecret, Email string
+	Key                  *secret.Value
+	SigningSecret, Email string
 }
 
 // loadConfig reads and validates every setting once, at cold start.
@@ -33,21 +35,25 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	s := settings{
 		BaseURL:        env.URL("BASE_URL"),
 		AllowedOrigins: env.List("ALLOWED_ORIGINS"),
-		StripeKey:      env.Secret(ctx, "STRIPE_SECRET_KEY", true),
+		StripeKey:      env.Credential(ctx, "STRIPE_SECRET_KEY", true),
 		StripeAPIBase:  env.Optional("STRIPE_API_BASE", ""),
 		LedgerTable:    env.String("LEDGER_TABLE"),
 		AlertsTopic:    env.String("ALERTS_TOPIC_ARN"),
 	}
-	testKey := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
+	testKey := env.Credential(ctx, "STRIPE_TEST_SECRET_KEY", false)
 	testWebhookSecret := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
 	smokeEmail := env.Optional("SMOKE_EMAIL", stripex.SmokeEmail)
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
-	if key, secret, ok := stripex.SmokeSecrets(s.StripeKey, testKey, testWebhookSecret); ok {
-		s.Smoke = &smokeSettings{Key: key, SigningSecret: secret, Email: smokeEmail}
+	if key, signing, ok := stripex.SmokeSecrets(s.StripeKey.Get(), testKey.Get(), testWebhookSecret); ok {
+		smokeKey := testKey
+		if key == s.StripeKey.Get() {
+			smokeKey = s.StripeKey
+		}
+		s.Smoke = &smokeSettings{Key: smokeKey, SigningSecret: signing, Email: smokeEmail}
 	}
-	if _, _, err := stripex.ModeKeys(s.StripeKey, ""); err != nil {
+	if _, _, err := stripex.ModeKeys(s.StripeKey.Get(), ""); err != nil {
 		return settings{}, fmt.Errorf("invalid configuration: STRIPE_SECRET_KEY: %w", err)
 	}
 	if err := validOrigins(s.AllowedOrigins); err != nil {

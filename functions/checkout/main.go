@@ -18,7 +18,7 @@ func main() {
 	fn, cfg := coldstart.Start(loadConfig)
 	log, aws := fn.Log, fn.AWS
 	h := &Handler{
-		Stripe:  stripex.New(cfg.StripeKey, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}),
+		Stripe:  stripex.NewWithKey(cfg.StripeKey, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}),
 		BaseURL: cfg.BaseURL,
 		CORS:    httpapi.CORS{Origins: cfg.AllowedOrigins, Methods: "POST, OPTIONS"},
 		Log:     log,
@@ -26,7 +26,7 @@ func main() {
 	}
 	if cfg.Smoke != nil {
 		h.Smoke = &Smoke{
-			Stripe:        stripex.New(cfg.Smoke.Key, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}),
+			Stripe:        stripex.NewWithKey(cfg.Smoke.Key, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}),
 			SigningSecret: cfg.Smoke.SigningSecret,
 			Email:         cfg.Smoke.Email,
 		}

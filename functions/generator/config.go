@@ -11,6 +11,7 @@ import (
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/secret"
 )
 
 type settings struct {
@@ -21,8 +22,9 @@ type settings struct {
 	// QuarantineBucket keeps what the content filter stops, for review.
 	QuarantineBucket string
 	AlertsTopic      string
-	GeminiKey        string
-	GeminiModel      string
+	// GeminiKey reads itself again when the model refuses it.
+	GeminiKey   *secret.Value
+	GeminiModel string
 	// GeminiFallback is a second model for when the first is rate limited
 	// or unavailable; empty means none.
 	GeminiFallback string
@@ -52,7 +54,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		AuditBucket:       env.String("AUDIT_BUCKET"),
 		QuarantineBucket:  env.String("QUARANTINE_BUCKET"),
 		AlertsTopic:       env.String("ALERTS_TOPIC_ARN"),
-		GeminiKey:         env.Secret(ctx, "GEMINI_API_KEY", true),
+		GeminiKey:         env.Credential(ctx, "GEMINI_API_KEY", true),
 		GeminiModel:       env.Optional("GEMINI_MODEL", gemini.DefaultModel),
 		GeminiFallback:    env.Optional("GEMINI_FALLBACK_MODEL", ""),
 		GeminiBase:        env.Optional("GEMINI_API_BASE", ""),

@@ -40,7 +40,7 @@ func (h *Handler) failed(ctx context.Context, t *task, cause error) error {
 	case remedyParkKey:
 		until := h.Key.Reject(h.Now())
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.GeminiAuthFailure,
-			Detail: "the model refused the API key; orders are parked until a working key is deployed"})
+			Detail: "the model refused the API key; orders are parked until a working key is in its secret (read again within a minute of the next refusal, no deploy)"})
 		return h.park(ctx, t, until, "the model key is refused")
 	case remedyGiveUp:
 		return h.giveUp(ctx, t, class)

@@ -60,6 +60,9 @@ type env struct {
 	// requeued are the jobs parked or re-delayed on the generate queue,
 	// which SQS keeps invisible for their delay.
 	requeued []queue.Job
+
+	// modelURL is where the fake Gemini listens.
+	modelURL string
 }
 
 // recorder notes each job it sends to the real queue.
@@ -78,12 +81,20 @@ func (r *recorder) Send(ctx context.Context, j queue.Job) error {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith provisions the stack with secrets in moto's Secrets Manager
+// (by template parameter, as provision.ForTest takes them).
+func newEnvWith(t *testing.T, secrets map[string]string) *env {
+	t.Helper()
 	ctx := context.Background()
-	f := provision.ForTest(t, nil)
+	f := provision.ForTest(t, secrets)
 	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), s3: awsenv.S3(f.AWS), logs: &testkit.Buffer{}, clock: testkit.NewClock(time.Now()), metrics: &testkit.Metrics{}}
 	e.model = fakegemini.New(fakegemini.Options{})
 	srv := httptest.NewServer(e.model)
 	t.Cleanup(srv.Close)
+	e.modelURL = srv.URL
 	client, err := gemini.New(ctx, gemini.Options{APIKey: "test-key", Model: "gemini-2.5-flash", BaseURL: srv.URL, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

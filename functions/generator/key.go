@@ -12,7 +12,8 @@ import (
 // KeyHealth remembers that the model refused the API key (GEMINI_TIMEOUT
 // GAP-02D). While it does, the generator reports itself unhealthy and parks
 // jobs instead of failing orders one by one; the key is tried again every
-// Recheck, so a restored key resumes the work without a deploy.
+// Recheck, and Check (gemini.Client.CheckKey) reads a refused key again from
+// its secret, so a key the operator fixes resumes the work without a deploy.
 type KeyHealth struct {
 	// Check makes a cheap authenticated call (gemini.Client.CheckKey).
 	Check   func(ctx context.Context) error
@@ -38,7 +39,7 @@ func (k *KeyHealth) Verify(ctx context.Context) bool {
 	}
 	k.Reject(k.Now())
 	k.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.GeminiAuthFailure,
-		Detail: "the model refused the API key on a key check; the generator is unhealthy and parks orders until a working key is deployed"})
+		Detail: "the model refused the API key on a key check; the generator is unhealthy and parks orders until a working key is in its secret (read again within a minute of the next refusal, no deploy)"})
 	return false
 }
 

@@ -25,12 +25,12 @@ func main() {
 	ctx := context.Background()
 	fn, cfg := coldstart.Start(loadConfig)
 	log, aws := fn.Log, fn.AWS
-	client, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
+	client, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
 	fn.Check(err, "the model client")
 	caller := &gemini.Caller{Primary: client, Policy: gemini.Policy{CallTimeout: cfg.CallTimeout, BackoffBase: cfg.BackoffBase},
 		Rand: rand.Float64, Now: time.Now, Log: log}
 	if cfg.GeminiFallback != "" {
-		fallback, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiFallback, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
+		fallback, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiFallback, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
 		fn.Check(err, "the fallback model client")
 		caller.Fallback = fallback
 	}

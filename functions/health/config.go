@@ -13,6 +13,7 @@ import (
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/health"
 	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -47,12 +48,12 @@ type settings struct {
 	// Graph is set with MAIL_TRANSPORT=graph; nil means SES.
 	Graph *mail.GraphConfig
 
-	GeminiKey   string
+	GeminiKey   *secret.Value
 	GeminiModel string
 	GeminiBase  string
 
-	StripeLive    string
-	StripeTest    string
+	StripeLive    *secret.Value
+	StripeTest    *secret.Value
 	StripeAPIBase string
 	Hasher        *audit.Hasher
 
@@ -93,7 +94,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			{"mail_dead_letters", env.String("MAIL_DEAD_LETTER_QUEUE_URL")},
 			{"mail_events_dead_letters", env.String("MAIL_EVENTS_DEAD_LETTER_QUEUE_URL")},
 		},
-		GeminiKey:       env.Secret(ctx, "GEMINI_API_KEY", true),
+		GeminiKey:       env.Credential(ctx, "GEMINI_API_KEY", true),
 		GeminiModel:     env.Optional("GEMINI_MODEL", gemini.DefaultModel),
 		GeminiBase:      env.Optional("GEMINI_API_BASE", ""),
 		StripeAPIBase:   env.Optional("STRIPE_API_BASE", ""),

@@ -43,17 +43,17 @@ func main() {
 	if cfg.QueueAges {
 		cw = cloudwatch.NewFromConfig(aws)
 	}
-	model, err := gemini.New(ctx, gemini.Options{APIKey: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: 5 * time.Second})
+	model, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: 5 * time.Second})
 	fn.Check(err, "the model client")
 
 	sessions := map[bool]Sessions{}
 	pingers := map[string]StripePinger{}
-	if cfg.StripeLive != "" {
-		c := stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
+	if cfg.StripeLive != nil {
+		c := stripex.NewWithKey(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
 		sessions[true], pingers["live"] = c, c
 	}
-	if cfg.StripeTest != "" {
-		c := stripex.New(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
+	if cfg.StripeTest != nil {
+		c := stripex.NewWithKey(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
 		sessions[false], pingers["test"] = c, c
 	}
 

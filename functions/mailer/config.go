@@ -10,6 +10,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -27,9 +28,9 @@ type settings struct {
 	// InboxBucket holds the received messages autoresponses answer.
 	InboxBucket   string
 	BaseURL       string
-	StripeLive    string // the key for live sessions, if any
-	StripeTest    string // the key for test sessions, if any
-	StripeAPIBase string // empty in production: the real Stripe API
+	StripeLive    *secret.Value // the key for live sessions, if any
+	StripeTest    *secret.Value // the key for test sessions, if any
+	StripeAPIBase string        // empty in production: the real Stripe API
 	Brand         letter.Brand
 	Hasher        *audit.Hasher
 	// Transport is "ses" (the default) or "graph"; SES sends through the

@@ -11,6 +11,7 @@ import (
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/health"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -26,8 +27,8 @@ type settings struct {
 	// The dead-letter queues a redrive sends back, with their sources.
 	GenerateDeadLetters string
 	MailDeadLetters     string
-	StripeLive          string
-	StripeTest          string
+	StripeLive          *secret.Value
+	StripeTest          *secret.Value
 	StripeAPIBase       string
 	Hasher              *audit.Hasher
 	Lock                auditseal.Lock

@@ -21,6 +21,7 @@ import (
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/repair"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
@@ -33,13 +34,17 @@ func main() {
 	sq := queue.NewClient(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
-	// The report compares the log's paid sessions with Stripe's own list.
+	// One Stripe client per mode whose key is configured: it finds a
+	// customer's sessions, and the report compares the log's paid sessions
+	// with its list; refunds have a client of their own.
+	opts := stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 2}
+	clients := map[bool]*stripex.Client{}
 	paidLists := map[bool]auditfigures.SessionLister{}
-	if cfg.StripeLive != "" {
-		paidLists[true] = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
-	}
-	if cfg.StripeTest != "" {
-		paidLists[false] = stripex.New(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
+	for live, key := range map[bool]*secret.Value{true: cfg.StripeLive, false: cfg.StripeTest} {
+		if key != nil {
+			clients[live] = stripex.NewWithKey(key, opts)
+			paidLists[live] = clients[live]
+		}
 	}
 	filter, err := sosfilter.New()
 	fn.Check(err, "the content filter")
@@ -72,12 +77,11 @@ func main() {
 		StuckAfter: cfg.StuckAfter,
 		Retention:  cfg.Retention,
 	}
-	opts := stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 2}
-	if cfg.StripeLive != "" {
-		h.Live, h.LiveCustomers = stripex.NewRefunds(cfg.StripeLive, opts), stripex.New(cfg.StripeLive, opts)
+	if cfg.StripeLive != nil {
+		h.Live, h.LiveCustomers = stripex.NewRefundsWithKey(cfg.StripeLive, opts), clients[true]
 	}
-	if cfg.StripeTest != "" {
-		h.Test, h.TestCustomers = stripex.NewRefunds(cfg.StripeTest, opts), stripex.New(cfg.StripeTest, opts)
+	if cfg.StripeTest != nil {
+		h.Test, h.TestCustomers = stripex.NewRefundsWithKey(cfg.StripeTest, opts), clients[false]
 	}
 	lambda.Start(h.Handle)
 }

@@ -11,6 +11,7 @@ import (
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/health"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -22,9 +23,9 @@ type settings struct {
 	AuditBucket   string
 	AlertsTopic   string
 	Support       string
-	StripeLive    string // the key for live sessions, if any
-	StripeTest    string // the key for test sessions, if any
-	StripeAPIBase string // empty in production: the real Stripe API
+	StripeLive    *secret.Value // the key for live sessions, if any
+	StripeTest    *secret.Value // the key for test sessions, if any
+	StripeAPIBase string        // empty in production: the real Stripe API
 	Retention     time.Duration
 	JobLease      time.Duration
 	Hasher        *audit.Hasher

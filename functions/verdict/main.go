@@ -54,11 +54,11 @@ func main() {
 		Retention: cfg.Retention,
 		Health:    &HealthEndpoint{Records: ledger, Period: cfg.HealthPeriod, Log: log, Now: time.Now},
 	}
-	if cfg.StripeLive != "" {
-		h.Live = stripex.New(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
+	if cfg.StripeLive != nil {
+		h.Live = stripex.NewWithKey(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
 	}
-	if cfg.StripeTest != "" {
-		h.Test = stripex.New(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
+	if cfg.StripeTest != nil {
+		h.Test = stripex.NewWithKey(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
 	}
 	lambda.Start(httpapi.Recover(log, h.Handle))
 }

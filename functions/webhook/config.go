@@ -24,6 +24,7 @@ type settings struct {
 	BaseURL        string
 	AlertsTopic    string
 	Secrets        Secrets
+	Signing        *Signing
 	Hasher         *audit.Hasher
 	Retention      time.Duration
 	JobLease       time.Duration
@@ -44,13 +45,14 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		EvidenceBucket: env.String("EVIDENCE_BUCKET"),
 		BaseURL:        env.URL("BASE_URL"),
 		AlertsTopic:    env.String("ALERTS_TOPIC_ARN"),
-		Secrets: Secrets{
-			Live: env.Secret(ctx, "STRIPE_WEBHOOK_SECRET", false),
-			Test: env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false),
+		Signing: &Signing{
+			Live: env.Credential(ctx, "STRIPE_WEBHOOK_SECRET", false),
+			Test: env.Credential(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false),
 		},
 		Retention: env.Days("ORDER_RETENTION_DAYS", 90, oracle.MinRetentionDays, 3650),
 		JobLease:  env.Duration("JOB_LEASE", fulfil.DefaultLease),
 	}
+	s.Secrets = Secrets{Live: s.Signing.Live.Get(), Test: s.Signing.Test.Get()}
 	s.Hasher = audit.HasherFrom(ctx, env)
 	if err := env.Err(); err != nil {
 		return settings{}, err

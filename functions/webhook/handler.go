@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/stripe/stripe-go/v76"
@@ -18,6 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
 )
 
@@ -49,6 +51,12 @@ type Secrets struct {
 	Test string
 }
 
+// Signing is where the signing secrets were read from at cold start, to be
+// read again when a signature matches neither (see Handler.Signing).
+type Signing struct {
+	Live, Test *secret.Value
+}
+
 // Ledger remembers processed event ids.
 type Ledger interface {
 	Seen(ctx context.Context, key string) (bool, error)
@@ -73,6 +81,14 @@ type Counter interface {
 // Handler serves POST /api/webhook.
 type Handler struct {
 	Secrets Secrets
+	// Signing, when set, is where Secrets were read from: a signature that
+	// matches neither secret (one rolled in Stripe's Dashboard), or no
+	// secret at all, reads them again (at most once a minute per container,
+	// see package secret) and the event is checked once more with the new
+	// ones.
+	Signing *Signing
+	// mu guards Secrets, which a read again replaces.
+	mu      sync.Mutex
 	Ledger  Ledger
 	Fulfil  Fulfiller
 	Money   *Money
@@ -90,7 +106,7 @@ var received = map[string]bool{"received": true}
 // that fails verification.
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	arrived := h.Now()
-	if h.Secrets.Live == "" && h.Secrets.Test == "" {
+	if cur := h.secrets(); cur.Live == "" && cur.Test == "" && !h.readSecretsAgain(ctx) {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.WebhookSecretMissing, Detail: "no Stripe webhook signing secret is configured; events are refused with 503 and Stripe will retry"})
 		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeUnavailable, "webhook is not configured")), nil
 	}
@@ -103,7 +119,11 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	event, err := h.verify(body, httpapi.Header(req, "Stripe-Signature"))
+	header := httpapi.Header(req, "Stripe-Signature")
+	event, err := h.verify(body, header)
+	if err != nil && header != "" && !errors.Is(err, errUnreadable) && h.readSecretsAgain(ctx) {
+		event, err = h.verify(body, header)
+	}
 	if err != nil {
 		if errors.Is(err, errUnreadable) {
 			return h.unreadable(ctx, h.Log, event.ID, err), nil
@@ -228,6 +248,31 @@ type envelope struct {
 	} `json:"data"`
 }
 
+// secrets returns the signing secrets as last read.
+func (h *Handler) secrets() Secrets {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.Secrets
+}
+
+// readSecretsAgain reads the signing secrets again after an event matched
+// neither, and reports whether either changed.
+func (h *Handler) readSecretsAgain(ctx context.Context) bool {
+	if h.Signing == nil {
+		return false
+	}
+	cur := h.secrets()
+	live, liveChanged := h.Signing.Live.Renew(ctx, cur.Live)
+	test, testChanged := h.Signing.Test.Renew(ctx, cur.Test)
+	if !liveChanged && !testChanged {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Secrets = Secrets{Live: live, Test: test}
+	return true
+}
+
 // signedWith reports which secret signed body (true: the live one), with
 // stripe-go's check: constant-time comparison, every v1 signature in the
 // header (secret rotation), and the 300 s tolerance.
@@ -236,7 +281,7 @@ func (h *Handler) signedWith(body []byte, header string) (live bool, err error) 
 	for _, c := range []struct {
 		secret string
 		live   bool
-	}{{h.Secrets.Live, true}, {h.Secrets.Test, false}} {
+	}{{h.secrets().Live, true}, {h.secrets().Test, false}} {
 		if c.secret == "" {
 			continue
 		}

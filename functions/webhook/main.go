@@ -34,6 +34,7 @@ func main() {
 	recorder := &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log}
 	h := &Handler{
 		Secrets: cfg.Secrets,
+		Signing: cfg.Signing,
 		Ledger:  ledger,
 		Alerts:  alerts,
 		Metrics: metrics,

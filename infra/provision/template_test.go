@@ -106,9 +106,9 @@ func TestOperatingGuideListsEveryAlarm(t *testing.T) {
 }
 
 // settingRead matches a setting code reads by name: the getters of
-// shared/config and os.Getenv. A secret is read as NAME_ARN (deployed) or
-// NAME (local).
-var settingRead = regexp.MustCompile(`\b(String|Optional|Int|Days|Duration|URL|List|Address|Secret|Getenv)\((?:ctx, )?"([A-Z][A-Z0-9_]*)"`)
+// shared/config and os.Getenv. A secret (Secret, or Credential: one read
+// again when refused) is read as NAME_ARN (deployed) or NAME (local).
+var settingRead = regexp.MustCompile(`\b(String|Optional|Int|Days|Duration|URL|List|Address|Secret|Credential|Getenv)\((?:ctx, )?"([A-Z][A-Z0-9_]*)"`)
 
 // settingsRead returns the settings the function in dir reads: in the
 // non-test Go files of its own package and of every package of this module
@@ -137,7 +137,7 @@ func settingsRead(t *testing.T, dir string) map[string]bool {
 			}
 			for _, m := range settingRead.FindAllStringSubmatch(string(b), -1) {
 				read[m[2]] = true
-				if m[1] == "Secret" {
+				if m[1] == "Secret" || m[1] == "Credential" {
 					read[m[2]+"_ARN"] = true
 				}
 			}

@@ -38,8 +38,8 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 		Log:     obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL")),
 		Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now),
 	}
-	// What logs without a logger of its own (httpapi.JSON) logs as the
-	// function does.
+	// What logs without a logger of its own (httpapi.JSON; a secret read
+	// again when refused, package secret) logs as the function does.
 	slog.SetDefault(f.Log)
 	cfg, err := awsenv.Load(ctx)
 	f.Check(err, "AWS configuration")

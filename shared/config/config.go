@@ -13,12 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"42sisters.ai/oracle/shared/secret"
 )
 
 // SecretSource fetches a secret's value by ARN.
-type SecretSource interface {
-	Secret(ctx context.Context, arn string) (string, error)
-}
+type SecretSource = secret.Source
 
 // Env reads settings and records what is missing or malformed.
 type Env struct {
@@ -136,6 +136,20 @@ func (e *Env) List(name string) []string {
 		}
 	}
 	return out
+}
+
+// Credential returns a secret as Secret does, as a value that reads itself
+// again (at most once per SECRET_REREAD_INTERVAL, default a minute) when a
+// provider refuses it. A secret given in the environment (NAME, local runs)
+// is never read again.
+func (e *Env) Credential(ctx context.Context, name string, required bool) *secret.Value {
+	v := e.Secret(ctx, name, required)
+	arn := e.get(name + "_ARN")
+	if arn == "" || e.secrets == nil {
+		return secret.Static(v)
+	}
+	return secret.New(secret.Options{Name: name, ARN: arn, Source: e.secrets, Initial: v,
+		Every: e.Duration("SECRET_REREAD_INTERVAL", secret.DefaultEvery), Now: time.Now})
 }
 
 // Secret returns a secret: fetched from Secrets Manager or SSM when

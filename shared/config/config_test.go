@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
@@ -119,5 +120,39 @@ func TestAddress(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "SUPPORT_EMAIL must be a plain address") {
 			t.Errorf("SUPPORT_EMAIL=%q: the error does not name the setting: %v", c.value, err)
 		}
+	}
+}
+
+// A credential given by ARN is a secret read again when refused, on the
+// interval SECRET_REREAD_INTERVAL sets; one given in the environment (a
+// local run) is never read again.
+func TestCredentialIsReadAgainWhenRefused(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, map[string]string{"GeminiApiKeyArn": "old-key"})
+	arn := f.Values.Params["GeminiApiKeyArn"]
+	env := config.New(lookup(map[string]string{
+		"GEMINI_API_KEY_ARN":     arn,
+		"SECRET_REREAD_INTERVAL": "1ns", // every refusal reads it again
+		"STRIPE_SECRET_KEY":      "sk_test_local",
+	}), config.NewAWSSecrets(f.AWS))
+	key := env.Credential(ctx, "GEMINI_API_KEY", true)
+	local := env.Credential(ctx, "STRIPE_SECRET_KEY", true)
+	if err := env.Err(); err != nil || key.Get() != "old-key" || local.Get() != "sk_test_local" {
+		t.Fatalf("read %q and %q: %v", key.Get(), local.Get(), err)
+	}
+	if _, err := secretsmanager.NewFromConfig(f.AWS).PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
+		SecretId: aws.String(arn), SecretString: aws.String("new-key")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := key.Renew(ctx, "old-key"); got != "new-key" || !ok {
+		t.Fatalf("Renew = %q, %v; want the rotated key", got, ok)
+	}
+	if got, ok := local.Renew(ctx, "sk_test_local"); got != "sk_test_local" || ok {
+		t.Fatalf("a local secret was read again: %q, %v", got, ok)
+	}
+	bad := config.New(lookup(map[string]string{"SECRET_REREAD_INTERVAL": "soon", "GEMINI_API_KEY_ARN": arn}), config.NewAWSSecrets(f.AWS))
+	bad.Credential(ctx, "GEMINI_API_KEY", true)
+	if err := bad.Err(); err == nil || !strings.Contains(err.Error(), "SECRET_REREAD_INTERVAL") {
+		t.Fatalf("a malformed interval was not reported: %v", err)
 	}
 }

@@ -15,12 +15,29 @@ import (
 // an *Error classified as Generate classifies its failures: a model Google
 // does not know is a BadRequest (404), an outage a ServerError, no answer in
 // time a Timeout, and so on.
+//
+// A refused key is read again from its secret (see RenewKey) and, when it
+// changed, checked once more: the check then reports on the new key.
 func (c *Client) CheckKey(ctx context.Context) error {
+	err := c.checkKey(ctx)
+	if c.RenewKey(ctx, err) {
+		err = c.checkKey(ctx)
+	}
+	return err
+}
+
+func (c *Client) checkKey(ctx context.Context) error {
+	k, err := c.current(ctx)
+	if err != nil {
+		return &Error{Kind: BadRequest, detail: "the client could not be built", Err: err}
+	}
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	m, err := c.models.Get(callCtx, c.model, nil)
+	m, err := k.models.Get(callCtx, c.model, nil)
 	if err != nil {
-		return c.classify(ctx, callCtx, err)
+		e := c.classify(ctx, callCtx, err)
+		e.key = k.key
+		return e
 	}
 	if m == nil || m.Name == "" {
 		return &Error{Kind: ServerError, detail: fmt.Sprintf("the description of model %s has no name", c.model)}

@@ -74,6 +74,7 @@ type Error struct {
 	RetryAfter time.Duration // RateLimited only: the delay Google asked for, 0 when none
 	Err        error         // the cause, when there is one
 	detail     string        // what happened, in words safe to log
+	key        string        // the API key the call carried, for RenewKey; never shown
 }
 
 // Error describes the failure by its kind, Google's status, a safe detail

@@ -18,11 +18,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/genai"
 
 	"42sisters.ai/oracle/shared/prompt"
+	"42sisters.ai/oracle/shared/secret"
 )
 
 // Defaults of Options.
@@ -35,9 +37,13 @@ const (
 
 // Options configure a Client.
 type Options struct {
-	// APIKey is the Gemini API key. It is required: the client never falls
-	// back to GEMINI_API_KEY or GOOGLE_API_KEY from the environment.
+	// APIKey is the Gemini API key, when Key is nil. One of them is
+	// required: the client never falls back to GEMINI_API_KEY or
+	// GOOGLE_API_KEY from the environment.
 	APIKey string
+	// Key is the API key as a secret that reads itself again when Google
+	// refuses it (see RenewKey); nil means APIKey, never read again.
+	Key *secret.Value
 	// Model is the model to call; empty means DefaultModel.
 	Model string
 	// BaseURL points the client at the fake Gemini (tests, the local
@@ -53,9 +59,20 @@ type Options struct {
 // Client calls the Gemini API with one key and model. It is safe for
 // concurrent use.
 type Client struct {
-	models  *models
+	key     *secret.Value
+	config  genai.ClientConfig // without the key
 	model   string
 	timeout time.Duration
+
+	// keyed is the genai client for the key as last read; it is built
+	// again when the key changes.
+	keyed atomic.Pointer[keyedModels]
+}
+
+// keyedModels is a genai client and the key it sends.
+type keyedModels struct {
+	key    string
+	models *models
 }
 
 // models is genai.Models with only the calls a Client makes. A Client is
@@ -76,7 +93,10 @@ func (m *models) Get(ctx context.Context, model string, config *genai.GetModelCo
 // timeout negative or the base URL not an absolute http(s) URL. It makes no
 // network call.
 func New(ctx context.Context, o Options) (*Client, error) {
-	if o.APIKey == "" {
+	if o.Key == nil {
+		o.Key = secret.Static(o.APIKey)
+	}
+	if o.Key.Get() == "" {
 		return nil, errors.New("gemini: new client: the API key is empty")
 	}
 	if o.Timeout < 0 {
@@ -88,20 +108,50 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	if o.Model == "" {
 		o.Model = DefaultModel
 	}
-	cfg := &genai.ClientConfig{APIKey: o.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: o.HTTPClient}
+	c := &Client{key: o.Key, config: genai.ClientConfig{Backend: genai.BackendGeminiAPI, HTTPClient: o.HTTPClient}, model: o.Model, timeout: o.Timeout}
 	if o.BaseURL != "" {
 		u, err := url.Parse(o.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, errors.New("gemini: new client: the base URL must be an absolute http or https URL")
 		}
-		cfg.HTTPOptions.BaseURL = o.BaseURL
+		c.config.HTTPOptions.BaseURL = o.BaseURL
 	}
-	c, err := genai.NewClient(ctx, cfg)
+	if _, err := c.current(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// current returns the genai client for the key as last read, building it
+// when the key changed (genai makes no network call to build one).
+func (c *Client) current(ctx context.Context) (*keyedModels, error) {
+	key := c.key.Get()
+	if k := c.keyed.Load(); k != nil && k.key == key {
+		return k, nil
+	}
+	cfg := c.config
+	cfg.APIKey = key
+	gc, err := genai.NewClient(ctx, &cfg)
 	if err != nil {
 		// genai's messages can print the whole configuration, key included.
-		return nil, fmt.Errorf("gemini: new client: %w", redacted{err: err, secret: o.APIKey})
+		return nil, fmt.Errorf("gemini: new client: %w", redacted{err: err, secret: key})
 	}
-	return &Client{models: (*models)(c.Models), model: o.Model, timeout: o.Timeout}, nil
+	k := &keyedModels{key: key, models: (*models)(gc.Models)}
+	c.keyed.Store(k)
+	return k, nil
+}
+
+// RenewKey is called after Google refused the key of the failed call err
+// (an AuthFailure): it reads the key's secret again (at most once a minute
+// per container, see package secret) and reports whether there is a
+// different key to call with. The next call uses it.
+func (c *Client) RenewKey(ctx context.Context, err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != AuthFailure {
+		return false
+	}
+	_, ok := c.key.Renew(ctx, e.key)
+	return ok
 }
 
 // Model is the model the client calls, as configured.
@@ -187,11 +237,17 @@ func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
 	if system := r.systemInstruction(); system != "" {
 		config.SystemInstruction = genai.NewContentFromText(system, genai.RoleUser)
 	}
+	k, err := c.current(ctx)
+	if err != nil {
+		return Reply{}, &Error{Kind: BadRequest, detail: "the client could not be built", Err: err}
+	}
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.models.GenerateContent(callCtx, c.model, genai.Text(r.User), config)
+	resp, err := k.models.GenerateContent(callCtx, c.model, genai.Text(r.User), config)
 	if err != nil {
-		return Reply{}, c.classify(ctx, callCtx, err)
+		e := c.classify(ctx, callCtx, err)
+		e.key = k.key
+		return Reply{}, e
 	}
 	return c.reply(resp)
 }

@@ -259,7 +259,9 @@ const (
 //     set, and with Request.Correction set when validate's error is a
 //     Correction; a second one ends the Call.
 //   - BadRequest and AuthFailure end the Call at once, logged with the code
-//     GEMINI_BAD_REQUEST or GEMINI_AUTH_FAILURE; so does Canceled.
+//     GEMINI_BAD_REQUEST or GEMINI_AUTH_FAILURE; so does Canceled. The one
+//     exception is a refused key that the generator, read again from its
+//     secret, finds replaced: the next attempt, at once, carries the new key.
 //
 // A failed Call returns a *CallError; see Countable, KindOf and
 // ErrInvalidReply.
@@ -379,6 +381,10 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 			default:
 				wait = c.jitter(p, ce.Attempts)
 			}
+		case e.Kind == AuthFailure && renewed(ctx, gen, e):
+			// Not a retry of the refused request: the operator has put
+			// another key in the secret, and this attempt tries it, at
+			// once, within the same ceiling.
 		default: // BadRequest, AuthFailure, Canceled
 			return Result{}, c.stop(ctx, log, ce, e, "not_retryable")
 		}
@@ -397,6 +403,18 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 			}
 		}
 	}
+}
+
+// keyRenewer is a Generator whose API key can be read again after Google
+// refused it (the *Client).
+type keyRenewer interface {
+	RenewKey(ctx context.Context, refused error) bool
+}
+
+// renewed reports whether gen has another key to try after e refused its key.
+func renewed(ctx context.Context, gen Generator, e *Error) bool {
+	r, ok := gen.(keyRenewer)
+	return ok && r.RenewKey(ctx, e)
 }
 
 // attempt makes one call bounded by timeout.

@@ -18,6 +18,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"42sisters.ai/oracle/shared/secret"
 )
 
 // Defaults of a GraphConfig.
@@ -60,6 +62,13 @@ type GraphConfig struct {
 	// Now stamps the Date header and reads Retry-After dates; time.Now when
 	// nil. Token expiry follows the real clock, as package oauth2 does.
 	Now func() time.Time
+	// Credentials is the app's secret (see ParseGraphCredentials) that
+	// TenantID, ClientID and ClientSecret were read from, when it can be
+	// read again: a token request the identity platform refuses reads it
+	// again (at most once a minute per container, see package secret) and,
+	// when it changed, asks once more with the new credentials. Nil means
+	// the fields above, never read again.
+	Credentials *secret.Value
 }
 
 // Graph sends through Microsoft Graph's sendMail, authenticated as an
@@ -74,7 +83,15 @@ type Graph struct {
 	apiBase string
 	http    *http.Client
 	now     func() time.Time
-	creds   *clientcredentials.Config
+	// loginBase builds the token URL of credentials read again.
+	loginBase string
+	// secret is the app's credentials as a secret, and used the value
+	// creds was built from; secret is nil when they cannot be read again.
+	secret *secret.Value
+	used   string
+	// creds is guarded by lock, as tok is: a refused token request
+	// replaces it with credentials read again.
+	creds *clientcredentials.Config
 
 	// lock guards tok; a channel so that a send whose context ends stops
 	// waiting for another's token fetch.
@@ -104,22 +121,16 @@ func NewGraph(c GraphConfig) (*Graph, error) {
 		return nil, err
 	}
 	g := &Graph{
-		sendURL:  apiBase + "/users/" + url.PathEscape(c.Sender) + "/sendMail",
-		shownURL: apiBase + "/users/<sender>/sendMail",
-		apiBase:  apiBase,
-		http:     c.HTTP,
-		now:      c.Now,
-		creds: &clientcredentials.Config{
-			ClientID:     c.ClientID,
-			ClientSecret: c.ClientSecret,
-			TokenURL:     loginBase + "/" + url.PathEscape(c.TenantID) + "/oauth2/v2.0/token",
-			Scopes:       []string{GraphScope},
-			// The identity platform takes the secret in the form. Naming
-			// the style spares oauth2's probe, which after a refusal asks
-			// a second time and would double every refused request.
-			AuthStyle: oauth2.AuthStyleInParams,
-		},
-		lock: make(chan struct{}, 1),
+		sendURL:   apiBase + "/users/" + url.PathEscape(c.Sender) + "/sendMail",
+		shownURL:  apiBase + "/users/<sender>/sendMail",
+		apiBase:   apiBase,
+		http:      c.HTTP,
+		now:       c.Now,
+		loginBase: loginBase,
+		secret:    c.Credentials,
+		used:      c.Credentials.Get(),
+		creds:     clientCredentials(loginBase, c.TenantID, c.ClientID, c.ClientSecret),
+		lock:      make(chan struct{}, 1),
 	}
 	if g.http == nil {
 		g.http = &http.Client{Timeout: graphTimeout}
@@ -128,6 +139,20 @@ func NewGraph(c GraphConfig) (*Graph, error) {
 		g.now = time.Now
 	}
 	return g, nil
+}
+
+// clientCredentials is the client-credentials grant of an app.
+func clientCredentials(loginBase, tenantID, clientID, clientSecret string) *clientcredentials.Config {
+	return &clientcredentials.Config{
+		ClientID:     clientID,
+		ClientSecret: clientSecret,
+		TokenURL:     loginBase + "/" + url.PathEscape(tenantID) + "/oauth2/v2.0/token",
+		Scopes:       []string{GraphScope},
+		// The identity platform takes the secret in the form. Naming
+		// the style spares oauth2's probe, which after a refusal asks
+		// a second time and would double every refused request.
+		AuthStyle: oauth2.AuthStyleInParams,
+	}
 }
 
 // baseURL checks an absolute http(s) URL and returns it without a trailing
@@ -274,13 +299,42 @@ func (g *Graph) token(ctx context.Context, stale *oauth2.Token) (*oauth2.Token, 
 	if stale != nil && g.tok == stale {
 		g.tok = nil
 	}
+	tok, err := g.fetch(ctx)
+	if err != nil && err.Class == Blocked && g.renew(ctx) {
+		tok, err = g.fetch(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.tok = tok
+	return tok, nil
+}
+
+// fetch returns the cached token or fetches one; the caller holds the lock.
+func (g *Graph) fetch(ctx context.Context) (*oauth2.Token, *Error) {
 	fetch := fetchToken{ctx: context.WithValue(ctx, oauth2.HTTPClient, g.http), creds: g.creds}
 	tok, err := oauth2.ReuseTokenSourceWithExpiry(g.tok, fetch, tokenEarlyExpiry).Token()
 	if err != nil {
 		return nil, classifyToken(err, g.now())
 	}
-	g.tok = tok
 	return tok, nil
+}
+
+// renew reads the app's credentials again after the identity platform
+// refused them and reports whether there are new ones to ask with; the
+// caller holds the lock. New credentials that cannot be parsed are not
+// taken.
+func (g *Graph) renew(ctx context.Context) bool {
+	fresh, ok := g.secret.Renew(ctx, g.used)
+	if !ok {
+		return false
+	}
+	tenantID, clientID, clientSecret, err := ParseGraphCredentials(fresh)
+	if err != nil {
+		return false
+	}
+	g.used, g.creds, g.tok = fresh, clientCredentials(g.loginBase, tenantID, clientID, clientSecret), nil
+	return true
 }
 
 // CheckToken fetches a token with the app's credentials (or finds the

@@ -21,7 +21,9 @@ func TransportFrom(ctx context.Context, env *config.Env, defaultSender string) (
 			APIBase:   env.Optional("GRAPH_API_BASE", DefaultGraphAPIBase),
 			LoginBase: env.Optional("GRAPH_LOGIN_BASE", DefaultGraphLoginBase),
 		}
-		if secret := env.Secret(ctx, "GRAPH_CREDENTIALS", true); secret != "" {
+		// Read again when the identity platform refuses them (see GraphConfig).
+		graph.Credentials = env.Credential(ctx, "GRAPH_CREDENTIALS", true)
+		if secret := graph.Credentials.Get(); secret != "" {
 			var err error
 			if graph.TenantID, graph.ClientID, graph.ClientSecret, err = ParseGraphCredentials(secret); err != nil {
 				env.Invalid("GRAPH_CREDENTIALS", err)

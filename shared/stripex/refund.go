@@ -7,15 +7,24 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/refund"
+
+	"42sisters.ai/oracle/shared/secret"
 )
 
 // Refunds makes refunds with one key. It is apart from Client, so that
 // only the function that refunds links Stripe's refund client.
-type Refunds struct{ refunds *refund.Client }
+type Refunds struct {
+	backend stripe.Backend
+	key     *secret.Value
+}
 
 // NewRefunds returns a refund client using key.
-func NewRefunds(key string, o Options) *Refunds {
-	return &Refunds{refunds: &refund.Client{B: backend(o), Key: key}}
+func NewRefunds(key string, o Options) *Refunds { return NewRefundsWithKey(secret.Static(key), o) }
+
+// NewRefundsWithKey returns a refund client using key as last read, read
+// again when Stripe refuses it (see NewWithKey).
+func NewRefundsWithKey(key *secret.Value, o Options) *Refunds {
+	return &Refunds{backend: backend(o), key: key}
 }
 
 // ErrAlreadyRefunded means the payment was refunded before, in full.
@@ -45,7 +54,7 @@ func (c *Refunds) RefundSession(ctx context.Context, sessionID, pi string) (Refu
 	p.Context = ctx
 	p.SetIdempotencyKey(RefundKey(sessionID))
 	p.AddMetadata("session_id", sessionID)
-	r, err := c.refunds.New(p)
+	r, err := withKey(ctx, c.key, func(key string) (*stripe.Refund, error) { return (&refund.Client{B: c.backend, Key: key}).New(p) })
 	if err != nil {
 		var se *stripe.Error
 		switch {

@@ -76,7 +76,7 @@ func IsLiveKey(key string) bool {
 func (c *Client) RawSession(ctx context.Context, id string) ([]byte, error) {
 	p := &stripe.CheckoutSessionParams{}
 	p.Context = ctx
-	s, err := c.sessions.Get(id, p)
+	s, err := withKey(ctx, c.key, func(key string) (*stripe.CheckoutSession, error) { return c.sessions(key).Get(id, p) })
 	if err != nil {
 		return nil, classify(err, "retrieve checkout session")
 	}
@@ -91,7 +91,7 @@ func (c *Client) RawSession(ctx context.Context, id string) ([]byte, error) {
 func (c *Client) ExpireSession(ctx context.Context, id string) error {
 	p := &stripe.CheckoutSessionExpireParams{}
 	p.Context = ctx
-	if _, err := c.sessions.Expire(id, p); err != nil {
+	if _, err := withKey(ctx, c.key, func(key string) (*stripe.CheckoutSession, error) { return c.sessions(key).Expire(id, p) }); err != nil {
 		var se *stripe.Error
 		if errors.As(err, &se) && se.HTTPStatusCode == 400 {
 			return nil // not open any more: nothing to expire

@@ -17,6 +17,7 @@ import (
 
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/secret"
 )
 
 // Client is a Stripe API client for one secret key.
@@ -26,7 +27,13 @@ import (
 // can call methods (the mailer's templates) the linker keeps every method
 // of the types inside a value stored in an interface, as a Client is.
 type Client struct {
-	sessions *session.Client
+	backend stripe.Backend
+	key     *secret.Value
+}
+
+// sessions is the Checkout Sessions client for key.
+func (c *Client) sessions(key string) *session.Client {
+	return &session.Client{B: c.backend, Key: key}
 }
 
 // Options configure the client.
@@ -43,8 +50,30 @@ type Options struct {
 }
 
 // New returns a client using key.
-func New(key string, o Options) *Client {
-	return &Client{sessions: &session.Client{B: backend(o), Key: key}}
+func New(key string, o Options) *Client { return NewWithKey(secret.Static(key), o) }
+
+// NewWithKey returns a client using key as last read: when Stripe refuses
+// it (401), the key is read again from its secret and the request is made
+// once more with a new one (see withKey).
+func NewWithKey(key *secret.Value, o Options) *Client {
+	return &Client{backend: backend(o), key: key}
+}
+
+// withKey calls op with the key as last read and, when Stripe refused it
+// (401: the key was rolled), once more with the key read again from its
+// secret, if that changed (at most once a minute per container, see package
+// secret). A refused request did nothing at Stripe, so making it again is
+// safe.
+func withKey[T any](ctx context.Context, key *secret.Value, op func(key string) (T, error)) (T, error) {
+	used := key.Get()
+	v, err := op(used)
+	var se *stripe.Error
+	if errors.As(err, &se) && se.HTTPStatusCode == http.StatusUnauthorized {
+		if fresh, ok := key.Renew(ctx, used); ok {
+			return op(fresh)
+		}
+	}
+	return v, err
 }
 
 // backend is the HTTP backend o asks for.
@@ -126,7 +155,7 @@ func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (
 		return CheckoutSession{}, err
 	}
 	p.Context = ctx
-	s, err := c.sessions.New(p)
+	s, err := withKey(ctx, c.key, func(key string) (*stripe.CheckoutSession, error) { return c.sessions(key).New(p) })
 	if err != nil {
 		return CheckoutSession{}, classify(err, "create checkout session")
 	}
@@ -137,7 +166,7 @@ func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (
 func (c *Client) RetrieveSession(ctx context.Context, id string) (oracle.Session, error) {
 	p := &stripe.CheckoutSessionParams{}
 	p.Context = ctx
-	s, err := c.sessions.Get(id, p)
+	s, err := withKey(ctx, c.key, func(key string) (*stripe.CheckoutSession, error) { return c.sessions(key).Get(id, p) })
 	if err != nil {
 		return oracle.Session{}, classify(err, "retrieve checkout session")
 	}
@@ -159,14 +188,24 @@ func (c *Client) CompletedSessions(ctx context.Context, from, to time.Time, each
 	}
 	p.Context = ctx
 	p.Limit = stripe.Int64(100) // Stripe's largest page: the fewest calls
-	it := c.sessions.List(p)
-	for it.Next() {
-		s := it.CheckoutSession()
-		if err := each(Session(s)); err != nil {
-			return fmt.Errorf("list completed checkout sessions: session %s: %w", oracle.ShortID(s.ID), err)
+	// A refusal comes with the first page, before each has seen a session,
+	// so that listing again with a renewed key calls each once per session.
+	var eachErr error
+	_, err := withKey(ctx, c.key, func(key string) (struct{}, error) {
+		it := c.sessions(key).List(p)
+		for it.Next() {
+			s := it.CheckoutSession()
+			if err := each(Session(s)); err != nil {
+				eachErr = fmt.Errorf("list completed checkout sessions: session %s: %w", oracle.ShortID(s.ID), err)
+				return struct{}{}, nil
+			}
 		}
+		return struct{}{}, it.Err()
+	})
+	if eachErr != nil {
+		return eachErr
 	}
-	if err := it.Err(); err != nil {
+	if err != nil {
 		return classify(err, "list completed checkout sessions")
 	}
 	return nil
@@ -182,13 +221,23 @@ func (c *Client) SessionsByEmail(ctx context.Context, addr string, each func(ora
 	}
 	p.Context = ctx
 	p.Limit = stripe.Int64(100)
-	it := c.sessions.List(p)
-	for it.Next() {
-		if err := each(Session(it.CheckoutSession())); err != nil {
-			return err
+	// As CompletedSessions: a refusal comes with the first page, so a
+	// renewed key lists from the start without calling each twice.
+	var eachErr error
+	_, err := withKey(ctx, c.key, func(key string) (struct{}, error) {
+		it := c.sessions(key).List(p)
+		for it.Next() {
+			if err := each(Session(it.CheckoutSession())); err != nil {
+				eachErr = err
+				return struct{}{}, nil
+			}
 		}
+		return struct{}{}, it.Err()
+	})
+	if eachErr != nil {
+		return eachErr
 	}
-	if err := it.Err(); err != nil {
+	if err != nil {
 		return classify(err, "list a customer's checkout sessions")
 	}
 	return nil
@@ -202,7 +251,8 @@ func (c *Client) Ping(ctx context.Context) error {
 	p.Context = ctx
 	p.Limit = stripe.Int64(1)
 	// List fetches the first page at once; Next would fetch more.
-	if err := c.sessions.List(p).Err(); err != nil {
+	_, err := withKey(ctx, c.key, func(key string) (struct{}, error) { return struct{}{}, c.sessions(key).List(p).Err() })
+	if err != nil {
 		return classify(err, "list checkout sessions")
 	}
 	return nil
@@ -294,18 +344,31 @@ func (quiet) Errorf(string, ...any) {}
 
 // KeysFrom reads STRIPE_SECRET_KEY (required) and STRIPE_TEST_SECRET_KEY
 // from env and sorts them with ModeKeys, recording a key that is not one as
-// env's problem.
-func KeysFrom(ctx context.Context, env *config.Env) (liveKey, testKey string) {
-	key := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
-	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
-	if key == "" {
-		return "", "" // missing: already env's problem
+// env's problem. Each is a secret read again when Stripe refuses it (see
+// NewWithKey); a mode without a key is nil.
+func KeysFrom(ctx context.Context, env *config.Env) (liveKey, testKey *secret.Value) {
+	key := env.Credential(ctx, "STRIPE_SECRET_KEY", true)
+	test := env.Credential(ctx, "STRIPE_TEST_SECRET_KEY", false)
+	if key.Get() == "" {
+		return nil, nil // missing: already env's problem
 	}
-	liveKey, testKey, err := ModeKeys(key, test)
+	live, forTest, err := ModeKeys(key.Get(), test.Get())
 	if err != nil {
 		env.Invalid("STRIPE_SECRET_KEY", err)
+		return nil, nil
 	}
-	return liveKey, testKey
+	// ModeKeys says which of the two serves each mode; a key rolled later
+	// keeps its mode.
+	pick := func(k string) *secret.Value {
+		switch k {
+		case "":
+			return nil
+		case key.Get():
+			return key
+		}
+		return test
+	}
+	return pick(live), pick(forTest)
 }
 
 // ModeKeys sorts the configured secret keys by the mode they serve: the

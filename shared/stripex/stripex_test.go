@@ -133,7 +133,8 @@ func TestKeysFrom(t *testing.T) {
 	for _, c := range cases {
 		vars := map[string]string{"STRIPE_SECRET_KEY": c.key, "STRIPE_TEST_SECRET_KEY": c.test}
 		env := config.New(func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, nil)
-		live, test := KeysFrom(context.Background(), env)
+		liveKey, testKey := KeysFrom(context.Background(), env)
+		live, test := liveKey.Get(), testKey.Get()
 		err := env.Err()
 		if live != c.live || test != c.forTest || (err == nil) != (c.problem == "") || (err != nil && !strings.Contains(err.Error(), c.problem)) {
 			t.Errorf("key %q, test key %q: %q, %q, %v", c.key, c.test, live, test, err)

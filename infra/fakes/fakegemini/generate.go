@@ -158,7 +158,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request, g gener
 	switch {
 	case g.key == "":
 		e = missingKey()
-	case g.key == InvalidKey:
+	case s.keyRefused(g.key):
 		e = invalidKey()
 	case sc.Status != 0:
 		e = scenarioError(sc.Status, sc.retryAfter())

@@ -42,7 +42,7 @@ func (s *Server) serveGetModel(w http.ResponseWriter, r *http.Request, model str
 		e = newAPIError(http.StatusNotFound, "models/%s is not found for API version v1beta.", oracle.Clip(model, 64))
 	case key == "":
 		e = missingKey()
-	case key == InvalidKey:
+	case s.keyRefused(key):
 		e = invalidKey()
 	}
 	if e != nil {

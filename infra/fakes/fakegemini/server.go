@@ -20,12 +20,13 @@
 //	GET    /v1beta/models/{model}                   describe the model: name, version, displayName,
 //	                                                supportedGenerationMethods (same API key check)
 //	POST   /_control                                shape the next answers (see Scenario); {} resets
+//	POST   /_key                                    {"accepted":"k"}: accept only the key k (see AcceptOnly)
 //	GET    /_calls                                  generateContent requests received (never the API key)
 //	DELETE /_calls                                  forget them
 //
-// An API key is required on both API endpoints; the key InvalidKey is
-// refused as Google refuses a key it does not know, with the same answer on
-// both. Describing a model is not a generateContent request: it is not in
+// An API key is required on both API endpoints; the key InvalidKey, and
+// any key but the one set by AcceptOnly, is refused as Google refuses a key
+// it does not know, with the same answer on both. Describing a model is not a generateContent request: it is not in
 // /_calls and does not use up a Scenario.
 package fakegemini
 
@@ -67,7 +68,8 @@ type Server struct {
 	calls     []*Call
 	sequence  uint64 // generateContent requests received, for response ids
 	scenario  Scenario
-	remaining int // requests the scenario still applies to
+	remaining int    // requests the scenario still applies to
+	accepted  string // the one key accepted, when set (AcceptOnly)
 }
 
 // New returns a fake Gemini configured by opts.
@@ -85,6 +87,7 @@ func New(opts Options) *Server {
 	s.mux.HandleFunc("POST /v1beta/models/{action}", s.handleGenerate)
 	s.mux.HandleFunc("GET /v1beta/models/{model}", s.handleGetModel)
 	s.mux.HandleFunc("POST /_control", s.handleControl)
+	s.mux.HandleFunc("POST /_key", s.handleKey)
 	s.mux.HandleFunc("GET /_calls", s.handleCalls)
 	s.mux.HandleFunc("DELETE /_calls", s.handleClearCalls)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

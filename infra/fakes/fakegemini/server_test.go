@@ -325,3 +325,38 @@ func TestConcurrentCallsShareAScenario(t *testing.T) {
 		t.Errorf("%d calls recorded, want 20", n)
 	}
 }
+
+// A rotation: once told over /_key to accept only the new key, the fake
+// refuses the old one on both endpoints as Google refuses an unknown key,
+// and accepts the new one; an empty key accepts any again.
+func TestAcceptOnlyOneKey(t *testing.T) {
+	f := newFixture(t)
+	body := requestBody(t, "system", "Should I open a bakery?", oracle.TierQuick)
+	if resp, b := f.do(t, http.MethodPost, "/_key", "", `{"accepted":"new-key"}`); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST /_key: %d %s", resp.StatusCode, b)
+	}
+	for _, path := range []string{generatePath, modelPath} {
+		method := http.MethodPost
+		b := body
+		if path == modelPath {
+			method, b = http.MethodGet, ""
+		}
+		resp, raw := f.do(t, method, path, testKey, b)
+		e := wantGoogleError(t, resp, raw, http.StatusBadRequest, "INVALID_ARGUMENT")
+		if len(e.Error.Details) == 0 || e.Error.Details[0]["reason"] != "API_KEY_INVALID" {
+			t.Errorf("%s with the old key: details = %v, want API_KEY_INVALID", path, e.Error.Details)
+		}
+		if resp, raw := f.do(t, method, path, "new-key", b); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s with the new key: %d %s", path, resp.StatusCode, raw)
+		}
+	}
+	if resp, b := f.do(t, http.MethodPost, "/_key", "", `{"accepted":""}`); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("POST /_key: %d %s", resp.StatusCode, b)
+	}
+	if resp, raw := f.do(t, http.MethodPost, generatePath, testKey, body); resp.StatusCode != http.StatusOK {
+		t.Errorf("any key again: %d %s", resp.StatusCode, raw)
+	}
+	if resp, _ := f.do(t, http.MethodPost, "/_key", "", `{"acepted":"x"}`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a misspelt control: %d, want 400", resp.StatusCode)
+	}
+}

@@ -147,6 +147,9 @@ func (s *Server) api(allowed map[string]bool, h apiFunc) http.HandlerFunc {
 func (s *Server) serveAPI(r *http.Request, form url.Values, formErr error, allowed map[string]bool, h apiFunc, reqID, idemKey string) apiAnswer {
 	key, err := authenticate(r)
 	if err == nil {
+		err = s.rolled(key)
+	}
+	if err == nil {
 		err = formErr
 	}
 	if err == nil {

@@ -91,6 +91,7 @@ type Server struct {
 	calls       []Call
 	deliveries  []Delivery
 	control     Control
+	accepted    string // the one key accepted, when set (AcceptOnly)
 }
 
 // New returns a fake Stripe configured by opts.
