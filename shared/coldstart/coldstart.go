@@ -8,6 +8,7 @@ package coldstart
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/storeguard"
 )
@@ -43,12 +45,30 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 	slog.SetDefault(f.Log)
 	cfg, err := awsenv.Load(ctx)
 	f.Check(err, "AWS configuration")
-	f.guard = &storeguard.Guard{Log: f.Log, Metrics: f.Metrics}
+	f.guard, err = storeGuard(config.FromEnviron(nil), f)
+	f.Check(err, "store timeouts")
 	f.guard.Options(&cfg)
 	f.AWS = cfg
 	settings, err := load(ctx, cfg)
 	f.Check(err, "settings")
 	return f, settings
+}
+
+// storeGuard reads the store calls' timeouts: STORE_ATTEMPT_TIMEOUT and
+// STORE_CALL_TIMEOUT, the defaults AWS's latency calls for; the local stack
+// sets longer ones for moto, which applies DynamoDB's requests one at a
+// time and, under a burst on a busy machine, answers in seconds.
+func storeGuard(env *config.Env, f *Function) (*storeguard.Guard, error) {
+	g := &storeguard.Guard{
+		Log:            f.Log,
+		Metrics:        f.Metrics,
+		AttemptTimeout: env.Duration("STORE_ATTEMPT_TIMEOUT", storeguard.AttemptTimeout),
+		CallTimeout:    env.Duration("STORE_CALL_TIMEOUT", storeguard.CallTimeout),
+	}
+	if g.AttemptTimeout > g.CallTimeout {
+		env.Invalid("STORE_ATTEMPT_TIMEOUT", fmt.Errorf("%s is longer than STORE_CALL_TIMEOUT (%s)", g.AttemptTimeout, g.CallTimeout))
+	}
+	return g, env.Err()
 }
 
 // Check ends the process when err is not nil, naming what could not be set up.

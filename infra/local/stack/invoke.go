@@ -71,8 +71,8 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 		defer srv.Close()
 		env["GEMINI_API_BASE"] = "http://" + ln.Addr().String()
 	}
-	// SES through the front (moto lacks GetAccount), CloudWatch not at all
-	// (moto does not speak its protocol): as in the running stack.
+	// SES through the front (moto lacks GetAccount), and moto's settings,
+	// as in the running stack.
 	ses, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen for the fake SES front: %w", err)
@@ -81,7 +81,7 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 	go func() { _ = sesSrv.Serve(ses) }()
 	defer sesSrv.Close()
 	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + ses.Addr().String()
-	env["QUEUE_AGE_METRICS"] = "off"
+	motoSettings(env)
 	f, err := function(&o, b, *fn, bins[fn.LogicalID], env, concurrency{})
 	if err != nil {
 		return nil, err

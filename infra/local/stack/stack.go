@@ -175,9 +175,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	// configuration set's events as SES does; the mailer reaches it as the
 	// SDK's SES v2 endpoint.
 	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + sesLn.Addr().String()
-	// moto does not speak CloudWatch's current (CBOR) protocol: the health
-	// job reports queue ages as unknown here.
-	env["QUEUE_AGE_METRICS"] = "off"
+	motoSettings(env)
 	s.SESURL = fmt.Sprintf("http://localhost:%d", o.SESPort)
 	s.serve(sesLn, fakeses.New(fakeses.Options{
 		Moto:             s.backend.endpoint,
@@ -412,4 +410,18 @@ func (s *Stack) Deployment() deployment.Deployment {
 		d.Parameters[name], _ = t.Param(name, v)
 	}
 	return d
+}
+
+// motoSettings are what every function is told because it talks to moto,
+// not AWS. moto does not speak CloudWatch's current (CBOR) protocol, so the
+// health job reports queue ages as unknown here. moto applies DynamoDB's
+// requests one at a time (serve.py), so under a burst on a busy machine it
+// answers in seconds what DynamoDB answers in milliseconds: the store
+// calls' timeouts, 2 s an attempt and 5 s a call in AWS, are 8 s and 9 s
+// here, inside the shortest function timeout (10 s), so that a slow moto
+// is not taken for a failing store.
+func motoSettings(env map[string]string) {
+	env["QUEUE_AGE_METRICS"] = "off"
+	env["STORE_ATTEMPT_TIMEOUT"] = "8s"
+	env["STORE_CALL_TIMEOUT"] = "9s"
 }
