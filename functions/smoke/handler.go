@@ -4,14 +4,42 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
 
 	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/smoke"
 )
 
 // Runner runs the smoke test's stages (smoke.Runner).
 type Runner interface {
 	Run(ctx context.Context) smoke.Report
+}
+
+// Fresh is the Runner of a run whose settings, the Stripe key and the
+// test-mode signing secret among them, are read anew when it starts: the
+// cold start has checked them once already, and the smoke test runs once a
+// day, so three more Secrets Manager reads a run cost nothing and a rotated
+// key or secret is never used stale, whether or not the container is new.
+type Fresh struct {
+	Load  func(ctx context.Context) (smoke.Settings, error)
+	Build func(smoke.Settings) (Runner, error)
+	Now   func() time.Time
+}
+
+// Run reads the settings, builds the run's Runner and runs it. Settings
+// that can no longer be read fail the environment check, stage 1, with
+// the reason, as a live key or a missing secret does.
+func (f Fresh) Run(ctx context.Context) smoke.Report {
+	s, err := f.Load(ctx)
+	var r Runner
+	if err == nil {
+		r, err = f.Build(s)
+	}
+	if err != nil {
+		return smoke.Report{Started: f.Now(), Results: []smoke.Result{{Stage: 1, Outcome: smoke.Fail, Err: oracle.Clip("the settings: "+err.Error(), 300)}}}
+	}
+	return r.Run(ctx)
 }
 
 // Alerter raises operator alerts.

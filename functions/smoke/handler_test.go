@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,41 @@ func TestEveryRunIsAnnounced(t *testing.T) {
 				t.Errorf("the report is not in the log:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// TestEveryRunReadsItsSecretsAnew: the run's settings are read when it
+// starts, so a Stripe key rotated in its secret since the last run is the
+// one the next run uses; settings that cannot be read fail stage 1 with
+// the reason.
+func TestEveryRunReadsItsSecretsAnew(t *testing.T) {
+	keys := []string{"sk_test_before", "sk_test_rotated"}
+	var loads int
+	var built []string
+	f := Fresh{
+		Load: func(context.Context) (smoke.Settings, error) {
+			loads++
+			if loads > len(keys) {
+				return smoke.Settings{}, errors.New("STRIPE_SECRET_KEY_ARN: AccessDeniedException")
+			}
+			return smoke.Settings{StripeKey: keys[loads-1]}, nil
+		},
+		Build: func(s smoke.Settings) (Runner, error) {
+			built = append(built, s.StripeKey)
+			return fixedRunner(report(0)), nil
+		},
+		Now: func() time.Time { return time.Date(2026, 11, 26, 7, 0, 0, 0, time.UTC) },
+	}
+	for range keys {
+		if rep := f.Run(context.Background()); !rep.OK() {
+			t.Fatalf("run %d: %s", loads, rep.Headline())
+		}
+	}
+	if !slices.Equal(built, keys) {
+		t.Fatalf("the runs used %q, want %q", built, keys)
+	}
+	rep := f.Run(context.Background())
+	if rep.ExitCode() != 2 || !strings.Contains(rep.Results[0].Err, "AccessDeniedException") {
+		t.Fatalf("unreadable settings: exit %d, %+v", rep.ExitCode(), rep.Results)
 	}
 }

@@ -20,11 +20,18 @@ import (
 )
 
 func main() {
-	fn, cfg := coldstart.Start(func(ctx context.Context, a aws.Config) (smoke.Settings, error) {
+	load := func(ctx context.Context, a aws.Config) (smoke.Settings, error) {
 		return smoke.LoadSettings(ctx, config.FromEnviron(config.NewAWSSecrets(a)))
-	})
-	runner, err := smoke.NewRunner(cfg, fn.AWS, sesv2.NewFromConfig(fn.AWS))
+	}
+	fn, cfg := coldstart.Start(load)
+	ses := sesv2.NewFromConfig(fn.AWS)
+	_, err := smoke.NewRunner(cfg, fn.AWS, ses)
 	fn.Check(err, "the smoke runner")
+	runner := Fresh{
+		Load:  func(ctx context.Context) (smoke.Settings, error) { return load(ctx, fn.AWS) },
+		Build: func(s smoke.Settings) (Runner, error) { return smoke.NewRunner(s, fn.AWS, ses) },
+		Now:   time.Now,
+	}
 	ledger := store.NewLedger(awsenv.NewTables(fn.AWS), cfg.LedgerTable, time.Now)
 	h := &Handler{Runner: runner, Alerts: fn.Alerter(cfg.AlertsTopic, ledger), Metrics: fn.Metrics, Log: fn.Log}
 	lambda.Start(func(ctx context.Context) (smoke.Report, error) { return h.Handle(ctx) })
