@@ -147,7 +147,7 @@ STACK  ?= $(or $(shell sed -n 's/^stack_name *= *"\(.*\)"/\1/p' samconfig.toml |
 REGION ?= $(shell sed -n 's/^region *= *"\(.*\)"/\1/p' samconfig.toml | head -1)
 SMOKE_TARGET = $(if $(LOCAL),-local $(CURDIR)/.build/stack-local.json,-stack $(STACK))
 
-## deploy: build with SAM, deploy with samconfig.toml's settings (run `sam deploy --guided` once first), then run the smoke test against what was deployed and say the result
+## deploy: check the prompt has its recorded contamination check, build every function anew with SAM (no build cache), deploy with samconfig.toml's settings and no prompt (run `sam deploy --guided` once first), then run the smoke test against what was deployed and say the result
 deploy:
 	$(GO) run ./infra/promptcheck -verify $(PROMPT_CHECKS)
 	sam build --no-cached && sam deploy --no-confirm-changeset
