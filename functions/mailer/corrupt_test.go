@@ -6,12 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"42sisters.ai/oracle/infra/testkit"
-	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
@@ -29,14 +24,7 @@ func TestCorruptVerdictIsNeverMailed(t *testing.T) {
 	addr := uniqueAddress(t)
 	id := e.paidSession(oracle.TierFull, addr)
 	e.ready(id, oracle.TierFull, oracle.VerdictAmber)
-	if _, err := awsenv.NewTables(e.f.AWS).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(e.f.Ref("OrdersTable")),
-		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
-		UpdateExpression:          aws.String("SET verdict = :v"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberS{Value: `{"summary":"The inst`}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.CorruptVerdict(t, e.f.AWS, e.f.Ref("OrdersTable"), id, `{"summary":"The inst`)
 	for i := 0; i < 2; i++ { // the job, then a redelivery of it
 		if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
 			t.Fatalf("run %d: the job failed; a corrupt verdict is acknowledged, not retried", i)

@@ -6,12 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/alert"
-	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -46,14 +42,7 @@ func TestShowSetsACorruptVerdictAsideAndSaysSo(t *testing.T) {
 	if a := e.do(Request{Action: "show", Session: id}); !strings.Contains(a.Text, "verdict   GREEN") || strings.Contains(a.Text, "set aside") {
 		t.Fatalf("an intact verdict:\n%s", a.Text)
 	}
-	if _, err := awsenv.NewTables(e.f.AWS).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(e.f.Ref("OrdersTable")),
-		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
-		UpdateExpression:          aws.String("SET verdict = :v"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberS{Value: "{\"summary\":\"Bake"}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.CorruptVerdict(t, e.f.AWS, e.f.Ref("OrdersTable"), id, "{\"summary\":\"Bake")
 	for i := 0; i < 2; i++ {
 		a := e.do(Request{Action: "show", Session: id})
 		if !a.OK || !strings.Contains(a.Text, "state     PAID") || !strings.Contains(a.Text, "a corrupt stored verdict (16 bytes) was taken off the order; it is being generated again") ||

@@ -8,13 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
-	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
@@ -28,15 +23,7 @@ func storedGreen(e *env) store.StoredVerdict {
 // corrupt overwrites the order's stored verdict as a faulty write would.
 func (e *env) corrupt(id, verdict string) {
 	e.t.Helper()
-	_, err := awsenv.NewTables(e.f.AWS).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(e.f.Ref("OrdersTable")),
-		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
-		UpdateExpression:          aws.String("SET verdict = :v"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberS{Value: verdict}},
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	testkit.CorruptVerdict(e.t, e.f.AWS, e.f.Ref("OrdersTable"), id, verdict)
 }
 
 // TestCorruptStoredVerdictIsSetAsideOnce is CACHE_ALERT FM-4 and INV-7 at

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -142,4 +143,19 @@ func TableItems(tb testing.TB, cfg aws.Config, table string) []string {
 		}
 	}
 	return out
+}
+
+// CorruptVerdict overwrites an order's stored verdict, as a faulty write
+// would, past the store's conditions and its hash.
+func CorruptVerdict(tb testing.TB, cfg aws.Config, table, sessionID, verdict string) {
+	tb.Helper()
+	_, err := dynamodb.NewFromConfig(cfg).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(table),
+		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: sessionID}},
+		UpdateExpression:          aws.String("SET verdict = :v"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberS{Value: verdict}},
+	})
+	if err != nil {
+		tb.Fatalf("corrupt the verdict of %s: %v", sessionID, err)
+	}
 }

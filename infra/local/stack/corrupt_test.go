@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
 )
@@ -40,14 +36,7 @@ func TestCorruptVerdictIsRepairedEndToEnd(t *testing.T) {
 		t.Fatal("the verdict email did not arrive")
 	}
 
-	if _, err := dynamodb.NewFromConfig(s.AWS).UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.Resources.Ref("OrdersTable")),
-		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: id}},
-		UpdateExpression:          aws.String("SET verdict = :v"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": &ddbtypes.AttributeValueMemberS{Value: `{"summary":"The bak`}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.CorruptVerdict(t, s.AWS, s.Resources.Ref("OrdersTable"), id, `{"summary":"The bak`)
 	status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+id))
 	if status != http.StatusAccepted || !strings.Contains(string(body), `"status":"preparing_again"`) {
 		t.Fatalf("the load that met the corrupt verdict: %d %s, want 202 preparing_again", status, body)
