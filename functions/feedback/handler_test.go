@@ -44,7 +44,7 @@ func newEnv(t *testing.T) *env {
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.h = &Handler{Orders: e.orders, Suppression: e.ledger, Hasher: hasher, Metrics: e.metrics, Log: log,
-		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: e.ledger, Log: log}}
+		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout, Dedupe: e.ledger, Log: log}}
 	return e
 }
 
@@ -261,3 +261,8 @@ func TestSampleEvents(t *testing.T) {
 		}
 	}
 }
+
+// testAlertTimeout is a test's budget for an alert, not Lambda's: the
+// alert's Ledger dedupe gets a third of it, and make test's shared moto
+// can take over a second to answer under load.
+const testAlertTimeout = 30 * time.Second

@@ -124,7 +124,7 @@ func newEnvWith(t *testing.T, secrets map[string]string) *env {
 		Mail:    queue.NewSender(e.queues, f.Ref("MailQueue"), e.clock.Now),
 		Requeue: &recorder{Sender: queue.NewSender(e.queues, f.Ref("GenerateQueue"), e.clock.Now), jobs: &e.requeued},
 
-		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout,
 			Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Originals: e.ledger, OriginalRetention: 730 * 24 * time.Hour,
@@ -1236,3 +1236,8 @@ func TestASmokeVerdictExpiresWithinADay(t *testing.T) {
 		}
 	}
 }
+
+// testAlertTimeout is a test's budget for an alert, not Lambda's: the
+// alert's Ledger dedupe gets a third of it, and make test's shared moto
+// can take over a second to answer under load.
+const testAlertTimeout = 30 * time.Second

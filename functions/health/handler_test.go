@@ -49,7 +49,7 @@ func newLifecycleEnv(t *testing.T) *lifecycleEnv {
 	e.h = &Handler{
 		Checks:  []Check{auditCheck(audit.NewWriter(bucket, f.Ref("AuditBucket")), e.clock.Now)},
 		States:  e.ledger,
-		Alerts:  &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: e.ledger, Log: log, Now: e.clock.Now},
+		Alerts:  &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout, Dedupe: e.ledger, Log: log, Now: e.clock.Now},
 		Metrics: &testkit.Metrics{}, Log: log, Now: e.clock.Now,
 		Sleep: func(_ context.Context, d time.Duration) error {
 			e.clock.Add(d)
@@ -181,3 +181,8 @@ func TestOnlyAFailedDependencyIsTriedAgain(t *testing.T) {
 		t.Errorf("tries %v, want %v", calls, want)
 	}
 }
+
+// testAlertTimeout is a test's budget for an alert, not Lambda's: the
+// alert's Ledger dedupe gets a third of it, and make test's shared moto
+// can take over a second to answer under load.
+const testAlertTimeout = 30 * time.Second

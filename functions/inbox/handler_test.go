@@ -64,7 +64,7 @@ func newEnv(t *testing.T) *env {
 	e.messages = inbox.NewMessages(e.s3, f.Ref("InboxBucket"))
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	log := obs.NewLogger(e.logs, "DEBUG")
-	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: e.ledger, Log: log}
+	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout, Dedupe: e.ledger, Log: log}
 	core := &Core{Ledger: e.ledger, Orders: e.orders, Mail: queue.NewSender(queue.NewClient(f.AWS), f.Ref("MailQueue"), e.clock.Now),
 		Alerts: alerts, Audit: &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: alerts, Log: log},
 		Filter: filter, Hasher: hasher,
@@ -599,3 +599,8 @@ func TestTheStoredMessageIsOnlyRead(t *testing.T) {
 		t.Fatalf("the stored message changed: %v", err)
 	}
 }
+
+// testAlertTimeout is a test's budget for an alert, not Lambda's: the
+// alert's Ledger dedupe gets a third of it, and make test's shared moto
+// can take over a second to answer under load.
+const testAlertTimeout = 30 * time.Second

@@ -110,7 +110,7 @@ func newEnv(t *testing.T) *env {
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
 		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
 
-		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"),
+		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout,
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},
 		Filter: filter, Quarantine: quarantine.NewStore(e.s3, f.Ref("QuarantineBucket")),
 		Mail:   e.mailSent,
@@ -844,3 +844,8 @@ func TestTheCustomersWaitForTheEmailIsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// testAlertTimeout is a test's budget for an alert, not Lambda's: the
+// alert's Ledger dedupe gets a third of it, and make test's shared moto
+// can take over a second to answer under load.
+const testAlertTimeout = 30 * time.Second

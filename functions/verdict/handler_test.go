@@ -67,7 +67,7 @@ func newEnv(t *testing.T) *env {
 	hasher, _ := audit.NewHasher("verdict-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
-	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log, Now: e.clock.Now}
+	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout, Dedupe: ledger, Log: log, Now: e.clock.Now}
 	metrics := obs.NewMetrics(io.Discard, "Oracle", e.clock.Now)
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
 	auditor := &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: alerts, Log: log}
@@ -699,3 +699,8 @@ func TestVerdictEmailStateOnTheOrderItemReachesTheAnswer(t *testing.T) {
 		t.Fatalf("delivered: %d %v, want the ready verdict without email", code, body)
 	}
 }
+
+// testAlertTimeout is a test's budget for an alert, not Lambda's: the
+// alert's Ledger dedupe gets a third of it, and make test's shared moto
+// can take over a second to answer under load.
+const testAlertTimeout = 30 * time.Second

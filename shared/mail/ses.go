@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"golang.org/x/net/idna"
@@ -55,9 +56,14 @@ const (
 // package awsenv).
 type Client sesv2.Client
 
-// NewClient returns an SES v2 client for cfg.
+// NewClient returns an SES v2 client for cfg. It retries as the SDK does
+// by default, not as cfg's retryer (awsenv.NewRetryer) also does after an
+// answer cut off mid-body: a send is no conditional write, and SES may have
+// accepted the message whose answer was lost, so a cut answer is the
+// mailer's transient failure, on its schedule, not an instant second send.
 func NewClient(cfg aws.Config, optFns ...func(*sesv2.Options)) *Client {
-	return (*Client)(sesv2.NewFromConfig(cfg, optFns...))
+	standard := func(o *sesv2.Options) { o.Retryer = retry.NewStandard() }
+	return (*Client)(sesv2.NewFromConfig(cfg, append([]func(*sesv2.Options){standard}, optFns...)...))
 }
 
 // SendEmail is sesv2.Client.SendEmail.
