@@ -25,14 +25,16 @@ const Currency = "cad"
 type tierInfo struct {
 	name  string
 	cents int64
+	// usdc is the agent rail's price in USDC's atomic units (6 decimals).
+	usdc int64
 }
 
 // tiers is the hard-coded price table (SPEC_ORACLE_PRODUCT_TIERS invariant 1).
 // It is unexported and copied nowhere, so nothing at run time can alter it.
 var tiers = map[Tier]tierInfo{
-	TierQuick:    {name: "Quick Take", cents: 100},
-	TierFull:     {name: "Full Breakdown", cents: 500},
-	TierStrategy: {name: "Strategy Session", cents: 2500},
+	TierQuick:    {name: "Quick Take", cents: 100, usdc: 50_000},
+	TierFull:     {name: "Full Breakdown", cents: 500, usdc: 250_000},
+	TierStrategy: {name: "Strategy Session", cents: 2500, usdc: 1_000_000},
 }
 
 // Tiers lists the tiers in price order.
@@ -51,6 +53,14 @@ func ParseTier(s string) (Tier, error) {
 
 // PriceCents is the tier's fixed price in CAD cents (0 for an invalid tier).
 func (t Tier) PriceCents() int64 { return tiers[t].cents }
+
+// USDCDecimals is the number of decimals of USDC: one USDC is 10^6 atomic
+// units, the unit x402 payments are priced in.
+const USDCDecimals = 6
+
+// PriceUSDCAtomic is the tier's fixed price on the agent rail in USDC's
+// atomic units (0.05, 0.25 and 1.00 USDC; 0 for an invalid tier).
+func (t Tier) PriceUSDCAtomic() int64 { return tiers[t].usdc }
 
 // Name is the tier's customer-facing product name.
 func (t Tier) Name() string { return tiers[t].name }

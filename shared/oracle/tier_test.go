@@ -10,6 +10,13 @@ func TestTierPrices(t *testing.T) {
 			t.Errorf("%s costs %d cents, want %d", tier, got, want[tier])
 		}
 	}
+	// The agent rail's prices in USDC's atomic units: 0.05, 0.25, 1.00 USDC.
+	usdc := map[Tier]int64{TierQuick: 50_000, TierFull: 250_000, TierStrategy: 1_000_000}
+	for _, tier := range Tiers() {
+		if got := tier.PriceUSDCAtomic(); got != usdc[tier] {
+			t.Errorf("%s costs %d USDC units, want %d", tier, got, usdc[tier])
+		}
+	}
 	if len(Tiers()) != len(want) {
 		t.Fatalf("got %d tiers", len(Tiers()))
 	}
