@@ -67,10 +67,12 @@ tracked-files:
 # The end-to-end tests build every function's bootstrap as the local stack
 # does; building them first, alone, keeps those builds from competing with
 # the compilation of every test binary on a cold machine. Their package is
-# named first so that its tests, the longest, start first.
+# named first so that its tests, the longest, start first. Test binaries are
+# linked without DWARF (-w): some seventy race-instrumented links are much
+# of a cold run's time, and stack traces do not need it.
 unit:
 	CGO_ENABLED=0 $(GO) build -o .build/warm/ ./functions/...
-	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 9m ./infra/local/stack ./...)
+	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -ldflags=-w -count=1 -timeout 9m ./infra/local/stack ./...)
 
 ## fuzz: short fuzz runs of the content filter, the crosscheck, the query chunking, the webhook's parsing, the model reply's parsing and the inbox's message parsing
 fuzz: fuzz-core
@@ -120,7 +122,7 @@ cost:
 ifdef FIGURES
 	$(GO) run ./infra/cost $(FIGURES)
 else
-	$(call with-moto,ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-reduced.json $(GO) test -count=1 -timeout 20m -run '^TestBurst$$' ./infra/local/stack >/dev/null)
+	$(call with-moto,ORACLE_BURST=cost ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-reduced.json $(GO) test -count=1 -timeout 20m -run '^TestBurst$$' ./infra/local/stack >/dev/null)
 	$(GO) run ./infra/cost .build/burst-reduced.json
 endif
 
