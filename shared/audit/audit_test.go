@@ -95,6 +95,31 @@ func TestValidate(t *testing.T) {
 		{"inbox record without its message", func(r *audit.Record) {
 			r.Source, r.SessionID, r.Event = audit.SourceInbox, "", audit.EventInboxMessage
 		}, false},
+		// AUDIT_TRAIL's x402 form: the endpoint, the network and, once
+		// settled, the transaction; an order named except for a payment
+		// the local checks refused; every refusal with its reason.
+		{"x402 settled", x402(audit.StatusOK, "0xabc", nil), true},
+		{"x402 settled without its transaction", x402(audit.StatusOK, "", nil), false},
+		{"x402 replay", x402(audit.StatusReplay, "", audit.Detail("authorization already used")), true},
+		{"x402 replay without its reason", x402(audit.StatusReplay, "", nil), false},
+		{"x402 invalid naming no order", func(r *audit.Record) {
+			x402(audit.StatusInvalid, "", audit.Detail("invalid_exact_evm_payload_signature"))(r)
+			r.SessionID = ""
+		}, true},
+		{"x402 settle failed naming no order", func(r *audit.Record) {
+			x402(audit.StatusSettleFailed, "", audit.Detail("insufficient_funds"))(r)
+			r.SessionID = ""
+		}, false},
+		{"x402 record without its endpoint", func(r *audit.Record) {
+			x402(audit.StatusOK, "0xabc", nil)(r)
+			r.Endpoint = ""
+		}, false},
+		{"x402 payer in the clear", func(r *audit.Record) {
+			x402(audit.StatusOK, "0xabc", nil)(r)
+			r.Payer = "0x857b06519E91e3A54538791bDbb0E22373e36b66"
+		}, false},
+		{"x402 status on a Stripe record", func(r *audit.Record) { r.Status, r.ErrorDetail = audit.StatusReplay, audit.Detail("x") }, true},
+		{"x402 event from another source", func(r *audit.Record) { r.Event = audit.EventX402Payment }, false},
 		{"inbox message without event", func(r *audit.Record) {
 			r.Source, r.SessionID, r.Event = audit.SourceInbox, "", ""
 			r.Inbox = &audit.InboxMessage{MessageKey: "k", Domain: "example.com", Via: "ses", Outcome: "acknowledged"}
@@ -302,5 +327,16 @@ func TestHealthHistoryIsBounded(t *testing.T) {
 	}
 	if got := until(paidKey); got.Before(now.Add(365 * 24 * time.Hour)) {
 		t.Errorf("a payment's record is locked until %s, want the bucket's default retention", got)
+	}
+}
+
+// x402 turns a record into an x402 payment's record with status, tx and
+// detail.
+func x402(status audit.Status, tx string, detail *string) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Source, r.Event, r.Status, r.ErrorDetail = audit.SourceX402, audit.EventX402Payment, status, detail
+		r.SessionID = "x402_test_" + strings.Repeat("a", 32)
+		r.TxHash, r.Endpoint, r.AmountUSDC, r.Network = tx, "/x402/query", 0.05, "eip155:84532"
+		r.Payer = audit.HashPrefix + "0123456789abcdef0123456789abcdef"
 	}
 }

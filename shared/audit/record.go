@@ -23,10 +23,36 @@ const (
 	StatusEmailFailed Status = "EMAIL_FAILED"
 )
 
-// failed lists the statuses that describe a failure and so need error_detail.
-var failed = map[Status]bool{StatusError: true, StatusEmailFailed: true}
+// The outcomes of an x402 payment's verification (AUDIT_TRAIL's x402
+// records): every one but OK is a refusal or a doubt, with its reason in
+// error_detail.
+const (
+	// StatusReplay: the authorization was claimed before (a replayed or
+	// concurrently duplicated payment); nothing was settled for it again.
+	StatusReplay Status = "REPLAY"
+	// StatusInvalid: the payment failed the local checks (version, scheme,
+	// network, asset, payee, amount, validity window, signature).
+	StatusInvalid Status = "INVALID"
+	// StatusVerifyFailed: the facilitator's /verify refused it.
+	StatusVerifyFailed Status = "VERIFY_FAILED"
+	// StatusSettleFailed: the facilitator's /settle refused it; no money
+	// moved.
+	StatusSettleFailed Status = "SETTLE_FAILED"
+	// StatusSettleUnconfirmed: /settle's answer was lost and its retries
+	// could not tell whether the money moved; the operator checks the
+	// chain.
+	StatusSettleUnconfirmed Status = "SETTLE_UNCONFIRMED"
+	// StatusFacilitatorDown: the facilitator did not answer before the
+	// settlement was asked for; no money moved.
+	StatusFacilitatorDown Status = "FACILITATOR_DOWN"
+)
 
-var known = map[Status]bool{StatusOK: true, StatusError: true, StatusCached: true, StatusRegenerated: true, StatusEmailSent: true, StatusEmailFailed: true}
+// failed lists the statuses that describe a failure and so need error_detail.
+var failed = map[Status]bool{StatusError: true, StatusEmailFailed: true,
+	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true}
+
+var known = map[Status]bool{StatusOK: true, StatusError: true, StatusCached: true, StatusRegenerated: true, StatusEmailSent: true, StatusEmailFailed: true,
+	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true}
 
 // Source is the component that wrote a record.
 type Source string
@@ -48,10 +74,14 @@ const (
 	// SourceInbox: a message that reached the support inbox, and the
 	// autoresponse to it; a record names the message's order when it has one.
 	SourceInbox Source = "inbox"
+	// SourceX402: an agent's payment over x402, one record per
+	// verification outcome; it names the order the payment was for, except
+	// a payment refused by the local checks, which has none.
+	SourceX402 Source = "x402"
 )
 
 var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true,
-	SourceReconcile: true, SourceHealth: true, SourceOperator: true, SourceInbox: true}
+	SourceReconcile: true, SourceHealth: true, SourceOperator: true, SourceInbox: true, SourceX402: true}
 
 // Sources returns every source, sorted: the values the audit table's
 // source partition takes.
@@ -118,6 +148,16 @@ type Record struct {
 	Operator *Operator `json:"operator,omitempty"`
 	// Inbox is set on the support inbox's records.
 	Inbox *InboxMessage `json:"inbox,omitempty"`
+
+	// The x402 form's fields (source x402): the settlement's transaction
+	// hash once settled, the route paid, the price in USDC, the network
+	// (CAIP-2) and the payer's keyed hash. The transaction hash is kept
+	// whole: it is public on the chain, and a refund names it.
+	TxHash     string  `json:"tx_hash,omitempty"`
+	Endpoint   string  `json:"endpoint,omitempty"`
+	AmountUSDC float64 `json:"amount_usdc,omitempty"`
+	Network    string  `json:"network,omitempty"`
+	Payer      string  `json:"payer,omitempty"`
 }
 
 // InboxMessage is a message the support inbox received, as its records
@@ -249,7 +289,7 @@ func (r Record) encode() ([]byte, error) {
 	// A record names its session, except a health run's (never), an
 	// operator action on no one order (a queue's redrive, a seal) and an
 	// inbox message that names no order.
-	optional := r.Source == SourceOperator || r.Source == SourceInbox
+	optional := r.Source == SourceOperator || r.Source == SourceInbox || (r.Source == SourceX402 && r.Status == StatusInvalid)
 	switch {
 	case r.Timestamp.IsZero() || r.SessionCreated.IsZero():
 		return nil, fmt.Errorf("audit record: timestamp or session_created is missing")
@@ -273,8 +313,14 @@ func (r Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("audit record: an operator action, and only one, names who authorised it and why")
 	case r.LatencyMS < 0:
 		return nil, fmt.Errorf("audit record: negative latency")
+	case (r.Source == SourceX402) != (r.Event == EventX402Payment):
+		return nil, fmt.Errorf("audit record: an x402 payment's record, and only one, has source x402")
+	case r.Source == SourceX402 && (r.Endpoint == "" || r.Network == ""):
+		return nil, fmt.Errorf("audit record: an x402 record names its endpoint and network")
+	case r.Source == SourceX402 && r.Status == StatusOK && r.TxHash == "":
+		return nil, fmt.Errorf("audit record: a settled x402 payment names its transaction")
 	}
-	hashes := map[string]string{"email": r.Email, "query_hash": r.QueryHash, "verdict_hash": r.VerdictHash}
+	hashes := map[string]string{"email": r.Email, "query_hash": r.QueryHash, "verdict_hash": r.VerdictHash, "payer": r.Payer}
 	if r.Mail != nil {
 		hashes["mail.message_hash"] = r.Mail.MessageHash
 	}

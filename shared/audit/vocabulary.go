@@ -61,6 +61,10 @@ const (
 	// acknowledgement (each attempt is an EventMailAttempt).
 	EventInboxMessage Event = "inbox_message"
 	EventAutoresponse Event = "mail_autoresponse"
+
+	// EventX402Payment is one verification outcome of an agent's x402
+	// payment (Record's x402 fields; the status says which).
+	EventX402Payment Event = "x402_payment"
 )
 
 // MailEvent is the event of one delivery of a mail kind ("mail_verdict").
@@ -104,6 +108,11 @@ const (
 	// being a digest of what was asked, so the same request twice is
 	// recorded once.
 	NameOperator RecordName = "operator"
+
+	// NameX402: -<status>-<request>: one verification outcome of an x402
+	// payment, the request being the invocation that met it (the API's
+	// requests are never retried, so each is one event).
+	NameX402 RecordName = "x402"
 
 	// An inbox message's records, named with InboxRecordID: its receipt,
 	// and the delivery of its autoresponse (NameMail-autoresponse, with

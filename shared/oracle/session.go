@@ -1,7 +1,10 @@
 package oracle
 
 import (
+	"fmt"
+	"io"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -48,10 +51,49 @@ func (s Session) PricedAsTier() bool {
 // (SPEC_ORACLE_VERDICT_PIPELINE invariant 1).
 func (s Session) Paid() bool { return s.PaymentStatus == "paid" }
 
-var sessionIDPattern = regexp.MustCompile(`^cs_(test|live)_[A-Za-z0-9]{1,250}$`)
+var (
+	sessionIDPattern    = regexp.MustCompile(`^cs_(test|live)_[A-Za-z0-9]{1,250}$`)
+	agentOrderIDPattern = regexp.MustCompile(`^x402_(test|live)_[A-Za-z0-9]{32}$`)
+)
 
-// ValidSessionID reports whether id has the shape of a Checkout Session id.
-func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
+// ValidSessionID reports whether id names an order: a Checkout Session's
+// id, or an agent order's (NewAgentOrderID), which stands for the session
+// an x402 payment has none of.
+func ValidSessionID(id string) bool {
+	return sessionIDPattern.MatchString(id) || agentOrderIDPattern.MatchString(id)
+}
+
+// IsAgentOrder reports whether id names an order paid over x402: no
+// Stripe session stands behind it and no email goes with it.
+func IsAgentOrder(id string) bool { return agentOrderIDPattern.MatchString(id) }
+
+// agentOrderAlphabet is base62: an agent order's id is 32 of these, 190
+// bits, since the id alone opens the verdict (as a session id does).
+const agentOrderAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// NewAgentOrderID draws the id of an order paid over x402 from random:
+// x402_live_… for a payment on a mainnet, x402_test_… on a test network,
+// as Stripe marks its sessions' mode.
+func NewAgentOrderID(random io.Reader, livemode bool) (string, error) {
+	mode := "test"
+	if livemode {
+		mode = "live"
+	}
+	b := make([]byte, 32)
+	// Rejection sampling keeps each character uniform over the alphabet.
+	out := make([]byte, 0, 32)
+	for len(out) < 32 {
+		if _, err := io.ReadFull(random, b); err != nil {
+			return "", fmt.Errorf("draw an agent order id: %w", err)
+		}
+		for _, c := range b {
+			if c < 248 && len(out) < 32 { // 248 = 4 * 62
+				out = append(out, agentOrderAlphabet[c%62])
+			}
+		}
+	}
+	return "x402_" + mode + "_" + string(out), nil
+}
 
 // ShortID is the name alerts, logs and reports give a session: its mode
 // prefix (cs_live_ or cs_test_) and the first 16 of the random characters
@@ -61,13 +103,18 @@ func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
 // that is ambiguous anyway. The rest stays out because a whole session id
 // opens its verdict, and with it the customer's query.
 func ShortID(id string) string {
-	if len(id) <= shortIDLen {
+	n := shortIDLen
+	if strings.HasPrefix(id, "x402_") {
+		n += len("x402_") - len("cs_")
+	}
+	if len(id) <= n {
 		return id
 	}
-	return id[:shortIDLen]
+	return id[:n]
 }
 
-// shortIDLen is len("cs_live_") and 16 random characters.
+// shortIDLen is len("cs_live_") and 16 random characters (an agent
+// order's name keeps its longer prefix and as many).
 const shortIDLen = 24
 
 // Source names where an order was claimed from.
@@ -80,6 +127,8 @@ const (
 	// SourceReconcile: the health job found a paid session without an
 	// order (its webhook never arrived) and claimed it.
 	SourceReconcile Source = "reconcile"
+	// SourceX402: an agent paid over x402 and its settlement succeeded.
+	SourceX402 Source = "x402"
 )
 
 // SmokeRetention bounds how long anything of a smoke order is kept: the
@@ -185,6 +234,12 @@ type Order struct {
 	DisputeID      string     `dynamodbav:"dispute_id,omitempty"`
 	DisputedAt     *time.Time `dynamodbav:"disputed_at,omitempty"`
 
+	// Agent is set on an order paid over x402 (Source x402): where and by
+	// whom it was settled, for the operator's manual refund should its
+	// verdict fail. AmountTotal is then in USDC's atomic units and
+	// Currency "usdc".
+	Agent *AgentPayment `dynamodbav:"agent,omitempty"`
+
 	// Mail is how far each email the order owed got, by kind; a kind not
 	// in it was not sent (yet). The store keeps it per kind.
 	Mail map[MailKind]MailState `dynamodbav:"-"`
@@ -201,4 +256,20 @@ func (o Order) OwesJob() bool {
 		return o.Failure == HoldAmountMismatch
 	}
 	return false
+}
+
+// CurrencyUSDC is the currency of an order paid over x402.
+const CurrencyUSDC = "usdc"
+
+// AgentPayment is the settled x402 payment behind an agent order.
+type AgentPayment struct {
+	// Network is the chain, as CAIP-2 (eip155:8453 is Base).
+	Network string `dynamodbav:"network"`
+	// Payer is the paying wallet's address: public on the chain, and where
+	// a refund goes.
+	Payer string `dynamodbav:"payer"`
+	// Transaction is the settlement's transaction hash.
+	Transaction string `dynamodbav:"transaction"`
+	// Endpoint is the route that was paid (/x402/query, …).
+	Endpoint string `dynamodbav:"endpoint"`
 }

@@ -1,6 +1,11 @@
 package oracle
 
-import "testing"
+import (
+	"bytes"
+	"crypto/rand"
+	"strings"
+	"testing"
+)
 
 func TestTierPrices(t *testing.T) {
 	// VC-1 and invariant 1: the hard-coded CAD cent prices.
@@ -62,5 +67,47 @@ func TestErrorMessageHidesInternals(t *testing.T) {
 	}
 	if got := ErrorMessage(Errorf(CodeInvalid, "tier is required")); got != "tier is required" {
 		t.Fatalf("client message lost: %q", got)
+	}
+}
+
+// TestAgentOrderIDs: an agent order's id is 32 base62 characters after its
+// mode, drawn uniformly from the random source, names an order wherever a
+// session id does, and its name keeps 16 of its random characters.
+func TestAgentOrderIDs(t *testing.T) {
+	for _, live := range []bool{true, false} {
+		id, err := NewAgentOrderID(rand.Reader, live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := map[bool]string{true: "x402_live_", false: "x402_test_"}[live]
+		if !strings.HasPrefix(id, prefix) || len(id) != len(prefix)+32 {
+			t.Errorf("id %q, want %s and 32 characters", id, prefix)
+		}
+		if !ValidSessionID(id) || !IsAgentOrder(id) {
+			t.Errorf("%q is not taken for an agent order's id", id)
+		}
+		if got := ShortID(id); got != id[:len(prefix)+16] {
+			t.Errorf("ShortID(%q) = %q", id, got)
+		}
+	}
+	// Bytes at or past 248 are drawn again: the first 32 are all 255.
+	src := bytes.NewReader(append(bytes.Repeat([]byte{255}, 32), bytes.Repeat([]byte{61}, 32)...))
+	id, err := NewAgentOrderID(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "x402_test_" + strings.Repeat("z", 32); id != want {
+		t.Errorf("id %q, want %q", id, want)
+	}
+	if _, err := NewAgentOrderID(bytes.NewReader(nil), true); err == nil {
+		t.Error("an exhausted random source made an id")
+	}
+	for _, bad := range []string{"x402_live_short", "x402_prod_" + strings.Repeat("a", 32), "x402_live_" + strings.Repeat("a", 31) + "-"} {
+		if ValidSessionID(bad) || IsAgentOrder(bad) {
+			t.Errorf("%q is taken for an order's id", bad)
+		}
+	}
+	if IsAgentOrder("cs_live_a1B2c3D4e5F6g7H8") {
+		t.Error("a Checkout Session is taken for an agent order")
 	}
 }
