@@ -10,7 +10,6 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/crosscheck"
 	"42sisters.ai/oracle/shared/oracle"
-	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -109,7 +108,7 @@ func (h *Handler) giveUp(ctx context.Context, t *task, class string) error {
 	t.log.Error("generation failed for good", "class", class)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.GenerationFailed, Session: t.order.SessionID,
 		Detail: "no verdict (" + class + "); the customer is told to ask for a refund"})
-	return h.Mail.Send(ctx, queue.Job{SessionID: t.order.SessionID, Kind: oracle.MailFailed})
+	return h.notify(ctx, t.order, oracle.MailFailed)
 }
 
 // hold sets aside, for the operator, an order the model gave no usable
@@ -131,7 +130,7 @@ func (h *Handler) hold(ctx context.Context, t *task, reason, why string) error {
 	h.audit(ctx, t, audit.StatusError, audit.Detail("held for review: "+why), audit.RecordID(o.SessionID, audit.NameHeld), "")
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.VerdictHeld, Session: o.SessionID,
 		Detail: why + "; the order is HELD for review"})
-	return h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailReview})
+	return h.notify(ctx, o, oracle.MailReview)
 }
 
 // settled queues again what an order settled without a verdict is owed:
@@ -143,7 +142,7 @@ func (h *Handler) settled(ctx context.Context, t *task) error {
 	if o.Status == oracle.StatusFailed {
 		kind = oracle.MailFailed
 	}
-	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: kind}); err != nil {
+	if err := h.notify(ctx, o, kind); err != nil {
 		return fmt.Errorf("enqueue %s notice: %w", kind, err)
 	}
 	t.log.Info("settled order's notices queued again", "status", string(o.Status), "kind", kind)

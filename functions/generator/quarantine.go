@@ -11,7 +11,6 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/quarantine"
-	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -48,7 +47,7 @@ func (h *Handler) quarantine(ctx context.Context, t *task, g generation, rep sos
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.VerdictQuarantined, Session: o.SessionID,
 		Detail: fmt.Sprintf("the content filter stopped the verdict at gate 1 (%s: %s); nothing was delivered. Review the record the order names (quarantine_record), then deliver a cleaned verdict or refund",
 			rep.Reason, strings.Join(rep.Terms(), ", "))})
-	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailReview}); err != nil {
+	if err := h.notify(ctx, o, oracle.MailReview); err != nil {
 		return fmt.Errorf("enqueue review notice: %w", err)
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
-	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 )
@@ -87,7 +86,7 @@ func (h *Handler) divergenceCheck(ctx context.Context, t *task) error {
 	if !oracle.NotifyDivergence(o.Divergence) {
 		return nil
 	}
-	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailDivergence}); err != nil {
+	if err := h.notify(ctx, o, oracle.MailDivergence); err != nil {
 		return fmt.Errorf("enqueue divergence notice: %w", err)
 	}
 	return nil
@@ -128,7 +127,7 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 		// notice.
 		return nil
 	}
-	if err := h.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailVerdict}); err != nil {
+	if err := h.notify(ctx, o, oracle.MailVerdict); err != nil {
 		return fmt.Errorf("enqueue verdict mail: %w", err)
 	}
 	t.log.Info("verdict mail enqueued")

@@ -32,6 +32,10 @@ func next(kind oracle.MailKind, o oracle.Order, found bool) step {
 	if !found {
 		return stepUnknownOrder
 	}
+	if oracle.IsAgentOrder(o.SessionID) {
+		// An agent paid over x402 has no address to write to.
+		return stepNotOwed
+	}
 	if o.Status == oracle.StatusQuarantined && (kind == oracle.MailVerdict || kind == oracle.MailDivergence) {
 		return stepFollowUps
 	}

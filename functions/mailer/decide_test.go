@@ -14,6 +14,10 @@ import (
 
 func TestNextStepOfAMailJobFollowsItsOrder(t *testing.T) {
 	order := func(s oracle.Status) oracle.Order { return oracle.Order{SessionID: "cs_test_a", Status: s} }
+	agent := func(o oracle.Order) oracle.Order {
+		o.SessionID = "x402_test_" + strings.Repeat("a", 32)
+		return o
+	}
 	ready := order(oracle.StatusReady)
 	ready.Verdict = `{"verdict":"GREEN"}`
 	diverged := ready
@@ -43,6 +47,9 @@ func TestNextStepOfAMailJobFollowsItsOrder(t *testing.T) {
 		{"review notice of a quarantined order", oracle.MailReview, order(oracle.StatusQuarantined), true, stepSend},
 		{"review notice after a cleaned delivery", oracle.MailReview, ready, true, stepNotOwed},
 		{"refund notice of a refunded order", oracle.MailRefund, order(oracle.StatusRefunded), true, stepSend},
+		{"an agent's verdict: no address to write to", oracle.MailVerdict, agent(ready), true, stepNotOwed},
+		{"an agent's failure: no address to write to", oracle.MailFailed, agent(order(oracle.StatusFailed)), true, stepNotOwed},
+		{"an agent's refund: no address to write to", oracle.MailRefund, agent(order(oracle.StatusRefunded)), true, stepNotOwed},
 		{"refund notice of an order not refunded", oracle.MailRefund, ready, true, stepNotOwed},
 		{"an unknown kind is composed, and fails", "postcard", ready, true, stepSend},
 	}

@@ -194,6 +194,29 @@ const (
 	// acknowledgement of an inbox message failed. A given-up one is not
 	// sent: answer the message by hand.
 	AutoresponseFailed Kind = "AUTORESPONSE_FAILED"
+
+	// The agent rail's (x402).
+	//
+	// X402SettleFailed (WARN): the facilitator refused to settle a payment
+	// that passed the local checks and its /verify; no money moved and
+	// nothing was generated. Many in a row point at the facilitator.
+	X402SettleFailed Kind = "X402_SETTLE_FAILED"
+	// X402SettleUnconfirmed (ERROR): a settlement's answer was lost and its
+	// retries could not tell whether the money moved. The order waits
+	// unpaid; check the payer's nonce on the chain, then confirm or void
+	// the order.
+	X402SettleUnconfirmed Kind = "X402_SETTLE_UNCONFIRMED"
+	// X402RefundOwed (ERROR): a settled agent payment ended without a
+	// verdict; the detail names the payer, the transaction and the amount
+	// for a manual refund.
+	X402RefundOwed Kind = "X402_REFUND_OWED"
+	// X402ReplayBurst (WARN): many replayed authorizations in a short
+	// window: an agent retrying badly, or someone replaying captured
+	// payments. None was settled twice.
+	X402ReplayBurst Kind = "X402_REPLAY_BURST"
+	// X402FacilitatorDown (CRITICAL): the facilitator did not answer, or no
+	// longer lists our network and scheme: agents cannot pay.
+	X402FacilitatorDown Kind = "X402_FACILITATOR_DOWN"
 )
 
 // Kinds is every kind, in the order above.
@@ -206,5 +229,6 @@ func Kinds() []Kind {
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
 		SmokePassed, SmokeFailed, Refunded, PartialRefund, DisputeOpened, EarlyFraudWarning, ChargeUnknown,
 		InboxMessage, InboxSeeded, InboxUnreadable, InboxFailed, AutoresponseFailed,
+		X402SettleFailed, X402SettleUnconfirmed, X402RefundOwed, X402ReplayBurst, X402FacilitatorDown,
 	}
 }

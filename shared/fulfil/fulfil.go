@@ -131,6 +131,38 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 	return res, nil
 }
 
+// ClaimPaid records an order paid outside Stripe (an agent's settled x402
+// payment), built whole by the caller, through the same claim as a
+// session's: the order becomes PAID once however many callers race, and
+// the one that claims it enqueues its single generation job. The caller
+// writes the payment's own audit record.
+func (f *Service) ClaimPaid(ctx context.Context, want oracle.Order) (Result, error) {
+	now := f.Now()
+	paid := now.UTC()
+	want.Status, want.PaidAt = oracle.StatusPaid, &paid
+	if want.Expires.IsZero() {
+		want.Expires = now.Add(want.Retention(f.Retention))
+	}
+	claim, err := f.Orders.ClaimOrder(ctx, want, f.lease(ctx, now))
+	if err != nil {
+		return Result{}, fmt.Errorf("claim: %w", err)
+	}
+	res := Result{Outcome: claim.Outcome, Status: claim.Order.Status}
+	if claim.Outcome == oracle.InFlight {
+		return res, oracle.Errorf(oracle.CodeConflict, "this order is being processed; retry later")
+	}
+	if claim.MustEnqueue() {
+		s := oracle.Session{ID: want.SessionID, AmountTotal: want.AmountTotal, Currency: want.Currency, Livemode: want.Livemode}
+		if err := f.deliverOwed(ctx, s, claim); err != nil {
+			if rerr := f.Orders.ReleaseJobLease(ctx, want.SessionID, claim.Lease); rerr != nil {
+				f.Log.Error("releasing job lease failed", obs.Session(want.SessionID), "error", rerr.Error())
+			}
+			return res, err
+		}
+	}
+	return res, nil
+}
+
 // Reclaimer takes the job lease of an order whose job was lost
 // (store.Orders).
 type Reclaimer interface {

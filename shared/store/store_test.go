@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -232,5 +233,55 @@ func TestLedgerKeepsTheOriginalVerdict(t *testing.T) {
 	clk.Add(2 * 24 * time.Hour)
 	if got, kept, err := ledger.Original(ctx, id); err != nil || kept {
 		t.Fatalf("after expiry: %+v kept %v (%v)", got, kept, err)
+	}
+}
+
+// TestAnAuthorizationIsClaimedOnce: ten requests carrying one x402
+// authorization at once (each for its own order) see one claim, and the
+// other nine, and a replay later, the order it was claimed for. Keys do
+// not depend on the case of the hex.
+func TestAnAuthorizationIsClaimedOnce(t *testing.T) {
+	ctx := context.Background()
+	_, ledger, _ := newOrders(t)
+	key := store.AuthorizationKey("eip155:84532", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "0xAbC0000000000000000000000000000000000001", "0xFF01")
+	if lower := store.AuthorizationKey("eip155:84532", "0x036cbd53842c5426634e7929541ec2318f3dcf7e", "0xabc0000000000000000000000000000000000001", "0xff01"); lower != key {
+		t.Fatalf("keys differ by case: %q and %q", key, lower)
+	}
+	var wg sync.WaitGroup
+	owners, firsts := make([]string, 10), make([]bool, 10)
+	for i := range 10 {
+		wg.Go(func() {
+			owner, first, err := ledger.ClaimAuthorization(ctx, key, fmt.Sprintf("x402_test_order%02d", i), time.Hour)
+			if err != nil {
+				t.Error(err)
+			}
+			owners[i], firsts[i] = owner, first
+		})
+	}
+	wg.Wait()
+	winner := ""
+	for i, first := range firsts {
+		if first {
+			if winner != "" {
+				t.Fatalf("claimed twice: %s and %s", winner, owners[i])
+			}
+			winner = owners[i]
+		}
+	}
+	if winner == "" {
+		t.Fatal("nobody claimed the authorization")
+	}
+	for i, owner := range owners {
+		if owner != winner {
+			t.Errorf("request %d was told the order %q, want %q", i, owner, winner)
+		}
+	}
+	owner, first, err := ledger.ClaimAuthorization(ctx, key, "x402_test_later", time.Hour)
+	if err != nil || first || owner != winner {
+		t.Fatalf("a replay: owner %q first %v err %v, want %q", owner, first, err, winner)
+	}
+	other := store.AuthorizationKey("eip155:84532", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "0xAbC0000000000000000000000000000000000001", "0xFF02")
+	if _, first, err := ledger.ClaimAuthorization(ctx, other, "x402_test_other", time.Hour); err != nil || !first {
+		t.Fatalf("another nonce of the same payer: first %v err %v", first, err)
 	}
 }
