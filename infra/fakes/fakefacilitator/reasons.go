@@ -5,11 +5,14 @@ package fakefacilitator
 // coinbase/x402; its TypeScript facilitator says a wrong value with
 // invalid_exact_evm_authorization_value instead, its Go one with the code below).
 const (
-	// A request the facilitator cannot take (answered 400).
-	reasonInvalidVersion     = "invalid_version"
-	reasonInvalidPayload     = "invalid_v2_payload"
-	reasonInvalidRequirement = "invalid_v2_requirements"
-	reasonNoFacilitator      = "no_facilitator_for_network"
+	// A request the facilitator cannot take (answered 400), in the
+	// specification's codes (section 9); the reference's Go facilitator
+	// says invalid_version, invalid_v2_payload and no_facilitator_for_network.
+	reasonInvalidVersion     = "invalid_x402_version"
+	reasonInvalidPayload     = "invalid_payload"
+	reasonInvalidRequirement = "invalid_payment_requirements"
+	reasonInvalidNetwork     = "invalid_network"
+	reasonUnsupportedScheme  = "unsupported_scheme"
 
 	// A payment refused (answered 200, isValid or success false).
 	reasonScheme            = "invalid_exact_evm_scheme"

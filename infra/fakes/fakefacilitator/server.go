@@ -16,8 +16,8 @@
 //
 // A payment the rules refuse is answered 200 with isValid (or success)
 // false and the reference's reason code; a body that cannot be read, a
-// version other than 2, or a scheme and network the fake does not support is
-// a 400 carrying the same shape and a reason. Verification follows the
+// version other than 2, or a scheme or network the fake does not support is
+// a 400 of the same shape with the specification's code. Verification follows the
 // reference's Go facilitator in order (scheme, network, payload, recipient,
 // value, validBefore at least 6 s ahead, validAfter not ahead, EIP-712
 // domain, signature), then what its simulation on chain would find (the

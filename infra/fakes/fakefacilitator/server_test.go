@@ -51,25 +51,25 @@ func TestRequestsTheFacilitatorCannotTake(t *testing.T) {
 		name, reason string
 		body         func(*payment) string
 	}{
-		{"not JSON", "invalid_v2_payload", func(*payment) string { return `{"paymentPayload":` }},
-		{"no payload", "invalid_v2_payload", func(*payment) string { return `{"x402Version":2,"paymentRequirements":{}}` }},
-		{"no requirements", "invalid_v2_requirements", func(p *payment) string {
+		{"not JSON", "invalid_payload", func(*payment) string { return `{"paymentPayload":` }},
+		{"no payload", "invalid_payload", func(*payment) string { return `{"x402Version":2,"paymentRequirements":{}}` }},
+		{"no requirements", "invalid_payment_requirements", func(p *payment) string {
 			return strings.Replace(p.body(t), `"paymentRequirements"`, `"requirements"`, 1)
 		}},
-		{"version 1", "invalid_version", func(p *payment) string { p.version = 1; return p.body(t) }},
-		{"unknown network", "no_facilitator_for_network", func(p *payment) string {
+		{"version 1", "invalid_x402_version", func(p *payment) string { p.version = 1; return p.body(t) }},
+		{"unknown network", "invalid_network", func(p *payment) string {
 			p.requirements["network"] = "eip155:1"
 			return p.body(t)
 		}},
-		{"another scheme", "no_facilitator_for_network", func(p *payment) string {
+		{"another scheme", "unsupported_scheme", func(p *payment) string {
 			p.requirements["scheme"] = "upto"
 			return p.body(t)
 		}},
-		{"payTo not an address", "invalid_v2_requirements", func(p *payment) string {
+		{"payTo not an address", "invalid_payment_requirements", func(p *payment) string {
 			p.requirements["payTo"] = "0x1234"
 			return p.body(t)
 		}},
-		{"over 64 KiB", "invalid_v2_payload", func(p *payment) string {
+		{"over 64 KiB", "invalid_payload", func(p *payment) string {
 			p.requirements["extra"] = map[string]any{"name": "USDC", "version": "2", "pad": strings.Repeat("x", 70<<10)}
 			return p.body(t)
 		}},
@@ -216,7 +216,7 @@ func TestCallsRecordThePayment(t *testing.T) {
 		{Time: fixedNow, Path: "/supported", Outcome: "ok", Status: 200},
 		{Time: fixedNow, Path: "/verify", Network: sepolia, From: payer, Nonce: nonce1, Value: "7",
 			Outcome: "invalid_exact_evm_payload_authorization_value_mismatch", Status: 200},
-		{Time: fixedNow, Path: "/settle", Outcome: "invalid_v2_payload", Status: 400},
+		{Time: fixedNow, Path: "/settle", Outcome: "invalid_payload", Status: 400},
 	}
 	for i, c := range calls {
 		if !c.Time.Equal(want[i].Time) {

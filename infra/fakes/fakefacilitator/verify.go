@@ -74,8 +74,11 @@ func decodeRequest(body []byte) (*request, *refusal) {
 		return nil, badRequest(reasonInvalidVersion, "unsupported version: %d", req.X402Version)
 	}
 	r := req.PaymentRequirements
-	if _, ok := networks[r.Network]; !ok || r.Scheme != schemeExact {
-		return nil, badRequest(reasonNoFacilitator, "no facilitator for scheme %q on network %q", r.Scheme, r.Network)
+	if _, ok := networks[r.Network]; !ok {
+		return nil, badRequest(reasonInvalidNetwork, "no facilitator for network %q", r.Network)
+	}
+	if r.Scheme != schemeExact {
+		return nil, badRequest(reasonUnsupportedScheme, "no facilitator for scheme %q", r.Scheme)
 	}
 	if !addressPattern.MatchString(r.PayTo) || !addressPattern.MatchString(r.Asset) {
 		return nil, badRequest(reasonInvalidRequirement, "payTo and asset must be addresses")
