@@ -3,10 +3,10 @@ package fakefacilitator
 import (
 	"errors"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
+
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // handleSupported serves GET /supported.
@@ -16,8 +16,8 @@ func (s *Server) handleSupported(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := supportedResponse{Extensions: []string{}, Signers: map[string][]string{"eip155:*": {SignerAddress}}}
-	for _, n := range slices.Sorted(maps.Keys(networks)) {
-		resp.Kinds = append(resp.Kinds, supportedKind{X402Version: version, Scheme: schemeExact, Network: n})
+	for _, n := range networks {
+		resp.Kinds = append(resp.Kinds, supportedKind{X402Version: x402.Version, Scheme: x402.SchemeExact, Network: string(n)})
 	}
 	s.finish(call, "ok", "", http.StatusOK)
 	s.writeJSON(w, http.StatusOK, resp)
@@ -53,12 +53,12 @@ func (s *Server) handleSettle(w http.ResponseWriter, r *http.Request) {
 	}
 	t, no := s.read(w, r, call)
 	if no != nil {
-		network := ""
+		var network x402.Network
 		if t != nil {
 			network = t.network
 		}
 		s.finish(call, no.reason, "", no.status)
-		s.writeJSON(w, no.status, settleResponse{ErrorReason: no.reason, ErrorMessage: no.message, Payer: no.payer, Network: network})
+		s.writeJSON(w, no.status, settleResponse{ErrorReason: no.reason, ErrorMessage: no.message, Payer: no.payer, Network: string(network)})
 		return
 	}
 	// The checks and the transfer are one step, as one transaction on a
@@ -80,7 +80,7 @@ func (s *Server) handleSettle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if no != nil {
 		s.finish(call, no.reason, tx, http.StatusOK)
-		s.writeJSON(w, http.StatusOK, settleResponse{ErrorReason: no.reason, ErrorMessage: no.message, Payer: t.from, Transaction: tx, Network: t.network})
+		s.writeJSON(w, http.StatusOK, settleResponse{ErrorReason: no.reason, ErrorMessage: no.message, Payer: t.from, Transaction: tx, Network: string(t.network)})
 		return
 	}
 	s.log.Info("fakefacilitator: settled", "network", t.network, "from", t.from, "to", t.to, "value", t.value.String(), "transaction", tx, "mode", mode)
@@ -98,7 +98,7 @@ func (s *Server) handleSettle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.finish(call, "settled", tx, http.StatusOK)
-	s.writeJSON(w, http.StatusOK, settleResponse{Success: true, Payer: t.from, Transaction: tx, Network: t.network})
+	s.writeJSON(w, http.StatusOK, settleResponse{Success: true, Payer: t.from, Transaction: tx, Network: string(t.network)})
 }
 
 // read reads and checks the body of a /verify or /settle request. On a

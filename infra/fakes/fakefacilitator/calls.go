@@ -3,6 +3,8 @@ package fakefacilitator
 import (
 	"net/http"
 	"time"
+
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // Call is one API request the fake received.
@@ -12,10 +14,10 @@ type Call struct {
 	Path string `json:"path"`
 	// Network, From, Nonce and Value are the payment's, when the body
 	// could be read.
-	Network string `json:"network,omitempty"`
-	From    string `json:"from,omitempty"`
-	Nonce   string `json:"nonce,omitempty"`
-	Value   string `json:"value,omitempty"`
+	Network x402.Network `json:"network,omitempty"`
+	From    string       `json:"from,omitempty"`
+	Nonce   string       `json:"nonce,omitempty"`
+	Value   string       `json:"value,omitempty"`
 	// Outcome is "ok" for /supported, "valid" for a payment verified,
 	// "settled" for one settled (the money moved, whatever the answer's
 	// Status), "down", or the reason of a refusal.
@@ -41,10 +43,8 @@ func (s *Server) record(path string) *Call {
 func (s *Server) describe(c *Call, req *request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.Network = req.PaymentRequirements.Network
-	if a := authorizationOf(req.PaymentPayload); a != nil {
-		c.From, c.Nonce, c.Value = a.From, a.Nonce, a.Value
-	}
+	a := req.PaymentPayload.Payload.Authorization
+	c.Network, c.From, c.Nonce, c.Value = req.PaymentRequirements.Network, a.From, a.Nonce, a.Value
 }
 
 // finish records a call's outcome.

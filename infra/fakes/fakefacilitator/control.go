@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"42sisters.ai/oracle/infra/fakes/fakecontrol"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // SettleMode is how the fake answers a settlement that passes its checks.
@@ -143,8 +144,8 @@ func (c Control) amounts() (*big.Int, map[string]*big.Int, error) {
 	}
 	balances := make(map[string]*big.Int, len(c.Balances))
 	for addr, v := range c.Balances {
-		if !addressPattern.MatchString(addr) {
-			return nil, nil, fmt.Errorf("balances: %q is not an address", addr)
+		if _, err := x402.ChecksumAddress(addr); err != nil {
+			return nil, nil, fmt.Errorf("balances: %w", err)
 		}
 		b, ok := parseUint256(v)
 		if !ok {

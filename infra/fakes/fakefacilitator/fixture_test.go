@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
 	"42sisters.ai/oracle/infra/fakes/fakefacilitator"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 const (
@@ -31,9 +35,11 @@ var fixedNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
 type fixture struct {
 	fake *fakefacilitator.Server
+	srv  *httptest.Server
 	url  string
 
 	mu    sync.Mutex
+	now   time.Time
 	slept []time.Duration
 	// hold, when set, is called by the fake's Sleep instead of returning
 	// at once: a test can stop a slow settlement in the middle.
@@ -44,9 +50,13 @@ type fixture struct {
 // recorded instead of slept.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{}
+	f := &fixture{now: fixedNow}
 	f.fake = fakefacilitator.New(fakefacilitator.Options{
-		Clock: func() time.Time { return fixedNow },
+		Clock: func() time.Time {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.now
+		},
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			f.mu.Lock()
 			f.slept = append(f.slept, d)
@@ -58,10 +68,17 @@ func newFixture(t *testing.T) *fixture {
 			return nil
 		},
 	})
-	srv := httptest.NewServer(f.fake)
-	t.Cleanup(srv.Close)
-	f.url = srv.URL
+	f.srv = httptest.NewServer(f.fake)
+	t.Cleanup(f.srv.Close)
+	f.url = f.srv.URL
 	return f
+}
+
+// setNow moves the fake's clock.
+func (f *fixture) setNow(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = t
 }
 
 // do sends a request and returns the response with its body read.
@@ -159,6 +176,45 @@ func newPayment() *payment {
 	}
 }
 
+// key returns a deterministic test key; its address is the payer of the
+// payments it signs.
+func key(t *testing.T, seed byte) *secp256k1.PrivateKey {
+	t.Helper()
+	return secp256k1.PrivKeyFromBytes(bytes.Repeat([]byte{seed}, 32))
+}
+
+// sign makes k the payer and signs the authorization as a client does:
+// over the domain of the requirement it accepted.
+func (p *payment) sign(t *testing.T, k *secp256k1.PrivateKey) *payment {
+	t.Helper()
+	p.auth["from"] = x402.AddressOf(k.PubKey())
+	n, ok := x402.LookupNetwork(x402.Network(p.accepted["network"].(string)))
+	if !ok {
+		t.Fatalf("no network %v", p.accepted["network"])
+	}
+	extra := p.accepted["extra"].(map[string]any)
+	n.Asset, n.AssetName, n.AssetVersion = p.accepted["asset"].(string), extra["name"].(string), extra["version"].(string)
+	sig, err := x402.SignAuthorization(k, n, p.authorization())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.signature = sig
+	return p
+}
+
+func (p *payment) authorization() x402.Authorization {
+	s := func(k string) string { v, _ := p.auth[k].(string); return v }
+	return x402.Authorization{From: s("from"), To: s("to"), Value: s("value"), ValidAfter: s("validAfter"), ValidBefore: s("validBefore"), Nonce: s("nonce")}
+}
+
+// onBase moves p to Base mainnet, both the requirement and what it accepted.
+func (p *payment) onBase() *payment {
+	for _, r := range []map[string]any{p.requirements, p.accepted} {
+		r["network"], r["asset"], r["extra"] = base, baseUSDC, map[string]any{"name": "USD Coin", "version": "2"}
+	}
+	return p
+}
+
 func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
 // body is the request body of p.
@@ -214,4 +270,35 @@ func (f *fixture) settle(t *testing.T, body string) (int, settleAnswer) {
 		t.Fatalf("/settle: %d %s: not a settle response (%v)", resp.StatusCode, b, err)
 	}
 	return resp.StatusCode, a
+}
+
+func decodeSettle(t *testing.T, b []byte) settleAnswer {
+	t.Helper()
+	var a settleAnswer
+	if err := json.Unmarshal(b, &a); err != nil || a.Success == nil || a.Transaction == nil || a.Network == nil {
+		t.Errorf("not a settle response: %s (%v)", b, err)
+	}
+	return a
+}
+
+func decodeSettleBody(t *testing.T, resp *http.Response) settleAnswer {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("read: %v", err)
+	}
+	return decodeSettle(t, b)
+}
+
+func mustBig(t *testing.T, hexDigits string) *big.Int {
+	t.Helper()
+	n, ok := new(big.Int).SetString(hexDigits, 16)
+	if !ok {
+		t.Fatalf("not hex: %s", hexDigits)
+	}
+	return n
+}
+
+func leftPad(s string, n int) string {
+	return strings.Repeat("0", n-len(s)) + s
 }

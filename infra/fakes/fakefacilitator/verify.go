@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
+
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // validBeforeRoom is how far ahead validBefore must be, as the reference
 // requires: room for the transaction to be mined.
 const validBeforeRoom = 6 * time.Second
 
-var (
-	addressPattern = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
-	uint256Max     = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
-)
+// uint256Max bounds the authorization's numbers, as the ABI does.
+var uint256Max = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
 
 // refusal is a payment or request the fake does not accept: status 200
 // for a payment the rules refuse, 400 for a request it cannot take.
@@ -40,7 +39,7 @@ func badRequest(reason, format string, args ...any) *refusal {
 // transfer is a payment that passed every check not needing the ledger:
 // what transferWithAuthorization would be called with.
 type transfer struct {
-	network string
+	network x402.Network
 	asset   string // lower case
 	from    string // as sent, for the answers' payer
 	to      string
@@ -56,8 +55,8 @@ func (t *transfer) key() nonceKey {
 	return nonceKey{asset: t.asset, from: strings.ToLower(t.from), nonce: t.nonce}
 }
 
-// decodeRequest reads a /verify or /settle body, refusing what the
-// reference refuses before any scheme looks at it.
+// decodeRequest reads a /verify or /settle body, refusing what a
+// facilitator refuses before any scheme looks at it.
 func decodeRequest(body []byte) (*request, *refusal) {
 	var req request
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -68,20 +67,23 @@ func decodeRequest(body []byte) (*request, *refusal) {
 		return nil, badRequest(reasonInvalidPayload, "paymentPayload is missing")
 	case req.PaymentRequirements == nil:
 		return nil, badRequest(reasonInvalidRequirement, "paymentRequirements is missing")
-	case req.PaymentPayload.X402Version != version:
+	case req.PaymentPayload.X402Version != x402.Version:
 		return nil, badRequest(reasonInvalidVersion, "unsupported version: %d", req.PaymentPayload.X402Version)
-	case req.X402Version != 0 && req.X402Version != version:
+	case req.X402Version != 0 && req.X402Version != x402.Version:
 		return nil, badRequest(reasonInvalidVersion, "unsupported version: %d", req.X402Version)
 	}
 	r := req.PaymentRequirements
-	if _, ok := networks[r.Network]; !ok {
+	if _, ok := x402.LookupNetwork(r.Network); !ok {
 		return nil, badRequest(reasonInvalidNetwork, "no facilitator for network %q", r.Network)
 	}
-	if r.Scheme != schemeExact {
+	if r.Scheme != x402.SchemeExact {
 		return nil, badRequest(reasonUnsupportedScheme, "no facilitator for scheme %q", r.Scheme)
 	}
-	if !addressPattern.MatchString(r.PayTo) || !addressPattern.MatchString(r.Asset) {
-		return nil, badRequest(reasonInvalidRequirement, "payTo and asset must be addresses")
+	if _, err := x402.ChecksumAddress(r.PayTo); err != nil {
+		return nil, badRequest(reasonInvalidRequirement, "payTo: %v", err)
+	}
+	if _, err := x402.ChecksumAddress(r.Asset); err != nil {
+		return nil, badRequest(reasonInvalidRequirement, "asset: %v", err)
 	}
 	return &req, nil
 }
@@ -91,18 +93,17 @@ func decodeRequest(body []byte) (*request, *refusal) {
 // knows (see Server.onChain).
 func check(req *request, now time.Time) (*transfer, *refusal) {
 	p, r := req.PaymentPayload, req.PaymentRequirements
-	if p.Accepted.Scheme != schemeExact {
+	if p.Accepted.Scheme != x402.SchemeExact {
 		return nil, refuse(reasonScheme, "", "invalid scheme: %s", p.Accepted.Scheme)
 	}
 	if p.Accepted.Network != r.Network {
 		return nil, refuse(reasonNetworkMismatch, "", "network mismatch: %s != %s", p.Accepted.Network, r.Network)
 	}
-	var ep exactPayload
-	if err := json.Unmarshal(p.Payload, &ep); err != nil || ep.Authorization == nil {
+	a := p.Payload.Authorization
+	if a == (x402.Authorization{}) {
 		return nil, refuse(reasonEVMPayload, "", "the payload is not an EIP-3009 authorization")
 	}
-	a := ep.Authorization
-	if ep.Signature == "" {
+	if p.Payload.Signature == "" {
 		return nil, refuse(reasonMissingSignature, "", "missing signature")
 	}
 	if !strings.EqualFold(a.To, r.PayTo) {
@@ -133,30 +134,35 @@ func check(req *request, now time.Time) (*transfer, *refusal) {
 	if t.name == "" || t.version == "" {
 		return nil, refuse(reasonMissingDomain, a.From, "missing EIP-712 domain name/version in requirements.extra")
 	}
-	sig, err := hex.DecodeString(strings.TrimPrefix(ep.Signature, "0x"))
-	if err != nil || !strings.HasPrefix(ep.Signature, "0x") {
+	sig, err := hex.DecodeString(strings.TrimPrefix(p.Payload.Signature, "0x"))
+	if err != nil || !strings.HasPrefix(p.Payload.Signature, "0x") {
 		return nil, refuse(reasonSignatureFormat, a.From, "the signature is not 0x-prefixed hex")
 	}
-	switch {
-	case len(sig) > signatureLen:
+	if len(sig) > signatureLen {
 		// ERC-1271 or ERC-6492: only a contract could check it, and the
 		// fake chain has none deployed.
 		return nil, refuse(reasonUndeployedWallet, a.From, "a smart wallet signature; no contract is deployed at %s", a.From)
-	case len(sig) < signatureLen:
-		return nil, refuse(reasonSignature, a.From, "invalid signature: %d bytes", len(sig))
 	}
-	signer, err := recoverSigner(t, a, sig)
-	if err != nil || !strings.EqualFold(signer, a.From) {
-		return nil, refuse(reasonSignature, a.From, "invalid signature: %s", ep.Signature)
+	// The domain is the one the requirements name, as the reference's
+	// facilitator recovers it; whether the token's own is the same is for
+	// the chain to find (onChain).
+	n, _ := x402.LookupNetwork(r.Network)
+	n.Asset, n.AssetName, n.AssetVersion = r.Asset, t.name, t.version
+	signer, err := x402.RecoverSigner(n, a, p.Payload.Signature)
+	if err != nil || !x402.SameAddress(signer, a.From) {
+		return nil, refuse(reasonSignature, a.From, "invalid signature: %s", p.Payload.Signature)
 	}
 	return t, nil
 }
 
 // parseAuthorization reads the authorization's numbers as uint256 and
 // checks its addresses and nonce.
-func parseAuthorization(a *authorization) (value, validAfter, validBefore *big.Int, err error) {
-	if !addressPattern.MatchString(a.From) || !addressPattern.MatchString(a.To) {
-		return nil, nil, nil, fmt.Errorf("invalid from or to address")
+func parseAuthorization(a x402.Authorization) (value, validAfter, validBefore *big.Int, err error) {
+	if _, err := x402.ChecksumAddress(a.From); err != nil {
+		return nil, nil, nil, fmt.Errorf("from: %w", err)
+	}
+	if _, err := x402.ChecksumAddress(a.To); err != nil {
+		return nil, nil, nil, fmt.Errorf("to: %w", err)
 	}
 	var ok bool
 	if value, ok = parseUint256(a.Value); !ok {

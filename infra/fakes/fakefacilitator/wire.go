@@ -1,47 +1,15 @@
 package fakefacilitator
 
-import "encoding/json"
+import "42sisters.ai/oracle/shared/x402"
 
 // maxBody bounds a /verify or /settle body: a payment is well under 4 KiB.
 const maxBody = 64 << 10
 
 // request is the body of POST /verify and POST /settle.
 type request struct {
-	X402Version         int                  `json:"x402Version"`
-	PaymentPayload      *paymentPayload      `json:"paymentPayload"`
-	PaymentRequirements *paymentRequirements `json:"paymentRequirements"`
-}
-
-type paymentRequirements struct {
-	Scheme            string         `json:"scheme"`
-	Network           string         `json:"network"`
-	Asset             string         `json:"asset"`
-	Amount            string         `json:"amount"`
-	PayTo             string         `json:"payTo"`
-	MaxTimeoutSeconds int            `json:"maxTimeoutSeconds"`
-	Extra             map[string]any `json:"extra,omitempty"`
-}
-
-type paymentPayload struct {
-	X402Version int                 `json:"x402Version"`
-	Accepted    paymentRequirements `json:"accepted"`
-	// Payload is read as the exact EVM payload once the scheme is known.
-	Payload json.RawMessage `json:"payload"`
-}
-
-// exactPayload is the payload of the exact scheme's EIP-3009 method.
-type exactPayload struct {
-	Signature     string         `json:"signature"`
-	Authorization *authorization `json:"authorization"`
-}
-
-type authorization struct {
-	From        string `json:"from"`
-	To          string `json:"to"`
-	Value       string `json:"value"`
-	ValidAfter  string `json:"validAfter"`
-	ValidBefore string `json:"validBefore"`
-	Nonce       string `json:"nonce"`
+	X402Version         int                       `json:"x402Version"`
+	PaymentPayload      *x402.PaymentPayload      `json:"paymentPayload"`
+	PaymentRequirements *x402.PaymentRequirements `json:"paymentRequirements"`
 }
 
 // The answers are the fake's own types, written from the specification
@@ -77,13 +45,4 @@ type supportedResponse struct {
 	Kinds      []supportedKind     `json:"kinds"`
 	Extensions []string            `json:"extensions"`
 	Signers    map[string][]string `json:"signers"`
-}
-
-// authorizationOf returns p's EIP-3009 authorization, nil when it has none.
-func authorizationOf(p *paymentPayload) *authorization {
-	var ep exactPayload
-	if json.Unmarshal(p.Payload, &ep) != nil {
-		return nil
-	}
-	return ep.Authorization
 }
