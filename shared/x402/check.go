@@ -116,3 +116,24 @@ func match(acc PaymentRequirements, offers []PaymentRequirements) (PaymentRequir
 func refuse(reason, format string, args ...any) *Refusal {
 	return &Refusal{Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
+
+// AuthorizationID names an authorization as the token contract does: the
+// network, the asset, the payer and the nonce (each payer's nonce is usable
+// once), in one spelling (lower-case hex). Key the claim on it: the same
+// authorization sent again with its addresses or nonce in another case, or
+// with v as 0/1, is the same ID.
+func AuthorizationID(n Network, asset string, a Authorization) (string, error) {
+	contract, err := parseAddress(asset)
+	if err != nil {
+		return "", fmt.Errorf("x402: asset: %w", err)
+	}
+	from, err := parseAddress(a.From)
+	if err != nil {
+		return "", fmt.Errorf("x402: authorization from: %w", err)
+	}
+	nonce, err := parseNonce(a.Nonce)
+	if err != nil {
+		return "", fmt.Errorf("x402: authorization nonce: %w", err)
+	}
+	return fmt.Sprintf("%s/0x%x/0x%x/0x%x", n, contract, from, nonce), nil
+}

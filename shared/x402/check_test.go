@@ -291,3 +291,41 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+func TestAuthorizationIDIgnoresSpelling(t *testing.T) {
+	p, err := NewPayment(testKey(1), offers()[1], nil, testNow, newSeeded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Payload.Authorization
+	id, err := AuthorizationID(p.Accepted.Network, p.Accepted.Asset, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != strings.ToLower(id) || !strings.HasPrefix(id, "eip155:8453/0x833589fcd6edb6e08f4c7c32d4f71b54bda02913/") {
+		t.Errorf("id %s", id)
+	}
+	upper := func(s string) string { return "0x" + strings.ToUpper(s[2:]) }
+	other := a
+	other.Nonce = "0x" + strings.Repeat("00", 32)
+	cases := []struct {
+		name  string
+		n     Network
+		asset string
+		a     Authorization
+		same  bool
+	}{
+		{"spelled in upper case", p.Accepted.Network, strings.ToLower(p.Accepted.Asset), Authorization{From: upper(a.From), Nonce: upper(a.Nonce), Value: "1"}, true},
+		{"another nonce", p.Accepted.Network, p.Accepted.Asset, other, false},
+		{"another network", NetworkBaseSepolia, p.Accepted.Asset, a, false},
+	}
+	for _, c := range cases {
+		got, err := AuthorizationID(c.n, c.asset, c.a)
+		if err != nil || (got == id) != c.same {
+			t.Errorf("%s: %s (%v) vs %s", c.name, got, err, id)
+		}
+	}
+	if _, err := AuthorizationID(NetworkBase, p.Accepted.Asset, Authorization{From: a.From, Nonce: "0x12"}); err == nil {
+		t.Error("short nonce named")
+	}
+}
