@@ -147,7 +147,10 @@ var (
 	// aside as corrupt is generated again: never a bare error.
 	preparingAgain = answer{Status: "preparing_again", Message: "Your verdict is being prepared again. This page updates by itself when it is ready."}
 	underReview    = answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."}
-	dropped        = answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
+	// paymentUnconfirmed answers an agent whose settlement's outcome was
+	// lost on the way, while the operator confirms it on the chain.
+	paymentUnconfirmed = answer{Status: "payment_unconfirmed", Message: "Your payment is being confirmed. This address will give your verdict once it is."}
+	dropped            = answer{Status: "dropped", Message: "We received your payment but could not process your submission. " +
 		"Check your email: reply with your question and tier, or ask for a refund, and we will put it right."}
 )
 
@@ -164,6 +167,10 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	arrived := h.Now()
 	id := req.QueryStringParameters["session_id"]
+	if pid, ok := req.PathParameters["id"]; ok {
+		// GET /x402/result/{id}: where an agent polls for its order.
+		id = pid
+	}
 	if !oracle.ValidSessionID(id) {
 		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeInvalid, "session_id is missing or malformed")), nil
 	}
@@ -171,6 +178,14 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 	o, found, err := h.Orders.Get(ctx, id)
 	if err != nil {
 		return httpapi.Error(ctx, log, err), nil
+	}
+	if oracle.IsAgentOrder(id) && (!found || o.Status == oracle.StatusAwaitingPayment) {
+		// No Stripe session stands behind an agent's order: one awaiting
+		// payment is a settlement the operator is confirming.
+		if !found {
+			return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodeNotFound, "unknown order")), nil
+		}
+		return httpapi.JSON(http.StatusAccepted, paymentUnconfirmed), nil
 	}
 	if !found || o.Status == oracle.StatusAwaitingPayment {
 		return h.landing(ctx, log, id, arrived), nil

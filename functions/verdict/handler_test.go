@@ -553,12 +553,13 @@ func TestOrderGoneAfterItsRetentionIsNotClaimedAgain(t *testing.T) {
 }
 
 // The samples in events/verdict stay valid: the poll asks about a session
-// the fake Stripe does not know, which is answered 404; the health check,
-// before any run of the health job, is answered 503.
+// the fake Stripe does not know, which is answered 404, as is an agent's
+// poll for an order there is none of; the health check, before any run of
+// the health job, is answered 503.
 func TestSampleEvent(t *testing.T) {
 	e := newEnv(t)
 	e.withHealth()
-	for file, want := range map[string]int{"poll.json": http.StatusNotFound, "health.json": http.StatusServiceUnavailable} {
+	for file, want := range map[string]int{"poll.json": http.StatusNotFound, "poll-agent.json": http.StatusNotFound, "health.json": http.StatusServiceUnavailable} {
 		b, err := os.ReadFile("../../events/verdict/" + file)
 		if err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // directly, or as the metric sqsbatch counts a function's failed records on.
 func emittedMetrics(t *testing.T, root string) map[string]bool {
 	t.Helper()
-	re := regexp.MustCompile(`\.Count\("([A-Za-z]+)"|sqsbatch\.Failures\{[^}]*Name: "([A-Za-z]+)"`)
+	re := regexp.MustCompile(`\.Count\("([A-Za-z0-9]+)"|sqsbatch\.Failures\{[^}]*Name: "([A-Za-z0-9]+)"`)
 	out := map[string]bool{}
 	for _, dir := range []string{"shared", "functions"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {

@@ -210,10 +210,6 @@ const (
 	// verdict; the detail names the payer, the transaction and the amount
 	// for a manual refund.
 	X402RefundOwed Kind = "X402_REFUND_OWED"
-	// X402ReplayBurst (WARN): many replayed authorizations in a short
-	// window: an agent retrying badly, or someone replaying captured
-	// payments. None was settled twice.
-	X402ReplayBurst Kind = "X402_REPLAY_BURST"
 	// X402FacilitatorDown (CRITICAL): the facilitator did not answer, or no
 	// longer lists our network and scheme: agents cannot pay.
 	X402FacilitatorDown Kind = "X402_FACILITATOR_DOWN"
@@ -229,6 +225,6 @@ func Kinds() []Kind {
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
 		SmokePassed, SmokeFailed, Refunded, PartialRefund, DisputeOpened, EarlyFraudWarning, ChargeUnknown,
 		InboxMessage, InboxSeeded, InboxUnreadable, InboxFailed, AutoresponseFailed,
-		X402SettleFailed, X402SettleUnconfirmed, X402RefundOwed, X402ReplayBurst, X402FacilitatorDown,
+		X402SettleFailed, X402SettleUnconfirmed, X402RefundOwed, X402FacilitatorDown,
 	}
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,13 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// AuthorizationKey is the Ledger key of one EIP-3009 authorization: the
-// token contract on its network, the payer and the payer's nonce, which
-// the contract lets settle once. Addresses and the nonce are hex, compared
-// without case.
-func AuthorizationKey(network, asset, from, nonce string) string {
-	return "x402auth#" + strings.Join([]string{network, strings.ToLower(asset), strings.ToLower(from), strings.ToLower(nonce)}, "#")
-}
+// AuthorizationKey is the Ledger key of one EIP-3009 authorization, by its
+// canonical id (x402.AuthorizationID: the token contract on its network,
+// the payer and the payer's nonce, which the contract lets settle once).
+func AuthorizationKey(id string) string { return "x402auth#" + id }
 
 // ClaimAuthorization records that the authorization under key pays for
 // order, before anything about it costs money: of concurrent or replayed

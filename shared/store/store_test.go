@@ -238,15 +238,11 @@ func TestLedgerKeepsTheOriginalVerdict(t *testing.T) {
 
 // TestAnAuthorizationIsClaimedOnce: ten requests carrying one x402
 // authorization at once (each for its own order) see one claim, and the
-// other nine, and a replay later, the order it was claimed for. Keys do
-// not depend on the case of the hex.
+// other nine, and a replay later, the order it was claimed for.
 func TestAnAuthorizationIsClaimedOnce(t *testing.T) {
 	ctx := context.Background()
 	_, ledger, _ := newOrders(t)
-	key := store.AuthorizationKey("eip155:84532", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "0xAbC0000000000000000000000000000000000001", "0xFF01")
-	if lower := store.AuthorizationKey("eip155:84532", "0x036cbd53842c5426634e7929541ec2318f3dcf7e", "0xabc0000000000000000000000000000000000001", "0xff01"); lower != key {
-		t.Fatalf("keys differ by case: %q and %q", key, lower)
-	}
+	key := store.AuthorizationKey("eip155:84532:0x036cbd53842c5426634e7929541ec2318f3dcf7e:0xabc0000000000000000000000000000000000001:0xff01")
 	var wg sync.WaitGroup
 	owners, firsts := make([]string, 10), make([]bool, 10)
 	for i := range 10 {
@@ -280,7 +276,7 @@ func TestAnAuthorizationIsClaimedOnce(t *testing.T) {
 	if err != nil || first || owner != winner {
 		t.Fatalf("a replay: owner %q first %v err %v, want %q", owner, first, err, winner)
 	}
-	other := store.AuthorizationKey("eip155:84532", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "0xAbC0000000000000000000000000000000000001", "0xFF02")
+	other := store.AuthorizationKey("eip155:84532:0x036cbd53842c5426634e7929541ec2318f3dcf7e:0xabc0000000000000000000000000000000000001:0xff02")
 	if _, first, err := ledger.ClaimAuthorization(ctx, other, "x402_test_other", time.Hour); err != nil || !first {
 		t.Fatalf("another nonce of the same payer: first %v err %v", first, err)
 	}

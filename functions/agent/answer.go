@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/x402"
+)
+
+// verdictAnswer is the verdict as the verdict API serves it to the result
+// page, with the order's id and the page's address.
+type verdictAnswer struct {
+	Status        string          `json:"status"`
+	OrderID       string          `json:"order_id"`
+	Tier          oracle.Tier     `json:"tier"`
+	TierName      string          `json:"tier_name"`
+	Query         string          `json:"query"`
+	Verdict       json.RawMessage `json:"verdict"`
+	CachedAt      *time.Time      `json:"cached_at,omitempty"`
+	RetentionDays int             `json:"retention_days"`
+	ResultURL     string          `json:"result_url"`
+}
+
+// pendingAnswer says where to poll for a verdict not ready yet.
+type pendingAnswer struct {
+	Status    string `json:"status"`
+	OrderID   string `json:"order_id"`
+	Message   string `json:"message"`
+	PollURL   string `json:"poll_url"`
+	ResultURL string `json:"result_url"`
+}
+
+// answer waits for the settled order's verdict, within Wait and what the
+// request's deadline leaves, and answers 200 with it; a verdict not ready
+// by then (or an order held for review) is a 202 with where to poll.
+func (h *Handler) answer(ctx context.Context, t *payment, s x402.SettleResponse) httpapi.Response {
+	// The wait runs on the handler's clock; the request's deadline is
+	// wall-clock time.
+	deadline := h.Now().Add(min(h.Wait, h.timeLeft(ctx)-h.Reserve))
+	for {
+		o, found, err := h.Orders.Get(ctx, t.order.SessionID)
+		if err != nil {
+			h.logFor(t).Warn("reading the order while waiting for its verdict failed", "error", err.Error())
+		}
+		if found && o.Status == oracle.StatusReady && oracle.VerdictProblem(o, h.Hasher.Hash) == "" {
+			resp := httpapi.JSON(http.StatusOK, verdictAnswer{
+				Status: "ready", OrderID: o.SessionID, Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query,
+				Verdict: json.RawMessage(o.Verdict), CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
+				ResultURL: h.resultURL(o.SessionID),
+			})
+			h.settlementHeader(&resp, s, t)
+			return resp
+		}
+		if found && o.Status != oracle.StatusPaid && o.Status != oracle.StatusGenerating {
+			break // held, quarantined or failed: the poll address says which
+		}
+		if !h.Now().Before(deadline) {
+			break
+		}
+		if err := h.Sleep(ctx, h.Poll); err != nil {
+			break
+		}
+	}
+	resp := h.pending(t, "pending", "Your verdict is being prepared. Poll the Location address.")
+	h.settlementHeader(&resp, s, t)
+	return resp
+}
+
+// pending is the 202 answer with where to poll: the order's id is the
+// payer's alone to know, and it opens the verdict.
+func (h *Handler) pending(t *payment, status, message string) httpapi.Response {
+	poll := h.BaseURL + "/x402/result/" + t.order.SessionID
+	resp := httpapi.JSON(http.StatusAccepted, pendingAnswer{Status: status, OrderID: t.order.SessionID, Message: message,
+		PollURL: poll, ResultURL: h.resultURL(t.order.SessionID)})
+	resp.Headers["Location"] = poll
+	resp.Headers["Retry-After"] = "5"
+	return resp
+}
+
+func (h *Handler) resultURL(id string) string { return h.BaseURL + "/result/" + id }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	"42sisters.ai/oracle/shared/secret"
+	"42sisters.ai/oracle/shared/x402"
+)
+
+// keyedFacilitator is the facilitator's client with its API key (none for
+// a facilitator that needs none), read again when the facilitator refuses
+// it: a key the operator rotates takes effect without a deploy.
+type keyedFacilitator struct {
+	url  string
+	http *http.Client
+	key  *secret.Value
+
+	mu     sync.Mutex
+	keyFor string // the key the cached client was made with
+	client *x402.Facilitator
+}
+
+func (k *keyedFacilitator) Verify(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.VerifyResponse, error) {
+	return withKey(ctx, k, func(f *x402.Facilitator) (x402.VerifyResponse, error) { return f.Verify(ctx, p, r) })
+}
+
+func (k *keyedFacilitator) Settle(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.SettleResponse, error) {
+	return withKey(ctx, k, func(f *x402.Facilitator) (x402.SettleResponse, error) { return f.Settle(ctx, p, r) })
+}
+
+func (k *keyedFacilitator) Supported(ctx context.Context) (x402.SupportedResponse, error) {
+	return withKey(ctx, k, func(f *x402.Facilitator) (x402.SupportedResponse, error) { return f.Supported(ctx) })
+}
+
+// withKey makes the call with the current key and, when the facilitator
+// refuses it and the secret holds another, once more with that one. A
+// refused credential never moved money, so the retry is safe for /settle.
+func withKey[T any](ctx context.Context, k *keyedFacilitator, call func(*x402.Facilitator) (T, error)) (T, error) {
+	used := k.key.Get()
+	f, err := k.facilitator(used)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	res, err := call(f)
+	if !errors.Is(err, x402.ErrCredentialRefused) || k.key == nil {
+		return res, err
+	}
+	fresh, ok := k.key.Renew(ctx, used)
+	if !ok {
+		return res, err
+	}
+	if f, err = k.facilitator(fresh); err != nil {
+		var zero T
+		return zero, err
+	}
+	return call(f)
+}
+
+// facilitator is the client for key, made once per key.
+func (k *keyedFacilitator) facilitator(key string) (*x402.Facilitator, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.client != nil && k.keyFor == key {
+		return k.client, nil
+	}
+	f := &x402.Facilitator{URL: k.url, HTTP: k.http}
+	if key != "" {
+		a, err := authorizer(key)
+		if err != nil {
+			return nil, err
+		}
+		f.Auth = a
+	}
+	k.client, k.keyFor = f, key
+	return f, nil
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/x402"
+)
+
+// MaxBody bounds the request body as the checkout's does.
+const MaxBody = 256 << 10
+
+// Routes are the paid endpoints and the tier each sells.
+var Routes = map[string]oracle.Tier{
+	"/x402/query":         oracle.TierQuick,
+	"/x402/query/full":    oracle.TierFull,
+	"/x402/query/premium": oracle.TierStrategy,
+}
+
+// Facilitator verifies and settles payments (x402.Facilitator). An error
+// means no answer was read: the facilitator was down, or its answer was
+// lost on the way.
+type Facilitator interface {
+	Verify(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.VerifyResponse, error)
+	Settle(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.SettleResponse, error)
+}
+
+// Authorizations claims each EIP-3009 authorization once (store.Ledger).
+type Authorizations interface {
+	ClaimAuthorization(ctx context.Context, key, order string, ttl time.Duration) (owner string, first bool, err error)
+	Release(ctx context.Context, key string) error
+}
+
+// Orders records the order a payment is for (store.Orders).
+type Orders interface {
+	ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error)
+	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
+}
+
+// Payer claims a settled payment's order and queues its generation
+// (fulfil.Service).
+type Payer interface {
+	ClaimPaid(ctx context.Context, want oracle.Order) (fulfil.Result, error)
+}
+
+// Auditor appends audit records, alerting when one cannot be written.
+type Auditor interface {
+	Record(ctx context.Context, r audit.Record, id string)
+}
+
+// Alerter raises operator alerts.
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
+}
+
+// Counter emits a metric.
+type Counter interface {
+	Count(name string, n float64)
+}
+
+// Handler serves the agent rail: POST /x402/query, /x402/query/full and
+// /x402/query/premium. Without a payment it answers 402 with what to pay;
+// with one it checks it, claims its authorization, has the facilitator
+// verify and settle it, and only then records the paid order and queues
+// the same generation a card payment gets, waiting for the verdict within
+// the API's time limit.
+type Handler struct {
+	// Networks are the networks offered, one requirement each; none means
+	// the rail is off and every route answers 404.
+	Networks []x402.NetworkInfo
+	PayTo    string // the wallet paid, EIP-55
+	// MaxTimeout is the requirement's maxTimeoutSeconds: how long a signed
+	// authorization stays valid for us to settle.
+	MaxTimeout time.Duration
+	// SettleRoom is the least validity an authorization must have left
+	// when it arrives, so that it cannot expire before our settlement.
+	SettleRoom time.Duration
+	// SettleAttempts is how many times a settlement whose answer was lost
+	// is sent, with the same payload.
+	SettleAttempts int
+	// Wait is how long a paid request waits for its verdict before it
+	// answers 202 with the address to poll.
+	Wait time.Duration
+	// Poll is the pause between two reads of the order while waiting.
+	Poll time.Duration
+	// Reserve is kept from the request's deadline for the answer itself.
+	Reserve   time.Duration
+	BaseURL   string // the site: resource and result URLs
+	Retention time.Duration
+	Lease     time.Duration
+
+	Facilitator    Facilitator
+	Authorizations Authorizations
+	Orders         Orders
+	Payer          Payer
+	Audit          Auditor
+	Alerts         Alerter
+	Metrics        Counter
+	Hasher         *audit.Hasher
+	Log            *slog.Logger
+	Now            func() time.Time
+	Sleep          func(context.Context, time.Duration) error
+	Random         io.Reader
+}
+
+// paidBody is the body of a paid route.
+type paidBody struct {
+	Query *string `json:"query"`
+}
+
+// exposed are the headers a browser's script may read: without
+// Access-Control-Expose-Headers it sees none of the payment headers.
+const exposed = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, Location, Retry-After"
+
+// Handle answers one request.
+func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	path := strings.TrimSuffix(req.RawPath, "/")
+	tier, ok := Routes[path]
+	if len(h.Networks) == 0 || !ok {
+		return cors(httpapi.JSON(http.StatusNotFound, map[string]string{"error": "not found"})), nil
+	}
+	if req.RequestContext.HTTP.Method == http.MethodOptions {
+		return preflight(), nil
+	}
+	t := &payment{started: h.Now(), tier: tier, endpoint: path, resource: h.BaseURL + path, request: requestID(req)}
+	query, err := h.query(req)
+	if err != nil {
+		return cors(httpapi.Error(ctx, h.Log, err)), nil
+	}
+	t.query = query
+	header := httpapi.Header(req, x402.HeaderPaymentSignature)
+	if header == "" {
+		return cors(h.required(tier, t.resource, "")), nil
+	}
+	return cors(h.pay(ctx, t, header)), nil
+}
+
+// query validates the body exactly as the checkout does, before any
+// payment is asked for: a bad query is a 400, never a 402.
+func (h *Handler) query(req httpapi.Request) (string, error) {
+	body, err := httpapi.Body(req, MaxBody)
+	if err != nil {
+		return "", err
+	}
+	var r paidBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&r); err != nil {
+		return "", oracle.Wrap(oracle.CodeInvalid, err, `request body must be a JSON object: {"query": "..."}`)
+	}
+	if dec.More() {
+		return "", oracle.Errorf(oracle.CodeInvalid, "request body must be a single JSON object")
+	}
+	if r.Query == nil {
+		return "", oracle.Errorf(oracle.CodeInvalid, "query is required: describe your idea or question")
+	}
+	if err := oracle.ValidateQuery(*r.Query); err != nil {
+		return "", err
+	}
+	return *r.Query, nil
+}
+
+// accepts is what a tier costs: one requirement per network offered.
+func (h *Handler) accepts(tier oracle.Tier) []x402.PaymentRequirements {
+	out := make([]x402.PaymentRequirements, 0, len(h.Networks))
+	for _, n := range h.Networks {
+		out = append(out, x402.Requirement(n, tier.PriceUSDCAtomic(), h.PayTo, h.MaxTimeout))
+	}
+	return out
+}
+
+// required is the 402 answer: what to pay, in the PAYMENT-REQUIRED header
+// and, for people reading it, as the body; reason says why a payment sent
+// was refused.
+func (h *Handler) required(tier oracle.Tier, resource, reason string) httpapi.Response {
+	pr := x402.PaymentRequired{
+		X402Version: x402.Version,
+		Error:       reason,
+		Resource: &x402.ResourceInfo{URL: resource, MimeType: "application/json",
+			Description: fmt.Sprintf("The Oracle's %s: a verdict (GREEN, AMBER, RED or NULL) on your idea or question", tier.Name())},
+		Accepts: h.accepts(tier),
+	}
+	resp := httpapi.JSON(http.StatusPaymentRequired, pr)
+	if header, err := x402.EncodeHeader(pr); err == nil {
+		resp.Headers[x402.HeaderPaymentRequired] = header
+	}
+	return resp
+}
+
+// cors lets any origin's script call the rail and read its headers: a
+// payment is a signature, not a cookie, so no origin gains anything.
+func cors(resp httpapi.Response) httpapi.Response {
+	if resp.Headers == nil {
+		resp.Headers = map[string]string{}
+	}
+	resp.Headers["Access-Control-Allow-Origin"] = "*"
+	resp.Headers["Access-Control-Expose-Headers"] = exposed
+	return resp
+}
+
+func preflight() httpapi.Response {
+	return cors(httpapi.Response{StatusCode: http.StatusNoContent, Headers: map[string]string{
+		"Access-Control-Allow-Methods": "POST, OPTIONS",
+		"Access-Control-Allow-Headers": "Content-Type, " + x402.HeaderPaymentSignature,
+		"Access-Control-Max-Age":       "600",
+	}})
+}
+
+// requestID names the request in its audit records: API Gateway's id,
+// unique per request (the API never retries one).
+func requestID(req httpapi.Request) string {
+	if id := req.RequestContext.RequestID; id != "" {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+				return r
+			}
+			return '_'
+		}, oracle.Clip(id, 64))
+	}
+	return ""
+}
+
+// errNoAnswer marks a facilitator call that got no answer.
+var errNoAnswer = errors.New("the facilitator gave no answer")
+
+// logFor is the request's logger, naming the order once it has one.
+func (h *Handler) logFor(t *payment) *slog.Logger {
+	if t.order.SessionID != "" {
+		return h.Log.With(obs.Session(t.order.SessionID), "endpoint", t.endpoint)
+	}
+	return h.Log.With("endpoint", t.endpoint)
+}

@@ -1,0 +1,642 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
+	"42sisters.ai/oracle/infra/fakes/fakefacilitator"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/x402"
+)
+
+// payTo is the test's wallet.
+const payTo = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
+
+// env is the agent function on a fresh copy of the template's resources in
+// moto, paying through the fake facilitator over HTTP.
+type env struct {
+	t       *testing.T
+	f       *provision.Fixture
+	h       *Handler
+	fac     *fakefacilitator.Server
+	orders  *store.Orders
+	sqs     *sqs.Client
+	s3      *s3.Client
+	alerts  *testkit.Alerts
+	metrics *testkit.Metrics
+	clock   *testkit.Clock
+	logs    *testkit.Buffer
+	slept   []time.Duration
+	mu      sync.Mutex
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), alerts: &testkit.Alerts{}, metrics: &testkit.Metrics{},
+		clock: testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)), logs: &testkit.Buffer{}}
+	e.fac = fakefacilitator.New(fakefacilitator.Options{Clock: e.clock.Now,
+		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
+	srv := httptest.NewServer(e.fac)
+	t.Cleanup(srv.Close)
+	db := awsenv.NewTables(f.AWS)
+	hasher, err := audit.NewHasher("agent-test-pepper-0123456789abcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := obs.NewLogger(e.logs, "DEBUG")
+	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
+	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
+	generate := queue.NewSender(queue.NewClient(f.AWS), f.Ref("GenerateQueue"), e.clock.Now)
+	auditor := &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.alerts, Log: log}
+	base, _ := x402.LookupNetwork(x402.NetworkBase)
+	sepolia, _ := x402.LookupNetwork(x402.NetworkBaseSepolia)
+	e.h = &Handler{
+		Networks: []x402.NetworkInfo{sepolia, base}, PayTo: payTo, MaxTimeout: 5 * time.Minute, SettleRoom: 30 * time.Second,
+		SettleAttempts: 3, Wait: 0, Poll: 250 * time.Millisecond, Reserve: 2 * time.Second,
+		BaseURL: "https://oracle.example", Retention: 90 * 24 * time.Hour, Lease: time.Minute,
+		Facilitator:    &keyedFacilitator{url: srv.URL, http: srv.Client()},
+		Authorizations: ledger, Orders: e.orders,
+		Payer: &fulfil.Service{Orders: e.orders, Generate: generate, Audit: auditor, Alerts: e.alerts, Metrics: e.metrics,
+			Hasher: hasher, Log: log, Now: e.clock.Now, Lease: time.Minute, Retention: 90 * 24 * time.Hour},
+		Audit: auditor, Alerts: e.alerts, Metrics: e.metrics, Hasher: hasher, Log: log, Now: e.clock.Now,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			e.mu.Lock()
+			e.slept = append(e.slept, d)
+			e.mu.Unlock()
+			return ctx.Err()
+		},
+		Random: rand.Reader,
+	}
+	return e
+}
+
+// wallet is an agent's key.
+func wallet(t *testing.T) *secp256k1.PrivateKey {
+	t.Helper()
+	k, err := secp256k1.GeneratePrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func request(path, body, payment string) httpapi.Request {
+	r := httpapi.Request{RawPath: path, Body: body, Headers: map[string]string{"content-type": "application/json"}}
+	r.RequestContext.HTTP.Method = http.MethodPost
+	r.RequestContext.RequestID = fmt.Sprintf("req-%d", time.Now().UnixNano())
+	if payment != "" {
+		r.Headers["payment-signature"] = payment
+	}
+	return r
+}
+
+const body = `{"query":"Should I open a bakery on my street?"}`
+
+// do sends a request.
+func (e *env) do(r httpapi.Request) httpapi.Response {
+	e.t.Helper()
+	resp, err := e.h.Handle(context.Background(), r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp
+}
+
+// offer asks path for its price with no payment and returns the 402's
+// requirements.
+func (e *env) offer(path string) x402.PaymentRequired {
+	e.t.Helper()
+	resp := e.do(request(path, body, ""))
+	if resp.StatusCode != http.StatusPaymentRequired {
+		e.t.Fatalf("%s without a payment answered %d %s", path, resp.StatusCode, resp.Body)
+	}
+	pr, err := x402.DecodePaymentRequired(resp.Headers[x402.HeaderPaymentRequired])
+	if err != nil {
+		e.t.Fatalf("PAYMENT-REQUIRED: %v", err)
+	}
+	return pr
+}
+
+// sign makes key's payment for req, changed by mutate before signing.
+func (e *env) sign(key *secp256k1.PrivateKey, req x402.PaymentRequirements, mutate func(*x402.PaymentPayload)) string {
+	e.t.Helper()
+	p, err := x402.NewPayment(key, req, nil, e.clock.Now(), rand.Reader)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(&p)
+		n, _ := x402.LookupNetwork(p.Accepted.Network)
+		if n.Network == "" {
+			n, _ = x402.LookupNetwork(x402.NetworkBaseSepolia)
+		}
+		sig, err := x402.SignAuthorization(key, n, p.Payload.Authorization)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		p.Payload.Signature = sig
+	}
+	h, err := x402.EncodeHeader(p)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
+}
+
+// records are the audit log's x402 records.
+func (e *env) records() []audit.Record {
+	var out []audit.Record
+	for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+		if r.Source == audit.SourceX402 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (e *env) generateJobs() []string {
+	return testkit.Drain(e.t, e.sqs, e.f.Ref("GenerateQueue"))
+}
+
+func (e *env) settles() (n int) {
+	for _, c := range e.fac.Calls() {
+		if c.Path == "/settle" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAPaymentIsAskedForWithWhatToPay: each route answers 402 without a
+// payment, with one requirement per network offered at the tier's price
+// in the header and, the same, as the body; the headers are readable by a
+// browser's script.
+func TestAPaymentIsAskedForWithWhatToPay(t *testing.T) {
+	e := newEnv(t)
+	for path, tier := range Routes {
+		resp := e.do(request(path, body, ""))
+		pr := e.offer(path)
+		var fromBody x402.PaymentRequired
+		if err := json.Unmarshal([]byte(resp.Body), &fromBody); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(pr)
+		b, _ := json.Marshal(fromBody)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: the body %s is not the header's %s", path, b, a)
+		}
+		if pr.X402Version != 2 || pr.Resource == nil || pr.Resource.URL != "https://oracle.example"+path || len(pr.Accepts) != 2 {
+			t.Fatalf("%s: %+v", path, pr)
+		}
+		for i, n := range []x402.Network{x402.NetworkBaseSepolia, x402.NetworkBase} {
+			r := pr.Accepts[i]
+			info, _ := x402.LookupNetwork(n)
+			if r.Scheme != "exact" || r.Network != n || r.Asset != info.Asset || r.PayTo != payTo ||
+				r.Amount != fmt.Sprint(tier.PriceUSDCAtomic()) || r.MaxTimeoutSeconds != 300 || r.Extra["name"] != info.AssetName {
+				t.Errorf("%s on %s: %+v", path, n, r)
+			}
+		}
+		if !strings.Contains(resp.Headers["Access-Control-Expose-Headers"], "PAYMENT-REQUIRED") ||
+			!strings.Contains(resp.Headers["Access-Control-Expose-Headers"], "PAYMENT-RESPONSE") {
+			t.Errorf("%s: headers not exposed to browsers: %v", path, resp.Headers)
+		}
+	}
+	if got := e.offer("/x402/query/full").Accepts[0].Amount; got != "250000" {
+		t.Errorf("the full tier costs %s units, want 250000 (0.25 USDC)", got)
+	}
+}
+
+// TestABadQueryIsRefusedBeforeAnyPayment: the query is checked as at
+// checkout: a 400, never a 402, and nothing recorded or settled.
+func TestABadQueryIsRefusedBeforeAnyPayment(t *testing.T) {
+	e := newEnv(t)
+	key := wallet(t)
+	req := e.offer("/x402/query").Accepts[0]
+	for name, b := range map[string]string{
+		"empty":       `{"query":""}`,
+		"blank":       `{"query":"  \u200b "}`,
+		"missing":     `{}`,
+		"not JSON":    `query=hi`,
+		"two objects": `{"query":"a"}{"query":"b"}`,
+		"too long":    fmt.Sprintf(`{"query":%q}`, strings.Repeat("idea ", oracle.MaxQueryUnits)),
+	} {
+		for _, pay := range []string{"", e.sign(key, req, nil)} {
+			resp := e.do(request("/x402/query", b, pay))
+			if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("%s (paid %v): %d %s", name, pay != "", resp.StatusCode, resp.Body)
+			}
+		}
+	}
+	if n := len(e.fac.Calls()); n != 0 {
+		t.Errorf("%d facilitator calls for bad queries", n)
+	}
+	if recs := e.records(); len(recs) != 0 {
+		t.Errorf("audit records for bad queries: %+v", recs)
+	}
+}
+
+// TestAPaidRequestIsSettledThenGenerated: a valid payment is verified and
+// settled once, its order is PAID with the payer and the transaction, one
+// generation job is queued, the agent gets 202 with where to poll and a
+// PAYMENT-RESPONSE, and one OK record in the x402 form is written.
+func TestAPaidRequestIsSettledThenGenerated(t *testing.T) {
+	e := newEnv(t)
+	key := wallet(t)
+	req := e.offer("/x402/query/premium").Accepts[0]
+	before := e.fac.Balance(payTo)
+	resp := e.do(request("/x402/query/premium", body, e.sign(key, req, nil)))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("answered %d %s", resp.StatusCode, resp.Body)
+	}
+	var pending pendingAnswer
+	if err := json.Unmarshal([]byte(resp.Body), &pending); err != nil {
+		t.Fatal(err)
+	}
+	if !oracle.IsAgentOrder(pending.OrderID) || !strings.HasPrefix(pending.OrderID, "x402_test_") ||
+		resp.Headers["Location"] != "https://oracle.example/x402/result/"+pending.OrderID || resp.Headers["Retry-After"] == "" {
+		t.Fatalf("pending answer %+v, headers %v", pending, resp.Headers)
+	}
+	settle, err := x402.DecodePaymentResponse(resp.Headers[x402.HeaderPaymentResponse])
+	if err != nil || !settle.Success || settle.Transaction == "" || settle.Network != x402.NetworkBaseSepolia {
+		t.Fatalf("PAYMENT-RESPONSE %+v %v", settle, err)
+	}
+	payer := x402.AddressOf(key.PubKey())
+	o, found, err := e.orders.Get(context.Background(), pending.OrderID)
+	if err != nil || !found {
+		t.Fatalf("order %v %v", found, err)
+	}
+	if o.Status != oracle.StatusPaid || o.Tier != oracle.TierStrategy || o.Source != oracle.SourceX402 || o.Livemode ||
+		o.AmountTotal != 1_000_000 || o.Currency != "usdc" || o.Agent == nil || o.Agent.Payer != payer ||
+		o.Agent.Transaction != settle.Transaction || o.Agent.Endpoint != "/x402/query/premium" {
+		t.Fatalf("order %+v agent %+v", o, o.Agent)
+	}
+	if jobs := e.generateJobs(); len(jobs) != 1 || !strings.Contains(jobs[0], pending.OrderID) {
+		t.Fatalf("generation jobs %q", jobs)
+	}
+	if got := e.fac.Balance(payTo); got != addUnits(before, 1_000_000) {
+		t.Errorf("the wallet holds %s units, want %s", got, addUnits(before, 1_000_000))
+	}
+	recs := e.records()
+	if len(recs) != 1 {
+		t.Fatalf("x402 records %+v", recs)
+	}
+	r := recs[0]
+	if r.Status != audit.StatusOK || r.TxHash != settle.Transaction || r.Endpoint != "/x402/query/premium" || r.AmountUSDC != 1.0 ||
+		r.Network != "eip155:84532" || r.SessionID != pending.OrderID || !strings.HasPrefix(r.QueryHash, audit.HashPrefix) ||
+		!strings.HasPrefix(r.Payer, audit.HashPrefix) || r.ErrorDetail != nil {
+		t.Fatalf("record %+v", r)
+	}
+}
+
+// TestAVerdictReadyInTimeIsTheAnswer: when the verdict is stored within
+// the wait, the paid request answers 200 with it, the result page's
+// address and PAYMENT-RESPONSE.
+func TestAVerdictReadyInTimeIsTheAnswer(t *testing.T) {
+	e := newEnv(t)
+	e.h.Wait = 30 * time.Second
+	// The generator, played by the wait's first pause: it stores a verdict.
+	var once sync.Once
+	e.h.Sleep = func(ctx context.Context, d time.Duration) error {
+		once.Do(func() { storeVerdict(e, oracle.TierQuick) })
+		e.clock.Add(d)
+		return nil
+	}
+	req := e.offer("/x402/query").Accepts[0]
+	resp := e.do(request("/x402/query", body, e.sign(wallet(t), req, nil)))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("answered %d %s", resp.StatusCode, resp.Body)
+	}
+	var v verdictAnswer
+	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Status != "ready" || v.Tier != oracle.TierQuick || v.ResultURL != "https://oracle.example/result/"+v.OrderID || len(v.Verdict) == 0 {
+		t.Fatalf("answer %+v", v)
+	}
+	if s, err := x402.DecodePaymentResponse(resp.Headers[x402.HeaderPaymentResponse]); err != nil || !s.Success {
+		t.Fatalf("PAYMENT-RESPONSE %+v %v", s, err)
+	}
+}
+
+// storeVerdict stores a verdict for the one order waiting in the table, as
+// the generator would.
+func storeVerdict(e *env, tier oracle.Tier) {
+	e.t.Helper()
+	ctx := context.Background()
+	var id string
+	for _, item := range testkit.TableItems(e.t, e.f.AWS, e.f.Ref("OrdersTable")) {
+		var o struct {
+			ID string `json:"session_id"`
+		}
+		_ = json.Unmarshal([]byte(item), &o)
+		id = o.ID
+	}
+	_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a := oracle.Analysis{Verdict: oracle.VerdictGreen, Summary: "A clear yes."}
+	raw, err := a.CanonicalJSON()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := oracle.ParseAnalysis(tier, raw); err != nil {
+		e.t.Fatalf("the test's verdict does not parse as %s: %v", tier, err)
+	}
+	if _, err := e.orders.StoreVerdict(ctx, id, lease, store.StoredVerdict{Canonical: string(raw), Hash: e.h.Hasher.Hash(string(raw)), Label: oracle.VerdictGreen}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestEveryRefusalEndsWithoutAVerdict: each way a payment can be refused
+// answers 402 (or 503 for a facilitator that is down) saying why, writes
+// one audit record in the x402 form with its status, settles nothing
+// (or, for a refused settlement, moves no money) and queues no generation.
+func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
+	cases := []struct {
+		name    string
+		path    string
+		mutate  func(*x402.PaymentPayload)
+		control *fakefacilitator.Control
+		header  string // sent as is instead of a signed payment
+		status  int
+		reason  string
+		audit   audit.Status
+		settled bool // whether /settle was called
+		alert   string
+	}{
+		{name: "tampered amount", mutate: func(p *x402.PaymentPayload) {
+			p.Payload.Authorization.Value = "1"
+		}, status: 402, reason: x402.ReasonValueMismatch, audit: audit.StatusInvalid},
+		{name: "amount of a cheaper tier", path: "/x402/query/full", mutate: func(p *x402.PaymentPayload) {
+			p.Accepted.Amount, p.Payload.Authorization.Value = "50000", "50000"
+		}, status: 402, audit: audit.StatusInvalid},
+		{name: "wrong network", mutate: func(p *x402.PaymentPayload) {
+			p.Accepted.Network = "eip155:1"
+		}, status: 402, audit: audit.StatusInvalid},
+		{name: "wrong payTo", mutate: func(p *x402.PaymentPayload) {
+			p.Accepted.PayTo = "0x0000000000000000000000000000000000000001"
+			p.Payload.Authorization.To = "0x0000000000000000000000000000000000000001"
+		}, status: 402, audit: audit.StatusInvalid},
+		{name: "expired", mutate: func(p *x402.PaymentPayload) {
+			p.Payload.Authorization.ValidBefore = fmt.Sprint(time.Date(2026, 11, 27, 11, 59, 0, 0, time.UTC).Unix())
+		}, status: 402, reason: x402.ReasonValidBefore, audit: audit.StatusInvalid},
+		{name: "expiring before a settlement could finish", mutate: func(p *x402.PaymentPayload) {
+			p.Payload.Authorization.ValidBefore = fmt.Sprint(time.Date(2026, 11, 27, 12, 0, 10, 0, time.UTC).Unix())
+		}, status: 402, reason: x402.ReasonValidBefore, audit: audit.StatusInvalid},
+		{name: "not yet valid", mutate: func(p *x402.PaymentPayload) {
+			p.Payload.Authorization.ValidAfter = fmt.Sprint(time.Date(2026, 11, 27, 12, 5, 0, 0, time.UTC).Unix())
+		}, status: 402, reason: x402.ReasonValidAfter, audit: audit.StatusInvalid},
+		{name: "signed by another key", mutate: func(p *x402.PaymentPayload) {
+			p.Payload.Authorization.From = "0x857b06519E91e3A54538791bDbb0E22373e36b66"
+		}, status: 402, reason: x402.ReasonInvalidSignature, audit: audit.StatusInvalid},
+		{name: "not a payment", header: "bm90IGpzb24=", status: 402, reason: x402.ReasonInvalidPayload, audit: audit.StatusInvalid},
+		{name: "payer without funds", control: &fakefacilitator.Control{Faucet: "0"},
+			status: 402, audit: audit.StatusVerifyFailed},
+		{name: "settle refused", control: &fakefacilitator.Control{Settle: fakefacilitator.SettleRefuse},
+			status: 402, audit: audit.StatusSettleFailed, settled: true, alert: "X402_SETTLE_FAILED"},
+		{name: "facilitator down", control: &fakefacilitator.Control{Down: ptr(true)},
+			status: 503, audit: audit.StatusFacilitatorDown, alert: "X402_FACILITATOR_DOWN"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			path := c.path
+			if path == "" {
+				path = "/x402/query"
+			}
+			req := e.offer(path).Accepts[0]
+			if c.control != nil {
+				if _, err := e.fac.Apply(*c.control); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := e.fac.Balance(payTo)
+			header := c.header
+			if header == "" {
+				header = e.sign(wallet(t), req, c.mutate)
+			}
+			resp := e.do(request(path, body, header))
+			if resp.StatusCode != c.status {
+				t.Fatalf("answered %d %s, want %d", resp.StatusCode, resp.Body, c.status)
+			}
+			if c.status == 402 {
+				pr, err := x402.DecodePaymentRequired(resp.Headers[x402.HeaderPaymentRequired])
+				if err != nil || pr.Error == "" || (c.reason != "" && pr.Error != c.reason) {
+					t.Fatalf("PAYMENT-REQUIRED %+v %v, want the error %q", pr, err, c.reason)
+				}
+			}
+			if (e.settles() > 0) != c.settled {
+				t.Fatalf("%d settlements", e.settles())
+			}
+			if got := e.fac.Balance(payTo); got != before {
+				t.Fatalf("the wallet went from %s to %s units", before, got)
+			}
+			if jobs := e.generateJobs(); len(jobs) != 0 {
+				t.Fatalf("generation jobs %q", jobs)
+			}
+			recs := e.records()
+			if len(recs) != 1 || recs[0].Status != c.audit || recs[0].ErrorDetail == nil || recs[0].TxHash != "" {
+				t.Fatalf("x402 records %+v, want one %s", recs, c.audit)
+			}
+			if c.alert != "" && !strings.Contains(strings.Join(e.alerts.Kinds(), ","), c.alert) {
+				t.Fatalf("alerts %v, want %s", e.alerts.Kinds(), c.alert)
+			}
+			if id := recs[0].SessionID; id != "" {
+				if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusPaymentFailed {
+					t.Fatalf("order %s is %s, want PAYMENT_FAILED", id, o.Status)
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestAnAuthorizationPaysOnce: the same payment sent ten times at once,
+// then once more, is settled once and generated once; every other request
+// gets a 402 that says the authorization was used and one REPLAY record.
+func TestAnAuthorizationPaysOnce(t *testing.T) {
+	e := newEnv(t)
+	req := e.offer("/x402/query").Accepts[0]
+	header := e.sign(wallet(t), req, nil)
+	codes := make([]int, 10)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Go(func() { codes[i] = e.do(request("/x402/query", body, header)).StatusCode })
+	}
+	wg.Wait()
+	replay := e.do(request("/x402/query", body, header))
+	codes = append(codes, replay.StatusCode)
+	accepted, refused := 0, 0
+	for _, c := range codes {
+		switch c {
+		case http.StatusAccepted:
+			accepted++
+		case http.StatusPaymentRequired:
+			refused++
+		default:
+			t.Fatalf("answers %v", codes)
+		}
+	}
+	if accepted != 1 || refused != 10 {
+		t.Fatalf("answers %v: want one accepted, ten refused", codes)
+	}
+	if pr, err := x402.DecodePaymentRequired(replay.Headers[x402.HeaderPaymentRequired]); err != nil || pr.Error != x402.ReasonNonceAlreadyUsed {
+		t.Fatalf("the replay's 402 %+v %v", pr, err)
+	}
+	if n := e.settles(); n != 1 {
+		t.Fatalf("%d settlements", n)
+	}
+	if jobs := e.generateJobs(); len(jobs) != 1 {
+		t.Fatalf("generation jobs %q", jobs)
+	}
+	ok, replays := 0, 0
+	for _, r := range e.records() {
+		switch r.Status {
+		case audit.StatusOK:
+			ok++
+		case audit.StatusReplay:
+			replays++
+		}
+	}
+	if ok != 1 || replays != 10 {
+		t.Fatalf("%d OK and %d REPLAY records", ok, replays)
+	}
+	if e.metrics.Counts()["X402Replays"] != 10 {
+		t.Fatalf("metrics %v", e.metrics.Counts())
+	}
+}
+
+// TestALostSettlementIsNeverUnaccounted: the facilitator settles and the
+// answer is lost. The same payload is sent again, which the chain refuses
+// (the nonce is used): nothing is generated, the order waits unpaid and
+// named, the operator is alerted with the payer and the nonce, the agent
+// is told where to poll, and the record says SETTLE_UNCONFIRMED.
+func TestALostSettlementIsNeverUnaccounted(t *testing.T) {
+	e := newEnv(t)
+	req := e.offer("/x402/query").Accepts[0]
+	if _, err := e.fac.Apply(fakefacilitator.Control{Settle: fakefacilitator.SettleLose}); err != nil {
+		t.Fatal(err)
+	}
+	key := wallet(t)
+	before := e.fac.Balance(payTo)
+	resp := e.do(request("/x402/query", body, e.sign(key, req, nil)))
+	if resp.StatusCode != http.StatusAccepted || resp.Headers["Location"] == "" {
+		t.Fatalf("answered %d %s %v", resp.StatusCode, resp.Body, resp.Headers)
+	}
+	s, err := x402.DecodePaymentResponse(resp.Headers[x402.HeaderPaymentResponse])
+	if err != nil || s.Success || s.ErrorReason != "settlement_unconfirmed" {
+		t.Fatalf("PAYMENT-RESPONSE %+v %v", s, err)
+	}
+	if n := e.settles(); n != 2 {
+		t.Fatalf("%d settlement attempts, want 2 (the first, and a retry the chain refuses)", n)
+	}
+	if got := e.fac.Balance(payTo); got != addUnits(before, 50_000) {
+		t.Fatalf("the wallet holds %s: the first settlement moved the money", got)
+	}
+	if jobs := e.generateJobs(); len(jobs) != 0 {
+		t.Fatalf("generation jobs %q for an unconfirmed payment", jobs)
+	}
+	recs := e.records()
+	if len(recs) != 1 || recs[0].Status != audit.StatusSettleUnconfirmed {
+		t.Fatalf("records %+v", recs)
+	}
+	o, _, _ := e.orders.Get(context.Background(), recs[0].SessionID)
+	if o.Status != oracle.StatusAwaitingPayment || o.Agent == nil || o.Agent.Payer != x402.AddressOf(key.PubKey()) {
+		t.Fatalf("order %+v", o)
+	}
+	raised := e.alerts.Raised()
+	if len(raised) != 1 || raised[0].Kind != "X402_SETTLE_UNCONFIRMED" || !strings.Contains(raised[0].Detail, x402.AddressOf(key.PubKey())) {
+		t.Fatalf("alerts %+v", raised)
+	}
+}
+
+// TestASlowSettlementStillDelivers: a settlement that answers late (the
+// facilitator waiting for its receipt) is waited for: the order is paid
+// and generated, whatever the agent's own patience.
+func TestASlowSettlementStillDelivers(t *testing.T) {
+	e := newEnv(t)
+	req := e.offer("/x402/query").Accepts[0]
+	if _, err := e.fac.Apply(fakefacilitator.Control{Settle: fakefacilitator.SettleSlow, SlowMS: ptr(8000)}); err != nil {
+		t.Fatal(err)
+	}
+	resp := e.do(request("/x402/query", body, e.sign(wallet(t), req, nil)))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("answered %d %s", resp.StatusCode, resp.Body)
+	}
+	if jobs := e.generateJobs(); len(jobs) != 1 {
+		t.Fatalf("generation jobs %q", jobs)
+	}
+}
+
+// TestTheRailIsOffWithoutAWallet: with no X402_PAY_TO every route is 404.
+func TestTheRailIsOffWithoutAWallet(t *testing.T) {
+	h := &Handler{Log: obs.NewLogger(&testkit.Buffer{}, "INFO"), Now: time.Now}
+	for path := range Routes {
+		resp, err := h.Handle(context.Background(), request(path, body, ""))
+		if err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d %v", path, resp.StatusCode, err)
+		}
+	}
+}
+
+// The samples in events/agent stay valid: a price asked for (402), a
+// blank query (400), a header that is no payment (402, refused), and the
+// browser's preflight (204).
+func TestSampleEvents(t *testing.T) {
+	want := map[string]int{"ask-quick.json": 402, "ask-premium.json": 402, "empty-query.json": 400, "not-a-payment.json": 402, "preflight.json": 204}
+	files, err := filepath.Glob("../../events/agent/*.json")
+	if err != nil || len(files) != len(want) {
+		t.Fatalf("samples %v %v: every sample needs an expectation here", files, err)
+	}
+	e := newEnv(t)
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r httpapi.Request
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if resp := e.do(r); resp.StatusCode != want[filepath.Base(file)] {
+			t.Errorf("%s: got %d %s", filepath.Base(file), resp.StatusCode, resp.Body)
+		}
+	}
+}
+
+// addUnits is a balance (atomic units, decimal) plus n.
+func addUnits(balance string, n int64) string {
+	b, ok := new(big.Int).SetString(balance, 10)
+	if !ok {
+		return "not a balance: " + balance
+	}
+	return b.Add(b, big.NewInt(n)).String()
+}

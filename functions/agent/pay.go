@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strconv"
+	"time"
+
+	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/x402"
+)
+
+// payment is one paid request as it goes.
+type payment struct {
+	started  time.Time
+	tier     oracle.Tier
+	endpoint string
+	resource string
+	request  string
+	query    string
+
+	payload  x402.PaymentPayload
+	accepted x402.PaymentRequirements
+	network  x402.NetworkInfo
+	key      string       // the authorization's claim
+	order    oracle.Order // once claimed
+}
+
+// pay takes one payment through its steps, each of which can only refuse
+// before money moves: the local checks, the authorization's claim, the
+// order awaiting payment, /verify; then /settle, and only a successful
+// settlement makes the order PAID and queues its generation.
+func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Response {
+	p, err := x402.DecodePaymentSignature(header)
+	if err != nil {
+		h.record(ctx, t, audit.StatusInvalid, x402.ReasonInvalidPayload+": the PAYMENT-SIGNATURE header is not base64 of a JSON payment", "")
+		return h.required(t.tier, t.resource, x402.ReasonInvalidPayload)
+	}
+	t.payload = p
+	accepted, err := x402.Check(p, h.accepts(t.tier), h.Now(), h.SettleRoom)
+	if err != nil {
+		var r *x402.Refusal
+		reason := x402.ReasonInvalidPayload
+		if errors.As(err, &r) {
+			reason = r.Reason
+		}
+		h.record(ctx, t, audit.StatusInvalid, err.Error(), "")
+		return h.required(t.tier, t.resource, reason)
+	}
+	t.accepted = accepted
+	t.network, _ = x402.LookupNetwork(accepted.Network)
+	auth := p.Payload.Authorization
+
+	// The claim comes before anything costs money: of concurrent or
+	// replayed requests carrying this authorization, one goes on.
+	id, err := oracle.NewAgentOrderID(h.Random, !t.network.Testnet)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err)
+	}
+	authID, err := x402.AuthorizationID(accepted.Network, accepted.Asset, auth)
+	if err != nil {
+		// Check parsed the same fields; this cannot fail after it.
+		return httpapi.Error(ctx, h.Log, err)
+	}
+	t.key = store.AuthorizationKey(authID)
+	owner, first, err := h.Authorizations.ClaimAuthorization(ctx, t.key, id, h.Retention)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err)
+	}
+	if !first {
+		t.order.SessionID = owner
+		h.Metrics.Count("X402Replays", 1)
+		h.record(ctx, t, audit.StatusReplay, "authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again", "")
+		h.logFor(t).Warn("x402 authorization presented again; refused")
+		return h.required(t.tier, t.resource, x402.ReasonNonceAlreadyUsed)
+	}
+	t.order = oracle.Order{
+		SessionID: id, Status: oracle.StatusAwaitingPayment, Tier: t.tier, Query: t.query,
+		Livemode: !t.network.Testnet, AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC,
+		Source: oracle.SourceX402, SessionCreated: t.started.UTC(), Expires: t.started.Add(h.Retention),
+		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: checksummed(auth.From), Endpoint: t.endpoint},
+	}
+	// The order exists, awaiting payment, before the settlement is asked
+	// for: a settlement whose answer is lost still has its order.
+	if _, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease); err != nil {
+		h.release(ctx, t)
+		return httpapi.Error(ctx, h.Log, err)
+	}
+
+	v, err := h.Facilitator.Verify(ctx, p, accepted)
+	if err != nil {
+		return h.facilitatorDown(ctx, t, "verify", err)
+	}
+	if !v.IsValid {
+		h.failed(ctx, t, "verify_refused")
+		h.Metrics.Count("X402Refused", 1)
+		h.record(ctx, t, audit.StatusVerifyFailed, "the facilitator's /verify refused it: "+reasonOf(v.InvalidReason, v.InvalidMessage), "")
+		return h.required(t.tier, t.resource, v.InvalidReason)
+	}
+
+	s, lost, err := h.settle(ctx, t)
+	switch {
+	case err != nil || (lost && !s.Success):
+		return h.unconfirmed(ctx, t, s, err)
+	case !s.Success:
+		h.failed(ctx, t, "settle_refused")
+		h.Metrics.Count("X402Refused", 1)
+		why := reasonOf(s.ErrorReason, s.ErrorMessage)
+		h.record(ctx, t, audit.StatusSettleFailed, "the facilitator's /settle refused it: "+why, "")
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.X402SettleFailed, Session: t.order.SessionID,
+			Detail: fmt.Sprintf("settlement refused (%s) on %s; no money moved, nothing was generated", why, accepted.Network)})
+		resp := h.required(t.tier, t.resource, s.ErrorReason)
+		h.settlementHeader(&resp, s, t)
+		return resp
+	}
+	return h.settled(ctx, t, s)
+}
+
+// settle asks the facilitator to settle, sending the same payload again
+// when an answer is lost. lost says whether an answer was lost on the way:
+// a refusal that follows a lost answer may be the first attempt's
+// success seen twice, so it proves nothing.
+func (h *Handler) settle(ctx context.Context, t *payment) (s x402.SettleResponse, lost bool, err error) {
+	for attempt := 1; ; attempt++ {
+		s, err = h.Facilitator.Settle(ctx, t.payload, t.accepted)
+		if err == nil {
+			return s, lost, nil
+		}
+		lost = true
+		h.logFor(t).Warn("x402 settlement answer lost", "attempt", attempt, "error", err.Error())
+		if attempt >= h.SettleAttempts || h.timeLeft(ctx) < 2*h.Reserve {
+			return s, lost, err
+		}
+		if err := h.Sleep(ctx, time.Duration(attempt)*time.Second); err != nil {
+			return s, lost, err
+		}
+	}
+}
+
+// settled makes the order PAID, queues its generation, and answers with
+// the verdict when it is ready within the wait, else with where to poll.
+func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse) httpapi.Response {
+	t.order.Agent.Transaction = s.Transaction
+	if _, err := h.Payer.ClaimPaid(ctx, t.order); err != nil {
+		// Money moved and the order could not be recorded as paid: the
+		// operator confirms it by hand; the agent polls meanwhile.
+		h.logFor(t).Error("settled, but the order could not be recorded as paid", "error", err.Error())
+		return h.unconfirmed(ctx, t, s, fmt.Errorf("settled in %s, but recording the order as paid failed: %w", s.Transaction, err))
+	}
+	h.Metrics.Count("X402Payments", 1)
+	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
+	h.logFor(t).Info("x402 payment settled; generation queued", "network", string(t.accepted.Network))
+	return h.answer(ctx, t, s)
+}
+
+// unconfirmed answers a settlement nobody can confirm: the order waits,
+// unpaid and not generated, for the operator, who checks the chain; the
+// agent is given the address to poll.
+func (h *Handler) unconfirmed(ctx context.Context, t *payment, s x402.SettleResponse, cause error) httpapi.Response {
+	why := "the settlement's answer was lost and its retries did not confirm it"
+	if cause != nil {
+		why += ": " + cause.Error()
+	} else if s.ErrorReason != "" {
+		why += " (a retry was refused: " + reasonOf(s.ErrorReason, s.ErrorMessage) + ")"
+	}
+	h.Metrics.Count("X402Unconfirmed", 1)
+	h.record(ctx, t, audit.StatusSettleUnconfirmed, why, s.Transaction)
+	auth := t.payload.Payload.Authorization
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.X402SettleUnconfirmed, Session: t.order.SessionID,
+		Detail: fmt.Sprintf("%s. Payer %s, nonce %s on %s (valid before %s): check the chain, then make ops ACTION=x402-confirm or ACTION=x402-void",
+			why, checksummed(auth.From), auth.Nonce, t.accepted.Network, unixTime(auth.ValidBefore))})
+	resp := h.pending(t, "payment_unconfirmed", "Your payment is being confirmed. Poll the Location address.")
+	h.settlementHeader(&resp, x402.SettleResponse{Success: false, ErrorReason: "settlement_unconfirmed",
+		Payer: checksummed(auth.From), Transaction: s.Transaction, Network: t.accepted.Network}, t)
+	return resp
+}
+
+// facilitatorDown answers a facilitator that did not answer /verify: no
+// money moved, so the authorization is released for the agent to try again.
+func (h *Handler) facilitatorDown(ctx context.Context, t *payment, call string, err error) httpapi.Response {
+	h.failed(ctx, t, "facilitator_down")
+	h.release(ctx, t)
+	h.record(ctx, t, audit.StatusFacilitatorDown, fmt.Sprintf("the facilitator's /%s did not answer: %v", call, err), "")
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.X402FacilitatorDown,
+		Detail: fmt.Sprintf("the facilitator's /%s did not answer an agent's payment on %s: agents cannot pay", call, t.accepted.Network)})
+	resp := httpapi.JSON(http.StatusServiceUnavailable, map[string]string{
+		"error": "facilitator_unavailable", "message": "The payment service is unavailable; nothing was charged. Try again shortly."})
+	resp.Headers["Retry-After"] = "30"
+	return resp
+}
+
+// failed records that the order's payment did not go through.
+func (h *Handler) failed(ctx context.Context, t *payment, why string) {
+	o := t.order
+	o.Status, o.Failure = oracle.StatusPaymentFailed, why
+	if _, err := h.Orders.ClaimOrder(ctx, o, h.Lease); err != nil {
+		h.logFor(t).Error("recording the failed payment on its order failed", "error", err.Error())
+	}
+}
+
+// release lets the authorization be presented again, once nothing was
+// asked of the facilitator that could move money.
+func (h *Handler) release(ctx context.Context, t *payment) {
+	if err := h.Authorizations.Release(ctx, t.key); err != nil {
+		h.logFor(t).Error("releasing the authorization's claim failed; a retry of it will be refused as a replay", "error", err.Error())
+	}
+}
+
+// record writes the audit record of one verification outcome (AUDIT_TRAIL's
+// x402 form).
+func (h *Handler) record(ctx context.Context, t *payment, status audit.Status, detail, tx string) {
+	now := h.Now()
+	r := audit.Record{
+		Timestamp: now.UTC(), SessionID: t.order.SessionID, Tier: string(t.tier), QueryHash: h.Hasher.Hash(t.query),
+		LatencyMS: max(now.Sub(t.started).Milliseconds(), 0), Status: status, Source: audit.SourceX402,
+		SessionCreated: t.started.UTC(), Event: audit.EventX402Payment, Livemode: !t.network.Testnet,
+		AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC, OrderStatus: string(t.order.Status),
+		TxHash: tx, Endpoint: t.endpoint, AmountUSDC: usdc(t.tier.PriceUSDCAtomic()),
+	}
+	r.Network = string(t.accepted.Network)
+	if r.Network == "" {
+		r.Network = string(t.payload.Accepted.Network)
+	}
+	if r.Network == "" {
+		r.Network = "unknown"
+	}
+	if from := t.payload.Payload.Authorization.From; from != "" {
+		r.Payer = h.Hasher.Hash(checksummed(from))
+	}
+	if status != audit.StatusOK {
+		r.ErrorDetail = audit.Detail(oracle.Clip(detail, 500))
+	}
+	id := audit.RecordID(t.order.SessionID, audit.NameX402, statusPart(status), t.request)
+	if t.order.SessionID == "" {
+		id = audit.RecordID("x402-"+t.request, audit.NameX402, statusPart(status))
+	}
+	h.Audit.Record(ctx, r, id)
+}
+
+// settlementHeader adds PAYMENT-RESPONSE, on success and on failure.
+func (h *Handler) settlementHeader(resp *httpapi.Response, s x402.SettleResponse, t *payment) {
+	if s.Network == "" {
+		s.Network = t.accepted.Network
+	}
+	if header, err := x402.EncodeHeader(s); err == nil {
+		resp.Headers[x402.HeaderPaymentResponse] = header
+	}
+}
+
+// timeLeft is what remains of the request's deadline (the Lambda's), or
+// an hour for a call without one.
+func (h *Handler) timeLeft(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
+	}
+	return time.Hour
+}
+
+func statusPart(s audit.Status) string {
+	out := make([]byte, 0, len(s))
+	for _, c := range []byte(s) {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		} else if c == '_' {
+			c = '-'
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+func reasonOf(reason, message string) string {
+	switch {
+	case reason == "" && message == "":
+		return "no reason given"
+	case message == "":
+		return reason
+	case reason == "":
+		return message
+	}
+	return reason + ": " + message
+}
+
+// checksummed writes an address in its EIP-55 form, or as given when it
+// is not one.
+func checksummed(a string) string {
+	if s, err := x402.ChecksumAddress(a); err == nil {
+		return s
+	}
+	return oracle.Clip(a, 64)
+}
+
+// usdc is an amount in USDC's atomic units as USDC.
+func usdc(atomic int64) float64 {
+	f, _ := new(big.Rat).SetFrac64(atomic, 1_000_000).Float64()
+	return f
+}
+
+func unixTime(s string) string {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return oracle.Clip(s, 32)
+	}
+	return time.Unix(n, 0).UTC().Format(time.RFC3339)
+}
