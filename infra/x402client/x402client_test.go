@@ -47,10 +47,23 @@ var requirement = map[string]any{
 	"extra":             map[string]any{"name": "USDC", "version": "2"},
 }
 
+// onBase is the same price on Base mainnet, which a client picks when it is
+// offered first, unless told which network to pay on.
+var onBase = map[string]any{
+	"scheme":            "exact",
+	"network":           "eip155:8453",
+	"amount":            amount,
+	"asset":             "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+	"payTo":             payTo,
+	"maxTimeoutSeconds": maxTimeout,
+	"extra":             map[string]any{"name": "USD Coin", "version": "2"},
+}
+
 // payee is an x402 resource server at its simplest: 402 with PAYMENT-REQUIRED
 // until a PAYMENT-SIGNATURE arrives, then 200 with PAYMENT-RESPONSE; a header
 // it has seen before is refused with 402, as a replay.
 type payee struct {
+	accepts  []any // default: requirement alone
 	mu       sync.Mutex
 	received []string
 }
@@ -96,7 +109,10 @@ func (p *payee) require(w http.ResponseWriter, r *http.Request, why string) {
 		"x402Version": 2,
 		"error":       why,
 		"resource":    map[string]any{"url": "http://" + r.Host + r.URL.Path, "description": "a quick verdict", "mimeType": "application/json"},
-		"accepts":     []any{requirement},
+		"accepts":     p.accepts,
+	}
+	if p.accepts == nil {
+		required["accepts"] = []any{requirement}
 	}
 	w.Header().Set("PAYMENT-REQUIRED", encode(required))
 	w.WriteHeader(http.StatusPaymentRequired)
@@ -218,19 +234,20 @@ func TestPay(t *testing.T) {
 	// A key in the environment is not the fresh key's source.
 	t.Setenv(x402client.KeyEnv, knownKey)
 	cases := []struct {
-		name  string
-		opts  x402client.Options
-		payer string // "": a fresh one
+		name    string
+		opts    x402client.Options
+		accepts []any
+		payer   string // "": a fresh one
 	}{
 		{name: "a fresh key"},
 		{name: "a given key", opts: x402client.Options{Key: knownKey}, payer: knownAddress},
-		{name: "one network", opts: x402client.Options{Network: network}},
+		{name: "one network of two", opts: x402client.Options{Network: network}, accepts: []any{onBase, requirement}},
 		{name: "twice at once", opts: x402client.Options{Twice: true}},
 	}
 	payers := map[string]bool{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &payee{}
+			p := &payee{accepts: tc.accepts}
 			srv := httptest.NewServer(p)
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
