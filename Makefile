@@ -13,12 +13,14 @@ STATICCHECK_VERSION := v0.8.2
 STRIPE_MOCK_VERSION := v0.203.0
 MOTO_SPEC           := moto[server]==5.2.1
 CFN_LINT_SPEC       := cfn-lint==1.51.0
+# The official x402 client (infra/x402client): npm ci's record of the install.
+X402CLIENT          := infra/x402client/node_modules/.package-lock.json
 # Fuzz budgets are execution counts, not durations: a duration races Go's fuzz
 # coordinator at the deadline and fails with a bare "context deadline exceeded"
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay invoke tools clean
+.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay x402-pay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -191,13 +193,28 @@ smoke:
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@$(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET)
 
+## x402-pay: pays `make run`'s agent rail as any agent would, with the official x402 client (infra/x402client) and a fresh key (X402_PRIVATE_KEY: a key of your own), e.g. make x402-pay TIER=quick QUERY='Should I take the job?'; prints the answer, the decoded PAYMENT-RESPONSE and the header the client sent
+X402_BASE ?= http://localhost:3000
+x402-pay: $(X402CLIENT)
+	@case "$(or $(TIER),quick)" in quick) route=/x402/query;; full) route=/x402/query/full;; strategy|premium) route=/x402/query/premium;; \
+		*) echo "usage: make x402-pay TIER=quick|full|strategy QUERY='…'"; exit 2;; esac; \
+	body=$$(node -e 'console.log(JSON.stringify({query: process.env.QUERY ?? ""}))'); \
+	node infra/x402client/pay.mjs -- "$(X402_BASE)$$route" "$$body"
+
+# The official x402 client, installed by npm ci exactly as its lock file pins
+# it, again whenever the lock or package.json is newer than the install.
+$(X402CLIENT): infra/x402client/package.json infra/x402client/package-lock.json
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm; }
+	@cd infra/x402client && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
+
 ## run-tools: what `make run` needs when it is missing: moto (into .build/venv when python3 cannot import it) and curl
 run-tools:
 	@infra/pytools/install.sh $(VENV) 'flask_cors,werkzeug,moto=$(MOTO_SPEC)'
 	@command -v curl >/dev/null || { apt-get update -qq && apt-get install -y -qq curl; }
 
 ## tools: install what the tests need when it is missing
-tools: run-tools
+tools: run-tools $(X402CLIENT)
 	@mkdir -p $(TOOLS) .build
 	@command -v staticcheck >/dev/null || GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@command -v stripe-mock >/dev/null || GOBIN=$(TOOLS) $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
