@@ -98,6 +98,7 @@ func serve(ctx context.Context, o stack.Options) error {
 	if s.GraphURL != "" {
 		fmt.Fprintf(os.Stderr, "fake Microsoft Graph: %s (email goes through it; /_control, /_mailbox)\n", s.GraphURL)
 	}
+	fmt.Fprintf(os.Stderr, "fake x402 facilitator: %s (agents pay %s on Base Sepolia; /_control, /_calls)\n", s.FacilitatorURL, stack.LocalPayTo)
 	// The operator's tools (make smoke LOCAL=1) find the stack here, as
 	// they find a deployed one through CloudFormation.
 	described := filepath.Join(o.Root, deployment.LocalFile)
@@ -222,7 +223,7 @@ func optionsFromEnv() (stack.Options, error) {
 	if o.ScheduleEvery, err = scheduleEvery(os.Getenv("SCHEDULE_EVERY")); err != nil {
 		return stack.Options{}, err
 	}
-	for name, p := range map[string]*int{"PORT": &o.Port, "STRIPE_PORT": &o.StripePort, "MOTO_PORT": &o.MotoPort, "GEMINI_PORT": &o.GeminiPort, "SES_PORT": &o.SESPort, "GRAPH_PORT": &o.GraphPort} {
+	for name, p := range map[string]*int{"PORT": &o.Port, "STRIPE_PORT": &o.StripePort, "MOTO_PORT": &o.MotoPort, "GEMINI_PORT": &o.GeminiPort, "SES_PORT": &o.SESPort, "GRAPH_PORT": &o.GraphPort, "FACILITATOR_PORT": &o.FacilitatorPort} {
 		v := os.Getenv(name)
 		if v == "" {
 			continue

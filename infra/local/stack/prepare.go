@@ -37,6 +37,9 @@ const (
 	LocalHashPepper = "local-oracle-pepper-not-secret"
 	// FakeGeminiKey is the API key the functions get with the fake Gemini.
 	FakeGeminiKey = "local-fake-gemini-key"
+	// LocalPayTo is the wallet agents pay on the local stack (on Base
+	// Sepolia, through the fake facilitator): no one holds its key.
+	LocalPayTo = "0x0000000000000000000000000000000000004402"
 )
 
 // Options configure the local stack; the zero value of each field means its
@@ -75,6 +78,9 @@ type Options struct {
 	// sends through the fake Microsoft Graph on GraphPort (default 3004).
 	MailTransport string
 	GraphPort     int
+	// FacilitatorPort is the fake x402 facilitator's port; default 3005.
+	// The agent rail is on, paying LocalPayTo on Base Sepolia through it.
+	FacilitatorPort int
 	// Instances is the number of processes per function; default 2. A
 	// function whose SQS event source caps its concurrency gets at least
 	// that many, and one with a reserved concurrency at most that many.
@@ -161,6 +167,9 @@ func (o *Options) defaults() error {
 	}
 	if o.GraphPort == 0 {
 		o.GraphPort = 3004
+	}
+	if o.FacilitatorPort == 0 {
+		o.FacilitatorPort = 3005
 	}
 	switch o.MailTransport {
 	case "":

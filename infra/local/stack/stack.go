@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/infra/deployment"
+	"42sisters.ai/oracle/infra/fakes/fakefacilitator"
 	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
 	fakeses "42sisters.ai/oracle/infra/fakes/fakeses"
@@ -55,6 +56,10 @@ type Stack struct {
 	// GraphURL is the fake Microsoft Graph, e.g. http://localhost:3004;
 	// empty unless email goes through Graph.
 	GraphURL string
+	// FacilitatorURL is the fake x402 facilitator (its /_control fails
+	// settlements on demand, /_calls shows what it received), e.g.
+	// http://localhost:3005.
+	FacilitatorURL string
 	// Resources are the provisioned tables, queues, bucket and topic.
 	Resources *provision.Stack
 	// AWS reaches the moto server the functions use.
@@ -91,7 +96,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var stripeLn, geminiLn, sesLn, graphLn net.Listener
+	var stripeLn, geminiLn, sesLn, graphLn, facilitatorLn net.Listener
 	claimed := []net.Listener{api}
 	release := func() {
 		for _, ln := range claimed {
@@ -102,7 +107,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		want bool
 		port int
 		ln   *net.Listener
-	}{{o.fakeStripe(), o.StripePort, &stripeLn}, {o.fakeGemini(), o.GeminiPort, &geminiLn}, {true, o.SESPort, &sesLn}, {o.graph(), o.GraphPort, &graphLn}} {
+	}{{o.fakeStripe(), o.StripePort, &stripeLn}, {o.fakeGemini(), o.GeminiPort, &geminiLn}, {true, o.SESPort, &sesLn}, {o.graph(), o.GraphPort, &graphLn}, {true, o.FacilitatorPort, &facilitatorLn}} {
 		if !p.want {
 			continue
 		}
@@ -194,6 +199,11 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		env["GRAPH_API_BASE"] = "http://" + graphLn.Addr().String() + "/v1.0"
 		s.serve(graphLn, graph)
 	}
+	// The agent rail, on: Base Sepolia through the fake facilitator.
+	env["X402_PAY_TO"], env["X402_NETWORKS"] = LocalPayTo, "testnet"
+	env["X402_FACILITATOR_URL"] = "http://" + facilitatorLn.Addr().String()
+	s.FacilitatorURL = fmt.Sprintf("http://localhost:%d", o.FacilitatorPort)
+	s.serve(facilitatorLn, fakefacilitator.New(fakefacilitator.Options{Logger: slog.New(slog.NewTextHandler(prefixed(o.Log, "[facilitator] "), nil))}))
 	s.env = env
 	var routes []gateway.Route
 	sqsClient := sqs.NewFromConfig(s.AWS)

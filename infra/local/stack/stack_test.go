@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 func options(t testing.TB) stack.Options {
 	t.Helper()
 	tools.Find(t, "moto_server")
-	var ports [5]int
+	var ports [6]int
 	for i := range ports {
 		p, err := motoserver.FreePort()
 		if err != nil {
@@ -76,16 +76,17 @@ func options(t testing.TB) stack.Options {
 		}
 	})
 	return stack.Options{
-		Root:         filepath.Dir(provision.TemplatePath()),
-		BuildDir:     buildDir,
-		Port:         ports[0],
-		StripePort:   ports[1],
-		GeminiPort:   ports[2],
-		SESPort:      ports[3],
-		GraphPort:    ports[4],
-		MotoEndpoint: motoserver.ForTest(t),
-		Prefix:       prefix,
-		Log:          logs,
+		Root:            filepath.Dir(provision.TemplatePath()),
+		BuildDir:        buildDir,
+		Port:            ports[0],
+		StripePort:      ports[1],
+		GeminiPort:      ports[2],
+		SESPort:         ports[3],
+		GraphPort:       ports[4],
+		FacilitatorPort: ports[5],
+		MotoEndpoint:    motoserver.ForTest(t),
+		Prefix:          prefix,
+		Log:             logs,
 	}
 }
 
