@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
@@ -437,5 +440,77 @@ func TestSESRetryAfterIsKept(t *testing.T) {
 	_, err := client(srv.URL).Send(context.Background(), mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
 	if mail.ClassOf(err) != mail.Transient || mail.RetryAfter(err) != 120*time.Second {
 		t.Fatalf("%v: class %s, retry after %s", err, mail.ClassOf(err), mail.RetryAfter(err))
+	}
+}
+
+// TestASendIsRetriedAtOnceOnlyWhenSESCertainlyDidNotTakeIt: with the
+// client's own retryer, an answer lost after SES read the request (a
+// connection reset, a 500, a 503) is one request and a transient failure,
+// never a second send; throttling, which SES answers without taking the
+// message, is retried.
+func TestASendIsRetriedAtOnceOnlyWhenSESCertainlyDidNotTakeIt(t *testing.T) {
+	cases := []struct {
+		name     string
+		answer   func(w http.ResponseWriter)
+		requests int
+	}{
+		{"connection reset after the request", func(w http.ResponseWriter) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				if tcp, ok := conn.(*net.TCPConn); ok {
+					_ = tcp.SetLinger(0) // an RST, not a FIN
+				}
+				conn.Close()
+			}
+		}, 1},
+		{"answer cut mid-body", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", "100")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"MessageId":`))
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		}, 1},
+		{"internal error", func(w http.ResponseWriter) {
+			w.Header().Set("X-Amzn-Errortype", "InternalFailure")
+			w.WriteHeader(http.StatusInternalServerError)
+		}, 1},
+		{"unavailable", func(w http.ResponseWriter) {
+			w.Header().Set("X-Amzn-Errortype", "ServiceUnavailable")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, 1},
+		{"throttled", func(w http.ResponseWriter) {
+			w.Header().Set("X-Amzn-Errortype", "TooManyRequestsException")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"message":"slow down"}`))
+		}, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			requests := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				requests++
+				mu.Unlock()
+				c.answer(w)
+			}))
+			t.Cleanup(srv.Close)
+			cfg := awsenv.ForEndpoint(srv.URL, provision.TestRegion)
+			// The retryer's backoff, not waited for.
+			ses := &mail.SES{Client: mail.NewClient(cfg, func(o *sesv2.Options) {
+				o.Retryer = retry.AddWithMaxBackoffDelay(o.Retryer, time.Millisecond)
+			})}
+			_, err := ses.Send(context.Background(), mail.Outgoing{From: "oracle@42sisters.ai", To: victim, Subject: "s", Text: "t"})
+			if mail.ClassOf(err) != mail.Transient {
+				t.Fatalf("%v: class %s, want transient", err, mail.ClassOf(err))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if requests != c.requests {
+				t.Fatalf("%d requests, want %d", requests, c.requests)
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
+	"net"
 	"net/mail"
 	"net/textproto"
 	"slices"
@@ -56,14 +57,35 @@ const (
 // package awsenv).
 type Client sesv2.Client
 
-// NewClient returns an SES v2 client for cfg. It retries as the SDK does
-// by default, not as cfg's retryer (awsenv.NewRetryer) also does after an
-// answer cut off mid-body: a send is no conditional write, and SES may have
-// accepted the message whose answer was lost, so a cut answer is the
-// mailer's transient failure, on its schedule, not an instant second send.
+// NewClient returns an SES v2 client for cfg that sends again at once only
+// what SES certainly did not take: a connection never made, or SES's
+// throttling. A send is no conditional write: after a connection reset, a
+// timeout or a 5xx, SES may have accepted the message whose answer was
+// lost, which the SDK's retryers (the standard one, and cfg's
+// awsenv.NewRetryer) would send a second time. Such a failure is the
+// mailer's transient one, tried again on its schedule, its delivery claim
+// showing the attempt.
 func NewClient(cfg aws.Config, optFns ...func(*sesv2.Options)) *Client {
-	standard := func(o *sesv2.Options) { o.Retryer = retry.NewStandard() }
-	return (*Client)(sesv2.NewFromConfig(cfg, append([]func(*sesv2.Options){standard}, optFns...)...))
+	unsent := func(o *sesv2.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.Retryables = []retry.IsErrorRetryable{
+				retry.NoRetryCanceledError{},
+				retry.IsErrorRetryableFunc(neverSent),
+				retry.RetryableErrorCode{Codes: retry.DefaultThrottleErrorCodes},
+			}
+		})
+	}
+	return (*Client)(sesv2.NewFromConfig(cfg, append([]func(*sesv2.Options){unsent}, optFns...)...))
+}
+
+// neverSent recognises a request that never reached SES: its connection
+// was never made.
+func neverSent(err error) aws.Ternary {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" || strings.Contains(err.Error(), "connection refused") {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
 }
 
 // SendEmail is sesv2.Client.SendEmail.
