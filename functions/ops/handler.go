@@ -56,6 +56,9 @@ type Request struct {
 	Day  string `json:"day,omitempty"`
 	// Show is `inbox`'s: the stored message to print, as its alert names it.
 	Show string `json:"show,omitempty"`
+	// TX is a transaction hash: `x402-confirm`'s settlement found on the
+	// chain, or `refund`'s transfer back to an agent.
+	TX string `json:"tx,omitempty"`
 }
 
 // Answer is what an action did: Message in a sentence, Text for a
@@ -148,6 +151,10 @@ type Handler struct {
 	StuckAfter time.Duration
 	// Retention is how long a verdict the operator delivers is kept.
 	Retention time.Duration
+	// Payer and Claims confirm or void an agent's order whose settlement
+	// was left unconfirmed.
+	Payer  Payer
+	Claims Claimer
 }
 
 // errRefused marks a request the action does not apply to: answered with
@@ -166,17 +173,19 @@ type action struct {
 }
 
 var actions = map[string]action{
-	"list":        {(*Handler).list, false},
-	"show":        {(*Handler).show, false},
-	"deliver":     {(*Handler).deliver, true},
-	"rerun":       {(*Handler).rerun, true},
-	"refund":      {(*Handler).refund, true},
-	"resend":      {(*Handler).resend, true},
-	"redrive":     {(*Handler).redrive, true},
-	"report":      {(*Handler).report, false},
-	"seal":        {(*Handler).seal, true},
-	"verify-seal": {(*Handler).verifySeal, false},
-	"inbox":       {(*Handler).inboxShow, false},
+	"list":         {(*Handler).list, false},
+	"show":         {(*Handler).show, false},
+	"deliver":      {(*Handler).deliver, true},
+	"rerun":        {(*Handler).rerun, true},
+	"refund":       {(*Handler).refund, true},
+	"resend":       {(*Handler).resend, true},
+	"redrive":      {(*Handler).redrive, true},
+	"report":       {(*Handler).report, false},
+	"seal":         {(*Handler).seal, true},
+	"verify-seal":  {(*Handler).verifySeal, false},
+	"inbox":        {(*Handler).inboxShow, false},
+	"x402-confirm": {(*Handler).x402Confirm, true},
+	"x402-void":    {(*Handler).x402Void, true},
 }
 
 // Actions lists the action names.
@@ -232,8 +241,8 @@ const maxCandidates = 10
 // ambiguous start is refused with the orders it could be.
 func (h *Handler) resolve(ctx context.Context, r Request) (oracle.Order, error) {
 	id := strings.TrimSpace(r.Session)
-	if !oracle.ValidSessionID(id) {
-		return oracle.Order{}, refuse("name the order: session is its id, or the start of it that alerts and list show (cs_live_ or cs_test_ and at least one more character), e.g. cs_live_a1B2c3D4e5F6g7H8")
+	if !oracle.ValidSessionID(id) && !validPrefix(id) {
+		return oracle.Order{}, refuse("name the order: session is its id, or the start of it that alerts and list show (cs_live_, cs_test_, x402_live_ or x402_test_ and at least one more character), e.g. cs_live_a1B2c3D4e5F6g7H8")
 	}
 	if o, found, err := h.Orders.Get(ctx, id); err != nil || found {
 		return o, err
@@ -273,7 +282,7 @@ func (h *Handler) record(ctx context.Context, r Request, o oracle.Order, outcome
 	}
 	rec.Operator = &audit.Operator{Action: r.Action, AuthorisedBy: r.AuthorisedBy, Reason: r.Reason, Outcome: outcome}
 	sum := sha256.Sum256([]byte(strings.Join([]string{r.Action, o.SessionID, r.AuthorisedBy, r.Reason, r.Mode, r.Tier,
-		h.Hasher.Hash(r.Query), r.Kind, fmt.Sprint(r.Force), fmt.Sprint(r.Reveal), r.Queue, r.Day}, "\x00")))
+		h.Hasher.Hash(r.Query), r.Kind, fmt.Sprint(r.Force), fmt.Sprint(r.Reveal), r.Queue, r.Day, r.TX}, "\x00")))
 	id := "operator-" + r.Action + "-" + hex.EncodeToString(sum[:8])
 	if o.SessionID != "" {
 		id = audit.RecordID(o.SessionID, audit.NameOperator, r.Action, hex.EncodeToString(sum[:8]))

@@ -21,6 +21,7 @@ import (
 	"42sisters.ai/oracle/shared/auditfigures"
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -82,7 +83,10 @@ func newEnv(t *testing.T) *env {
 		Seals: auditseal.New(s3, f.Ref("AuditBucket"), auditseal.Lock{Mode: "GOVERNANCE", Retention: 24 * time.Hour}, clock.Now),
 		Inbox: inbox.NewMessages(s3, f.Ref("InboxBucket")),
 		Log:   log, Now: clock.Now, StuckAfter: 15 * time.Minute, Retention: 90 * 24 * time.Hour,
+		Claims: e.orders,
 	}
+	e.h.Payer = &fulfil.Service{Orders: e.orders, Generate: e.h.Generate, Audit: e.h.Audit, Alerts: e.alerts, Metrics: &testkit.Metrics{},
+		Hasher: hasher, Log: log, Now: clock.Now, Lease: time.Minute, Retention: 90 * 24 * time.Hour}
 	return e
 }
 

@@ -187,8 +187,17 @@ func (h *Handler) show(ctx context.Context, r Request) (Answer, error) {
 			fmt.Fprintf(&b, " (%s: %s)", kv[0], kv[1])
 		}
 	}
-	fmt.Fprintf(&b, "\ntier      %s, paid %s (%s), %s mode\n", o.Tier, oracle.FormatAmount(o.AmountTotal, o.Currency), o.PaymentIntent,
-		map[bool]string{true: "live", false: "test"}[o.Livemode])
+	if a := o.Agent; a != nil {
+		tx := a.Transaction
+		if tx == "" {
+			tx = "no settlement confirmed"
+		}
+		fmt.Fprintf(&b, "\ntier      %s, paid %s USDC over x402 at %s, %s mode\npayer     %s on %s (%s)\n", o.Tier, usdc(o.AmountTotal), a.Endpoint,
+			map[bool]string{true: "live", false: "test"}[o.Livemode], a.Payer, a.Network, tx)
+	} else {
+		fmt.Fprintf(&b, "\ntier      %s, paid %s (%s), %s mode\n", o.Tier, oracle.FormatAmount(o.AmountTotal, o.Currency), o.PaymentIntent,
+			map[bool]string{true: "live", false: "test"}[o.Livemode])
+	}
 	if o.VerdictLabel != "" {
 		fmt.Fprintf(&b, "verdict   %s (%s)\n", o.VerdictLabel, o.VerdictHash)
 	}

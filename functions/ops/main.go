@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/coldstart"
+	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/queue"
@@ -50,13 +51,14 @@ func main() {
 	fn.Check(err, "the content filter")
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
 	generate := queue.NewSender(sq, cfg.GenerateQueue, time.Now)
+	auditor := &audit.Recorder{Writer: audit.NewWriter(s3, cfg.AuditBucket), Alerts: alerts, Log: log}
 	h := &Handler{
 		Orders:      orders,
 		Index:       store.NewOrderIndex(queries, cfg.OrdersTable),
 		Records:     audit.NewReader(s3, cfg.AuditBucket),
 		Generate:    generate,
 		Mail:        queue.NewSender(sq, cfg.MailQueue, time.Now),
-		Audit:       &audit.Recorder{Writer: audit.NewWriter(s3, cfg.AuditBucket), Alerts: alerts, Log: log},
+		Audit:       auditor,
 		Hasher:      cfg.Hasher,
 		Verdicts:    &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash, Generate: generate, Alerts: alerts, Log: log},
 		Cleaner:     filter,
@@ -76,6 +78,9 @@ func main() {
 		Now:        time.Now,
 		StuckAfter: cfg.StuckAfter,
 		Retention:  cfg.Retention,
+		Claims:     orders,
+		Payer: &fulfil.Service{Orders: orders, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: fn.Metrics,
+			Hasher: cfg.Hasher, Log: log, Now: time.Now, Lease: fulfil.DefaultLease, Retention: cfg.Retention},
 	}
 	if cfg.StripeLive != nil {
 		h.Live, h.LiveCustomers = stripex.NewRefundsWithKey(cfg.StripeLive, opts), clients[true]

@@ -181,6 +181,11 @@ func (h *Handler) refund(ctx context.Context, r Request) (Answer, error) {
 		return Answer{}, refuse("%s is %s: its verdict is being generated; refund it once it is READY or has failed", oracle.ShortID(o.SessionID), o.Status)
 	case !o.Status.Paid():
 		return Answer{}, refuse("%s is %s: it was never paid", oracle.ShortID(o.SessionID), o.Status)
+	case oracle.IsAgentOrder(o.SessionID):
+		if o.Status == oracle.StatusRefunded {
+			return Answer{Message: fmt.Sprintf("%s is already refunded (%s)", oracle.ShortID(o.SessionID), o.RefundID)}, nil
+		}
+		return h.refundAgent(ctx, r, o)
 	case o.PaymentIntent == "":
 		return Answer{}, refuse("%s has no payment intent recorded: refund it in Stripe's Dashboard; its charge.refunded event then records it", oracle.ShortID(o.SessionID))
 	}

@@ -15,7 +15,7 @@ import sys
 FIELDS = {
     "ACTION": "action", "SESSION": "session", "BY": "authorised_by", "REASON": "reason",
     "MODE": "mode", "TIER": "tier", "QUERY": "query", "KIND": "kind", "QUEUE": "queue",
-    "FROM": "from", "TO": "to", "DAY": "day", "SHOW": "show", "EMAIL": "email",
+    "FROM": "from", "TO": "to", "DAY": "day", "SHOW": "show", "EMAIL": "email", "TX": "tx",
 }
 FLAGS = {"REVEAL": "reveal", "FORCE": "force"}
 
@@ -26,7 +26,7 @@ def request():
         if os.environ.get(var, "") not in ("", "0", "false"):
             req[field] = True
     if "action" not in req:
-        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal|inbox")
+        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal|inbox|x402-confirm|x402-void")
     json.dump(req, sys.stdout)
 
 
