@@ -41,6 +41,7 @@ const payTo = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
 // moto, paying through the fake facilitator over HTTP.
 type env struct {
 	t       *testing.T
+	tb      testing.TB
 	f       *provision.Fixture
 	h       *Handler
 	fac     *fakefacilitator.Server
@@ -57,8 +58,16 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := newEnvTB(t)
+	e.t = t
+	return e
+}
+
+// newEnvTB is the env of a test or a benchmark.
+func newEnvTB(t testing.TB) *env {
+	t.Helper()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), alerts: &testkit.Alerts{}, metrics: &testkit.Metrics{},
+	e := &env{tb: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), alerts: &testkit.Alerts{}, metrics: &testkit.Metrics{},
 		clock: testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)), logs: &testkit.Buffer{}}
 	e.fac = fakefacilitator.New(fakefacilitator.Options{Clock: e.clock.Now,
 		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
@@ -97,7 +106,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // wallet is an agent's key.
-func wallet(t *testing.T) *secp256k1.PrivateKey {
+func wallet(t testing.TB) *secp256k1.PrivateKey {
 	t.Helper()
 	k, err := secp256k1.GeneratePrivateKey()
 	if err != nil {

@@ -54,6 +54,20 @@ var Budgets = []budget{
 		},
 	},
 	{
+		name:  "agent (x402): own work / its store, queue and facilitator calls",
+		limit: "≤ 1 %",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkAgentPaidRequest", "own-%", "own-µs/op", "calls-µs/op")
+			if err != nil {
+				return "", false, err
+			}
+			pct, _ := r.Value("own-%")
+			own, _ := r.Value("own-µs/op")
+			calls, _ := r.Value("calls-µs/op")
+			return fmt.Sprintf("%.2f %% (%.0f µs of own work, %.1f ms of calls)", pct, own, calls/1000), pct <= 1, nil
+		},
+	},
+	{
 		name:  "webhook, store down: longest answer / VC-5's bound",
 		limit: "≤ 1×",
 		judge: func(rs Results) (string, bool, error) {

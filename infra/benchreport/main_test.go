@@ -12,6 +12,7 @@ import (
 // figure was changed to cross a limit.
 const (
 	webhookLine   = "BenchmarkWebhookEndToEnd-2   \t      48\t  23722024 ns/op\t     23004 calls-µs/op\t         6.000 calls/op\t         3.114 own-%\t       716.2 own-µs/op\t     22126 wire-µs/op\t  292116 B/op\t    2965 allocs/op"
+	agentLine     = "BenchmarkAgentPaidRequest-2   \t      40\t  46152776 ns/op\t     45667 calls-µs/op\t         0.961 own-%\t       438.7 own-µs/op\t  438712 B/op\t    4510 allocs/op"
 	storeDownLine = "BenchmarkWebhookStoreDown-2   \t       3\t3601678745 ns/op\t      3602 answer-ms\t      7500 bound-ms\t      4051 max-ms"
 	pipelineLine  = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
 	healthLine    = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
@@ -181,10 +182,10 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 11 budgets failed, 11 missing their benchmark"}},
-		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + storeDownLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 12 budgets failed, 12 missing their benchmark"}},
+		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + agentLine + "\n" + storeDownLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n" +
-			hangLine), 0, []string{"all 11 budgets met"}},
+			hangLine), 0, []string{"all 12 budgets met"}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},
