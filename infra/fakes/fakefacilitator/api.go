@@ -29,7 +29,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	if s.down(w, call) {
 		return
 	}
-	t, no := s.read(w, r, call)
+	_, t, no := s.read(w, r, call)
 	if no == nil {
 		s.mu.Lock()
 		no = s.onChain(t)
@@ -51,11 +51,11 @@ func (s *Server) handleSettle(w http.ResponseWriter, r *http.Request) {
 	if s.down(w, call) {
 		return
 	}
-	t, no := s.read(w, r, call)
+	req, t, no := s.read(w, r, call)
 	if no != nil {
 		var network x402.Network
-		if t != nil {
-			network = t.network
+		if req != nil && req.PaymentRequirements != nil {
+			network = req.PaymentRequirements.Network
 		}
 		s.finish(call, no.reason, "", no.status)
 		s.writeJSON(w, no.status, settleResponse{ErrorReason: no.reason, ErrorMessage: no.message, Payer: no.payer, Network: string(network)})
@@ -101,26 +101,26 @@ func (s *Server) handleSettle(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, settleResponse{Success: true, Payer: t.from, Transaction: tx, Network: string(t.network)})
 }
 
-// read reads and checks the body of a /verify or /settle request. On a
-// refusal, the transfer is nil unless the request named a network.
-func (s *Server) read(w http.ResponseWriter, r *http.Request, call *Call) (*transfer, *refusal) {
+// read reads and checks the body of a /verify or /settle request and
+// records the payment it names in call. On a refusal, the request is nil
+// unless the body was JSON.
+func (s *Server) read(w http.ResponseWriter, r *http.Request, call *Call) (*request, *transfer, *refusal) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			return nil, badRequest(reasonInvalidPayload, "the body is over %d bytes", maxBody)
+			return nil, nil, badRequest(reasonInvalidPayload, "the body is over %d bytes", maxBody)
 		}
-		return nil, badRequest(reasonInvalidPayload, "read the body: %v", err)
+		return nil, nil, badRequest(reasonInvalidPayload, "read the body: %v", err)
 	}
 	req, no := decodeRequest(body)
-	if no != nil {
-		return nil, no
+	if req != nil {
+		s.describe(call, req)
 	}
-	s.describe(call, req)
+	if no != nil {
+		return req, nil, no
+	}
 	t, no := check(req, s.now())
-	if no != nil {
-		return &transfer{network: req.PaymentRequirements.Network}, no
-	}
-	return t, nil
+	return req, t, no
 }
 
 // down answers 503 when the fake is down, as a load balancer in front of

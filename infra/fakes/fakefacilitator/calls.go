@@ -43,8 +43,13 @@ func (s *Server) record(path string) *Call {
 func (s *Server) describe(c *Call, req *request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := req.PaymentPayload.Payload.Authorization
-	c.Network, c.From, c.Nonce, c.Value = req.PaymentRequirements.Network, a.From, a.Nonce, a.Value
+	if req.PaymentRequirements != nil {
+		c.Network = req.PaymentRequirements.Network
+	}
+	if req.PaymentPayload != nil {
+		a := req.PaymentPayload.Payload.Authorization
+		c.From, c.Nonce, c.Value = a.From, a.Nonce, a.Value
+	}
 }
 
 // finish records a call's outcome.

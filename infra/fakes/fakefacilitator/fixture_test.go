@@ -218,7 +218,7 @@ func (p *payment) onBase() *payment {
 func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
 // body is the request body of p.
-func (p *payment) body(t *testing.T) string {
+func (p *payment) body(t testing.TB) string {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{
 		"x402Version": p.version,

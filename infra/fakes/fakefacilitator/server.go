@@ -17,17 +17,31 @@
 // A payment the rules refuse is answered 200 with isValid (or success)
 // false and the reference's reason code; a body that cannot be read, a
 // version other than 2, or a scheme or network the fake does not support is
-// a 400 of the same shape with the specification's code. Verification follows the
-// reference's Go facilitator in order (scheme, network, payload, recipient,
-// value, validBefore at least 6 s ahead, validAfter not ahead, EIP-712
-// domain, signature), then what its simulation on chain would find (the
-// asset is the network's USDC with that domain, the nonce unused, the
+// a 400 of the same shape with the specification's code. Verification
+// follows the reference's Go facilitator in order (scheme, network, payload,
+// recipient, value, validBefore at least 6 s ahead, validAfter not ahead,
+// EIP-712 domain, signature), then what its simulation on chain would find
+// (the asset is the network's USDC with that domain, the nonce unused, the
 // balance enough). A settle verifies again, then moves the money and marks
 // the nonce used in one step, so of two settles of one authorization exactly
 // one succeeds and the other is refused invalid_exact_evm_nonce_already_used,
 // as the chain refuses it. Signatures longer than 65 bytes (smart wallets)
 // are refused invalid_exact_evm_payload_undeployed_smart_wallet: the fake
-// chain has no contracts.
+// chain has no contracts. No API key is asked for, as on the public testnet
+// facilitator.
+//
+// A settle that passes is then shaped by the settle mode (see Control): ok
+// answers at once; refuse mines a transaction that reverts (success false,
+// invalid_exact_evm_transaction_failed, nothing moved); slow moves the money
+// at once and answers after slow_ms, through Options.Sleep; lose moves the
+// money and answers 502. Down answers 503 on the three API routes. For
+// example:
+//
+//	curl localhost:PORT/_control -d '{"settle":"lose"}'
+//	curl localhost:PORT/_control -d '{"settle":"slow","slow_ms":40000}'
+//	curl localhost:PORT/_control -d '{"down":true}'
+//	curl localhost:PORT/_control -d '{"faucet":"0","balances":{"0x…":"50000"}}'
+//	curl localhost:PORT/_control -d '{"reset":true}'
 //
 // The ledger is one test USDC for both networks, addresses compared without
 // case. An address the fake has not seen starts with the faucet amount (10

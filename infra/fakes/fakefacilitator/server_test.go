@@ -207,16 +207,22 @@ func TestCallsRecordThePayment(t *testing.T) {
 	p.auth["value"] = "7"
 	f.verify(t, p.body(t))
 	f.settle(t, `[]`)
+	old := newPayment()
+	old.version = 1
+	if _, s := f.settle(t, old.body(t)); *s.Network != sepolia {
+		t.Errorf("a refused version's settle answer names network %q, want %s", *s.Network, sepolia)
+	}
 
 	calls := f.calls(t)
-	if len(calls) != 3 {
-		t.Fatalf("calls %+v, want 3", calls)
+	if len(calls) != 4 {
+		t.Fatalf("calls %+v, want 4", calls)
 	}
 	want := []fakefacilitator.Call{
 		{Time: fixedNow, Path: "/supported", Outcome: "ok", Status: 200},
 		{Time: fixedNow, Path: "/verify", Network: sepolia, From: payer, Nonce: nonce1, Value: "7",
 			Outcome: "invalid_exact_evm_payload_authorization_value_mismatch", Status: 200},
 		{Time: fixedNow, Path: "/settle", Outcome: "invalid_payload", Status: 400},
+		{Time: fixedNow, Path: "/settle", Network: sepolia, From: payer, Nonce: nonce1, Value: price, Outcome: "invalid_x402_version", Status: 400},
 	}
 	for i, c := range calls {
 		if !c.Time.Equal(want[i].Time) {

@@ -353,6 +353,11 @@ func TestSettleSlow(t *testing.T) {
 			if got := f.fake.Balance(payTo); got != price {
 				t.Errorf("during the wait payTo has %s, want %s: the money moves first", got, price)
 			}
+			// A second settle meanwhile, as a client that timed out
+			// retrying: the first has used the authorization.
+			if _, again := f.settle(t, body); *again.Success || again.ErrorReason != "invalid_exact_evm_nonce_already_used" {
+				t.Errorf("settled again during the wait: %+v, want invalid_exact_evm_nonce_already_used", again)
+			}
 			if giveUp {
 				cancel()
 			} else {
@@ -371,8 +376,8 @@ func TestSettleSlow(t *testing.T) {
 			// Close waits for the handler to end, the call's record with it.
 			f.srv.Close()
 			calls := f.fake.Calls()
-			if want := map[bool]int{false: 200, true: 0}[giveUp]; len(calls) != 1 || calls[0].Outcome != "settled" || calls[0].Status != want {
-				t.Errorf("calls %+v, want one settled, status %d", calls, want)
+			if want := map[bool]int{false: 200, true: 0}[giveUp]; len(calls) != 2 || calls[0].Outcome != "settled" || calls[0].Status != want {
+				t.Errorf("calls %+v, want the first settled, status %d, and the second refused", calls, want)
 			}
 		})
 	}

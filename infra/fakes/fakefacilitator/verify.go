@@ -56,7 +56,8 @@ func (t *transfer) key() nonceKey {
 }
 
 // decodeRequest reads a /verify or /settle body, refusing what a
-// facilitator refuses before any scheme looks at it.
+// facilitator refuses before any scheme looks at it. The request is nil
+// only when the body is not JSON of its shape.
 func decodeRequest(body []byte) (*request, *refusal) {
 	var req request
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -64,26 +65,26 @@ func decodeRequest(body []byte) (*request, *refusal) {
 	}
 	switch {
 	case req.PaymentPayload == nil:
-		return nil, badRequest(reasonInvalidPayload, "paymentPayload is missing")
+		return &req, badRequest(reasonInvalidPayload, "paymentPayload is missing")
 	case req.PaymentRequirements == nil:
-		return nil, badRequest(reasonInvalidRequirement, "paymentRequirements is missing")
+		return &req, badRequest(reasonInvalidRequirement, "paymentRequirements is missing")
 	case req.PaymentPayload.X402Version != x402.Version:
-		return nil, badRequest(reasonInvalidVersion, "unsupported version: %d", req.PaymentPayload.X402Version)
+		return &req, badRequest(reasonInvalidVersion, "unsupported version: %d", req.PaymentPayload.X402Version)
 	case req.X402Version != 0 && req.X402Version != x402.Version:
-		return nil, badRequest(reasonInvalidVersion, "unsupported version: %d", req.X402Version)
+		return &req, badRequest(reasonInvalidVersion, "unsupported version: %d", req.X402Version)
 	}
 	r := req.PaymentRequirements
 	if _, ok := x402.LookupNetwork(r.Network); !ok {
-		return nil, badRequest(reasonInvalidNetwork, "no facilitator for network %q", r.Network)
+		return &req, badRequest(reasonInvalidNetwork, "no facilitator for network %q", r.Network)
 	}
 	if r.Scheme != x402.SchemeExact {
-		return nil, badRequest(reasonUnsupportedScheme, "no facilitator for scheme %q", r.Scheme)
+		return &req, badRequest(reasonUnsupportedScheme, "no facilitator for scheme %q", r.Scheme)
 	}
 	if _, err := x402.ChecksumAddress(r.PayTo); err != nil {
-		return nil, badRequest(reasonInvalidRequirement, "payTo: %v", err)
+		return &req, badRequest(reasonInvalidRequirement, "payTo: %v", err)
 	}
 	if _, err := x402.ChecksumAddress(r.Asset); err != nil {
-		return nil, badRequest(reasonInvalidRequirement, "asset: %v", err)
+		return &req, badRequest(reasonInvalidRequirement, "asset: %v", err)
 	}
 	return &req, nil
 }
