@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -232,9 +231,6 @@ func requestID(req httpapi.Request) string {
 	}
 	return ""
 }
-
-// errNoAnswer marks a facilitator call that got no answer.
-var errNoAnswer = errors.New("the facilitator gave no answer")
 
 // logFor is the request's logger, naming the order once it has one.
 func (h *Handler) logFor(t *payment) *slog.Logger {
