@@ -68,4 +68,18 @@ func TestAgentOrdersAreServedWhereAgentsPoll(t *testing.T) {
 	if code, _ := e.get(id); code != http.StatusOK {
 		t.Fatalf("/api/verdict for an agent order: %d", code)
 	}
+
+	// A failed one says the payment goes back to the wallet, not "we
+	// will email you".
+	failed := "x402_test_" + strings.Repeat("f", 32)
+	o.SessionID, o.Status = failed, oracle.StatusPaid
+	if _, err := e.orders.ClaimOrder(ctx, o, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.orders.MarkFailed(ctx, failed, "model_refused"); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e.pollAgent(failed); code != http.StatusInternalServerError || !strings.Contains(body, "refunded to the wallet") || strings.Contains(body, "email") {
+		t.Fatalf("a failed agent order: %d %s", code, body)
+	}
 }

@@ -147,6 +147,10 @@ var (
 	// aside as corrupt is generated again: never a bare error.
 	preparingAgain = answer{Status: "preparing_again", Message: "Your verdict is being prepared again. This page updates by itself when it is ready."}
 	underReview    = answer{Status: "under_review", Message: "Your verdict is under review. We will email you when it is ready."}
+	// agentUnderReview and agentFailed are underReview and the failure's
+	// answer for an agent, which reads them here instead of an email.
+	agentUnderReview = answer{Status: "under_review", Message: "Your verdict is under review. This address gives it once it is ready, or says the payment was refunded."}
+	agentFailed      = answer{Status: "failed", Message: "Analysis failed. The payment will be refunded to the wallet that paid it."}
 	// paymentUnconfirmed answers an agent whose settlement's outcome was
 	// lost on the way, while the operator confirms it on the chain.
 	paymentUnconfirmed = answer{Status: "payment_unconfirmed", Message: "Your payment is being confirmed. This address will give your verdict once it is."}
@@ -209,6 +213,16 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 	}
 	if o.BeingRepaired() {
 		return httpapi.JSON(http.StatusAccepted, preparingAgain), nil
+	}
+	if oracle.IsAgentOrder(id) {
+		// An agent has no address: what a customer is told by email, it
+		// reads here.
+		switch o.Status {
+		case oracle.StatusHeld, oracle.StatusQuarantined:
+			return httpapi.JSON(http.StatusAccepted, agentUnderReview), nil
+		case oracle.StatusFailed:
+			return httpapi.JSON(http.StatusInternalServerError, agentFailed), nil
+		}
 	}
 	return h.unserved(ctx, log, o.Status), nil
 }

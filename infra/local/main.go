@@ -51,6 +51,7 @@ Environment:
   SES_PORT               fake SES front port, before moto's SES (default 3003)
   MAIL_TRANSPORT         ses (default) or graph: email through the fake Microsoft Graph
   GRAPH_PORT             fake Microsoft Graph port (default 3004)
+  FACILITATOR_PORT       fake x402 facilitator port; the agent rail pays the local wallet on Base Sepolia through it (default 3005)
   ORACLE_FORCE_BASE64    1: the front door base64-encodes every request body
   SCHEDULE_EVERY         fire some functions' schedules at a fixed interval instead of
                          their rate or cron, e.g. HealthFunction=30s,SmokeFunction=2m
