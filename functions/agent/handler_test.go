@@ -231,6 +231,10 @@ func TestAPaymentIsAskedForWithWhatToPay(t *testing.T) {
 				t.Errorf("%s on %s: %+v", path, n, r)
 			}
 		}
+		// Kept small: some facilitators and proxies refuse large headers.
+		if n := len(resp.Headers[x402.HeaderPaymentRequired]); n > 2048 {
+			t.Errorf("%s: PAYMENT-REQUIRED is %d bytes", path, n)
+		}
 		if !strings.Contains(resp.Headers["Access-Control-Expose-Headers"], "PAYMENT-REQUIRED") ||
 			!strings.Contains(resp.Headers["Access-Control-Expose-Headers"], "PAYMENT-RESPONSE") {
 			t.Errorf("%s: headers not exposed to browsers: %v", path, resp.Headers)
@@ -578,7 +582,8 @@ func TestALostSettlementIsNeverUnaccounted(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 	o, _, _ := e.orders.Get(context.Background(), recs[0].SessionID)
-	if o.Status != oracle.StatusAwaitingPayment || o.Agent == nil || o.Agent.Payer != x402.AddressOf(key.PubKey()) {
+	if o.Status != oracle.StatusAwaitingPayment || o.Agent == nil || o.Agent.Payer != x402.AddressOf(key.PubKey()) ||
+		o.Agent.Nonce == "" || o.Agent.ValidBefore == "" || !strings.Contains(raised0(e), o.Agent.Nonce) {
 		t.Fatalf("order %+v", o)
 	}
 	raised := e.alerts.Raised()
@@ -648,4 +653,12 @@ func addUnits(balance string, n int64) string {
 		return "not a balance: " + balance
 	}
 	return b.Add(b, big.NewInt(n)).String()
+}
+
+// raised0 is the first alert's detail, or "".
+func raised0(e *env) string {
+	if a := e.alerts.Raised(); len(a) > 0 {
+		return a[0].Detail
+	}
+	return ""
 }

@@ -85,7 +85,8 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		SessionID: id, Status: oracle.StatusAwaitingPayment, Tier: t.tier, Query: t.query,
 		Livemode: !t.network.Testnet, AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC,
 		Source: oracle.SourceX402, SessionCreated: t.started.UTC(), Expires: t.started.Add(h.Retention),
-		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: checksummed(auth.From), Endpoint: t.endpoint},
+		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: checksummed(auth.From), Endpoint: t.endpoint,
+			Nonce: auth.Nonce, ValidBefore: auth.ValidBefore},
 	}
 	// The order exists, awaiting payment, before the settlement is asked
 	// for: a settlement whose answer is lost still has its order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,3 +141,12 @@ func agentNetwork(o oracle.Order) string {
 var agentPrefix = regexp.MustCompile(`^x402_(test|live)_[A-Za-z0-9]{1,32}$`)
 
 func validPrefix(id string) bool { return agentPrefix.MatchString(id) }
+
+// unixUTC writes Unix seconds as an RFC 3339 time, or as given.
+func unixUTC(s string) string {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return s
+	}
+	return time.Unix(n, 0).UTC().Format(time.RFC3339)
+}

@@ -18,7 +18,8 @@ func (e *env) awaitingAgent(id string) {
 	o := oracle.Order{SessionID: id, Status: oracle.StatusAwaitingPayment, Tier: oracle.TierQuick, Query: "Sell bread on Sundays",
 		AmountTotal: 50_000, Currency: oracle.CurrencyUSDC, Source: oracle.SourceX402, SessionCreated: e.clock.Now().Add(-time.Hour),
 		Expires: e.clock.Now().Add(90 * 24 * time.Hour),
-		Agent:   &oracle.AgentPayment{Network: "eip155:84532", Payer: "0x857b06519E91e3A54538791bDbb0E22373e36b66", Endpoint: "/x402/query"}}
+		Agent: &oracle.AgentPayment{Network: "eip155:84532", Payer: "0x857b06519E91e3A54538791bDbb0E22373e36b66", Endpoint: "/x402/query",
+			Nonce: "0x" + strings.Repeat("ab", 32), ValidBefore: "1795780800"}}
 	if _, err := e.orders.ClaimOrder(context.Background(), o, time.Minute); err != nil {
 		e.t.Fatal(err)
 	}
@@ -72,7 +73,8 @@ func TestAnUnconfirmedSettlementIsConfirmedOrVoided(t *testing.T) {
 		t.Fatalf("generation jobs %q", jobs)
 	}
 	if shown := e.do(Request{Action: "show", Session: confirmed}); !shown.OK || !strings.Contains(shown.Text, "0.050000 USDC over x402") ||
-		!strings.Contains(shown.Text, tx) || !strings.Contains(shown.Text, "0x857b06519E91e3A54538791bDbb0E22373e36b66") {
+		!strings.Contains(shown.Text, tx) || !strings.Contains(shown.Text, "0x857b06519E91e3A54538791bDbb0E22373e36b66") ||
+		!strings.Contains(shown.Text, "0x"+strings.Repeat("ab", 32)) || !strings.Contains(shown.Text, "2026-11-27T12:00:00Z") {
 		t.Fatalf("show: %+v", shown)
 	}
 	if v := e.do(by(Request{Action: "x402-void", Session: confirmed})); v.OK {

@@ -194,6 +194,9 @@ func (h *Handler) show(ctx context.Context, r Request) (Answer, error) {
 		}
 		fmt.Fprintf(&b, "\ntier      %s, paid %s USDC over x402 at %s, %s mode\npayer     %s on %s (%s)\n", o.Tier, usdc(o.AmountTotal), a.Endpoint,
 			map[bool]string{true: "live", false: "test"}[o.Livemode], a.Payer, a.Network, tx)
+		if a.Nonce != "" {
+			fmt.Fprintf(&b, "authorization nonce %s, valid before %s\n", a.Nonce, unixUTC(a.ValidBefore))
+		}
 	} else {
 		fmt.Fprintf(&b, "\ntier      %s, paid %s (%s), %s mode\n", o.Tier, oracle.FormatAmount(o.AmountTotal, o.Currency), o.PaymentIntent,
 			map[bool]string{true: "live", false: "test"}[o.Livemode])

@@ -272,4 +272,9 @@ type AgentPayment struct {
 	Transaction string `dynamodbav:"transaction"`
 	// Endpoint is the route that was paid (/x402/query, …).
 	Endpoint string `dynamodbav:"endpoint"`
+	// Nonce and ValidBefore are the authorization's: what the operator
+	// looks up on the chain when a settlement's outcome is unknown, and
+	// when it can no longer settle (Unix seconds).
+	Nonce       string `dynamodbav:"nonce,omitempty"`
+	ValidBefore string `dynamodbav:"valid_before,omitempty"`
 }
