@@ -84,9 +84,12 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	t.order = oracle.Order{
 		SessionID: id, Status: oracle.StatusAwaitingPayment, Tier: t.tier, Query: t.query,
 		Livemode: !t.network.Testnet, AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC,
-		Source: oracle.SourceX402, SessionCreated: t.started.UTC(), Expires: t.started.Add(h.Retention),
+		Source: oracle.SourceX402, SessionCreated: t.started.UTC(),
 		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: checksummed(auth.From), Endpoint: t.endpoint},
+		// As a Stripe session's smoke flag, it holds in test mode only.
+		Smoke: t.network.Testnet && h.SmokePayer != "" && x402.SameAddress(auth.From, h.SmokePayer),
 	}
+	t.order.Expires = t.started.Add(t.order.Retention(h.Retention))
 	// The order exists, awaiting payment, before the settlement is asked
 	// for: a settlement whose answer is lost still has its order.
 	if _, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease); err != nil {
@@ -222,7 +225,7 @@ func (h *Handler) record(ctx context.Context, t *payment, status audit.Status, d
 		LatencyMS: max(now.Sub(t.started).Milliseconds(), 0), Status: status, Source: audit.SourceX402,
 		SessionCreated: t.started.UTC(), Event: audit.EventX402Payment, Livemode: !t.network.Testnet,
 		AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC, OrderStatus: string(t.order.Status),
-		TxHash: tx, Endpoint: t.endpoint, AmountUSDC: usdc(t.tier.PriceUSDCAtomic()),
+		TxHash: tx, Endpoint: t.endpoint, AmountUSDC: usdc(t.tier.PriceUSDCAtomic()), Smoke: t.order.Smoke,
 	}
 	r.Network = string(t.accepted.Network)
 	if r.Network == "" {
