@@ -20,7 +20,7 @@ X402CLIENT          := infra/x402client/node_modules/.package-lock.json
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke ops inbox-replay x402-pay invoke tools clean
+.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke smoke-wallet ops inbox-replay x402-pay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -188,10 +188,15 @@ else
 	@set -o pipefail; .build/local invoke InboxFunction -e .build/inbox-replay.json 2>.build/inbox-replay.log | python3 infra/opsverb/ops.py answer inbox || { echo "(the function's log: .build/inbox-replay.log)"; exit 1; }
 endif
 
-## smoke: the smoke test's ten stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
+## smoke: the smoke test's twelve stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
 smoke:
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@$(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET)
+
+## smoke-wallet: prints a fresh key for the smoke test's Base Sepolia wallet and its address (X402SmokeKeyArn's secret and X402SmokePayer; docs/deploying.md); nothing is stored
+smoke-wallet:
+	@$(GO) build -o .build/smoke ./infra/smoke
+	@.build/smoke -new-wallet
 
 ## x402-pay: pays `make run`'s agent rail as any agent would, with the official x402 client (infra/x402client) and a fresh key (X402_PRIVATE_KEY: a key of your own), e.g. make x402-pay TIER=quick QUERY='Should I take the job?'; prints the answer, the decoded PAYMENT-RESPONSE and the header the client sent
 X402_BASE ?= http://localhost:3000

@@ -24,8 +24,10 @@ type settings struct {
 	AlertsTopic   string
 	BaseURL       string
 	// PayTo is the wallet agents pay, EIP-55; empty turns the rail off.
-	PayTo    string
-	Networks []x402.NetworkInfo
+	PayTo string
+	// SmokePayer is the smoke test's wallet, EIP-55, or empty.
+	SmokePayer string
+	Networks   []x402.NetworkInfo
 	// FacilitatorURL and, for Coinbase's, its API key pair ("<key id>
 	// <secret>", read again when refused).
 	FacilitatorURL string
@@ -59,6 +61,11 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		env.Invalid("X402_PAY_TO", fmt.Errorf("must be a wallet address (0x and 40 hex digits): %w", err))
 	}
 	s.PayTo = sum
+	if p := env.Optional("X402_SMOKE_PAYER", ""); p != "" {
+		if s.SmokePayer, err = x402.ChecksumAddress(p); err != nil {
+			env.Invalid("X402_SMOKE_PAYER", fmt.Errorf("must be the smoke wallet's address (0x and 40 hex digits): %w", err))
+		}
+	}
 	choice := env.Optional("X402_NETWORKS", "testnet")
 	names, ok := networkChoices[choice]
 	if !ok {

@@ -82,6 +82,10 @@ type Handler struct {
 	// the rail is off and every route answers 404.
 	Networks []x402.NetworkInfo
 	PayTo    string // the wallet paid, EIP-55
+	// SmokePayer is the smoke test's wallet, EIP-55 (empty: none): its
+	// orders on a test network are flagged smoke, so that no figure counts
+	// them and the smoke test may delete them.
+	SmokePayer string
 	// MaxTimeout is the requirement's maxTimeoutSeconds: how long a signed
 	// authorization stays valid for us to settle.
 	MaxTimeout time.Duration

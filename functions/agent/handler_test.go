@@ -610,6 +610,60 @@ func TestASlowSettlementStillDelivers(t *testing.T) {
 	}
 }
 
+// TestTheSmokeWalletsOrderIsSmokeOnATestNetworkOnly: an order the smoke
+// test's wallet (X402_SMOKE_PAYER) pays on Base Sepolia is flagged smoke,
+// as is its payment record, and expires within a day, so that no figure
+// counts it and the smoke test may delete it; another wallet's order, or
+// the smoke wallet's on Base (real money), is an ordinary one.
+func TestTheSmokeWalletsOrderIsSmokeOnATestNetworkOnly(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	smokeKey := wallet(t)
+	e.h.SmokePayer = x402.AddressOf(smokeKey.PubKey())
+	offer := e.offer("/x402/query").Accepts // Base Sepolia, then Base
+	cases := []struct {
+		name  string
+		key   *secp256k1.PrivateKey
+		req   x402.PaymentRequirements
+		smoke bool
+	}{
+		{"the smoke wallet on Base Sepolia", smokeKey, offer[0], true},
+		{"another wallet on Base Sepolia", wallet(t), offer[0], false},
+		{"the smoke wallet on Base", smokeKey, offer[1], false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.t = t
+			resp := e.do(request("/x402/query", body, e.sign(c.key, c.req, nil)))
+			var pending pendingAnswer
+			if resp.StatusCode != http.StatusAccepted || json.Unmarshal([]byte(resp.Body), &pending) != nil {
+				t.Fatalf("answered %d %s", resp.StatusCode, resp.Body)
+			}
+			o, found, err := e.orders.Get(ctx, pending.OrderID)
+			if err != nil || !found {
+				t.Fatalf("order %v %v", found, err)
+			}
+			kept := o.Expires.Sub(e.clock.Now())
+			if o.Smoke != c.smoke || o.Status != oracle.StatusPaid || (kept > oracle.SmokeRetention) != !c.smoke {
+				t.Errorf("order smoke=%v status %s kept %s; want smoke=%v, PAID, kept at most a day only if smoke", o.Smoke, o.Status, kept, c.smoke)
+			}
+			var recs []audit.Record
+			for _, r := range e.records() {
+				if r.SessionID == pending.OrderID {
+					recs = append(recs, r)
+				}
+			}
+			if len(recs) != 1 || recs[0].Status != audit.StatusOK || recs[0].Smoke != c.smoke {
+				t.Errorf("payment records %+v, want one OK with smoke=%v", recs, c.smoke)
+			}
+			deleted, err := e.orders.DeleteSmoke(ctx, pending.OrderID)
+			if deleted != c.smoke || (err == nil) != c.smoke {
+				t.Errorf("the smoke test's delete: deleted=%v err=%v, want deleted=%v", deleted, err, c.smoke)
+			}
+		})
+	}
+}
+
 // TestTheRailIsOffWithoutAWallet: with no X402_PAY_TO every route is 404.
 func TestTheRailIsOffWithoutAWallet(t *testing.T) {
 	h := &Handler{Log: obs.NewLogger(&testkit.Buffer{}, "INFO"), Now: time.Now}

@@ -39,7 +39,7 @@ func main() {
 	auditor := &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log}
 	generate := queue.NewSender(queue.NewClient(aws), cfg.GenerateQueue, time.Now)
 	h := &Handler{
-		Networks: cfg.Networks, PayTo: cfg.PayTo, MaxTimeout: cfg.MaxTimeout, SettleRoom: cfg.SettleRoom,
+		Networks: cfg.Networks, PayTo: cfg.PayTo, SmokePayer: cfg.SmokePayer, MaxTimeout: cfg.MaxTimeout, SettleRoom: cfg.SettleRoom,
 		SettleAttempts: cfg.SettleAttempts, Wait: cfg.Wait, Poll: 250 * time.Millisecond, Reserve: 2 * time.Second,
 		BaseURL: cfg.BaseURL, Retention: cfg.Retention, Lease: cfg.JobLease,
 		// The reference's clients wait 30 s for a settlement; ours must

@@ -84,10 +84,13 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	t.order = oracle.Order{
 		SessionID: id, Status: oracle.StatusAwaitingPayment, Tier: t.tier, Query: t.query,
 		Livemode: !t.network.Testnet, AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC,
-		Source: oracle.SourceX402, SessionCreated: t.started.UTC(), Expires: t.started.Add(h.Retention),
+		Source: oracle.SourceX402, SessionCreated: t.started.UTC(),
 		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: checksummed(auth.From), Endpoint: t.endpoint,
 			Nonce: auth.Nonce, ValidBefore: auth.ValidBefore},
+		// As a Stripe session's smoke flag, it holds in test mode only.
+		Smoke: t.network.Testnet && h.SmokePayer != "" && x402.SameAddress(auth.From, h.SmokePayer),
 	}
+	t.order.Expires = t.started.Add(t.order.Retention(h.Retention))
 	// The order exists, awaiting payment, before the settlement is asked
 	// for: a settlement whose answer is lost still has its order.
 	if _, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease); err != nil {
@@ -155,6 +158,7 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 		h.logFor(t).Error("settled, but the order could not be recorded as paid", "error", err.Error())
 		return h.unconfirmed(ctx, t, s, fmt.Errorf("settled in %s, but recording the order as paid failed: %w", s.Transaction, err))
 	}
+	t.order.Status = oracle.StatusPaid
 	h.Metrics.Count("X402Payments", 1)
 	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
 	h.logFor(t).Info("x402 payment settled; generation queued", "network", string(t.accepted.Network))
@@ -223,7 +227,7 @@ func (h *Handler) record(ctx context.Context, t *payment, status audit.Status, d
 		LatencyMS: max(now.Sub(t.started).Milliseconds(), 0), Status: status, Source: audit.SourceX402,
 		SessionCreated: t.started.UTC(), Event: audit.EventX402Payment, Livemode: !t.network.Testnet,
 		AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC, OrderStatus: string(t.order.Status),
-		TxHash: tx, Endpoint: t.endpoint, AmountUSDC: usdc(t.tier.PriceUSDCAtomic()),
+		TxHash: tx, Endpoint: t.endpoint, AmountUSDC: usdc(t.tier.PriceUSDCAtomic()), Smoke: t.order.Smoke,
 	}
 	r.Network = string(t.accepted.Network)
 	if r.Network == "" {

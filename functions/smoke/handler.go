@@ -16,11 +16,12 @@ type Runner interface {
 	Run(ctx context.Context) smoke.Report
 }
 
-// Fresh is the Runner of a run whose settings, the Stripe key and the
-// test-mode signing secret among them, are read anew when it starts: the
-// cold start has checked them once already, and the smoke test runs once a
-// day, so three more Secrets Manager reads a run cost nothing and a rotated
-// key or secret is never used stale, whether or not the container is new.
+// Fresh is the Runner of a run whose settings, the Stripe key, the
+// test-mode signing secret and the x402 smoke wallet's key among them, are
+// read anew when it starts: the cold start has checked them once already,
+// and the smoke test runs once a day, so a few more Secrets Manager reads a
+// run cost nothing and a rotated key or secret is never used stale, whether
+// or not the container is new.
 type Fresh struct {
 	Load  func(ctx context.Context) (smoke.Settings, error)
 	Build func(smoke.Settings) (Runner, error)

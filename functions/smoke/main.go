@@ -1,7 +1,8 @@
 // Command smoke is the end-to-end smoke test of the deployed pipeline,
 // daily at 07:00 UTC and on demand: a test-mode session through the
 // deployed checkout and webhook to the stored verdict, the verdict API,
-// the email and the audit log, then cleaned away.
+// the email and the audit log, and the agent rail paid on Base Sepolia as
+// an agent pays it, then cleaned away.
 package main
 
 import (

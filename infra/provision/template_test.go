@@ -248,7 +248,7 @@ func TestDashboardChartsEveryFunction(t *testing.T) {
 }
 
 // TestTheSmokeTestIsScheduledAndWatched: the smoke function runs daily at
-// 07:00 UTC, one run at a time, within the three minutes its ten stages
+// 07:00 UTC, one run at a time, within the three minutes its twelve stages
 // may take; an alarm fires when no run has passed for 26 hours, a run
 // that never happened included; and its role may delete orders but not
 // write them, scan them or touch the queues.

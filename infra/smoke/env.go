@@ -23,11 +23,15 @@ var (
 		"STRIPE_SECRET_KEY_ARN":          "StripeSecretKeyArn",
 		"STRIPE_TEST_SECRET_KEY_ARN":     "StripeTestSecretKeyArn",
 		"STRIPE_TEST_WEBHOOK_SECRET_ARN": "StripeTestWebhookSecretArn",
+		"X402_PAY_TO":                    "X402PayTo",
+		"X402_NETWORKS":                  "X402Networks",
+		"X402_SMOKE_KEY_ARN":             "X402SmokeKeyArn",
+		"X402_SMOKE_PAYER":               "X402SmokePayer",
 	}
 	// overridable are the secrets a workstation may give itself instead
 	// of reading the stack's (a key not yet stored, a live key to see the
 	// environment check refuse it).
-	overridable = []string{"STRIPE_SECRET_KEY", "STRIPE_TEST_SECRET_KEY", "STRIPE_TEST_WEBHOOK_SECRET"}
+	overridable = []string{"STRIPE_SECRET_KEY", "STRIPE_TEST_SECRET_KEY", "STRIPE_TEST_WEBHOOK_SECRET", "X402_SMOKE_KEY"}
 )
 
 // settingsEnv is the environment the smoke function would have in the

@@ -12,6 +12,8 @@ import (
 	"42sisters.ai/oracle/infra/deployment"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/shared/smoke"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // described is a deployed stack as Describe reads it.
@@ -25,6 +27,8 @@ func described() deployment.Deployment {
 		Parameters: map[string]string{
 			"MailTransport": "ses", "MailSender": "oracle@42sisters.ai", "GraphSender": "", "GraphCredentialsArn": "",
 			"StripeSecretKeyArn": "arn:key", "StripeTestSecretKeyArn": "arn:test-key", "StripeTestWebhookSecretArn": "arn:test-whsec",
+			"X402PayTo": "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", "X402Networks": "testnet",
+			"X402SmokeKeyArn": "arn:smoke-wallet", "X402SmokePayer": "0x0000000000000000000000000000000000005307",
 		},
 	}
 }
@@ -63,7 +67,8 @@ func TestSettingsAreTheSmokeFunctions(t *testing.T) {
 			t.Errorf("the command reads the parameter %s, which the template does not have", param)
 		}
 	}
-	if env["GRAPH_SENDER"] != "oracle@42sisters.ai" || env["API_URL"] != described().Outputs["ApiUrl"] || env["STRIPE_TEST_WEBHOOK_SECRET_ARN"] != "arn:test-whsec" {
+	if env["GRAPH_SENDER"] != "oracle@42sisters.ai" || env["API_URL"] != described().Outputs["ApiUrl"] || env["STRIPE_TEST_WEBHOOK_SECRET_ARN"] != "arn:test-whsec" ||
+		env["X402_SMOKE_KEY_ARN"] != "arn:smoke-wallet" || env["X402_PAY_TO"] != described().Parameters["X402PayTo"] {
 		t.Errorf("settings %v", env)
 	}
 }
@@ -76,8 +81,11 @@ func TestWorkstationSecretsComeFirst(t *testing.T) {
 	d := described()
 	d.Env = map[string]string{"STRIPE_API_BASE": "http://127.0.0.1:3001"}
 	lookup := func(name string) (string, bool) {
-		if name == "STRIPE_SECRET_KEY" {
+		switch name {
+		case "STRIPE_SECRET_KEY":
 			return "sk_live_abc", true
+		case "X402_SMOKE_KEY":
+			return "0x" + strings.Repeat("ab", 32), true
 		}
 		return "", false
 	}
@@ -85,7 +93,7 @@ func TestWorkstationSecretsComeFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := env["STRIPE_SECRET_KEY_ARN"]; ok || env["STRIPE_SECRET_KEY"] != "sk_live_abc" {
+	if _, ok := env["STRIPE_SECRET_KEY_ARN"]; ok || env["STRIPE_SECRET_KEY"] != "sk_live_abc" || env["X402_SMOKE_KEY"] == "" || env["X402_SMOKE_KEY_ARN"] != "" {
 		t.Errorf("the workstation's key did not replace the stack's: %v", env)
 	}
 	if env["STRIPE_TEST_WEBHOOK_SECRET_ARN"] != "arn:test-whsec" || env["STRIPE_API_BASE"] != "http://127.0.0.1:3001" {
@@ -116,5 +124,35 @@ func TestWhatCannotRunExitsTwo(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout.String(), stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestNewWalletPrintsAKeyAndItsAddress: -new-wallet prints a fresh key the
+// smoke test reads and the address it belongs to, and touches no stack.
+func TestNewWalletPrintsAKeyAndItsAddress(t *testing.T) {
+	var keys []string
+	for range 2 {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"-new-wallet"}, noEnv, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var key, address string
+		for line := range strings.SplitSeq(strings.TrimSpace(stdout.String()), "\n") {
+			name, value, _ := strings.Cut(line, "=")
+			switch name {
+			case "X402_SMOKE_KEY":
+				key = value
+			case "X402SmokePayer":
+				address = value
+			}
+		}
+		k, err := smoke.ParseWalletKey(key)
+		if err != nil || x402.AddressOf(k.PubKey()) != address {
+			t.Fatalf("printed %q: key %v, want a key and its address", stdout.String(), err)
+		}
+		keys = append(keys, key)
+	}
+	if keys[0] == keys[1] {
+		t.Error("two wallets share a key")
 	}
 }

@@ -1,10 +1,11 @@
-// Command smoke runs the smoke test's ten stages from a workstation
+// Command smoke runs the smoke test's twelve stages from a workstation
 // against one deployment, exactly as the scheduled smoke function runs
 // them: after `sam deploy` against the deployed stack, found through
 // CloudFormation, or with -local against `make run`'s stack.
 //
 //	go run ./infra/smoke [-stack oracle]          the deployed stack
 //	go run ./infra/smoke -local .build/stack-local.json
+//	go run ./infra/smoke -new-wallet              a fresh smoke wallet: key and address
 //
 // It prints the report, raises the run's alert (INFO SMOKE_PASSED or
 // CRITICAL SMOKE_FAILED) on the stack's alerts topic, and exits 0 when
@@ -14,6 +15,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
 	"42sisters.ai/oracle/infra/deployment"
 	"42sisters.ai/oracle/shared/alert"
@@ -35,6 +38,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/smoke"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // exitEnvironment is the exit code of a run whose environment check
@@ -55,12 +59,16 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	stackName := fs.String("stack", "oracle", "the deployed CloudFormation stack")
 	local := fs.String("local", "", "the local stack's description that `make run` writes (.build/stack-local.json)")
 	stageTimeout := fs.Duration("stage-timeout", smoke.StageTimeout, "the most each stage may take")
+	newWallet := fs.Bool("new-wallet", false, "print a fresh key for the smoke test's Base Sepolia wallet and its address, and exit")
 	if err := fs.Parse(args); err != nil {
 		return exitEnvironment
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "smoke: unexpected arguments (-h shows usage)")
 		return exitEnvironment
+	}
+	if *newWallet {
+		return printWallet(stdout, stderr)
 	}
 	if *stageTimeout <= 0 {
 		fmt.Fprintln(stderr, "smoke: -stage-timeout must be a positive duration such as 30s")
@@ -77,6 +85,19 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fmt.Fprint(stdout, rep.String())
 	alerts.Raise(ctx, smoke.Announcement(rep))
 	return rep.ExitCode()
+}
+
+// printWallet makes a fresh smoke wallet and prints its key, for the
+// X402SmokeKeyArn secret, and its address, for X402SmokePayer.
+func printWallet(stdout, stderr io.Writer) int {
+	key, err := secp256k1.GeneratePrivateKey()
+	if err != nil {
+		fmt.Fprintln(stderr, "smoke: "+err.Error())
+		return 1
+	}
+	fmt.Fprintf(stdout, "X402_SMOKE_KEY=0x%s\nX402SmokePayer=%s\n", hex.EncodeToString(key.Serialize()), x402.AddressOf(key.PubKey()))
+	fmt.Fprintln(stderr, "Store the key as the X402SmokeKeyArn secret, pass the address as X402SmokePayer, and fund it with test USDC on Base Sepolia from https://faucet.circle.com.")
+	return 0
 }
 
 // wire finds the deployment and builds the runner and the alerter for it.

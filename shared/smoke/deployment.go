@@ -34,6 +34,10 @@ type Settings struct {
 	StripeKey     string
 	SigningSecret string
 	Graph         *mail.GraphConfig
+	// Agent is the agent rail as the agent function has it (X402_PAY_TO,
+	// X402_NETWORKS) and the smoke wallet that pays it (X402_SMOKE_KEY,
+	// X402_SMOKE_PAYER); the environment check says what is missing.
+	Agent Agent
 }
 
 // LoadSettings reads and validates every setting once.
@@ -50,6 +54,7 @@ func LoadSettings(ctx context.Context, env *config.Env) (Settings, error) {
 	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
 	testWebhook := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
 	_, s.Graph = mail.TransportFrom(ctx, env, "oracle@42sisters.ai")
+	s.Agent = loadAgent(ctx, env)
 	if err := env.Err(); err != nil {
 		return Settings{}, err
 	}
@@ -58,6 +63,27 @@ func LoadSettings(ctx context.Context, env *config.Env) (Settings, error) {
 		s.StripeKey = main
 	}
 	return s, nil
+}
+
+// loadAgent reads the agent rail's settings; a malformed smoke key is a
+// configuration error, named without its value.
+func loadAgent(ctx context.Context, env *config.Env) Agent {
+	a := Agent{PayTo: env.Optional("X402_PAY_TO", ""), Payer: env.Optional("X402_SMOKE_PAYER", "")}
+	switch networks := env.Optional("X402_NETWORKS", "testnet"); networks {
+	case "testnet", "both":
+		a.Testnet = true
+	case "mainnet":
+	default:
+		env.Invalid("X402_NETWORKS", fmt.Errorf("must be mainnet, testnet or both, got %q", networks))
+	}
+	if key := env.Secret(ctx, "X402_SMOKE_KEY", false); key != "" {
+		k, err := ParseWalletKey(key)
+		if err != nil {
+			env.Invalid("X402_SMOKE_KEY", err)
+		}
+		a.Key = k
+	}
+	return a
 }
 
 // NewRunner wires a Runner for the deployment s over the AWS
@@ -84,6 +110,7 @@ func NewRunner(s Settings, cfg aws.Config, ses SESAccount) (*Runner, error) {
 		Email:    email,
 		Orders:   orders,
 		Audit:    audit.NewReader(s3, s.AuditBucket),
+		Agent:    s.Agent,
 	}, nil
 }
 

@@ -1,7 +1,8 @@
-// Package smoke is the end-to-end smoke test of the deployed pipeline: ten
-// stages from the environment to the cleanup, each with its own deadline,
-// run by the scheduled smoke function and by `make smoke` alike, and the
-// report they print.
+// Package smoke is the end-to-end smoke test of the deployed pipeline:
+// twelve stages from the environment to the cleanup, each with its own
+// deadline, a card payment's path in Stripe test mode and an agent's over
+// x402 on Base Sepolia, run by the scheduled smoke function and by `make
+// smoke` alike, and the report they print.
 package smoke
 
 import (
@@ -14,7 +15,7 @@ import (
 // verdict is known for one wherever it shows.
 const Query = "Is the Oracle pipeline operational? This is an automated smoke test."
 
-// Stages are the ten stages, in order.
+// Stages are the twelve stages, in order.
 var Stages = [...]string{
 	"Environment check",
 	"Stores",
@@ -25,6 +26,8 @@ var Stages = [...]string{
 	"Verdict API",
 	"Verdict email",
 	"Crosscheck and filter",
+	"Agent payment (x402)",
+	"Agent verdict (x402)",
 	"Cleanup",
 }
 
@@ -43,7 +46,7 @@ const (
 // Result is one stage's outcome, its figure (session=..., verdict=...) and,
 // when it failed, why.
 type Result struct {
-	Stage    int // 1 to 10
+	Stage    int // 1 to 12
 	Outcome  Outcome
 	Figure   string
 	Err      string

@@ -19,6 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // StageTimeout bounds each stage, as the spec does: a pipeline that takes
@@ -45,7 +46,7 @@ type AuditLog interface {
 // Probe checks a dependency and says what it saw.
 type Probe func(ctx context.Context) (figure string, err error)
 
-// Runner runs the ten stages against one deployment.
+// Runner runs the twelve stages against one deployment.
 type Runner struct {
 	// StripeKey is the test-mode secret key; SigningSecret the test-mode
 	// webhook signing secret (stripex.SmokeSecrets picks both).
@@ -60,10 +61,13 @@ type Runner struct {
 	Email    Probe
 	Orders   Orders
 	Audit    AuditLog
+	// Agent is the agent rail's part (stages 10 and 11); its zero value
+	// is a rail that is off.
+	Agent Agent
 
 	Now          func() time.Time
 	StageTimeout time.Duration
-	// Poll is how often stages 6 and 8 look again.
+	// Poll is how often stages 6, 8 and 11 look again.
 	Poll time.Duration
 }
 
@@ -71,26 +75,37 @@ type Runner struct {
 type run struct {
 	session string
 	order   oracle.Order
+	// agent is the agent payment's order, once the deployment named it;
+	// agentNA says why the agent stages do not apply.
+	agent   *agentRun
+	agentNA string
 }
 
-// Run runs the ten stages and returns the report. A failed environment
+// Run runs the twelve stages and returns the report. A failed environment
 // check ends the run at once (nothing is created); any other failure lets
 // the later stages try what does not depend on it, and the cleanup always
-// runs when a session was made.
+// runs when a session or an agent order was made.
 func (r *Runner) Run(ctx context.Context) Report {
 	now := r.now()
 	rep := Report{Started: now}
 	st := &run{}
 	stages := []func(context.Context, *run) (string, error){
-		r.environment, r.stores, r.email, r.checkout, r.webhook, r.stored, r.verdictAPI, r.verdictEmail, r.decisions, r.cleanup,
+		r.environment, r.stores, r.email, r.checkout, r.webhook, r.stored, r.verdictAPI, r.verdictEmail, r.decisions,
+		r.agentPayment, r.agentVerdict, r.cleanup,
 	}
-	// needs says which stage's work each stage builds on (0: none).
-	needs := [...]int{0, 0, 0, 0, 4, 5, 6, 6, 6, 4}
+	// needs says which stage's work each stage builds on (0: none); the
+	// cleanup needs whatever was made.
+	needs := [...]int{0, 0, 0, 0, 4, 5, 6, 6, 6, 0, 10, 0}
 	for i, stage := range stages {
 		n := i + 1
 		res := Result{Stage: n}
 		if dep := needs[i]; dep > 0 && rep.Results[dep-1].Outcome != Pass {
 			res.Outcome, res.Err = Skip, fmt.Sprintf("stage %d did not pass", dep)
+			rep.Results = append(rep.Results, res)
+			continue
+		}
+		if n == len(stages) && st.session == "" && st.agent == nil {
+			res.Outcome, res.Err = Skip, "nothing was made to clean up"
 			rep.Results = append(rep.Results, res)
 			continue
 		}
@@ -136,7 +151,13 @@ func (r *Runner) environment(context.Context, *run) (string, error) {
 	case r.APIURL == "":
 		return "", errors.New("no API URL")
 	}
-	return "stripe=test", nil
+	if err := r.Agent.check(); err != nil {
+		return "", err
+	}
+	if r.Agent.notApplicable() != "" {
+		return "stripe=test x402=n/a", nil
+	}
+	return "stripe=test x402=" + string(x402.NetworkBaseSepolia), nil
 }
 
 func (r *Runner) stores(ctx context.Context, _ *run) (string, error) { return r.Stores(ctx) }
@@ -362,21 +383,50 @@ var expectedRecords = []audit.Event{
 	audit.EventFilter, audit.EventVerdictServed, audit.EventMailAttempt,
 }
 
-// cleanup removes the smoke order and expires the session, so nothing of
-// the run stays where a customer or a count could see it; its audit
-// records stay, flagged smoke, as the log is append-only.
+// cleanup removes the smoke order and expires the session, and removes the
+// agent order, so nothing of the run stays where a customer or a count
+// could see it; its audit records stay, flagged smoke, as the log is
+// append-only.
 func (r *Runner) cleanup(ctx context.Context, st *run) (string, error) {
-	deleted, err := r.Orders.DeleteSmoke(ctx, st.session)
+	var done, failed []string
+	if st.session != "" {
+		if fig, err := r.cleanSession(ctx, st.session); err != nil {
+			failed = append(failed, err.Error())
+		} else {
+			done = append(done, fig)
+		}
+	}
+	if st.agent != nil {
+		// Only an order flagged smoke, in test mode, can be deleted.
+		deleted, err := r.Orders.DeleteSmoke(ctx, st.agent.order)
+		switch {
+		case err != nil:
+			failed = append(failed, "the agent order: "+err.Error())
+		case deleted:
+			done = append(done, oracle.ShortID(st.agent.order)+" deleted")
+		default:
+			done = append(done, "no agent order to delete")
+		}
+	}
+	if len(failed) > 0 {
+		return "", errors.New(strings.Join(failed, "; "))
+	}
+	return strings.Join(done, ", "), nil
+}
+
+// cleanSession deletes the session's order and expires the session.
+func (r *Runner) cleanSession(ctx context.Context, session string) (string, error) {
+	deleted, err := r.Orders.DeleteSmoke(ctx, session)
 	if err != nil {
 		return "", err
 	}
-	if err := r.Sessions.ExpireSession(ctx, st.session); err != nil {
+	if err := r.Sessions.ExpireSession(ctx, session); err != nil {
 		return "", err
 	}
 	if !deleted {
 		return "session expired, no order to delete", nil
 	}
-	return oracle.ShortID(st.session) + " deleted", nil
+	return oracle.ShortID(session) + " deleted", nil
 }
 
 // call sends one request to the deployment and decodes a 200's JSON. Its
@@ -384,13 +434,30 @@ func (r *Runner) cleanup(ctx context.Context, st *run) (string, error) {
 // must not reach the report, the log or the alert.
 func (r *Runner) call(ctx context.Context, method, path string, body []byte, headers map[string]string, out any) error {
 	route, _, _ := strings.Cut(path, "?")
+	status, _, b, err := r.exchange(ctx, r.HTTP, method, r.APIURL+path, route, body, headers)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("%s %s → %d %s", method, route, status, oracle.Clip(string(b), 200))
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: the answer is not JSON: %w", method, route, err)
+	}
+	return nil
+}
+
+// exchange sends one request to target and returns the answer, whatever
+// its status. Its errors name route, never target, which may hold an id
+// that opens a verdict.
+func (r *Runner) exchange(ctx context.Context, c *http.Client, method, target, route string, body []byte, headers map[string]string) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, r.APIURL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return err
+		return 0, nil, nil, fmt.Errorf("%s %s: not a URL", method, route)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -398,26 +465,20 @@ func (r *Runner) call(ctx context.Context, method, path string, body []byte, hea
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := r.HTTP.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the whole URL
 		}
-		return fmt.Errorf("%s %s: %w", method, route, err)
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, route, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, route, err)
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", method, route, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s → %d %s", method, route, resp.StatusCode, oracle.Clip(string(b), 200))
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: the answer is not JSON: %w", method, route, err)
-	}
-	return nil
+	return resp.StatusCode, resp.Header, b, nil
 }
 
 // until asks done every Poll until it says yes, fails, or ctx ends.

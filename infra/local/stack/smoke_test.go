@@ -24,8 +24,10 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/smoke"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // TestSmokeTestOnTheLocalStack runs the smoke test as `make smoke LOCAL=1`
@@ -34,17 +36,21 @@ import (
 //
 //   - with a live Stripe key the command exits 2 at the environment check
 //     and creates nothing: no Stripe session, no order;
-//   - on a healthy stack it prints 10/10 PASS, exits 0 and raises one INFO
-//     SMOKE_PASSED, and afterwards the orders table, the customers'
-//     mailbox and the audit log's counts (every record flagged smoke) show
-//     nothing of it;
-//   - the scheduled function passes the same way;
+//   - on a healthy stack it prints 12/12 PASS, exits 0 and raises one INFO
+//     SMOKE_PASSED, having paid the agent rail on Base Sepolia with the
+//     stack's smoke wallet through the fake facilitator, and afterwards
+//     the orders table, the customers' mailbox and the audit log's counts
+//     (every record flagged smoke) show nothing of it;
+//   - the scheduled function passes the same way, with a verdict slower
+//     than the agent function's wait polled for at the 202's Location;
 //   - with the fake Gemini answering 503 the command names the failing
 //     stage, exits 1 and raises exactly one CRITICAL alert.
 func TestSmokeTestOnTheLocalStack(t *testing.T) {
 	t.Parallel()
 	o := options(t)
 	o.ScheduleOff = true
+	// A verdict slower than this is answered 202 and polled for.
+	o.Env = map[string]map[string]string{"AgentFunction": {"X402_WAIT": "2s"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
@@ -60,7 +66,7 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 	smokeRun := func(t *testing.T, env []string, args ...string) (string, int) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, cli, append([]string{"-local", described}, args...)...)
-		cmd.Env = append(withoutStripeSecrets(os.Environ()), env...)
+		cmd.Env = append(withoutSecrets(os.Environ()), env...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -78,7 +84,7 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 	t.Run("a live key exits 2 and creates nothing", func(t *testing.T) {
 		sessions, orders := stripeSessions(t, s), orderCount(t, s)
 		out, code := smokeRun(t, []string{"STRIPE_SECRET_KEY=sk_live_" + strings.Repeat("x", 24)})
-		if code != 2 || !strings.Contains(out, smoke.ErrLiveKey.Error()) || !strings.Contains(out, "RESULT: 0/10") {
+		if code != 2 || !strings.Contains(out, smoke.ErrLiveKey.Error()) || !strings.Contains(out, "RESULT: 0/12") {
 			t.Fatalf("exit %d, output:\n%s\nwant exit 2 and the FATAL line", code, out)
 		}
 		if got := stripeSessions(t, s); got != sessions {
@@ -89,21 +95,29 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		}
 	})
 
-	t.Run("make smoke LOCAL=1 passes 10 of 10", func(t *testing.T) {
+	t.Run("make smoke LOCAL=1 passes 12 of 12", func(t *testing.T) {
 		before := len(s.Alerts())
 		out, code := smokeRun(t, nil)
-		if code != 0 || !strings.Contains(out, "RESULT: 10/10 PASS") {
+		if code != 0 || !strings.Contains(out, "RESULT: 12/12 PASS") {
 			t.Fatalf("exit %d, output:\n%s", code, out)
 		}
-		if n := len(regexp.MustCompile(`(?m)^\[STAGE \d+\] .* PASS`).FindAllString(out, -1)); n != 10 {
-			t.Errorf("%d stage lines say PASS, want 10:\n%s", n, out)
+		if n := len(regexp.MustCompile(`(?m)^\[STAGE \d+\] .* PASS`).FindAllString(out, -1)); n != 12 {
+			t.Errorf("%d stage lines say PASS, want 12:\n%s", n, out)
+		}
+		// The agent stages paid, as an agent does, from the smoke wallet.
+		if !regexp.MustCompile(`\[STAGE 10\] Agent payment \(x402\) \.+ PASS  answer=20[02] order=x402_test_\w{16} tx=0x[0-9a-f]{64}\n`).MatchString(out) ||
+			!regexp.MustCompile(`\[STAGE 11\] Agent verdict \(x402\) \.+ PASS  verdict=\w+ record=x402/OK`).MatchString(out) {
+			t.Errorf("the agent stages did not pay and get a verdict:\n%s", out)
+		}
+		if settled := smokeSettlements(t, s); settled != 1 {
+			t.Errorf("the fake facilitator settled %d payments from the smoke wallet, want 1", settled)
 		}
 		session := regexp.MustCompile(`session_id=(cs_test_\w+)`).FindStringSubmatch(out)
 		if session == nil {
 			t.Fatalf("no session in the report:\n%s", out)
 		}
 		waitForAlert(t, s, alert.SmokePassed, before)
-		if got := since(alertsOf(s, alert.SmokePassed), s, before); len(got) != 1 || !strings.Contains(got[0], "[ORACLE-ALERT] INFO") || !strings.Contains(got[0], "10/10 PASS") {
+		if got := since(alertsOf(s, alert.SmokePassed), s, before); len(got) != 1 || !strings.Contains(got[0], "[ORACLE-ALERT] INFO") || !strings.Contains(got[0], "12/12 PASS") {
 			t.Errorf("SMOKE_PASSED alerts %q, want one INFO", got)
 		}
 		// The report shows the session by its name (oracle.ShortID) only:
@@ -117,9 +131,16 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		if got := customerMail(t, s.APIURL, true); !strings.Contains(got, stripex.SmokeEmail) {
 			t.Errorf("the smoke email is not in the mailbox's smoke list:\n%s", got)
 		}
+		if left := ordersWithPrefix(t, s, "x402_"); len(left) != 0 {
+			t.Errorf("agent orders left in the Orders table: %d", len(left))
+		}
 	})
 
 	t.Run("the scheduled function passes and leaves only smoke records", func(t *testing.T) {
+		// Every model answer takes 3 s: the agent's verdict comes after
+		// the agent function's 2 s wait, at the poll address.
+		post(t, s.GeminiURL+"/_control", `{"latency_ms":3000,"calls":10}`)
+		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) })
 		before := len(s.Alerts())
 		raw, err := s.Fire(ctx, "SmokeFunction")
 		if err != nil {
@@ -132,6 +153,9 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		if !rep.OK() || rep.ExitCode() != 0 {
 			t.Fatalf("report:\n%s", rep)
 		}
+		if fig := rep.Results[9].Figure; !strings.HasPrefix(fig, "answer=202 ") {
+			t.Errorf("stage 10 says %q, want the paid request answered 202 (the verdict polled for)", fig)
+		}
 		waitForAlert(t, s, alert.SmokePassed, before)
 		if n := len(since(alertsOf(s, alert.SmokeFailed), s, before)); n != 0 {
 			t.Errorf("%d SMOKE_FAILED alerts", n)
@@ -142,14 +166,22 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		// What stays is the audit trail, every record flagged so that no
 		// count or revenue figure takes it for a customer's.
 		// (AuditRecords also fails on any record holding an address.)
+		if left := ordersWithPrefix(t, s, "x402_"); len(left) != 0 {
+			t.Errorf("agent orders left in the Orders table: %d", len(left))
+		}
 		var records []audit.Record
+		agent := 0
 		for _, r := range testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) {
-			if r.SessionID == rep.Session {
+			// The stack's agent orders are the smoke test's alone.
+			if r.SessionID == rep.Session || oracle.IsAgentOrder(r.SessionID) {
 				records = append(records, r)
 			}
+			if oracle.IsAgentOrder(r.SessionID) && r.Source == audit.SourceX402 && r.Status == audit.StatusOK {
+				agent++
+			}
 		}
-		if len(records) == 0 {
-			t.Fatal("the run left no audit record")
+		if len(records) == 0 || agent < 2 {
+			t.Fatalf("the runs left %d audit records, %d of them x402 payments; want the payments of both runs", len(records), agent)
 		}
 		for _, r := range records {
 			if !r.Smoke || r.Livemode {
@@ -163,7 +195,9 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) })
 		before := len(s.Alerts())
 		out, code := smokeRun(t, nil, "-stage-timeout", "10s")
-		if code != 1 || !regexp.MustCompile(`\[STAGE 6\] Verdict stored \.+ FAIL`).MatchString(out) || !strings.Contains(out, "RESULT: 6/10") {
+		// The agent pays (stage 10) and waits in vain for its verdict (11).
+		if code != 1 || !regexp.MustCompile(`\[STAGE 6\] Verdict stored \.+ FAIL`).MatchString(out) || !strings.Contains(out, "RESULT: 7/12") ||
+			!regexp.MustCompile(`\[STAGE 11\] Agent verdict \(x402\) \.+ FAIL`).MatchString(out) {
 			t.Fatalf("exit %d, output:\n%s\nwant exit 1 with stage 6 failing", code, out)
 		}
 		// Why, without the noise of the read the deadline cut short.
@@ -188,9 +222,9 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 	})
 }
 
-// wholeSessionID matches a session id longer than the name (oracle.ShortID)
-// a report, a log line or an alert may show.
-var wholeSessionID = regexp.MustCompile(`cs_(test|live)_[A-Za-z0-9]{17,}`)
+// wholeSessionID matches a session id, or an agent order's, longer than
+// the name (oracle.ShortID) a report, a log line or an alert may show.
+var wholeSessionID = regexp.MustCompile(`(cs|x402)_(test|live)_[A-Za-z0-9]{17,}`)
 
 // buildSmokeCommand builds `make smoke`'s command once per package run.
 func buildSmokeCommand(t *testing.T) string {
@@ -205,16 +239,38 @@ func buildSmokeCommand(t *testing.T) string {
 	return bin
 }
 
-// withoutStripeSecrets drops the Stripe settings a developer's shell may
-// carry, so the command reads the stack's.
-func withoutStripeSecrets(env []string) []string {
+// withoutSecrets drops the Stripe settings and the x402 smoke wallet a
+// developer's shell may carry, so the command reads the stack's.
+func withoutSecrets(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "STRIPE_") {
+		if !strings.HasPrefix(kv, "STRIPE_") && !strings.HasPrefix(kv, "X402_") {
 			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// smokeSettlements counts the fake facilitator's settlements paid from
+// the stack's smoke wallet.
+func smokeSettlements(t *testing.T, s *stack.Stack) int {
+	t.Helper()
+	status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.FacilitatorURL+"/_calls"))
+	var calls []struct {
+		Path    string `json:"path"`
+		From    string `json:"from"`
+		Outcome string `json:"outcome"`
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &calls) != nil {
+		t.Fatalf("GET /_calls: %d %s", status, body)
+	}
+	n := 0
+	for _, c := range calls {
+		if c.Path == "/settle" && x402.SameAddress(c.From, s.SmokePayer) && c.Outcome == "settled" {
+			n++
+		}
+	}
+	return n
 }
 
 // since keeps the alerts published after the first n of the stack's

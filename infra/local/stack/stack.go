@@ -7,6 +7,7 @@ package stack
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
 	"42sisters.ai/oracle/infra/deployment"
 	"42sisters.ai/oracle/infra/fakes/fakefacilitator"
@@ -38,6 +40,7 @@ import (
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // Stack is the running local stack.
@@ -60,6 +63,9 @@ type Stack struct {
 	// settlements on demand, /_calls shows what it received), e.g.
 	// http://localhost:3005.
 	FacilitatorURL string
+	// SmokePayer is the smoke test's wallet on this stack: a fresh key
+	// each start, which the fake facilitator funds as a faucet would.
+	SmokePayer string
 	// Resources are the provisioned tables, queues, bucket and topic.
 	Resources *provision.Stack
 	// AWS reaches the moto server the functions use.
@@ -202,6 +208,15 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	// The agent rail, on: Base Sepolia through the fake facilitator.
 	env["X402_PAY_TO"], env["X402_NETWORKS"] = LocalPayTo, "testnet"
 	env["X402_FACILITATOR_URL"] = "http://" + facilitatorLn.Addr().String()
+	// The smoke test's wallet, as X402SmokeKeyArn and X402SmokePayer
+	// give it in AWS.
+	smokeKey, err := secp256k1.GeneratePrivateKey()
+	if err != nil {
+		return s, fmt.Errorf("the smoke wallet: %w", err)
+	}
+	s.SmokePayer = x402.AddressOf(smokeKey.PubKey())
+	env["X402_SMOKE_KEY"] = "0x" + hex.EncodeToString(smokeKey.Serialize())
+	env["X402_SMOKE_PAYER"] = s.SmokePayer
 	s.FacilitatorURL = fmt.Sprintf("http://localhost:%d", o.FacilitatorPort)
 	s.serve(facilitatorLn, fakefacilitator.New(fakefacilitator.Options{Logger: slog.New(slog.NewTextHandler(prefixed(o.Log, "[facilitator] "), nil))}))
 	s.env = env
