@@ -322,7 +322,7 @@ func TestAPaidRequestIsSettledThenGenerated(t *testing.T) {
 	r := recs[0]
 	if r.Status != audit.StatusOK || r.TxHash != settle.Transaction || r.Endpoint != "/x402/query/premium" || r.AmountUSDC != 1.0 ||
 		r.Network != "eip155:84532" || r.SessionID != pending.OrderID || !strings.HasPrefix(r.QueryHash, audit.HashPrefix) ||
-		!strings.HasPrefix(r.Payer, audit.HashPrefix) || r.ErrorDetail != nil {
+		!strings.HasPrefix(r.Payer, audit.HashPrefix) || r.ErrorDetail != nil || r.OrderStatus != string(oracle.StatusPaid) {
 		t.Fatalf("record %+v", r)
 	}
 }
