@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,6 +13,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/x402"
+	"42sisters.ai/oracle/shared/x402rail"
 )
 
 type settings struct {
@@ -41,39 +41,20 @@ type settings struct {
 	Hasher         *audit.Hasher
 }
 
-// networkChoices are X402_NETWORKS's values.
-var networkChoices = map[string][]x402.Network{
-	"mainnet": {x402.NetworkBase},
-	"testnet": {x402.NetworkBaseSepolia},
-	"both":    {x402.NetworkBase, x402.NetworkBaseSepolia},
-}
-
 // loadConfig reads and validates every setting once, at cold start. With
 // X402_PAY_TO unset the rail is off and nothing else is needed.
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
-	s := settings{PayTo: env.Optional("X402_PAY_TO", "")}
-	if s.PayTo == "" {
+	rail := x402rail.FromEnv(ctx, env)
+	s := settings{PayTo: rail.PayTo, Networks: rail.Networks, FacilitatorURL: rail.FacilitatorURL, FacilitatorKey: rail.FacilitatorKey}
+	if !rail.On() {
 		return s, env.Err()
 	}
-	sum, err := x402.ChecksumAddress(s.PayTo)
-	if err != nil {
-		env.Invalid("X402_PAY_TO", fmt.Errorf("must be a wallet address (0x and 40 hex digits): %w", err))
-	}
-	s.PayTo = sum
 	if p := env.Optional("X402_SMOKE_PAYER", ""); p != "" {
+		var err error
 		if s.SmokePayer, err = x402.ChecksumAddress(p); err != nil {
 			env.Invalid("X402_SMOKE_PAYER", fmt.Errorf("must be the smoke wallet's address (0x and 40 hex digits): %w", err))
 		}
-	}
-	choice := env.Optional("X402_NETWORKS", "testnet")
-	names, ok := networkChoices[choice]
-	if !ok {
-		env.Invalid("X402_NETWORKS", fmt.Errorf("must be mainnet, testnet or both, got %q", choice))
-	}
-	for _, n := range names {
-		info, _ := x402.LookupNetwork(n)
-		s.Networks = append(s.Networks, info)
 	}
 	s.OrdersTable = env.String("ORDERS_TABLE")
 	s.LedgerTable = env.String("LEDGER_TABLE")
@@ -81,13 +62,6 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	s.AuditBucket = env.String("AUDIT_BUCKET")
 	s.AlertsTopic = env.String("ALERTS_TOPIC_ARN")
 	s.BaseURL = env.URL("BASE_URL")
-	s.FacilitatorURL = env.URL("X402_FACILITATOR_URL")
-	s.FacilitatorKey = env.Credential(ctx, "X402_FACILITATOR_KEY", false)
-	if k := s.FacilitatorKey.Get(); k != "" {
-		if _, err := authorizer(k); err != nil {
-			env.Invalid("X402_FACILITATOR_KEY", err)
-		}
-	}
 	s.MaxTimeout = env.Duration("X402_MAX_TIMEOUT", 5*time.Minute)
 	s.SettleRoom = env.Duration("X402_SETTLE_ROOM", 30*time.Second)
 	if s.SettleRoom >= s.MaxTimeout {
@@ -102,18 +76,4 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		return settings{}, err
 	}
 	return s, nil
-}
-
-// authorizer is the CDP facilitator's authorizer for its API key pair,
-// given as "<key id> <secret>" (the secret may hold spaces and newlines).
-func authorizer(key string) (*x402.CDPAuthorizer, error) {
-	id, sec, ok := strings.Cut(strings.TrimSpace(key), " ")
-	if !ok || id == "" || strings.TrimSpace(sec) == "" {
-		return nil, fmt.Errorf("must be the API key id, a space, and its secret")
-	}
-	a, err := x402.NewCDPAuthorizer(id, strings.TrimSpace(sec))
-	if err != nil {
-		return nil, fmt.Errorf("the API key's secret: %w", err)
-	}
-	return a, nil
 }

@@ -32,6 +32,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/x402"
+	"42sisters.ai/oracle/shared/x402rail"
 )
 
 // payTo is the test's wallet.
@@ -89,7 +90,7 @@ func newEnvTB(t testing.TB) *env {
 		Networks: []x402.NetworkInfo{sepolia, base}, PayTo: payTo, MaxTimeout: 5 * time.Minute, SettleRoom: 30 * time.Second,
 		SettleAttempts: 3, Wait: 0, Poll: 250 * time.Millisecond, Reserve: 2 * time.Second,
 		BaseURL: "https://oracle.example", Retention: 90 * 24 * time.Hour, Lease: time.Minute,
-		Facilitator:    &keyedFacilitator{url: srv.URL, http: srv.Client()},
+		Facilitator:    x402rail.NewFacilitator(srv.URL, srv.Client(), nil),
 		Authorizations: ledger, Orders: e.orders,
 		Payer: &fulfil.Service{Orders: e.orders, Generate: generate, Audit: auditor, Alerts: e.alerts, Metrics: e.metrics,
 			Hasher: hasher, Log: log, Now: e.clock.Now, Lease: time.Minute, Retention: 90 * 24 * time.Hour},

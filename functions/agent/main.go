@@ -21,6 +21,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/x402rail"
 )
 
 func main() {
@@ -44,7 +45,7 @@ func main() {
 		BaseURL: cfg.BaseURL, Retention: cfg.Retention, Lease: cfg.JobLease,
 		// The reference's clients wait 30 s for a settlement; ours must
 		// leave the request time to answer within API Gateway's 30 s.
-		Facilitator:    &keyedFacilitator{url: cfg.FacilitatorURL, http: &http.Client{Timeout: 12 * time.Second}, key: cfg.FacilitatorKey},
+		Facilitator:    x402rail.NewFacilitator(cfg.FacilitatorURL, &http.Client{Timeout: 12 * time.Second}, cfg.FacilitatorKey),
 		Authorizations: ledger,
 		Orders:         orders,
 		Payer: &fulfil.Service{Orders: orders, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: fn.Metrics,

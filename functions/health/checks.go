@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,6 +24,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/x402"
 )
 
 // Thresholds of the figures the checks report as degraded.
@@ -409,3 +411,39 @@ func appendNew(ids, more []string) []string {
 
 // randFloat is the sample's random source in production.
 func randFloat() float64 { return rand.Float64() }
+
+// SupportedKinds lists what a facilitator settles (x402rail.Facilitator).
+type SupportedKinds interface {
+	Supported(ctx context.Context) (x402.SupportedResponse, error)
+}
+
+// facilitatorCheck asks the facilitator what it settles: it must list x402
+// version 2 and the exact scheme on every network agents are offered, or
+// agents cannot pay. Its failures are X402_FACILITATOR_DOWN.
+func facilitatorCheck(f SupportedKinds, networks []x402.NetworkInfo) Check {
+	return Check{Name: "x402_facilitator", Kind: alert.X402FacilitatorDown, Run: func(ctx context.Context, rec *health.Record) (health.Status, string, error) {
+		s, err := f.Supported(ctx)
+		if err != nil {
+			return "", "", fmt.Errorf("the facilitator's /supported: %w", err)
+		}
+		var missing, listed []string
+		for _, n := range networks {
+			found := false
+			for _, k := range s.Kinds {
+				if k.X402Version == x402.Version && k.Scheme == x402.SchemeExact && k.Network == n.Network {
+					found = true
+				}
+			}
+			if !found {
+				missing = append(missing, string(n.Network))
+			} else {
+				listed = append(listed, string(n.Network))
+			}
+		}
+		if len(missing) > 0 {
+			return health.Critical, fmt.Sprintf("the facilitator's /supported does not list x402 v%d %s on %s: agents cannot pay there",
+				x402.Version, x402.SchemeExact, strings.Join(missing, ", ")), nil
+		}
+		return health.OK, fmt.Sprintf("x402 v%d %s supported on %s", x402.Version, x402.SchemeExact, strings.Join(listed, ", ")), nil
+	}}
+}

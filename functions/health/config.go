@@ -15,6 +15,7 @@ import (
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/x402rail"
 )
 
 // The defaults of the health job's windows (docs/configuration.md).
@@ -56,6 +57,10 @@ type settings struct {
 	StripeTest    *secret.Value
 	StripeAPIBase string
 	Hasher        *audit.Hasher
+
+	// Rail is the agent rail's settings; with it on, the facilitator is
+	// checked.
+	Rail x402rail.Settings
 
 	Retention       time.Duration
 	HealthHistory   time.Duration
@@ -125,6 +130,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	_, s.Graph = mail.TransportFrom(ctx, env, "oracle@42sisters.ai")
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
 	s.Hasher = audit.HasherFrom(ctx, env)
+	s.Rail = x402rail.FromEnv(ctx, env)
 	s.HealthHistory, s.LockMode = audit.HealthHistoryFrom(env)
 	if err := env.Err(); err != nil {
 		return settings{}, err

@@ -43,6 +43,10 @@ type Check struct {
 	// answer (new dead letters, a sample of stored verdicts): trying it
 	// again would lose or redraw what it found, so it is not retried.
 	Finding bool
+	// Kind is the kind its failures are alerted as, when it is not
+	// HEALTH_CHECK_FAILED (the facilitator's is X402_FACILITATOR_DOWN);
+	// the lifecycle and the RECOVERED notice are every check's.
+	Kind alert.Kind
 }
 
 // Handler is one run of the health job: the checks (each retried once
@@ -144,11 +148,18 @@ func (h *Handler) lifecycle(ctx context.Context, checks []health.Check) {
 		h.Log.Error("check states unreadable; counting from zero", "error", err.Error())
 		states = map[string]health.CheckState{}
 	}
+	kinds := map[string]alert.Kind{}
+	for _, c := range h.Checks {
+		kinds[c.Name] = c.Kind
+	}
 	now := h.Now()
 	for _, c := range checks {
 		prev := states[c.Name]
 		next, a := health.Next(prev, c, h.FailCritical, now)
 		if a != nil {
+			if a.Kind == alert.HealthCheckFailed && kinds[c.Name] != "" {
+				a.Kind = kinds[c.Name]
+			}
 			h.Alerts.Raise(ctx, *a)
 		}
 		if next == prev {

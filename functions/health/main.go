@@ -1,13 +1,15 @@
 // Command health is the scheduled health job (every HEALTH_PERIOD): it
-// checks the stores, the queues, the email transport, the model and Stripe,
-// samples the stored verdicts, finds the paid orders left behind and sends
-// what they are owed again, claims the paid sessions whose webhook never
-// arrived, reminds the operator of the orders waiting for them, and keeps
-// the run's record for the health endpoint.
+// checks the stores, the queues, the email transport, the model, Stripe and,
+// with the agent rail on, the x402 facilitator; samples the stored
+// verdicts, finds the paid orders left behind and sends what they are owed
+// again, claims the paid sessions whose webhook never arrived, reminds the
+// operator of the orders waiting for them, and keeps the run's record for
+// the health endpoint.
 package main
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -25,6 +27,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/x402rail"
 )
 
 func main() {
@@ -83,6 +86,10 @@ func main() {
 		stripeCheck(pingers),
 		integrityCheck(index, orders, cfg.Hasher, alerts, cfg.Retention, time.Now, randFloat),
 	)
+	if cfg.Rail.On() {
+		f := x402rail.NewFacilitator(cfg.Rail.FacilitatorURL, &http.Client{Timeout: 5 * time.Second}, cfg.Rail.FacilitatorKey)
+		checks = append(checks, facilitatorCheck(f, cfg.Rail.Networks))
+	}
 	h.Checks = checks
 	h.Reconcile = &Reconciler{
 		Index:  index,

@@ -188,6 +188,9 @@ func (r *Reconciler) order(ctx context.Context, x store.Indexed, rec *health.Rec
 	case oracle.StatusPaid, oracle.StatusGenerating:
 		return r.stuck(ctx, x, rec)
 	case oracle.StatusAwaitingPayment:
+		if oracle.IsAgentOrder(x.SessionID) {
+			return r.unconfirmed(ctx, x, rec) // no Stripe session stands behind it
+		}
 		// Checkout Sessions expire within 24 hours; a delayed payment is
 		// confirmed by its own event, which may have been missed.
 		if now.Sub(x.SessionCreated) < 24*time.Hour {
@@ -436,3 +439,33 @@ func (r *Reconciler) remind(ctx context.Context, x store.Indexed, rec *health.Re
 
 // heldForAmount is the reminder of an order held at its claim.
 const heldForAmount = "HELD (its amount is not its tier's price): refund it, or deliver it as the tier paid for"
+
+// unconfirmed reminds the operator of an agent order still AWAITING_PAYMENT
+// StuckAfter after its claim: a settlement settles or is refused within
+// the agent's request, so its answer was lost (X402_SETTLE_UNCONFIRMED was
+// raised then) or the agent function stopped mid-settlement (nothing was
+// raised). Only the operator, who checks the chain, can confirm or void
+// it; the reminder repeats every RealertEvery until they do.
+func (r *Reconciler) unconfirmed(ctx context.Context, x store.Indexed, rec *health.Record) error {
+	if r.Now().Sub(x.UpdatedAt) < r.StuckAfter {
+		return nil // its request may still be settling it
+	}
+	first, err := r.Ledger.Mark(ctx, "remind#"+x.SessionID, r.RealertEvery)
+	if err != nil || !first {
+		return err
+	}
+	o, found, err := r.Orders.Get(ctx, x.SessionID)
+	if err != nil || !found || o.Status != oracle.StatusAwaitingPayment {
+		return err // moved on since the index saw it
+	}
+	rec.Reconcile.Reminded++
+	payer, network := "the payer", "its network"
+	if o.Agent != nil {
+		payer, network = o.Agent.Payer, o.Agent.Network
+	}
+	r.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.X402SettleUnconfirmed, Session: x.SessionID,
+		Detail: fmt.Sprintf("still AWAITING_PAYMENT (since %s): its settlement was never confirmed. Look on %s's explorer for a transfer of %s USDC from %s to the pay-to wallet: "+
+			"found, make ops ACTION=x402-confirm SESSION=<id> TX=<hash>; none and its authorization expired, make ops ACTION=x402-void SESSION=<id>",
+			x.UpdatedAt.UTC().Format(time.RFC3339), network, oracle.FormatUSDC(o.AmountTotal), payer)})
+	return nil
+}

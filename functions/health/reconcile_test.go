@@ -404,3 +404,111 @@ func TestCorruptStoredVerdictIsCritical(t *testing.T) {
 		t.Fatalf("the sample changed the order: %+v", o)
 	}
 }
+
+// askedSessions is Stripe as far as the health job asks it about one
+// session: it records whom it was asked about and answers unpaid.
+type askedSessions struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (s *askedSessions) CompletedSessions(context.Context, time.Time, time.Time, func(oracle.Session) error) error {
+	return nil
+}
+
+func (s *askedSessions) RetrieveSession(_ context.Context, id string) (oracle.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.asked = append(s.asked, id)
+	return oracle.Session{ID: id, PaymentStatus: "unpaid"}, nil
+}
+
+func (s *askedSessions) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.asked
+	s.asked = nil
+	return out
+}
+
+// TestUnconfirmedAgentOrdersAreRemindedUntilResolved: an agent order left
+// AWAITING_PAYMENT (its settlement unconfirmed) is X402_SETTLE_UNCONFIRMED
+// again once it has waited STUCK_AFTER (its request may still be settling
+// it before), then every 24 h until the operator confirms or voids it.
+// Found through the status index like every watched order; never looked
+// up in Stripe, whose own AWAITING_PAYMENT sessions keep their path (asked
+// about once a day old, never reminded).
+func TestUnconfirmedAgentOrdersAreRemindedUntilResolved(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		resolve func(t *testing.T, e *reconcileEnv, o oracle.Order)
+	}{
+		{"voided", func(t *testing.T, e *reconcileEnv, o oracle.Order) {
+			// As make ops ACTION=x402-void records it.
+			o.Status, o.Failure = oracle.StatusPaymentFailed, "voided_by_operator"
+			if _, err := e.orders.ClaimOrder(ctx, o, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"confirmed", func(t *testing.T, e *reconcileEnv, o oracle.Order) {
+			// As make ops ACTION=x402-confirm records it.
+			o.Agent.Transaction = "0x" + strings.Repeat("ab", 32)
+			if _, err := e.r.Fulfil.(*fulfil.Service).ClaimPaid(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newReconcileEnv(t)
+			stripe := &askedSessions{}
+			e.r.Sessions = map[bool]Sessions{true: stripe, false: stripe}
+			agent := oracle.Order{SessionID: "x402_test_" + strings.Repeat("R", 32), Status: oracle.StatusAwaitingPayment, Tier: oracle.TierQuick, Query: "q",
+				AmountTotal: oracle.TierQuick.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC, Source: oracle.SourceX402,
+				SessionCreated: e.clock.Now(), Expires: e.clock.Now().Add(90 * 24 * time.Hour),
+				Agent: &oracle.AgentPayment{Network: "eip155:84532", Payer: "0x857b06519E91e3A54538791bDbb0E22373e36b66", Endpoint: "/x402/query"}}
+			card := oracle.Order{SessionID: "cs_test_remindawaiting", Status: oracle.StatusAwaitingPayment, Tier: oracle.TierQuick, Query: "q",
+				AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: e.clock.Now(), Expires: e.clock.Now().Add(90 * 24 * time.Hour)}
+			for _, o := range []oracle.Order{agent, card} {
+				if _, err := e.orders.ClaimOrder(ctx, o, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := "ERROR X402_SETTLE_UNCONFIRMED " + agent.SessionID
+			for _, step := range []struct {
+				after    time.Duration // since the last step
+				resolve  bool          // the operator resolves it first
+				reminded int
+				asked    []string // the sessions Stripe is asked about
+				when     string
+			}{
+				{10 * time.Minute, false, 0, nil, "ten minutes after its claim: still settling"},
+				{5 * time.Minute, false, 1, nil, "STUCK_AFTER after its claim"},
+				{time.Hour, false, 0, nil, "an hour after the reminder"},
+				{22*time.Hour + 59*time.Minute, false, 0, []string{card.SessionID}, "a minute before the next 24 h (the card's session a day old)"},
+				{time.Minute, false, 1, []string{card.SessionID}, "24 h after the reminder"},
+				{24 * time.Hour, true, 0, []string{card.SessionID}, "the day after, confirmed or voided"},
+				{72 * time.Hour, false, 0, []string{card.SessionID}, "days after"},
+			} {
+				e.clock.Add(step.after)
+				if step.resolve {
+					tc.resolve(t, e, agent)
+				}
+				rec := e.run(t)
+				var got []string
+				for _, a := range e.alerts.take() {
+					if strings.Contains(a, "X402_SETTLE_UNCONFIRMED") || strings.Contains(a, card.SessionID) {
+						got = append(got, a)
+					}
+				}
+				if len(got) != step.reminded || (step.reminded == 1 && got[0] != want) || rec.Reconcile.Reminded != step.reminded {
+					t.Fatalf("%s: reminders %q (%d counted), want %d %s", step.when, got, rec.Reconcile.Reminded, step.reminded, want)
+				}
+				if asked := stripe.take(); !slices.Equal(asked, step.asked) {
+					t.Fatalf("%s: Stripe was asked about %q, want %q", step.when, asked, step.asked)
+				}
+			}
+		})
+	}
+}

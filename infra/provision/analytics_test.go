@@ -185,13 +185,13 @@ func TestAuditTableIsTheRecord(t *testing.T) {
 // The named queries, one per figure of shared/auditfigures.
 var figureQueries = []string{
 	"CacheHitRatioQuery", "CrosscheckRejectionRateQuery", "CustomerWaitQuery", "DivergenceRateQuery", "EmailFailureRateQuery", "ErrorDetailCoverageQuery",
-	"PaidSessionsQuery", "RevenueQuery", "TopErrorPatternsQuery", "WebhookLatencyQuery",
+	"PaidSessionsQuery", "RevenueQuery", "TopErrorPatternsQuery", "WebhookLatencyQuery", "X402LatencyQuery", "X402OutcomesQuery",
 }
 
 // TestNamedQueriesAreTheFigures: every named query runs in the audit
 // workgroup against the audit database, reads the table only within the
 // range it is given, and leaves the smoke test's records out wherever it
-// reads it; the revenue counts live mode only.
+// reads it; the revenue counts live mode only, card and agent apart.
 func TestNamedQueriesAreTheFigures(t *testing.T) {
 	tmpl := loadTemplate(t)
 	var names []string
@@ -221,6 +221,9 @@ func TestNamedQueriesAreTheFigures(t *testing.T) {
 		}
 		if q.LogicalID == "RevenueQuery" && !strings.Contains(text, "AND livemode = true") {
 			t.Errorf("the revenue query counts test-mode sessions:\n%s", text)
+		}
+		if q.LogicalID == "RevenueQuery" && !strings.Contains(text, "GROUP BY GROUPING SETS ((day, tier, rail, currency), (rail, currency))") {
+			t.Errorf("the revenue query does not keep the rails apart:\n%s", text)
 		}
 	}
 	if !slices.Equal(names, figureQueries) {

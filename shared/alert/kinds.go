@@ -210,8 +210,10 @@ const (
 	// verdict; the detail names the payer, the transaction and the amount
 	// for a manual refund.
 	X402RefundOwed Kind = "X402_REFUND_OWED"
-	// X402FacilitatorDown (CRITICAL): the facilitator did not answer, or no
-	// longer lists our network and scheme: agents cannot pay.
+	// X402FacilitatorDown (CRITICAL from the agent function; ERROR, then
+	// CRITICAL, from the health job's check): the facilitator did not
+	// answer, or no longer lists our network and scheme: agents cannot pay.
+	// One RECOVERED when the check passes again.
 	X402FacilitatorDown Kind = "X402_FACILITATOR_DOWN"
 )
 

@@ -340,3 +340,25 @@ func x402(status audit.Status, tx string, detail *string) func(*audit.Record) {
 		r.Payer = audit.HashPrefix + "0123456789abcdef0123456789abcdef"
 	}
 }
+
+// TestFailureStatusesNeedTheirDetail: FailureStatuses, which the figures
+// count as failures, are exactly the statuses a record needs its
+// error_detail for.
+func TestFailureStatusesNeedTheirDetail(t *testing.T) {
+	h := hasher(t)
+	failures := map[audit.Status]bool{}
+	for _, s := range audit.FailureStatuses() {
+		failures[s] = true
+	}
+	for _, s := range []audit.Status{audit.StatusOK, audit.StatusError, audit.StatusCached, audit.StatusRegenerated, audit.StatusEmailSent, audit.StatusEmailFailed,
+		audit.StatusReplay, audit.StatusInvalid, audit.StatusVerifyFailed, audit.StatusSettleFailed, audit.StatusSettleUnconfirmed, audit.StatusFacilitatorDown} {
+		r := valid(h)
+		r.Status = s
+		if needs := r.Validate() != nil; needs != failures[s] {
+			t.Errorf("%s: a record without error_detail refused %v, a failure status %v", s, needs, failures[s])
+		}
+	}
+	if len(failures) != 8 {
+		t.Errorf("failure statuses %v, want 8", audit.FailureStatuses())
+	}
+}

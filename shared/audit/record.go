@@ -51,6 +51,17 @@ const (
 var failed = map[Status]bool{StatusError: true, StatusEmailFailed: true,
 	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true}
 
+// FailureStatuses returns the statuses that describe a failure, sorted:
+// every record with one carries its error_detail.
+func FailureStatuses() []Status {
+	out := make([]Status, 0, len(failed))
+	for s := range failed {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
 var known = map[Status]bool{StatusOK: true, StatusError: true, StatusCached: true, StatusRegenerated: true, StatusEmailSent: true, StatusEmailFailed: true,
 	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true}
 

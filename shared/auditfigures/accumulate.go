@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/oracle"
@@ -43,14 +44,73 @@ func deliveryRecord(r audit.Record) bool {
 		(r.Status == audit.StatusEmailSent || r.Status == audit.StatusEmailFailed)
 }
 
-// session is what the figures keep of one paid session.
+// The rails a paid order came by: a card (a Stripe Checkout Session) or
+// an agent's x402 payment.
+const (
+	RailCard  = "card"
+	RailAgent = "agent"
+)
+
+// session is what the figures keep of one paid session or settled agent
+// order.
 type session struct {
-	date, tier, currency string
-	amount               int64
-	live                 bool
-	from                 int // sourceRank of the record the fields came from
-	webhookRecords       int
+	date, tier, currency, rail string
+	amount                     int64
+	live                       bool
+	from                       int // the rank of the record the fields came from (sourceRank, settledAgent's)
+	webhookRecords             int
 }
+
+// x402Statuses are the outcomes of an x402 payment's verification, as
+// Figures lists them (audit's x402 statuses, OK first).
+var x402Statuses = []audit.Status{audit.StatusOK, audit.StatusReplay, audit.StatusInvalid, audit.StatusVerifyFailed,
+	audit.StatusSettleFailed, audit.StatusSettleUnconfirmed, audit.StatusFacilitatorDown}
+
+// X402LatencyBound is the bound on the p95 latency_ms of the settled x402
+// payments (SPEC_ORACLE_AUDIT_TRAIL VC-2, the x402 path).
+const X402LatencyBound = 5 * time.Second
+
+// x402Record reports whether r is an x402 payment's verification outcome.
+func x402Record(r audit.Record) bool {
+	return r.Source == audit.SourceX402 && r.Event == audit.EventX402Payment
+}
+
+// Operator actions on agent orders that move their money.
+const (
+	actionX402Confirm = "x402-confirm"
+	actionRefund      = "refund"
+)
+
+// operatorOnAgent reports whether r records the operator's action on an
+// agent order whose outcome begins with done ("confirmed <tx>", "refunded
+// <tx>").
+func operatorOnAgent(r audit.Record, action, done string) bool {
+	return r.Source == audit.SourceOperator && r.Event == audit.EventOperator && r.Operator != nil &&
+		r.Operator.Action == action && strings.HasPrefix(r.Operator.Outcome, done+" ") && oracle.IsAgentOrder(r.SessionID)
+}
+
+// settledAgent reports whether r records an agent order's settlement, and
+// from which record by preference: the x402 record of a settled payment
+// (OK) first, else the operator's confirmation of a settlement whose
+// answer was lost (x402-confirm).
+func settledAgent(r audit.Record) (rank int, ok bool) {
+	switch {
+	case x402Record(r) && r.Status == audit.StatusOK:
+		return 0, true
+	case operatorOnAgent(r, actionX402Confirm, "confirmed"):
+		return 1, true
+	}
+	return 0, false
+}
+
+// failure lists the statuses of failure records (audit.FailureStatuses).
+var failure = func() map[audit.Status]bool {
+	m := map[audit.Status]bool{}
+	for _, s := range audit.FailureStatuses() {
+		m[s] = true
+	}
+	return m
+}()
 
 // sourceRank orders the claims a session's figures are taken from: the
 // webhook's (Stripe's own event) first. Every claim of a session carries
@@ -71,8 +131,9 @@ func sourceRank(s audit.Source) int {
 type accumulator struct {
 	records, smoke int64
 
-	sessions     map[string]*session
-	refunded     map[string]int64 // by session: the most refunded, as Stripe's total grows
+	sessions     map[string]*session // the card's paid sessions
+	agents       map[string]*session // the agent rail's settled orders
+	refunded     map[string]int64    // by session or order: the most refunded, as Stripe's total grows
 	paidRecords  int64
 	paidBySource map[string]int64
 	webhookLatMS []int64
@@ -89,10 +150,13 @@ type accumulator struct {
 	rejected     int64
 	divergences  int64
 	significant  int64
+	x402Outcomes map[audit.Status]int64
+	x402LatMS    []int64
 }
 
 func newAccumulator() *accumulator {
-	return &accumulator{sessions: map[string]*session{}, refunded: map[string]int64{}, paidBySource: map[string]int64{}, patterns: map[string]int64{}}
+	return &accumulator{sessions: map[string]*session{}, agents: map[string]*session{}, refunded: map[string]int64{}, paidBySource: map[string]int64{},
+		patterns: map[string]int64{}, x402Outcomes: map[audit.Status]int64{}}
 }
 
 func (a *accumulator) add(r audit.Record) {
@@ -106,7 +170,7 @@ func (a *accumulator) add(r audit.Record) {
 		a.paidBySource[string(r.Source)]++
 		s := a.sessions[r.SessionID]
 		if s == nil || sourceRank(r.Source) < s.from {
-			n := &session{date: r.SessionCreated.UTC().Format(DateFormat), tier: r.Tier, currency: strings.ToLower(r.Currency),
+			n := &session{date: r.SessionCreated.UTC().Format(DateFormat), tier: r.Tier, currency: strings.ToLower(r.Currency), rail: RailCard,
 				amount: r.AmountTotal, live: r.Livemode, from: sourceRank(r.Source)}
 			if s != nil {
 				n.webhookRecords = s.webhookRecords
@@ -130,6 +194,23 @@ func (a *accumulator) add(r audit.Record) {
 	if refundRecord(r) {
 		a.refunded[r.SessionID] = max(a.refunded[r.SessionID], r.AmountRefunded)
 	}
+	if x402Record(r) {
+		a.x402Outcomes[r.Status]++
+		if r.Status == audit.StatusOK {
+			a.x402LatMS = append(a.x402LatMS, r.LatencyMS)
+		}
+	}
+	if rank, ok := settledAgent(r); ok {
+		if s := a.agents[r.SessionID]; s == nil || rank < s.from {
+			a.agents[r.SessionID] = &session{date: r.SessionCreated.UTC().Format(DateFormat), tier: r.Tier, currency: strings.ToLower(r.Currency),
+				rail: RailAgent, amount: r.AmountTotal, live: r.Livemode, from: rank}
+		}
+	}
+	// The operator sends an agent's refund from the pay-to wallet, in
+	// full: no Stripe event records it, the operator's action does.
+	if operatorOnAgent(r, actionRefund, "refunded") {
+		a.refunded[r.SessionID] = max(a.refunded[r.SessionID], r.AmountTotal)
+	}
 	switch {
 	case r.Source == audit.SourceCacheHit && r.Event == audit.EventVerdictServed && r.Status == audit.StatusCached:
 		a.cached++
@@ -138,7 +219,7 @@ func (a *accumulator) add(r audit.Record) {
 	case r.Source == audit.SourceGenerator && r.Event == audit.EventVerdictRegenerated && r.Status == audit.StatusRegenerated:
 		a.regenerated++
 	}
-	if r.Status == audit.StatusError || r.Status == audit.StatusEmailFailed {
+	if failure[r.Status] {
 		a.failures++
 		if r.ErrorDetail != nil && *r.ErrorDetail != "" {
 			a.withDetail++
@@ -196,7 +277,33 @@ func (a *accumulator) figures(from, to string) Figures {
 	f.Errors.TopPatterns = f.Errors.TopPatterns[:min(len(f.Errors.TopPatterns), TopPatternCount)]
 
 	f.Revenue = a.revenue()
+	f.X402 = a.x402()
 	return f
+}
+
+// x402 is the x402 figures: the outcomes by status, the listed statuses
+// first, then any other met, and the latency of the settled payments
+// against VC-2's bound.
+func (a *accumulator) x402() X402 {
+	x := X402{Outcomes: []Outcome{}, Latency: latencyOf(a.x402LatMS), LatencyBoundMS: X402LatencyBound.Milliseconds()}
+	for _, st := range x402Statuses {
+		x.Outcomes = append(x.Outcomes, Outcome{Status: string(st), Records: a.x402Outcomes[st]})
+	}
+	var other []string
+	for st := range a.x402Outcomes {
+		if !slices.Contains(x402Statuses, st) {
+			other = append(other, string(st))
+		}
+	}
+	slices.Sort(other)
+	for _, st := range other {
+		x.Outcomes = append(x.Outcomes, Outcome{Status: st, Records: a.x402Outcomes[audit.Status(st)]})
+	}
+	if x.Latency.P95MS != nil {
+		within := *x.Latency.P95MS < x.LatencyBoundMS
+		x.P95WithinBound = &within
+	}
+	return x
 }
 
 // latencyOf is the nearest-rank percentiles of ms, which it sorts.
@@ -229,51 +336,55 @@ func nearestRank(sorted []int64, p int) int64 {
 }
 
 func (a *accumulator) revenue() Revenue {
-	type key struct{ date, tier, currency string }
+	type key struct{ date, tier, rail, currency string }
 	rows := map[key]*RevenueRow{}
-	totals := map[string]*RevenueTotal{}
-	testMode := map[string]*RevenueTotal{}
-	for id, s := range a.sessions {
-		if !s.live {
-			t := testMode[s.currency]
-			if t == nil {
-				t = &RevenueTotal{Currency: s.currency}
-				testMode[s.currency] = t
+	totals := map[railCurrency]*RevenueTotal{}
+	testMode := map[railCurrency]*RevenueTotal{}
+	get := func(m map[railCurrency]*RevenueTotal, s *session) *RevenueTotal {
+		k := railCurrency{s.rail, s.currency}
+		if m[k] == nil {
+			m[k] = &RevenueTotal{Rail: s.rail, Currency: s.currency}
+		}
+		return m[k]
+	}
+	for _, orders := range []map[string]*session{a.sessions, a.agents} {
+		for id, s := range orders {
+			refunded := a.refunded[id]
+			if !s.live {
+				get(testMode, s).add(s.amount, refunded)
+				continue
 			}
-			t.add(s.amount, a.refunded[id])
-			continue
+			k := key{s.date, s.tier, s.rail, s.currency}
+			row := rows[k]
+			if row == nil {
+				row = &RevenueRow{Date: s.date, Tier: s.tier, Rail: s.rail, Currency: s.currency}
+				rows[k] = row
+			}
+			row.add(s.amount, refunded)
+			get(totals, s).add(s.amount, refunded)
 		}
-		k := key{s.date, s.tier, s.currency}
-		row := rows[k]
-		if row == nil {
-			row = &RevenueRow{Date: s.date, Tier: s.tier, Currency: s.currency}
-			rows[k] = row
-		}
-		t := totals[s.currency]
-		if t == nil {
-			t = &RevenueTotal{Currency: s.currency}
-			totals[s.currency] = t
-		}
-		refunded := a.refunded[id]
-		row.add(s.amount, refunded)
-		t.add(s.amount, refunded)
 	}
 	out := Revenue{Rows: []RevenueRow{}, Totals: sortedTotals(totals), TestMode: sortedTotals(testMode)}
 	for _, r := range rows {
 		out.Rows = append(out.Rows, *r)
 	}
 	slices.SortFunc(out.Rows, func(x, y RevenueRow) int {
-		return cmp.Or(strings.Compare(x.Date, y.Date), strings.Compare(x.Tier, y.Tier), strings.Compare(x.Currency, y.Currency))
+		return cmp.Or(strings.Compare(x.Date, y.Date), strings.Compare(x.Tier, y.Tier), strings.Compare(x.Rail, y.Rail), strings.Compare(x.Currency, y.Currency))
 	})
 	return out
 }
 
-// sortedTotals are totals by currency.
-func sortedTotals(totals map[string]*RevenueTotal) []RevenueTotal {
+// railCurrency keys a total.
+type railCurrency struct{ rail, currency string }
+
+// sortedTotals are totals by rail and currency.
+func sortedTotals(totals map[railCurrency]*RevenueTotal) []RevenueTotal {
 	out := []RevenueTotal{}
 	for _, t := range totals {
 		out = append(out, *t)
 	}
-	slices.SortFunc(out, func(x, y RevenueTotal) int { return strings.Compare(x.Currency, y.Currency) })
+	slices.SortFunc(out, func(x, y RevenueTotal) int {
+		return cmp.Or(strings.Compare(x.Rail, y.Rail), strings.Compare(x.Currency, y.Currency))
+	})
 	return out
 }

@@ -3,8 +3,10 @@
 // VC-5): paid sessions against their records, the webhook's latency, the
 // cache-hit ratio, error-detail coverage and the top error patterns, the
 // email failure rate, the crosscheck's rejections, the regenerations'
-// divergence, the customer's wait from payment and the revenue by day and
-// tier; and the paid sessions against Stripe's own list of them.
+// divergence, the customer's wait from payment, the agent rail's x402
+// outcomes and settlement latency, and the revenue by day, tier and rail
+// (card and agent, each in its currency); and the paid sessions against
+// Stripe's own list of them.
 //
 // It reads the audit objects themselves, partition day by partition day,
 // so it runs wherever S3 does (the local stack's moto included); the

@@ -49,6 +49,23 @@ const (
 	sessY = "cs_live_y0beforerange00000000"   // paid on the day before the range
 )
 
+// The agent rail's orders, paid over x402.
+var (
+	agentL1 = agentOrder("live", "L1quickrefunded")  // Base, quick, day 1: settled, replayed once, refunded by the operator
+	agentL2 = agentOrder("live", "L2strategy")       // Base, strategy, day 2: settled
+	agentL3 = agentOrder("live", "L3fullconfirmed")  // Base, full, day 2: its answer lost, then confirmed by the operator
+	agentT1 = agentOrder("test", "T1quicksepolia")   // Base Sepolia, quick, day 1: settled (test mode)
+	agentV  = agentOrder("live", "Vverifyrefused")   // day 1: /verify refused it
+	agentS  = agentOrder("live", "Ssettlerefused")   // day 2: /settle refused it
+	agentD  = agentOrder("live", "Dfacilitatordown") // day 2: the facilitator was down
+	agentK  = agentOrder("test", "Ksmoke")           // the smoke test's, day 2
+)
+
+// agentOrder is an agent order's id: its mode, then name padded to 32.
+func agentOrder(mode, name string) string {
+	return "x402_" + mode + "_" + name + strings.Repeat("0", 32-len(name))
+}
+
 // seed writes records with the audit log's own writer.
 type seed struct {
 	t *testing.T
@@ -93,6 +110,52 @@ func divergence(level string) func(*audit.Record) {
 func attempt(n int) func(*audit.Record) {
 	return func(r *audit.Record) {
 		r.Mail = &audit.MailAttempt{Kind: oracle.MailVerdict, Attempt: n, Transport: "ses"}
+	}
+}
+
+// x402 is an agent's payment record of order (none for a payment the
+// local checks refused) with status, on Base for a live order, Base
+// Sepolia for a test one; an x402_test_ order, like a refused payment's,
+// is test mode; each entry changes what differs.
+func x402(order string, created time.Time, st audit.Status, opts ...func(*audit.Record)) audit.Record {
+	r := rec(order, created, audit.SourceX402, audit.EventX402Payment, st, func(r *audit.Record) {
+		r.Livemode, r.Network = strings.HasPrefix(order, "x402_live_"), "eip155:8453"
+		if !r.Livemode {
+			r.Network = "eip155:84532"
+		}
+		r.AmountTotal, r.AmountUSDC, r.Currency, r.Endpoint = 50_000, 0.05, "usdc", "/x402/query"
+		r.OrderStatus, r.Payer = "AWAITING_PAYMENT", audit.HashPrefix+"0123456789abcdef0123456789abcdef"
+		if st == audit.StatusOK {
+			r.OrderStatus, r.TxHash = "PAID", "0x"+strings.Repeat("7a", 32)
+		}
+	})
+	for _, o := range opts {
+		o(&r)
+	}
+	return r
+}
+
+// agentTier prices an agent's record at tier.
+func agentTier(tier oracle.Tier) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Tier, r.AmountTotal = string(tier), tier.PriceUSDCAtomic()
+		r.AmountUSDC = float64(r.AmountTotal) / 1e6
+	}
+}
+
+// agentOrderFields are the payment fields of an agent order's records
+// other than its x402 ones (audit.OfOrder's), at tier.
+func agentOrderFields(tier oracle.Tier, live bool) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Tier, r.AmountTotal, r.Currency, r.Livemode = string(tier), tier.PriceUSDCAtomic(), "usdc", live
+	}
+}
+
+// operator makes a record the operator's action, with its outcome.
+func operator(action, outcome string) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Source, r.Event = audit.SourceOperator, audit.EventOperator
+		r.Operator = &audit.Operator{Action: action, AuthorisedBy: "ana", Reason: "checked", Outcome: outcome}
 	}
 }
 
@@ -183,12 +246,46 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	run := audit.Record{Timestamp: day2, SessionCreated: day2, Status: audit.StatusOK, Source: audit.SourceHealth, Event: audit.EventHealthRun}
 	s.write(run, "health-run-20261121T233000.000000000Z")
 
+	// The agent rail. L1: settled in 1.8 s, then its authorization
+	// presented again (REPLAY, naming the order it paid for), its verdict
+	// failed and the operator sent the money back.
+	tx := "0x" + strings.Repeat("5e", 32)
+	s.write(x402(agentL1, day1, audit.StatusOK, latency(1800)), id(agentL1, audit.NameX402, "ok", "req-1"))
+	s.write(x402(agentL1, day1, audit.StatusReplay, latency(4), detail("authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again")),
+		id(agentL1, audit.NameX402, "replay", "req-2"))
+	s.write(rec(agentL1, day1, audit.SourceOperator, audit.EventOperator, audit.StatusOK, agentOrderFields(oracle.TierQuick, true), orderStatus("FAILED"),
+		operator("refund", "refunded "+tx)), id(agentL1, audit.NameOperator, "refund", "1"))
+	// L2, the premium tier, settled in 2.5 s.
+	s.write(x402(agentL2, day2, audit.StatusOK, agentTier(oracle.TierStrategy), latency(2500)), id(agentL2, audit.NameX402, "ok", "req-3"))
+	// L3: its settlement's answer lost, then the operator found it on the
+	// chain and confirmed it (the order AWAITING_PAYMENT in the record).
+	s.write(x402(agentL3, day2, audit.StatusSettleUnconfirmed, agentTier(oracle.TierFull), latency(31000),
+		detail("the settlement's answer was lost and its retries did not confirm it: x402: settle: HTTP 502")), id(agentL3, audit.NameX402, "settle-unconfirmed", "req-4"))
+	s.write(rec(agentL3, day2, audit.SourceOperator, audit.EventOperator, audit.StatusOK, agentOrderFields(oracle.TierFull, true), orderStatus("AWAITING_PAYMENT"),
+		operator("x402-confirm", "confirmed "+tx)), id(agentL3, audit.NameOperator, "x402-confirm", "1"))
+	// T1: on Base Sepolia, settled in 0.9 s: test mode.
+	s.write(x402(agentT1, day1, audit.StatusOK, latency(900)), id(agentT1, audit.NameX402, "ok", "req-5"))
+	// Refused: by the local checks (no order), by /verify, by /settle; and
+	// the facilitator down.
+	s.write(x402("", day1, audit.StatusInvalid, latency(2), detail("x402: invalid_exact_evm_payload_signature: the signature recovers 0x1111111111111111111111111111111111111111")),
+		"x402-req-6.x402-invalid")
+	s.write(x402(agentV, day1, audit.StatusVerifyFailed, latency(700), detail("the facilitator's /verify refused it: invalid_exact_evm_insufficient_funds")), id(agentV, audit.NameX402, "verify-failed", "req-7"))
+	s.write(x402(agentS, day2, audit.StatusSettleFailed, latency(2100), detail("the facilitator's /settle refused it: invalid_exact_evm_transaction_failed")), id(agentS, audit.NameX402, "settle-failed", "req-8"))
+	s.write(x402(agentD, day2, audit.StatusFacilitatorDown, latency(12000), detail("the facilitator's /verify did not answer: x402: verify: HTTP 503")), id(agentD, audit.NameX402, "facilitator-down", "req-9"))
+	// The smoke test's, odd, left out.
+	s.write(x402(agentK, day2, audit.StatusOK, smoke, latency(99999)), id(agentK, audit.NameX402, "ok", "req-10"))
+	// The operator's refund of a card session is no agent's refund: the
+	// card's refunds are Stripe's events (H's, above).
+	s.write(rec(sessH, day1, audit.SourceOperator, audit.EventOperator, audit.StatusOK, operator("refund", "refunded re_3AbC"), orderStatus("READY")),
+		id(sessH, audit.NameOperator, "refund", "1"))
+
 	// Outside the range: paid the day before and the day after.
 	s.write(rec(sessY, before, audit.SourceWebhook, paid, audit.StatusOK, latency(70000)), id(sessY, audit.NamePaid))
 	s.write(rec(sessX, after, audit.SourceWebhook, paid, audit.StatusOK, latency(70000)), id(sessX, audit.NamePaid))
 }
 
 func i64(n int64) *int64     { return &n }
+func boolp(b bool) *bool     { return &b }
 func f64(f float64) *float64 { return &f }
 
 // TestFiguresOfASeededLog checks every figure of a known log exactly.
@@ -205,7 +302,8 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	}
 	want := auditfigures.Figures{
 		From: "2026-11-20", To: "2026-11-21",
-		Records: 32, SmokeRecords: 5,
+		// The card's and the agent rail's: 9 x402 records, 3 of the operator.
+		Records: 44, SmokeRecords: 6,
 		Paid: auditfigures.Paid{
 			Sessions: 6, Records: 7,
 			RecordsBySource:   map[string]int64{"webhook": 5, "result_page": 1, "reconcile": 1},
@@ -221,30 +319,51 @@ func TestFiguresOfASeededLog(t *testing.T) {
 			ToEmail:   auditfigures.Wait{Latency: auditfigures.Latency{Method: "nearest-rank", Records: 2, P50MS: i64(14000), P95MS: i64(20000), MaxMS: i64(20000)}},
 		},
 		Cache: auditfigures.Cache{Cached: 3, OK: 2, Regenerated: 2, HitRatio: auditfigures.Ratio{Numerator: 3, Denominator: 5, Value: f64(0.6)}},
+		// The x402 refusals and doubts are failure records too.
 		Errors: auditfigures.Errors{
-			Coverage: auditfigures.Ratio{Numerator: 9, Denominator: 9, Value: f64(1)},
+			Coverage: auditfigures.Ratio{Numerator: 15, Denominator: 15, Value: f64(1)},
 			TopPatterns: []auditfigures.Pattern{
 				{Pattern: "partial refund: #_CAD of #_CAD", Records: 2},
 				{Pattern: "transient: SES answered # after # tries", Records: 2},
+				{Pattern: "authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again", Records: 1},
 				{Pattern: "crosscheck rejected the reply: low_coherence", Records: 1},
 				{Pattern: "delayed payment failed", Records: 1},
-				{Pattern: "generation failed: timeout", Records: 1},
-				// "permanent: SES refused…" and "silent drop: missing_query" follow.
+				// "generation failed: timeout", "permanent: SES refused…", "silent drop: missing_query" and the x402 ones follow.
 			},
 		},
 		EmailFailureRate:        auditfigures.Ratio{Numerator: 1, Denominator: 4, Value: f64(0.25)},
 		CrosscheckRejectionRate: auditfigures.Ratio{Numerator: 1, Denominator: 3, Value: f64(1.0 / 3)},
 		DivergenceRate:          auditfigures.Ratio{Numerator: 1, Denominator: 2, Value: f64(0.5)},
 		Revenue: auditfigures.Revenue{
-			// The drop (F) was paid; H was refunded in full, B in part.
+			// The drop (F) was paid; H was refunded in full, B in part. On
+			// the agent rail, L1 was refunded; L3 was confirmed by the
+			// operator; V, S and D were never paid.
 			Rows: []auditfigures.RevenueRow{
-				{Date: "2026-11-20", Tier: "quick", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, RefundedSessions: 1, AmountRefunded: 100, AmountNet: 100}},
-				{Date: "2026-11-21", Tier: "full", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 500, RefundedSessions: 1, AmountRefunded: 200, AmountNet: 300}},
-				{Date: "2026-11-21", Tier: "quick", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}},
+				{Date: "2026-11-20", Tier: "quick", Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 50_000, RefundedSessions: 1, AmountRefunded: 50_000, AmountNet: 0}},
+				{Date: "2026-11-20", Tier: "quick", Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, RefundedSessions: 1, AmountRefunded: 100, AmountNet: 100}},
+				{Date: "2026-11-21", Tier: "full", Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 250_000, AmountNet: 250_000}},
+				{Date: "2026-11-21", Tier: "full", Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 500, RefundedSessions: 1, AmountRefunded: 200, AmountNet: 300}},
+				{Date: "2026-11-21", Tier: "quick", Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}},
+				{Date: "2026-11-21", Tier: "strategy", Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 1_000_000, AmountNet: 1_000_000}},
 			},
-			Totals: []auditfigures.RevenueTotal{{Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 5, AmountTotal: 900, RefundedSessions: 2, AmountRefunded: 300, AmountNet: 600}}},
-			// C, apart.
-			TestMode: []auditfigures.RevenueTotal{{Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 100, AmountNet: 100}}},
+			Totals: []auditfigures.RevenueTotal{
+				{Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 3, AmountTotal: 1_300_000, RefundedSessions: 1, AmountRefunded: 50_000, AmountNet: 1_250_000}},
+				{Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 5, AmountTotal: 900, RefundedSessions: 2, AmountRefunded: 300, AmountNet: 600}},
+			},
+			// C and T1, apart.
+			TestMode: []auditfigures.RevenueTotal{
+				{Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 50_000, AmountNet: 50_000}},
+				{Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 100, AmountNet: 100}},
+			},
+		},
+		// Every outcome once but OK (L1, L2, T1; not the smoke test's);
+		// the settled ones' latencies 900, 1800 and 2500 ms: the ranks 2
+		// and 3, under VC-2's bound.
+		X402: auditfigures.X402{
+			Outcomes: []auditfigures.Outcome{{Status: "OK", Records: 3}, {Status: "REPLAY", Records: 1}, {Status: "INVALID", Records: 1},
+				{Status: "VERIFY_FAILED", Records: 1}, {Status: "SETTLE_FAILED", Records: 1}, {Status: "SETTLE_UNCONFIRMED", Records: 1}, {Status: "FACILITATOR_DOWN", Records: 1}},
+			Latency:        auditfigures.Latency{Method: "nearest-rank", Records: 3, P50MS: i64(1800), P95MS: i64(2500), MaxMS: i64(2500)},
+			LatencyBoundMS: 5000, P95WithinBound: boolp(true),
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -256,28 +375,34 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	text := got.String()
 	for _, line := range []string{
 		"partition days 2026-11-20 to 2026-11-21",
-		"32 records; 5 smoke records left out",
+		"44 records; 6 smoke records left out",
 		"6 sessions from 7 paid records (reconcile 1, result_page 1, webhook 5)",
 		"p50 1200 ms, p95 4000 ms, max 4000 ms (5 records, nearest-rank)",
 		"payment to verdict stored  p50 9000 ms, p95 95000 ms, max 95000 ms (2 records, nearest-rank); 1 over 60 s",
 		"payment to email sent      p50 14000 ms, p95 20000 ms, max 20000 ms (2 records, nearest-rank); 0 over 60 s",
 		"paid sessions against Stripe                not compared (no Stripe key)",
 		"60.0 % (3 of 5): 3 CACHED, 2 REGENERATED; 2 OK (first verdicts)",
-		"100.0 % (9 of 9) failure records",
+		"100.0 % (15 of 15) failure records",
 		"25.0 % (1 of 4) deliveries",
 		"33.3 % (1 of 3) crosschecks",
 		"50.0 % (1 of 2) regenerations",
 		"  2  transient: SES answered # after # tries",
-		"2026-11-20  quick  2         2.00 CAD  1.00 CAD (1)  1.00 CAD",
-		"2026-11-21  quick  2         2.00 CAD  none          2.00 CAD",
-		"total              5         9.00 CAD  3.00 CAD (2)  6.00 CAD",
-		"test mode (no money moved)",
+		"2026-11-20  quick     card   2                   2.00 CAD   1.00 CAD (1)   1.00 CAD",
+		"2026-11-21  quick     card   2                   2.00 CAD   none           2.00 CAD",
+		"2026-11-20  quick     agent  1                   0.05 USDC  0.05 USDC (1)  0.00 USDC",
+		"2026-11-21  strategy  agent  1                   1.00 USDC  none           1.00 USDC",
+		"total                 agent  3                   1.30 USDC  0.05 USDC (1)  1.25 USDC",
+		"total                 card   5                   9.00 CAD   3.00 CAD (2)   6.00 CAD",
+		"test mode (no money moved)  agent  1 orders    0.05 USDC paid",
+		"test mode (no money moved)  card   1 sessions  1.00 CAD paid",
+		"OK 3, REPLAY 1, INVALID 1, VERIFY_FAILED 1, SETTLE_FAILED 1, SETTLE_UNCONFIRMED 1, FACILITATOR_DOWN 1",
+		"p50 1800 ms, p95 2500 ms, max 2500 ms (3 records, nearest-rank); p95 within the bound",
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("the text lacks %q:\n%s", line, text)
 		}
 	}
-	for _, leak := range []string{sessA, sessB} {
+	for _, leak := range []string{sessA, sessB, agentL1, agentL3} {
 		if strings.Contains(text, leak) {
 			t.Errorf("the text shows %q:\n%s", leak, text)
 		}
@@ -305,6 +430,9 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 			ToEmail: auditfigures.Wait{Latency: auditfigures.Latency{Method: "nearest-rank"}}},
 		Errors:  auditfigures.Errors{TopPatterns: []auditfigures.Pattern{}},
 		Revenue: auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}, TestMode: []auditfigures.RevenueTotal{}},
+		X402: auditfigures.X402{Outcomes: []auditfigures.Outcome{{Status: "OK"}, {Status: "REPLAY"}, {Status: "INVALID"}, {Status: "VERIFY_FAILED"},
+			{Status: "SETTLE_FAILED"}, {Status: "SETTLE_UNCONFIRMED"}, {Status: "FACILITATOR_DOWN"}},
+			Latency: auditfigures.Latency{Method: "nearest-rank"}, LatencyBoundMS: 5000},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("figures %+v, want %+v", got, want)
@@ -322,8 +450,11 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		t.Errorf("empty latency or patterns: %s", b)
 	}
 	text := got.String()
-	if n := strings.Count(text, "no data"); n != 10 {
-		t.Errorf("%d figures say no data, want 10 (five ratios, the latency, the two waits, the patterns, the revenue):\n%s", n, text)
+	if n := strings.Count(text, "no data"); n != 12 {
+		t.Errorf("%d figures say no data, want 12 (five ratios, the two latencies, the two waits, the x402 outcomes, the patterns, the revenue):\n%s", n, text)
+	}
+	if !bytes.Contains(b, []byte(`"p95_within_bound":null`)) {
+		t.Errorf("the x402 latency's bound is judged without a record: %s", b)
 	}
 	if strings.Contains(strings.ToLower(text), "nan") {
 		t.Errorf("the text shows NaN:\n%s", text)
@@ -381,7 +512,8 @@ func (f failingGet) GetObject(ctx context.Context, in *s3.GetObjectInput, opts .
 // are compared with Stripe's own list of the paid sessions created on the
 // same days (the fake Stripe, over HTTP): one Stripe has and the log does
 // not is missing, one the log has and Stripe does not list as paid is
-// named too; unpaid and smoke sessions are left out; a Stripe that cannot
+// named too; unpaid and smoke sessions and the agent rail's orders are
+// left out; a Stripe that cannot
 // be listed leaves the comparison absent, not zero.
 func TestPaidSessionsAgainstStripesOwnList(t *testing.T) {
 	ctx := context.Background()
@@ -417,6 +549,10 @@ func TestPaidSessionsAgainstStripesOwnList(t *testing.T) {
 	s.write(rec(logged, at, audit.SourceWebhook, paid, audit.StatusOK), audit.RecordID(logged, audit.NamePaid))
 	s.write(rec(notInStripe, at, audit.SourceWebhook, paid, audit.StatusOK), audit.RecordID(notInStripe, audit.NamePaid))
 	s.write(rec(smoked, at, audit.SourceWebhook, paid, audit.StatusOK, smoke), audit.RecordID(smoked, audit.NamePaid))
+	// An agent's settled order on the test network: no Stripe session
+	// stands behind it, and none is missing from Stripe's list.
+	agent := agentOrder("test", "settledAgainstStripe")
+	s.write(x402(agent, at, audit.StatusOK), audit.RecordID(agent, audit.NameX402, "ok", "req-1"))
 
 	got, err := auditfigures.ComputeAgainstStripe(ctx, c, bucket, at, at, map[bool]auditfigures.SessionLister{false: stripe})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // String is the ratio as Format writes it: a percentage and its counts.
@@ -43,7 +45,7 @@ func (f Figures) Format(w io.Writer) error {
 	if len(sources) > 0 {
 		bySource = " (" + strings.Join(sources, ", ") + ")"
 	}
-	p("paid sessions\t%d sessions from %d paid records%s\tone record each; two when the result page claimed first", f.Paid.Sessions, f.Paid.Records, bySource)
+	p("paid sessions (card)\t%d sessions from %d paid records%s\tone record each; two when the result page claimed first", f.Paid.Sessions, f.Paid.Records, bySource)
 	p("double-processed sessions\t%d with more than one webhook paid record\t0", f.Paid.DoubleProcessed)
 	p("paid sessions against Stripe\t%s\t100 %%, none missing", f.AgainstStripe)
 	p("webhook latency (its own time)\t%s\tp95 under 1 s", f.WebhookLatency)
@@ -54,6 +56,8 @@ func (f Figures) Format(w io.Writer) error {
 	p("email failure rate\t%s deliveries\tnear 0 %%; look closer above 5 %%", f.EmailFailureRate)
 	p("crosscheck rejection rate\t%s crosschecks\tnear 0 %%", f.CrosscheckRejectionRate)
 	p("significant divergence rate\t%s regenerations\tunder 5 %%", f.DivergenceRate)
+	p("x402 verification outcomes (agent)\t%s\tmostly OK; REPLAY and the others near 0", f.X402.outcomes())
+	p("x402 latency, request to settled (OK)\t%s\tp95 under %d ms", f.X402.latency(), f.X402.LatencyBoundMS)
 	p("")
 	if len(f.Errors.TopPatterns) == 0 {
 		p("top error patterns: no data")
@@ -65,19 +69,20 @@ func (f Figures) Format(w io.Writer) error {
 	}
 	p("")
 	for _, t := range f.Revenue.TestMode {
-		p("test mode (no money moved)\t%d sessions\t%s paid\t%s refunded\t%s net", t.Sessions, amount(t.AmountTotal, t.Currency), refunds(t.Amounts, t.Currency), amount(t.AmountNet, t.Currency))
+		p("test mode (no money moved)\t%s\t%d %s\t%s paid\t%s refunded\t%s net", t.Rail, t.Sessions, unit(t.Rail), amount(t.AmountTotal, t.Currency),
+			refunds(t.Amounts, t.Currency), amount(t.AmountNet, t.Currency))
 	}
 	if len(f.Revenue.Rows) == 0 {
-		p("revenue (live mode, each paid session once): no data")
+		p("revenue (live mode and main networks, each paid session or settled order once): no data")
 		return tw.Flush()
 	}
-	p("revenue (live mode, each paid session once)")
-	p("  date\ttier\tsessions\tpaid\trefunded\tnet")
+	p("revenue (live mode and main networks, each paid session or settled order once)")
+	p("  date\ttier\trail\tsessions or orders\tpaid\trefunded\tnet")
 	for _, r := range f.Revenue.Rows {
-		p("  %s\t%s\t%d\t%s\t%s\t%s", r.Date, r.Tier, r.Sessions, amount(r.AmountTotal, r.Currency), refunds(r.Amounts, r.Currency), amount(r.AmountNet, r.Currency))
+		p("  %s\t%s\t%s\t%d\t%s\t%s\t%s", r.Date, r.Tier, r.Rail, r.Sessions, amount(r.AmountTotal, r.Currency), refunds(r.Amounts, r.Currency), amount(r.AmountNet, r.Currency))
 	}
 	for _, t := range f.Revenue.Totals {
-		p("  total\t\t%d\t%s\t%s\t%s", t.Sessions, amount(t.AmountTotal, t.Currency), refunds(t.Amounts, t.Currency), amount(t.AmountNet, t.Currency))
+		p("  total\t\t%s\t%d\t%s\t%s\t%s", t.Rail, t.Sessions, amount(t.AmountTotal, t.Currency), refunds(t.Amounts, t.Currency), amount(t.AmountNet, t.Currency))
 	}
 	return tw.Flush()
 }
@@ -124,11 +129,48 @@ func refunds(a Amounts, currency string) string {
 	return fmt.Sprintf("%s (%d)", amount(a.AmountRefunded, currency), a.RefundedSessions)
 }
 
-// amount writes minor units (cents) in their currency: "25.00 CAD".
-func amount(cents int64, currency string) string {
-	sign := ""
-	if cents < 0 {
-		sign, cents = "-", -cents
+// amount writes an amount in its currency's unit: cents as "25.00 CAD",
+// USDC's atomic units as "0.05 USDC".
+func amount(v int64, currency string) string {
+	if strings.EqualFold(currency, oracle.CurrencyUSDC) {
+		return oracle.FormatUSDC(v) + " USDC"
 	}
-	return fmt.Sprintf("%s%d.%02d %s", sign, cents/100, cents%100, strings.ToUpper(currency))
+	sign := ""
+	if v < 0 {
+		sign, v = "-", -v
+	}
+	return fmt.Sprintf("%s%d.%02d %s", sign, v/100, v%100, strings.ToUpper(currency))
+}
+
+// unit is what a rail's count counts.
+func unit(rail string) string {
+	if rail == RailAgent {
+		return "orders"
+	}
+	return "sessions"
+}
+
+// outcomes writes the x402 records by status.
+func (x X402) outcomes() string {
+	var parts []string
+	var n int64
+	for _, o := range x.Outcomes {
+		parts = append(parts, fmt.Sprintf("%s %d", o.Status, o.Records))
+		n += o.Records
+	}
+	if n == 0 {
+		return "no data (0 records)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// latency writes the settled payments' latency against its bound.
+func (x X402) latency() string {
+	switch {
+	case x.P95WithinBound == nil:
+		return x.Latency.String()
+	case *x.P95WithinBound:
+		return x.Latency.String() + "; p95 within the bound"
+	}
+	return x.Latency.String() + "; p95 OVER the bound"
 }

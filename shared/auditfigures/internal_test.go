@@ -159,7 +159,7 @@ func TestDoubleProcessingAndMissingDetailShow(t *testing.T) {
 		t.Errorf("paid %+v, want 2 sessions, 4 records, 1 processed twice", f.Paid)
 	}
 	// Revenue counts each session once, whatever its records.
-	if want := []RevenueTotal{{Currency: "cad", Amounts: Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}}}; !slices.Equal(f.Revenue.Totals, want) {
+	if want := []RevenueTotal{{Rail: RailCard, Currency: "cad", Amounts: Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}}}; !slices.Equal(f.Revenue.Totals, want) {
 		t.Errorf("revenue %+v, want %+v", f.Revenue.Totals, want)
 	}
 	if f.Errors.Coverage.String() != "50.0 % (1 of 2)" {
@@ -230,3 +230,100 @@ func TestTemplatePatternsAreGos(t *testing.T) {
 		t.Fatalf("the query does not normalise with\n  %s\nit reads\n%s", want, text)
 	}
 }
+
+// TestTemplateQueriesAreGos: the named queries select what the figures
+// count, from the lists and bounds the figures use: the failure statuses
+// (the error-detail coverage and the top patterns), the operator's
+// actions that settle and refund an agent order (the revenue), and VC-2's
+// bound on the settled x402 payments' p95.
+func TestTemplateQueriesAreGos(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(id string) string {
+		t.Helper()
+		q, ok := tmpl.Resources[id]
+		if !ok {
+			t.Fatalf("the template has no %s", id)
+		}
+		text, _ := q.Properties["QueryString"].(string)
+		return text
+	}
+	var quoted []string
+	for _, s := range audit.FailureStatuses() {
+		quoted = append(quoted, "'"+string(s)+"'")
+	}
+	failures := "status IN (" + strings.Join(quoted, ", ") + ")"
+	for id, wants := range map[string][]string{
+		"ErrorDetailCoverageQuery": {failures},
+		"TopErrorPatternsQuery":    {failures},
+		"RevenueQuery": {
+			"operator.action = '" + actionX402Confirm + "'", "substr(operator.outcome, 1, 10) = 'confirmed '",
+			"operator.action = '" + actionRefund + "'", "substr(operator.outcome, 1, 9) = 'refunded '",
+			"source = 'x402' AND event = '" + string(audit.EventX402Payment) + "' AND status = 'OK'",
+		},
+		"X402OutcomesQuery": {"source = 'x402'", "event = '" + string(audit.EventX402Payment) + "'", "GROUP BY status"},
+		"X402LatencyQuery":  {"status = 'OK'", fmt.Sprintf("< %d AS p95_within_bound", X402LatencyBound.Milliseconds())},
+	} {
+		text := query(id)
+		for _, want := range wants {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s does not select with %q:\n%s", id, want, text)
+			}
+		}
+	}
+}
+
+// TestX402LatencyAgainstItsBound: the settled x402 payments' p95 is judged
+// against VC-2's 5,000 ms, strictly; only OK records count, whatever their
+// network; with none the bound is not judged.
+func TestX402LatencyAgainstItsBound(t *testing.T) {
+	ms := func(n int, v int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		ok      []int64 // the OK records' latencies
+		refused []int64 // the refused records'
+		p95     int64
+		within  *bool
+	}{
+		{"none settled", nil, []int64{90000}, 0, nil},
+		{"one under", []int64{4999}, nil, 4999, ptr(true)},
+		{"one at the bound", []int64{5000}, nil, 5000, ptr(false)},
+		{"one slow in twenty", append(ms(19, 1000), 9000), nil, 1000, ptr(true)},
+		{"two slow in twenty", append(ms(18, 1000), 9000, 9000), nil, 9000, ptr(false)},
+		{"slow refusals do not count", ms(3, 1200), ms(5, 30000), 1200, ptr(true)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAccumulator()
+			for i, v := range append(append([]int64{}, c.ok...), c.refused...) {
+				r := audit.Record{Source: audit.SourceX402, Event: audit.EventX402Payment, Status: audit.StatusOK, LatencyMS: v, Network: "eip155:8453", Livemode: true}
+				if i >= len(c.ok) {
+					r.Status = audit.StatusSettleFailed
+				}
+				if i%2 == 1 {
+					r.Network, r.Livemode = "eip155:84532", false
+				}
+				a.add(r)
+			}
+			x := a.figures("2026-11-20", "2026-11-20").X402
+			switch {
+			case c.within == nil && (x.P95WithinBound != nil || x.Latency.P95MS != nil):
+				t.Errorf("no settled payment, but %+v", x)
+			case c.within != nil && (x.Latency.P95MS == nil || *x.Latency.P95MS != c.p95 || x.P95WithinBound == nil || *x.P95WithinBound != *c.within):
+				t.Errorf("latency %s within %v, want p95 %d within %v", x.Latency, x.P95WithinBound, c.p95, *c.within)
+			}
+			if x.Outcomes[0].Records != int64(len(c.ok)) {
+				t.Errorf("outcomes %+v, want %d OK", x.Outcomes, len(c.ok))
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -33,6 +33,29 @@ type Figures struct {
 	// significant over all of them.
 	DivergenceRate Ratio   `json:"regeneration_divergence_rate"`
 	Revenue        Revenue `json:"revenue"`
+	// X402 is the agent rail's verification outcomes and latency.
+	X402 X402 `json:"x402"`
+}
+
+// X402 is the agent rail's x402 records (AUDIT_TRAIL's x402 form, one per
+// verification outcome): how many of each outcome, and latency_ms of the
+// settled payments (OK: from the paid request's arrival to its order
+// recorded PAID, the facilitator's /verify and /settle included) against
+// VC-2's bound on its p95, LatencyBoundMS (5,000 ms). P95WithinBound is
+// null when no payment was settled.
+type X402 struct {
+	Outcomes       []Outcome `json:"outcomes"`
+	Latency        Latency   `json:"latency_ok"`
+	LatencyBoundMS int64     `json:"latency_p95_bound_ms"`
+	P95WithinBound *bool     `json:"p95_within_bound"`
+}
+
+// Outcome is how many x402 records have one status: OK, REPLAY, INVALID,
+// VERIFY_FAILED, SETTLE_FAILED, SETTLE_UNCONFIRMED, FACILITATOR_DOWN, each
+// listed even when none has it.
+type Outcome struct {
+	Status  string `json:"status"`
+	Records int64  `json:"records"`
 }
 
 // Ratio is Numerator over Denominator.
@@ -52,7 +75,7 @@ func ratio(n, d int64) Ratio {
 	return r
 }
 
-// Paid is the paid sessions against their paid records (VC-1): a paid
+// Paid is the card's paid sessions against their paid records (VC-1): a paid
 // claim is a record of a Stripe payment event, of the result page's
 // landing or of the health job's reconciliation whose order is a paid
 // one, whatever its status (a drop or a held amount is ERROR). A session the result page claimed first has two, the
@@ -71,7 +94,8 @@ type Paid struct {
 	DoubleProcessed int64 `json:"double_processed_sessions"`
 }
 
-// Latency is latency_ms of the webhook's paid records (VC-2): nearest-rank
+// Latency is latency_ms of a set of records (the webhook's paid records,
+// the settled x402 payments: VC-2), or the customer's waits: nearest-rank
 // percentiles, the smallest value at least p % of the records do not
 // exceed. P50MS, P95MS and MaxMS are null when there is no record.
 type Latency struct {
@@ -132,8 +156,8 @@ type Cache struct {
 	HitRatio    Ratio `json:"hit_ratio"`
 }
 
-// Errors is the failure records (status ERROR or EMAIL_FAILED, each
-// attempt's included): Coverage is those carrying an error_detail over all
+// Errors is the failure records (status ERROR, EMAIL_FAILED or an x402
+// refusal or doubt: audit.FailureStatuses; each attempt's included): Coverage is those carrying an error_detail over all
 // of them (VC-5, healthy at 100 %), TopPatterns the most frequent details
 // with ids and numbers replaced (Pattern), at most TopPatternCount, most
 // frequent first and alphabetically among equals.
@@ -151,36 +175,44 @@ type Pattern struct {
 	Records int64  `json:"records"`
 }
 
-// Revenue is what the live-mode paid sessions paid, each session once,
-// from its paid record's amount_total (in the currency's minor unit,
-// cents) and currency, and what Stripe refunded of it (the webhook's
-// charge.refunded records, full or partial, the largest of a session's):
-// by partition day, tier and currency, and in total per currency.
+// Revenue is what was paid, by rail: the card's live-mode paid sessions,
+// each session once, from its paid record's amount_total (in the
+// currency's minor unit, cents) and currency, and what Stripe refunded of
+// it (the webhook's charge.refunded records, full or partial, the largest
+// of a session's); and the agent rail's orders settled on a main network
+// (live mode), each order once, from its x402 record with status OK (or,
+// for a settlement whose answer was lost, the operator's x402-confirm)
+// in USDC's atomic units, and what the operator sent back (the refund
+// action's record, in full). By partition day, tier, rail and currency,
+// and in total per rail and currency.
 type Revenue struct {
 	Rows   []RevenueRow   `json:"by_day_and_tier"`
 	Totals []RevenueTotal `json:"totals"`
-	// TestMode is the test-mode sessions' amounts per currency, apart:
-	// no money moved, but a stack in test mode (the local one) shows its
-	// payments and refunds add up.
+	// TestMode is the test-mode sessions' and the test networks' orders'
+	// amounts per rail and currency, apart: no money moved, but a stack in
+	// test mode (the local one) shows its payments and refunds add up.
 	TestMode []RevenueTotal `json:"test_mode_totals"`
 }
 
-// RevenueRow is one day's and tier's revenue in one currency.
+// RevenueRow is one day's, tier's and rail's revenue in one currency.
 type RevenueRow struct {
 	Date     string `json:"date"`
 	Tier     string `json:"tier"`
+	Rail     string `json:"rail"` // RailCard or RailAgent
 	Currency string `json:"currency"`
 	Amounts
 }
 
-// RevenueTotal is the range's revenue in one currency.
+// RevenueTotal is the range's revenue by one rail in one currency.
 type RevenueTotal struct {
+	Rail     string `json:"rail"`
 	Currency string `json:"currency"`
 	Amounts
 }
 
-// Amounts are a set of paid sessions' amounts: what they paid, how many
-// were refunded (fully or in part) and how much, and what stays.
+// Amounts are a set of paid sessions' (or settled orders') amounts: what
+// they paid, how many were refunded (fully or in part) and how much, and
+// what stays.
 type Amounts struct {
 	Sessions         int64 `json:"sessions"`
 	AmountTotal      int64 `json:"amount_total"`

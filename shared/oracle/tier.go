@@ -62,6 +62,20 @@ const USDCDecimals = 6
 // atomic units (0.05, 0.25 and 1.00 USDC; 0 for an invalid tier).
 func (t Tier) PriceUSDCAtomic() int64 { return tiers[t].usdc }
 
+// FormatUSDC writes USDC's atomic units as USDC, with two decimals or as
+// many as it needs: 50000 is "0.05", 12345 is "0.012345", -1000000 "-1.00".
+func FormatUSDC(atomic int64) string {
+	sign := ""
+	if atomic < 0 {
+		sign, atomic = "-", -atomic
+	}
+	frac := strings.TrimRight(fmt.Sprintf("%06d", atomic%1_000_000), "0")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	return fmt.Sprintf("%s%d.%s", sign, atomic/1_000_000, frac)
+}
+
 // Name is the tier's customer-facing product name.
 func (t Tier) Name() string { return tiers[t].name }
 

@@ -27,6 +27,17 @@ func TestTierPrices(t *testing.T) {
 	}
 }
 
+func TestFormatUSDC(t *testing.T) {
+	for atomic, want := range map[int64]string{
+		0: "0.00", 50_000: "0.05", 250_000: "0.25", 1_000_000: "1.00", 12_345: "0.012345", 1_300_000: "1.30",
+		3_050_001: "3.050001", -1_000_000: "-1.00", -50_000: "-0.05",
+	} {
+		if got := FormatUSDC(atomic); got != want {
+			t.Errorf("FormatUSDC(%d) = %q, want %q", atomic, got, want)
+		}
+	}
+}
+
 func TestParseTier(t *testing.T) {
 	for _, s := range []string{"quick", "full", "strategy"} {
 		if _, err := ParseTier(s); err != nil {

@@ -1,4 +1,4 @@
-package main
+package x402rail
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"42sisters.ai/oracle/shared/x402"
 )
 
-// keyedFacilitator is the facilitator's client with its API key (none for
-// a facilitator that needs none), read again when the facilitator refuses
+// Facilitator is the facilitator's client with its API key (none for a
+// facilitator that needs none), read again when the facilitator refuses
 // it: a key the operator rotates takes effect without a deploy.
-type keyedFacilitator struct {
+type Facilitator struct {
 	url  string
 	http *http.Client
 	key  *secret.Value
@@ -23,22 +23,31 @@ type keyedFacilitator struct {
 	client *x402.Facilitator
 }
 
-func (k *keyedFacilitator) Verify(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.VerifyResponse, error) {
+// NewFacilitator is the client of the facilitator at url, through client
+// (nil: x402's default), with key (nil or empty: none).
+func NewFacilitator(url string, client *http.Client, key *secret.Value) *Facilitator {
+	return &Facilitator{url: url, http: client, key: key}
+}
+
+// Verify is x402.Facilitator.Verify with the current key.
+func (k *Facilitator) Verify(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.VerifyResponse, error) {
 	return withKey(ctx, k, func(f *x402.Facilitator) (x402.VerifyResponse, error) { return f.Verify(ctx, p, r) })
 }
 
-func (k *keyedFacilitator) Settle(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.SettleResponse, error) {
+// Settle is x402.Facilitator.Settle with the current key.
+func (k *Facilitator) Settle(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.SettleResponse, error) {
 	return withKey(ctx, k, func(f *x402.Facilitator) (x402.SettleResponse, error) { return f.Settle(ctx, p, r) })
 }
 
-func (k *keyedFacilitator) Supported(ctx context.Context) (x402.SupportedResponse, error) {
+// Supported is x402.Facilitator.Supported with the current key.
+func (k *Facilitator) Supported(ctx context.Context) (x402.SupportedResponse, error) {
 	return withKey(ctx, k, func(f *x402.Facilitator) (x402.SupportedResponse, error) { return f.Supported(ctx) })
 }
 
 // withKey makes the call with the current key and, when the facilitator
 // refuses it and the secret holds another, once more with that one. A
 // refused credential never moved money, so the retry is safe for /settle.
-func withKey[T any](ctx context.Context, k *keyedFacilitator, call func(*x402.Facilitator) (T, error)) (T, error) {
+func withKey[T any](ctx context.Context, k *Facilitator, call func(*x402.Facilitator) (T, error)) (T, error) {
 	used := k.key.Get()
 	f, err := k.facilitator(used)
 	if err != nil {
@@ -61,7 +70,7 @@ func withKey[T any](ctx context.Context, k *keyedFacilitator, call func(*x402.Fa
 }
 
 // facilitator is the client for key, made once per key.
-func (k *keyedFacilitator) facilitator(key string) (*x402.Facilitator, error) {
+func (k *Facilitator) facilitator(key string) (*x402.Facilitator, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.client != nil && k.keyFor == key {
@@ -69,7 +78,7 @@ func (k *keyedFacilitator) facilitator(key string) (*x402.Facilitator, error) {
 	}
 	f := &x402.Facilitator{URL: k.url, HTTP: k.http}
 	if key != "" {
-		a, err := authorizer(key)
+		a, err := Authorizer(key)
 		if err != nil {
 			return nil, err
 		}
