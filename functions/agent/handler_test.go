@@ -717,3 +717,42 @@ func raised0(e *env) string {
 	}
 	return ""
 }
+
+// TestASettlementPastTheDeadlineIsAnsweredInTime: a settlement that has
+// not answered when the request's deadline, less the time kept for the
+// answer, comes is abandoned as a lost answer: the order waits, alerted,
+// and the agent is answered 202 before the function's time runs out.
+func TestASettlementPastTheDeadlineIsAnsweredInTime(t *testing.T) {
+	e := newEnv(t)
+	// The facilitator settles, then holds its answer until its client
+	// gives up.
+	e.fac = fakefacilitator.New(fakefacilitator.Options{Clock: e.clock.Now,
+		Sleep: func(ctx context.Context, d time.Duration) error { <-ctx.Done(); return ctx.Err() }})
+	srv := httptest.NewServer(e.fac)
+	t.Cleanup(srv.Close)
+	e.h.Facilitator = x402rail.NewFacilitator(srv.URL, srv.Client(), nil)
+	if _, err := e.fac.Apply(fakefacilitator.Control{Settle: fakefacilitator.SettleSlow, SlowMS: ptr(60_000)}); err != nil {
+		t.Fatal(err)
+	}
+	e.h.Reserve = 500 * time.Millisecond
+	req := e.offer("/x402/query").Accepts[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := e.h.Handle(ctx, request("/x402/query", body, e.sign(wallet(t), req, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("answered after the request's deadline")
+	}
+	if resp.StatusCode != http.StatusAccepted || resp.Headers["Location"] == "" {
+		t.Fatalf("answered %d %s", resp.StatusCode, resp.Body)
+	}
+	recs := e.records()
+	if len(recs) != 1 || recs[0].Status != audit.StatusSettleUnconfirmed {
+		t.Fatalf("records %+v", recs)
+	}
+	if kinds := strings.Join(e.alerts.Kinds(), ","); !strings.Contains(kinds, "X402_SETTLE_UNCONFIRMED") {
+		t.Fatalf("alerts %s", kinds)
+	}
+}

@@ -98,7 +98,12 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		return httpapi.Error(ctx, h.Log, err)
 	}
 
-	v, err := h.Facilitator.Verify(ctx, p, accepted)
+	// The facilitator's calls end before the request's deadline, so that a
+	// settlement still unanswered then is recorded, alerted and answered,
+	// not cut off with the function.
+	fctx, cancel := h.facilitatorContext(ctx)
+	defer cancel()
+	v, err := h.Facilitator.Verify(fctx, p, accepted)
 	if err != nil {
 		return h.facilitatorDown(ctx, t, "verify", err)
 	}
@@ -109,7 +114,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		return h.required(t.tier, t.resource, v.InvalidReason)
 	}
 
-	s, lost, err := h.settle(ctx, t)
+	s, lost, err := h.settle(fctx, t)
 	switch {
 	case err != nil || (lost && !s.Success):
 		return h.unconfirmed(ctx, t, s, err)
@@ -139,7 +144,7 @@ func (h *Handler) settle(ctx context.Context, t *payment) (s x402.SettleResponse
 		}
 		lost = true
 		h.logFor(t).Warn("x402 settlement answer lost", "attempt", attempt, "error", err.Error())
-		if attempt >= h.SettleAttempts || h.timeLeft(ctx) < 2*h.Reserve {
+		if attempt >= h.SettleAttempts || h.timeLeft(ctx) < h.Reserve {
 			return s, lost, err
 		}
 		if err := h.Sleep(ctx, time.Duration(attempt)*time.Second); err != nil {
@@ -257,6 +262,15 @@ func (h *Handler) settlementHeader(resp *httpapi.Response, s x402.SettleResponse
 	if header, err := x402.EncodeHeader(s); err == nil {
 		resp.Headers[x402.HeaderPaymentResponse] = header
 	}
+}
+
+// facilitatorContext bounds the facilitator's calls to the request's
+// deadline less Reserve.
+func (h *Handler) facilitatorContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, d.Add(-h.Reserve))
+	}
+	return context.WithCancel(ctx)
 }
 
 // timeLeft is what remains of the request's deadline (the Lambda's), or
