@@ -60,12 +60,10 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 			return err
 		}
 	}
-	token, err := h.Ledger.ClaimReply(ctx, t.reply.key, t.job.Attempt, h.Lease, h.ReplyRetention)
-	if done, err := claimed(t, err); done || err != nil {
+	t.delivery = inboxReply{ledger: h.Ledger, key: t.reply.key, ttl: h.ReplyRetention}
+	if done, err := h.claim(ctx, t); done {
 		return err
 	}
-	t.token = token
-	crashpoint.Reach(ctx, crashpoint.MailerClaimed)
 	suppressed, err := h.suppressed(ctx, m.From)
 	if err != nil {
 		h.release(ctx, t)

@@ -27,10 +27,7 @@ import (
 // Orders is the order store (shared/store).
 type Orders interface {
 	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
-	ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, attempt int, lease time.Duration) (string, error)
-	MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, result string, state oracle.MailState) error
-	MailFailed(ctx context.Context, sessionID string, kind oracle.MailKind, token string, try store.Try, nextAt time.Time) ([]store.Try, error)
-	ReleaseMail(ctx context.Context, sessionID string, kind oracle.MailKind, token string) error
+	orderDeliveries
 	QuarantineReady(ctx context.Context, sessionID string, q store.Quarantine) (bool, error)
 }
 
@@ -40,10 +37,7 @@ type Ledger interface {
 	RecordMailDeadLetter(ctx context.Context, d store.MailDeadLetter, ttl time.Duration) (bool, error)
 	Suppressed(ctx context.Context, emailHash string) (bool, error)
 	RecordSentMessage(ctx context.Context, messageID, sessionID string, ttl time.Duration) error
-	ClaimReply(ctx context.Context, key string, attempt int, lease, ttl time.Duration) (string, error)
-	ReplySent(ctx context.Context, key, token, result string) error
-	ReplyFailed(ctx context.Context, key, token string, try store.Try, nextAt time.Time) ([]store.Try, error)
-	ReleaseReply(ctx context.Context, key, token string) error
+	replyDeliveries
 }
 
 // Received reads a message the support inbox received (shared/inbox).
@@ -161,6 +155,8 @@ type task struct {
 	started time.Time
 	log     *slog.Logger
 	order   oracle.Order
+	// delivery is the record of the email's delivery, whatever owns it.
+	delivery delivery
 	// token is this task's claim on the delivery, once taken.
 	token string
 	// hash is the keyed hash of the message, the same on every attempt.
@@ -235,6 +231,7 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 		t.log.Info("verdict quarantined; its follow-ups are queued again")
 		return h.quarantineFollowUps(ctx, order.SessionID)
 	}
+	t.delivery = orderMail{orders: h.Orders, sessionID: order.SessionID, kind: t.job.Kind}
 	return h.deliver(ctx, t)
 }
 
@@ -247,12 +244,9 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	if err != nil {
 		return err
 	}
-	token, err := h.Orders.ClaimMail(ctx, o.SessionID, kind, t.job.Attempt, h.Lease)
-	if done, err := claimed(t, err); done || err != nil {
+	if done, err := h.claim(ctx, t); done {
 		return err
 	}
-	t.token = token
-	crashpoint.Reach(ctx, crashpoint.MailerClaimed)
 	// Gate 2, on the email exactly as it would leave.
 	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own(msg.Own))
 	h.auditFilter(ctx, t, rep)
@@ -351,7 +345,7 @@ func (h *Handler) retryLater(ctx context.Context, t *task, cause error, wait tim
 func (h *Handler) park(ctx context.Context, t *task, cause error) error {
 	h.release(ctx, t)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.EmailBlocked,
-		Detail: "the account cannot send (" + cause.Error() + "); mail jobs such as " + t.what() +
+		Detail: "the account cannot send (" + cause.Error() + "); mail jobs such as " + t.delivery.what() +
 			" are parked and try again every " + h.BlockedRetry.String()})
 	at := h.Now().Add(h.BlockedRetry)
 	job := t.job
@@ -417,26 +411,14 @@ func (h *Handler) transportOf(err error) string {
 // nothing left) and the email's state. A failure is logged: the audit
 // record and the alert still say what happened.
 func (h *Handler) close(ctx context.Context, t *task, result string, state oracle.MailState) {
-	var err error
-	if t.reply != nil {
-		err = h.Ledger.ReplySent(ctx, t.reply.key, t.token, result)
-	} else {
-		err = h.Orders.MailSent(ctx, t.order.SessionID, t.job.Kind, t.token, result, state)
-	}
-	if err != nil {
+	if err := t.delivery.sent(ctx, t.token, result, state); err != nil {
 		t.log.Error("recording the delivery failed", "result", result, "error", err.Error())
 	}
 }
 
 // release gives up the task's claim without spending its attempt.
 func (h *Handler) release(ctx context.Context, t *task) {
-	var err error
-	if t.reply != nil {
-		err = h.Ledger.ReleaseReply(ctx, t.reply.key, t.token)
-	} else {
-		err = h.Orders.ReleaseMail(ctx, t.order.SessionID, t.job.Kind, t.token)
-	}
-	if err != nil {
+	if err := t.delivery.release(ctx, t.token); err != nil {
 		t.log.Error("releasing the delivery failed", "error", err.Error())
 	}
 }
@@ -444,18 +426,19 @@ func (h *Handler) release(ctx context.Context, t *task) {
 // failed records the task's failed attempt; a zero nextAt closes the
 // delivery as undeliverable.
 func (h *Handler) failed(ctx context.Context, t *task, try store.Try, nextAt time.Time) ([]store.Try, error) {
-	if t.reply != nil {
-		return h.Ledger.ReplyFailed(ctx, t.reply.key, t.token, try, nextAt)
-	}
-	return h.Orders.MailFailed(ctx, t.order.SessionID, t.job.Kind, t.token, try, nextAt)
+	return t.delivery.failed(ctx, t.token, try, nextAt)
 }
 
-// what names the task's email for the operator.
-func (t *task) what() string {
-	if t.reply != nil {
-		return "the autoresponse to inbox message " + oracle.Clip(t.reply.key, 12)
+// claim takes the task's attempt of its delivery: done when the job ends
+// here, with nothing left to do (see claimed) or with err.
+func (h *Handler) claim(ctx context.Context, t *task) (done bool, _ error) {
+	token, err := t.delivery.claim(ctx, t.job.Attempt, h.Lease)
+	if done, err := claimed(t, err); done || err != nil {
+		return true, err
 	}
-	return "the " + string(t.job.Kind) + " email of " + oracle.ShortID(t.order.SessionID)
+	t.token = token
+	crashpoint.Reach(ctx, crashpoint.MailerClaimed)
+	return false, nil
 }
 
 // claimed judges a claim's error: done when the job has nothing left to do
