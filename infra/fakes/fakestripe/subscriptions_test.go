@@ -2,6 +2,7 @@ package fakestripe_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -499,7 +500,13 @@ func TestRenewals(t *testing.T) {
 			f.toJanuary31(t)
 			price := f.createPrice(t)
 			cs := f.subscribe(t, price.ID)
-			f.fake.SetRenewals(tt.renewals)
+			b, err := json.Marshal(tt.renewals)
+			if err != nil {
+				t.Fatalf("marshal renewals: %v", err)
+			}
+			if resp, body := f.do(t, http.MethodPost, "/_control", "application/json", string(b)); resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST /_control %s: status %d: %s", b, resp.StatusCode, body)
+			}
 			for i, st := range tt.steps {
 				n := len(f.hooks.hooks())
 				_, ids := f.advance(t, st.clock)
@@ -650,14 +657,16 @@ func TestClockRequests(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &ans); err != nil || ans.Now != f.now.Unix()+3600 {
 		t.Fatalf("GET /_clock = %s (%v), want now %d", body, err, f.now.Unix()+3600)
 	}
-	// Signatures keep to the real clock: a receiver verifies them after an
-	// advance of a year.
+	// Signatures keep to the real clock, which the receiver checks them
+	// against (stripe-go refuses only old ones): after an advance of a
+	// year they are still stamped now.
 	price := f.createPrice(t)
 	f.subscribe(t, price.ID)
 	f.advance(t, `{"advance":"8760h"}`)
+	stamp := fmt.Sprintf("t=%d,", f.now.Unix())
 	for _, h := range f.hooks.hooks() {
-		if h.Err != nil {
-			t.Fatalf("%s: %v", h.Event.Type, h.Err)
+		if h.Err != nil || !strings.HasPrefix(h.Header.Get("Stripe-Signature"), stamp) {
+			t.Fatalf("%s: signature %q (%v), want it stamped %s", h.Event.Type, h.Header.Get("Stripe-Signature"), h.Err, stamp)
 		}
 	}
 	for _, tt := range []struct {
