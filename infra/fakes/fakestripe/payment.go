@@ -138,10 +138,7 @@ func (rec *sessionRecord) markComplete(email string, values []string) {
 // Reorder reverses them; a delayed payment does not apply. The caller
 // holds s.mu.
 func (s *Server) subscribe(rec *sessionRecord, email string, values []string) (*payment, error) {
-	cust, ok := (*customerRecord)(nil), false
-	if rec.s.Customer != nil {
-		cust, ok = s.customers[*rec.s.Customer]
-	}
+	cust, ok := s.customers[deref(rec.s.Customer)]
 	var err error
 	if !ok {
 		if cust, err = s.newCustomer(email, rec.s.Livemode); err != nil {

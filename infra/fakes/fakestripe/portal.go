@@ -19,7 +19,8 @@ import (
 // The customer portal, as Stripe's default configuration has it for the
 // fake's purposes: the customer sees their subscriptions and cancels one at
 // the end of its period (customer.subscription.updated with
-// cancel_at_period_end), or renews one so cancelled.
+// cancel_at_period_end), renews one so cancelled, or pays a failed
+// renewal's invoice as with a new card (invoice.paid).
 
 var portalParamNames = formNames(reflect.TypeFor[stripe.BillingPortalSessionParams]())
 
@@ -89,7 +90,9 @@ var portalTemplate = template.Must(template.New("portal").Parse(pageHead + `<h1>
 {{end}}{{range .Subs}}<section>
 <h2>{{.Name}}</h2>
 <p>{{.Amount}}. Status: {{.Status}}.</p>
-{{if .Ended}}<p>Ended {{.Date}}.</p>
+{{if .Due}}<p>Your last payment failed.</p>
+<form method="post"><input type="hidden" name="subscription" value="{{.ID}}"><input type="hidden" name="action" value="pay"><button type="submit">Pay now</button></form>
+{{end}}{{if .Ended}}<p>Ended {{.Date}}.</p>
 {{else if .Cancelling}}<p>Your plan will be canceled on {{.Date}}.</p>
 <form method="post"><input type="hidden" name="subscription" value="{{.ID}}"><input type="hidden" name="action" value="renew"><button type="submit">Renew plan</button></form>
 {{else}}<p>Your plan renews on {{.Date}}.</p>
@@ -109,7 +112,7 @@ type portalPageData struct {
 
 type portalSub struct {
 	ID, Name, Amount, Status, Date string
-	Cancelling, Ended              bool
+	Cancelling, Ended, Due         bool
 }
 
 // portalPage serves GET /portal/{id}.
@@ -158,14 +161,15 @@ func (s *Server) portalPageFor(ps *portalSession) portalPageData {
 			Date:       time.Unix(date, 0).UTC().Format("2 January 2006, 15:04 UTC"),
 			Cancelling: sub.s.CancelAtPeriodEnd,
 			Ended:      sub.s.Status == subCanceled,
+			Due:        s.dueInvoice(sub) != nil,
 		})
 	}
 	return d
 }
 
 // portalAction serves POST /portal/{id}: action cancel (at the period's
-// end) or renew, of one of the customer's subscriptions. Its event is
-// delivered before the customer is sent back to the portal.
+// end), renew or pay, of one of the customer's subscriptions. Its events
+// are delivered before the customer is sent back to the portal.
 func (s *Server) portalAction(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxPayForm)
 	if err := r.ParseForm(); err != nil {
@@ -176,7 +180,7 @@ func (s *Server) portalAction(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	ps, ok := s.portals[id]
 	sub, found := s.subscriptions[r.PostForm.Get("subscription")]
-	var ev *event
+	var evs []*event
 	var err error
 	status, msg := 0, ""
 	switch {
@@ -187,9 +191,14 @@ func (s *Server) portalAction(w http.ResponseWriter, r *http.Request) {
 	case sub.s.Status == subCanceled:
 		status, msg = http.StatusConflict, "This subscription has already ended."
 	case action == "cancel" || action == "renew":
-		ev, err = s.setCancelAtPeriodEnd(sub, action == "cancel", eventRequest{})
+		var ev *event
+		if ev, err = s.setCancelAtPeriodEnd(sub, action == "cancel", eventRequest{}); ev != nil {
+			evs = append(evs, ev)
+		}
+	case action == "pay":
+		evs, err = s.payDue(sub)
 	default:
-		status, msg = http.StatusBadRequest, "Choose cancel or renew."
+		status, msg = http.StatusBadRequest, "Choose cancel, renew or pay."
 	}
 	s.mu.Unlock()
 	switch {
@@ -201,8 +210,6 @@ func (s *Server) portalAction(w http.ResponseWriter, r *http.Request) {
 		s.renderMessage(w, http.StatusInternalServerError, "Error", "The fake Stripe failed to update this subscription.")
 		return
 	}
-	if ev != nil {
-		s.deliver(context.WithoutCancel(r.Context()), Control{}, ev)
-	}
+	s.deliverAll(context.WithoutCancel(r.Context()), Control{}, evs)
 	http.Redirect(w, r, "/portal/"+id, http.StatusSeeOther)
 }

@@ -28,7 +28,7 @@
 //	POST /v1/billing_portal/sessions        open the customer portal
 //	GET  /pay/{id}, POST /pay/{id}          the hosted pay page (pays or subscribes)
 //	GET  /link/{tier}                       open a Payment Link for a tier
-//	GET  /portal/{id}, POST /portal/{id}    the customer portal: cancel at the period's end, or renew
+//	GET  /portal/{id}, POST /portal/{id}    the customer portal: cancel at the period's end, renew, pay
 //	POST /_control                          shape the next payment's webhook deliveries; fail renewals
 //	GET  /_clock, POST /_clock              the fake's time; advance it to bill subscriptions
 //	POST /_disputes                         the cardholder disputes a paid payment intent

@@ -497,6 +497,37 @@ func (s *Server) setStatus(sub *subscriptionRecord, status string) ([]*event, er
 	return []*event{ev}, nil
 }
 
+// payDue pays sub's open invoice at once, as a customer does in the portal
+// with a new card: invoice.paid, and the subscription active again. It
+// returns no events when no invoice is open. The caller holds s.mu.
+func (s *Server) payDue(sub *subscriptionRecord) ([]*event, error) {
+	inv := s.dueInvoice(sub)
+	if inv == nil {
+		return nil, nil
+	}
+	if err := s.charge(sub, inv, true); err != nil {
+		return nil, err
+	}
+	sub.pending = nil
+	ev, err := s.invoiceEvent(eventInvoicePaid, sub, inv)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("fakestripe: invoice paid in the portal", "invoice", inv.i.ID, "subscription", sub.s.ID)
+	more, err := s.setStatus(sub, subActive)
+	return append([]*event{ev}, more...), err
+}
+
+// dueInvoice is sub's latest invoice when it is open, a failed renewal's,
+// or nil. The caller holds s.mu.
+func (s *Server) dueInvoice(sub *subscriptionRecord) *invoiceRecord {
+	inv, ok := s.invoices[deref(sub.s.LatestInvoice)]
+	if !ok || inv.i.Status != invoiceOpen || sub.s.Status == subCanceled {
+		return nil
+	}
+	return inv
+}
+
 func (s *Server) subscription(id string) (*subscriptionRecord, error) {
 	sub, ok := s.subscriptions[id]
 	if !ok {

@@ -683,3 +683,41 @@ func TestClockRequests(t *testing.T) {
 		}
 	}
 }
+
+// A customer whose renewal failed pays in the portal: the invoice is paid,
+// the subscription active, and no retry follows.
+func TestPortalPaysAFailedRenewal(t *testing.T) {
+	f := newFixture(t, fakestripe.Options{})
+	price := f.createPrice(t)
+	cs := f.subscribe(t, price.ID)
+	f.fake.SetRenewals(fakestripe.Renewals{FailRenewals: 4})
+	f.advance(t, `{"next_period":true}`)
+	ps, err := f.sc.BillingPortalSessions.New(&stripe.BillingPortalSessionParams{Customer: stripe.String(cs.Customer.ID)})
+	if err != nil {
+		t.Fatalf("create portal session: %v", err)
+	}
+	if _, page := f.get(t, strings.TrimPrefix(ps.URL, f.url)); !strings.Contains(page, "Pay now") {
+		t.Fatalf("portal page of a past_due subscription:\n%s", page)
+	}
+	n := len(f.hooks.hooks())
+	resp, err := browser.PostForm(ps.URL, url.Values{"subscription": {cs.Subscription.ID}, "action": {"pay"}})
+	if err != nil {
+		t.Fatalf("portal pay: %v", err)
+	}
+	if body := readBody(t, resp); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("portal pay: status %d: %s", resp.StatusCode, body)
+	}
+	hs := f.hooks.since(n)
+	if got := typesOf(hs); !slices.Equal(got, []string{"invoice.paid", "customer.subscription.updated"}) {
+		t.Fatalf("pay events = %v", got)
+	}
+	if inv := hs[0].Invoice(t); !inv.Paid || inv.AttemptCount != 2 {
+		t.Fatalf("paid invoice = paid %v, attempts %d", inv.Paid, inv.AttemptCount)
+	}
+	if sub := hs[1].Subscription(t); sub.Status != stripe.SubscriptionStatusActive {
+		t.Fatalf("subscription status %s, want active", sub.Status)
+	}
+	if _, evs := f.advance(t, `{"advance":"72h"}`); len(evs) != 0 {
+		t.Fatalf("a retry after the invoice was paid: %v", evs)
+	}
+}
