@@ -12,9 +12,11 @@ import (
 const maxDuplicate = 100
 
 // Control shapes the webhook deliveries of the next payment only; it is
-// consumed when a payment completes. The zero Control delivers each event
-// once, in order, correctly signed. It does not touch the events of
-// expiries, refunds, disputes or early fraud warnings, which are always
+// consumed when a payment completes, one-time or a subscription's first,
+// or when a clock advance bills subscriptions (its events are that
+// payment's). The zero Control delivers each event once, in order,
+// correctly signed. It does not touch the events of expiries, refunds,
+// disputes, early fraud warnings or subscription updates, which are always
 // delivered that way (and can be resent through /_events/{id}/deliver).
 type Control struct {
 	// Duplicate delivers each event this many times (0 and 1 mean once).
@@ -23,7 +25,8 @@ type Control struct {
 	// one after another.
 	Concurrent bool `json:"concurrent,omitempty"`
 	// Reorder delivers checkout.session.async_payment_succeeded (or _failed)
-	// before checkout.session.completed. It implies a delayed payment.
+	// before checkout.session.completed. It implies a delayed payment. A
+	// subscription's events, and a clock advance's, are sent in reverse.
 	Reorder bool `json:"reorder,omitempty"`
 	// BadSignature signs deliveries with a wrong secret.
 	BadSignature bool `json:"bad_signature,omitempty"`
@@ -35,6 +38,38 @@ type Control struct {
 	FailAsync bool `json:"fail_async,omitempty"`
 	// SkipDelivery creates and stores the events but delivers none.
 	SkipDelivery bool `json:"skip_delivery,omitempty"`
+}
+
+// Renewals shapes the subscriptions' renewal payments, which the clock
+// makes (POST /_clock). Unlike Control it is not consumed by a Checkout
+// payment: each renewal payment attempt, a retry included, takes one of
+// FailRenewals. It is set by the same POST /_control, which replaces both.
+type Renewals struct {
+	// FailRenewals declines this many of the next renewal payment attempts:
+	// the invoice's payment fails (invoice.payment_failed) and the
+	// subscription is past_due until an attempt succeeds. An invoice is
+	// tried four times: when it is finalized, then 3, 5 and 7 days after
+	// each failure.
+	FailRenewals int `json:"fail_renewals,omitempty"`
+	// AfterRetries is what a subscription becomes when the fourth attempt
+	// fails, as Stripe's setting "if all retries for a payment fail":
+	// "canceled" (the default, customer.subscription.deleted), "unpaid" or
+	// "past_due" (customer.subscription.updated, or no change).
+	AfterRetries string `json:"after_retries,omitempty"`
+}
+
+// controlRequest is the body of POST /_control.
+type controlRequest struct {
+	Control
+	Renewals
+}
+
+// SetRenewals sets how the next renewal payments go, replacing any
+// pending Renewals; the zero Renewals lets every renewal succeed.
+func (s *Server) SetRenewals(r Renewals) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.renewals = r
 }
 
 // SetControl sets the Control for the next payment, replacing any pending
@@ -52,25 +87,44 @@ func (s *Server) takeControl() Control {
 	return c
 }
 
-// handleControl serves POST /_control: a JSON Control, unknown fields refused.
+// handleControl serves POST /_control: a JSON Control and Renewals, unknown
+// fields refused.
 func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
-	c, err := decodeControl(http.MaxBytesReader(w, r.Body, 4<<10))
+	req, err := decodeControl(http.MaxBytesReader(w, r.Body, 4<<10))
 	if err != nil {
 		writeAPIError(w, invalidParam("", "", "Invalid control: %v", err))
 		return
 	}
+	c := req.Control
 	s.SetControl(c)
-	s.log.Info("fakestripe: control set for the next payment", "control", c)
-	s.writeJSON(w, http.StatusOK, c)
+	s.SetRenewals(req.Renewals)
+	s.log.Info("fakestripe: control set for the next payment", "control", c, "renewals", req.Renewals)
+	s.writeJSON(w, http.StatusOK, req)
 }
 
-func decodeControl(body io.Reader) (Control, error) {
-	c, err := fakecontrol.Decode[Control](body)
+func decodeControl(body io.Reader) (controlRequest, error) {
+	req, err := fakecontrol.Decode[controlRequest](body)
 	if err != nil {
-		return Control{}, err
+		return controlRequest{}, err
 	}
+	if err := req.Renewals.check(); err != nil {
+		return controlRequest{}, err
+	}
+	c := req.Control
 	if c.Duplicate < 0 || c.Duplicate > maxDuplicate {
-		return Control{}, fmt.Errorf("duplicate must be between 0 and %d, got %d", maxDuplicate, c.Duplicate)
+		return controlRequest{}, fmt.Errorf("duplicate must be between 0 and %d, got %d", maxDuplicate, c.Duplicate)
 	}
-	return c, nil
+	return req, nil
+}
+
+// check refuses Renewals the fake cannot follow.
+func (rn Renewals) check() error {
+	if rn.FailRenewals < 0 || rn.FailRenewals > maxDuplicate {
+		return fmt.Errorf("fail_renewals must be between 0 and %d, got %d", maxDuplicate, rn.FailRenewals)
+	}
+	switch rn.AfterRetries {
+	case "", subCanceled, subUnpaid, subPastDue:
+		return nil
+	}
+	return fmt.Errorf("after_retries must be canceled, unpaid or past_due, got %q", rn.AfterRetries)
 }

@@ -23,6 +23,11 @@ const (
 	eventChargeRefunded = "charge.refunded"
 	eventDisputeCreated = "charge.dispute.created"
 	eventEFWCreated     = "radar.early_fraud_warning.created"
+	eventSubCreated     = "customer.subscription.created"
+	eventSubUpdated     = "customer.subscription.updated"
+	eventSubDeleted     = "customer.subscription.deleted"
+	eventInvoicePaid    = "invoice.paid"
+	eventInvoiceFailed  = "invoice.payment_failed"
 )
 
 const (
@@ -181,7 +186,7 @@ func (s *Server) deliverOnce(ctx context.Context, c Control, ev *event) Delivery
 
 // post sends one signed delivery and returns the status received.
 func (s *Server) post(ctx context.Context, c Control, body []byte) (int, error) {
-	secret, ts := s.opts.WebhookSecret, s.now()
+	secret, ts := s.opts.WebhookSecret, s.wall()
 	if c.BadSignature {
 		secret = wrongSecret
 	}

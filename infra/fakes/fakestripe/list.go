@@ -52,9 +52,8 @@ type sessionQuery struct {
 	paymentIntent string
 	paymentLink   string
 	email         string
-	// noCustomer is set when the call filters by customer or subscription:
-	// the fake makes neither, so no session matches.
-	noCustomer bool
+	customer      string
+	subscription  string
 }
 
 // listSessions serves GET /v1/checkout/sessions: the sessions matching the
@@ -115,7 +114,9 @@ func (s *Server) listSessions(_ *http.Request, form url.Values) (any, error) {
 
 func (q *sessionQuery) matches(cs *session) bool {
 	switch {
-	case q.noCustomer:
+	case q.customer != "" && (cs.Customer == nil || *cs.Customer != q.customer):
+		return false
+	case q.subscription != "" && (cs.Subscription == nil || *cs.Subscription != q.subscription):
 		return false
 	case cs.Created < q.createdMin || cs.Created > q.createdMax:
 		return false
@@ -168,7 +169,7 @@ func parseSessionList(form url.Values) (sessionQuery, error) {
 	}
 	q.paymentIntent = form.Get("payment_intent")
 	q.paymentLink = form.Get("payment_link")
-	q.noCustomer = form.Get("customer") != "" || form.Get("subscription") != ""
+	q.customer, q.subscription = form.Get("customer"), form.Get("subscription")
 	if form.Has("customer_details") {
 		return q, missingParam("customer_details[email]")
 	}

@@ -20,9 +20,15 @@ const maxMetadataKeyLen = 40
 // counted in UTF-16 code units as Stripe counts them. As on Stripe, an empty
 // value unsets a key, so it is simply absent from a new object.
 func parseMetadata(form url.Values) (map[string]string, error) {
+	return parseMetadataAt(form, "metadata")
+}
+
+// parseMetadataAt reads the metadata at name, such as
+// subscription_data[metadata], as parseMetadata reads metadata.
+func parseMetadataAt(form url.Values, name string) (map[string]string, error) {
 	md := make(map[string]string)
 	for _, param := range slices.Sorted(maps.Keys(form)) {
-		inner, ok := strings.CutPrefix(param, "metadata[")
+		inner, ok := strings.CutPrefix(param, name+"[")
 		if !ok {
 			continue
 		}
@@ -44,7 +50,7 @@ func parseMetadata(form url.Values) (map[string]string, error) {
 		md[key] = v
 	}
 	if len(md) > stripex.MaxMetadataKeys {
-		return nil, invalidParam("", "metadata", "Invalid metadata: metadata can have at most %d keys, got %d.", stripex.MaxMetadataKeys, len(md))
+		return nil, invalidParam("", name, "Invalid metadata: metadata can have at most %d keys, got %d.", stripex.MaxMetadataKeys, len(md))
 	}
 	return md, nil
 }

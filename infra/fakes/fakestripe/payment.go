@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/stripe/stripe-go/v76"
+
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -48,6 +50,7 @@ type payment struct {
 	completed *event
 	control   Control
 	delayed   bool
+	events    []*event // a subscription's events, in the order made; completed is nil
 }
 
 // complete validates in and completes the open session id: status complete,
@@ -85,6 +88,10 @@ func (s *Server) complete(id string, in payInput) (*payment, error) {
 		values[i] = v
 	}
 
+	if rec.s.Mode == string(stripe.CheckoutSessionModeSubscription) {
+		return s.subscribe(rec, in.email, values)
+	}
+
 	piID, err := s.newID("pi_", objectIDLen)
 	if err != nil {
 		return nil, fmt.Errorf("complete session: %w", err)
@@ -101,21 +108,66 @@ func (s *Server) complete(id string, in payInput) (*payment, error) {
 	}
 	s.intents[piID] = pi
 
-	rec.s.Status = sessionStatusDone
-	rec.s.URL = nil
 	rec.s.PaymentIntent = &piID
-	rec.s.CustomerDetails = &customerDetails{Email: in.email, TaxExempt: "none", TaxIDs: []string{}}
-	for i, v := range values {
-		if v != "" {
-			rec.s.CustomFields[i].Text.Value = &v
-		}
-	}
+	rec.markComplete(in.email, values)
 	ev, err := s.newSessionEvent(eventCompleted, rec)
 	if err != nil {
 		return nil, fmt.Errorf("complete session: %w", err)
 	}
 	s.log.Info("fakestripe: session completed", "session", id, "payment_status", rec.s.PaymentStatus, "control", c)
 	return &payment{rec: rec, completed: ev, control: c, delayed: delayed}, nil
+}
+
+// markComplete records the customer's entries on a session now complete.
+func (rec *sessionRecord) markComplete(email string, values []string) {
+	rec.s.Status = sessionStatusDone
+	rec.s.URL = nil
+	rec.s.CustomerDetails = &customerDetails{Email: email, TaxExempt: "none", TaxIDs: []string{}}
+	for i, v := range values {
+		if v != "" {
+			rec.s.CustomFields[i].Text.Value = &v
+		}
+	}
+}
+
+// subscribe completes a subscription-mode session paid with email: the
+// session's customer (or a new one), an active subscription and its first
+// invoice, paid. Its events are stored in the order Stripe makes the
+// objects: customer.subscription.created, invoice.paid,
+// checkout.session.completed. It consumes the pending Control, whose
+// Reorder reverses them; a delayed payment does not apply. The caller
+// holds s.mu.
+func (s *Server) subscribe(rec *sessionRecord, email string, values []string) (*payment, error) {
+	cust, ok := s.customers[deref(rec.s.Customer)]
+	var err error
+	if !ok {
+		if cust, err = s.newCustomer(email, rec.s.Livemode); err != nil {
+			return nil, fmt.Errorf("complete session: %w", err)
+		}
+	}
+	sub, inv, err := s.newSubscription(rec, cust)
+	if err != nil {
+		return nil, fmt.Errorf("complete session: %w", err)
+	}
+	c := s.takeControl()
+	rec.s.PaymentStatus = paymentStatusPaid
+	rec.s.Customer, rec.s.Subscription, rec.s.Invoice = &cust.c.ID, &sub.s.ID, &inv.i.ID
+	rec.markComplete(email, values)
+
+	p := &payment{rec: rec, control: c}
+	for _, mk := range []func() (*event, error){
+		func() (*event, error) { return s.subEvent(eventSubCreated, sub, nil, eventRequest{}) },
+		func() (*event, error) { return s.invoiceEvent(eventInvoicePaid, sub, inv) },
+		func() (*event, error) { return s.newSessionEvent(eventCompleted, rec) },
+	} {
+		ev, err := mk()
+		if err != nil {
+			return nil, fmt.Errorf("complete session: %w", err)
+		}
+		p.events = append(p.events, ev)
+	}
+	s.log.Info("fakestripe: subscription session completed", "session", rec.s.ID, "subscription", sub.s.ID, "customer", cust.c.ID, "invoice", inv.i.ID, "control", c)
+	return p, nil
 }
 
 // settle ends a delayed payment, as succeeded or failed, and stores the
@@ -142,6 +194,10 @@ func (s *Server) settle(p *payment) (*event, error) {
 // finish delivers a payment's events. A delayed payment settles after its
 // completed event is delivered, or before it when the Control reorders.
 func (s *Server) finish(ctx context.Context, p *payment) error {
+	if p.events != nil {
+		s.deliverAll(ctx, p.control, p.events)
+		return nil
+	}
 	if !p.delayed {
 		s.deliver(ctx, p.control, p.completed)
 		return nil

@@ -40,15 +40,15 @@ var (
 <ul>{{range .Items}}
 <li>{{.Name}}{{if gt .Quantity 1}} × {{.Quantity}}{{end}}: {{.Amount}}</li>{{end}}
 </ul>
-<p>Total: <strong>{{.Total}}</strong></p>
+<p>Total: <strong>{{.Total}}</strong>{{if .Interval}} every {{.Interval}}{{end}}</p>
 {{if .Error}}<p class="error" role="alert">{{.Error}}</p>
 {{end}}<form method="post" action="/pay/{{.ID}}">
 <label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="email" required value="{{.Email}}">
 {{range .Fields}}<label for="field-{{.Key}}">{{.Label}}</label>
 <textarea id="field-{{.Key}}" name="{{.Key}}" rows="4" maxlength="{{.MaxLength}}"{{if .Required}} required{{end}}>{{.Value}}</textarea>
-{{end}}<label class="check"><input type="checkbox" name="delayed" value="1"{{if .Delayed}} checked{{end}}> Simulate a delayed payment method (the payment settles after checkout)</label>
-<button type="submit">Pay</button>
+{{end}}{{if .Interval}}<button type="submit">Subscribe</button>{{else}}<label class="check"><input type="checkbox" name="delayed" value="1"{{if .Delayed}} checked{{end}}> Simulate a delayed payment method (the payment settles after checkout)</label>
+<button type="submit">Pay</button>{{end}}
 </form>
 {{if .CancelURL}}<p><a href="{{.CancelURL}}">Cancel</a></p>
 {{end}}</body>
@@ -69,6 +69,7 @@ type payPageData struct {
 	Email     string
 	Fields    []payPageField
 	Delayed   bool
+	Interval  string // a subscription's billing interval, such as "month"; empty for a payment
 	CancelURL string
 	Error     string
 }
@@ -174,6 +175,9 @@ func (s *Server) renderPayPage(w http.ResponseWriter, id string, status int, in 
 	}
 	if state == sessionStatusOpen {
 		d = payPageFor(rec, in, msg)
+		if cust, ok := s.customers[deref(rec.s.Customer)]; ok && d.Email == "" {
+			d.Email = cust.c.Email
+		}
 	}
 	s.mu.Unlock()
 	switch {
@@ -209,6 +213,12 @@ func payPageFor(rec *sessionRecord, in payInput, msg string) payPageData {
 		d.Items = append(d.Items, payPageItem{Name: it.Name, Quantity: it.Quantity, Amount: formatAmount(it.UnitAmount*it.Quantity, it.Currency)})
 	}
 	d.Title = strings.Join(names, ", ")
+	if it := rec.items[0]; it.price != nil && it.price.p.Recurring != nil {
+		d.Interval = it.price.p.Recurring.Interval
+		if n := it.price.p.Recurring.IntervalCount; n > 1 {
+			d.Interval = fmt.Sprintf("%d %ss", n, d.Interval)
+		}
+	}
 	for _, f := range rec.s.CustomFields {
 		d.Fields = append(d.Fields, payPageField{
 			Key:       f.Key,
@@ -248,6 +258,13 @@ func (s *Server) render(w http.ResponseWriter, status int, t *template.Template,
 	w.WriteHeader(status)
 	// A write error means the browser went away; there is no one to tell.
 	_, _ = w.Write(buf.Bytes())
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // formatAmount renders an amount in a currency's minor unit, e.g. "1.00 CAD".

@@ -1,7 +1,8 @@
 // Package fakestripe is a stateful, in-memory fake of the parts of Stripe the
 // Oracle verdict service uses: Checkout Sessions, refunds, a hosted pay page,
-// Payment Link style sessions, disputes and early fraud warnings, and signed
-// webhook deliveries.
+// Payment Link style sessions, disputes and early fraud warnings, prices,
+// subscriptions with their invoices and customer portal, a billing clock,
+// and signed webhook deliveries.
 //
 // It speaks the wire format of the official stripe-go v76 client (form-encoded
 // requests, JSON responses, Stripe error objects), so the service's real code
@@ -18,9 +19,18 @@
 //	POST /v1/refunds                        refund a paid session's payment intent or charge
 //	GET  /v1/refunds/{id}                   retrieve a refund
 //	GET  /v1/charges/{id}                   retrieve a paid payment intent's charge
-//	GET  /pay/{id}, POST /pay/{id}          the hosted pay page
+//	POST /v1/prices, GET /v1/prices         create a price; list prices (lookup_keys)
+//	GET  /v1/prices/{id}                    retrieve a price
+//	GET  /v1/customers/{id}                 retrieve a customer a subscription made
+//	GET  /v1/subscriptions                  list subscriptions, newest first
+//	GET, POST, DELETE /v1/subscriptions/{id} retrieve, update (cancel_at_period_end), cancel now
+//	GET  /v1/invoices/{id}                  retrieve an invoice
+//	POST /v1/billing_portal/sessions        open the customer portal
+//	GET  /pay/{id}, POST /pay/{id}          the hosted pay page (pays or subscribes)
 //	GET  /link/{tier}                       open a Payment Link for a tier
-//	POST /_control                          shape the next payment's webhook deliveries
+//	GET  /portal/{id}, POST /portal/{id}    the customer portal: cancel at the period's end, renew, pay
+//	POST /_control                          shape the next payment's webhook deliveries; fail renewals
+//	GET  /_clock, POST /_clock              the fake's time; advance it to bill subscriptions
 //	POST /_disputes                         the cardholder disputes a paid payment intent
 //	POST /_early_fraud_warnings             the issuer warns of fraud on a paid payment intent
 //	POST /_events/{id}/deliver              resend a stored event
@@ -36,6 +46,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"42sisters.ai/oracle/shared/oracle"
@@ -57,7 +68,10 @@ type Options struct {
 	// should contain {CHECKOUT_SESSION_ID}. Empty means the customer lands on
 	// the fake's own confirmation page, as with a link that has no redirect.
 	LinkSuccessURL string
-	// Clock is the time source for timestamps and signatures; nil means time.Now.
+	// Clock is the time source for timestamps and signatures; nil means
+	// time.Now. POST /_clock moves the fake's own time ahead of it, for
+	// billing; signatures keep to Clock, as a receiver checks them against
+	// its own clock.
 	Clock func() time.Time
 	// Rand is the source of ids; nil means crypto/rand. It is only read with
 	// the server's lock held, so it need not be safe for concurrent use.
@@ -72,7 +86,9 @@ type Options struct {
 // Server is the fake. It implements http.Handler and is safe for concurrent use.
 type Server struct {
 	opts   Options
-	now    func() time.Time
+	wall   func() time.Time // Options.Clock
+	now    func() time.Time // wall plus the offset /_clock adds
+	offset atomic.Int64     // nanoseconds the clock was advanced
 	rand   io.Reader
 	client *http.Client
 	log    *slog.Logger
@@ -92,6 +108,15 @@ type Server struct {
 	deliveries  []Delivery
 	control     Control
 	accepted    string // the one key accepted, when set (AcceptOnly)
+
+	prices        map[string]*priceRecord
+	products      map[string]string // product name by id
+	customers     map[string]*customerRecord
+	subscriptions map[string]*subscriptionRecord
+	invoices      map[string]*invoiceRecord
+	portals       map[string]*portalSession
+	portalConfig  string   // the billing portal configuration's id, made on first use
+	renewals      Renewals // how the next renewal payments go
 }
 
 // New returns a fake Stripe configured by opts.
@@ -99,7 +124,7 @@ func New(opts Options) *Server {
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	s := &Server{
 		opts:        opts,
-		now:         opts.Clock,
+		wall:        opts.Clock,
 		rand:        opts.Rand,
 		client:      opts.HTTPClient,
 		log:         opts.Logger,
@@ -111,10 +136,18 @@ func New(opts Options) *Server {
 		charges:     make(map[string]*paymentIntent),
 		idempotency: newIdempotencyStore(),
 		eventByID:   make(map[string]*event),
+
+		prices:        make(map[string]*priceRecord),
+		products:      make(map[string]string),
+		customers:     make(map[string]*customerRecord),
+		subscriptions: make(map[string]*subscriptionRecord),
+		invoices:      make(map[string]*invoiceRecord),
+		portals:       make(map[string]*portalSession),
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.wall == nil {
+		s.wall = time.Now
 	}
+	s.now = func() time.Time { return s.wall().Add(time.Duration(s.offset.Load())) }
 	if s.rand == nil {
 		s.rand = rand.Reader
 	}
@@ -141,13 +174,27 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/refunds", s.api(refundParamNames, s.createRefund))
 	s.mux.HandleFunc("GET /v1/refunds/{id}", s.api(retrieveParamNames, s.retrieveRefund))
 	s.mux.HandleFunc("GET /v1/charges/{id}", s.api(retrieveParamNames, s.retrieveCharge))
+	s.mux.HandleFunc("POST /v1/prices", s.api(priceParamNames, s.createPrice))
+	s.mux.HandleFunc("GET /v1/prices", s.api(priceListParamNames, s.listPrices))
+	s.mux.HandleFunc("GET /v1/prices/{id}", s.api(retrieveParamNames, s.retrievePrice))
+	s.mux.HandleFunc("GET /v1/customers/{id}", s.api(retrieveParamNames, s.retrieveCustomer))
+	s.mux.HandleFunc("GET /v1/subscriptions", s.api(subscriptionListParamNames, s.listSubscriptions))
+	s.mux.HandleFunc("GET /v1/subscriptions/{id}", s.api(retrieveParamNames, s.retrieveSubscription))
+	s.mux.HandleFunc("POST /v1/subscriptions/{id}", s.api(subscriptionParamNames, s.updateSubscription))
+	s.mux.HandleFunc("DELETE /v1/subscriptions/{id}", s.api(subscriptionCancelParamNames, s.cancelSubscription))
+	s.mux.HandleFunc("GET /v1/invoices/{id}", s.api(retrieveParamNames, s.retrieveInvoice))
+	s.mux.HandleFunc("POST /v1/billing_portal/sessions", s.api(portalParamNames, s.createPortalSession))
 	s.mux.HandleFunc("/v1/", s.api(nil, unknownAPIRoute))
 
 	s.mux.HandleFunc("GET /pay/{id}", s.payPage)
 	s.mux.HandleFunc("POST /pay/{id}", s.pay)
 	s.mux.HandleFunc("GET /link/{tier}", s.link)
+	s.mux.HandleFunc("GET /portal/{id}", s.portalPage)
+	s.mux.HandleFunc("POST /portal/{id}", s.portalAction)
 
 	s.mux.HandleFunc("POST /_control", s.handleControl)
+	s.mux.HandleFunc("GET /_clock", s.handleClock)
+	s.mux.HandleFunc("POST /_clock", s.handleClock)
 	s.mux.HandleFunc("POST /_disputes", s.local(disputeParamNames, s.createDispute))
 	s.mux.HandleFunc("POST /_early_fraud_warnings", s.local(earlyFraudWarningParamNames, s.createEarlyFraudWarning))
 	s.mux.HandleFunc("POST /_events/{id}/deliver", s.handleRedeliver)

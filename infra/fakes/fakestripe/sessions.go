@@ -1,10 +1,12 @@
 package fakestripe
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,10 +41,12 @@ type session struct {
 	ClientReferenceID  *string           `json:"client_reference_id"`
 	Created            int64             `json:"created"`
 	Currency           string            `json:"currency"`
+	Customer           *string           `json:"customer"`
 	CustomFields       []customField     `json:"custom_fields"`
 	CustomerDetails    *customerDetails  `json:"customer_details"`
 	CustomerEmail      *string           `json:"customer_email"`
 	ExpiresAt          int64             `json:"expires_at"`
+	Invoice            *string           `json:"invoice"`
 	Livemode           bool              `json:"livemode"`
 	Metadata           map[string]string `json:"metadata"`
 	Mode               string            `json:"mode"`
@@ -51,6 +55,7 @@ type session struct {
 	PaymentMethodTypes []string          `json:"payment_method_types"`
 	PaymentStatus      string            `json:"payment_status"`
 	Status             string            `json:"status"`
+	Subscription       *string           `json:"subscription"`
 	SuccessURL         *string           `json:"success_url"`
 	UIMode             string            `json:"ui_mode"`
 	URL                *string           `json:"url"`
@@ -91,12 +96,14 @@ type lineItem struct {
 	Currency   string
 	UnitAmount int64
 	Quantity   int64
+	price      *priceRecord // the price named by id; nil for price_data
 }
 
 // sessionRecord is a session with the state the API does not show.
 type sessionRecord struct {
-	s     session
-	items []lineItem
+	s           session
+	items       []lineItem
+	subMetadata map[string]string // subscription_data[metadata], for the subscription
 }
 
 // SessionIDs lists the ids of every session made so far.
@@ -170,6 +177,9 @@ func (s *Server) expireSession(r *http.Request, _ url.Values) (any, error) {
 
 // sessionParams are the validated parameters of a session create call.
 type sessionParams struct {
+	mode              string // payment when empty
+	customer          *string
+	subMetadata       map[string]string
 	successURL        *string
 	cancelURL         *string
 	customerEmail     *string
@@ -181,9 +191,12 @@ type sessionParams struct {
 
 func (s *Server) createSession(r *http.Request, form url.Values) (any, error) {
 	now := s.now()
-	p, err := parseSessionParams(form, now)
+	p, err := parseSessionParams(form, now, s.lookupPrice)
 	if err != nil {
 		return nil, err
+	}
+	if p.customer != nil && s.customers[*p.customer] == nil {
+		return nil, noSuch(http.StatusBadRequest, "customer", clip(*p.customer), "customer")
 	}
 	rec, err := s.newSession(r, now, p)
 	if err != nil {
@@ -208,7 +221,9 @@ func (s *Server) newSession(r *http.Request, now time.Time, p sessionParams) (*s
 		expires = now.Add(sessionLifetime).Unix()
 	}
 	payURL := s.baseURL(r) + "/pay/" + id
+	mode := cmp.Or(p.mode, string(stripe.CheckoutSessionModePayment))
 	rec := &sessionRecord{
+		subMetadata: p.subMetadata,
 		s: session{
 			ID:                 id,
 			Object:             "checkout.session",
@@ -218,11 +233,12 @@ func (s *Server) newSession(r *http.Request, now time.Time, p sessionParams) (*s
 			ClientReferenceID:  p.clientReferenceID,
 			Created:            now.Unix(),
 			Currency:           p.items[0].Currency,
+			Customer:           p.customer,
 			CustomFields:       []customField{},
 			CustomerEmail:      p.customerEmail,
 			ExpiresAt:          expires,
 			Metadata:           p.metadata,
-			Mode:               string(stripe.CheckoutSessionModePayment),
+			Mode:               mode,
 			PaymentMethodTypes: []string{paymentMethodCard},
 			PaymentStatus:      paymentStatusUnpaid,
 			Status:             sessionStatusOpen,
@@ -237,15 +253,17 @@ func (s *Server) newSession(r *http.Request, now time.Time, p sessionParams) (*s
 }
 
 // parseSessionParams validates a create call the way Stripe does for a
-// hosted payment-mode session with inline price_data line items.
-func parseSessionParams(form url.Values, now time.Time) (sessionParams, error) {
+// hosted session: in payment mode with inline price_data or one-time
+// prices, in subscription mode with recurring prices (price finds them).
+func parseSessionParams(form url.Values, now time.Time, price func(string) *priceRecord) (sessionParams, error) {
 	var p sessionParams
 	switch mode := form.Get("mode"); mode {
 	case "":
 		return p, missingParam("mode")
-	case "payment":
-	case "setup", "subscription":
-		return p, invalidParam("", "mode", "The fake Stripe supports only mode=payment, not %s.", mode)
+	case "payment", "subscription":
+		p.mode = mode
+	case "setup":
+		return p, invalidParam("", "mode", "The fake Stripe supports only mode=payment and mode=subscription, not %s.", mode)
 	default:
 		return p, invalidParam("", "mode", "Invalid mode: must be one of payment, setup, or subscription")
 	}
@@ -267,6 +285,10 @@ func parseSessionParams(form url.Values, now time.Time) (sessionParams, error) {
 	if p.customerEmail != nil && !validEmail(*p.customerEmail) {
 		return p, invalidParam(codeEmailInvalid, "customer_email", "Invalid email address: %s", clip(*p.customerEmail))
 	}
+	p.customer = optString(form, "customer")
+	if p.customer != nil && p.customerEmail != nil {
+		return p, invalidParam("", "customer_email", "You may only specify one of these parameters: customer, customer_email.")
+	}
 	p.clientReferenceID = optString(form, "client_reference_id")
 	if p.clientReferenceID != nil && len([]rune(*p.clientReferenceID)) > maxClientReference {
 		return p, invalidParam("", "client_reference_id", "Invalid string: client_reference_id must be at most %d characters.", maxClientReference)
@@ -285,15 +307,48 @@ func parseSessionParams(form url.Values, now time.Time) (sessionParams, error) {
 	}
 	p.expiresAt = exp
 
-	if p.items, err = parseLineItems(form); err != nil {
+	if p.items, err = parseLineItems(form, price); err != nil {
+		return p, err
+	}
+	if err := checkItemsForMode(p.mode, p.items); err != nil {
+		return p, err
+	}
+	if p.subMetadata, err = parseMetadataAt(form, "subscription_data[metadata]"); err != nil {
 		return p, err
 	}
 	p.metadata, err = parseMetadata(form)
 	return p, err
 }
 
+// checkItemsForMode refuses recurring prices in payment mode, as Stripe
+// does, and in subscription mode anything but recurring prices of one
+// interval, which is what the fake models.
+func checkItemsForMode(mode string, items []lineItem) error {
+	recurring := func(it lineItem) bool { return it.price != nil && it.price.p.Recurring != nil }
+	if mode == string(stripe.CheckoutSessionModePayment) {
+		if slices.ContainsFunc(items, recurring) {
+			return invalidParam("", "line_items", "You specified `payment` mode but passed a recurring price. Either switch to `subscription` mode or use only one-time prices.")
+		}
+		return nil
+	}
+	for _, it := range items {
+		if !recurring(it) {
+			return invalidParam("", "line_items", "The fake Stripe supports only recurring prices, named by id, in `subscription` mode.")
+		}
+		if *it.price.p.Recurring != *items[0].price.p.Recurring {
+			return invalidParam("", "line_items", "Checkout does not support multiple prices with different billing intervals.")
+		}
+	}
+	return nil
+}
+
+// lookupPrice finds a stored price by id, or nil. The caller holds s.mu.
+func (s *Server) lookupPrice(id string) *priceRecord {
+	return s.prices[id]
+}
+
 // parseLineItems reads line_items[i][...] for i = 0..n-1.
-func parseLineItems(form url.Values) ([]lineItem, error) {
+func parseLineItems(form url.Values, price func(string) *priceRecord) ([]lineItem, error) {
 	n := 0
 	for key := range form {
 		rest, ok := strings.CutPrefix(key, "line_items[")
@@ -313,7 +368,7 @@ func parseLineItems(form url.Values) ([]lineItem, error) {
 	items := make([]lineItem, n)
 	var total int64
 	for i := range items {
-		it, err := parseLineItem(form, fmt.Sprintf("line_items[%d]", i))
+		it, err := parseLineItem(form, fmt.Sprintf("line_items[%d]", i), price)
 		if err != nil {
 			return nil, err
 		}
@@ -329,10 +384,24 @@ func parseLineItems(form url.Values) ([]lineItem, error) {
 	return items, nil
 }
 
-func parseLineItem(form url.Values, p string) (lineItem, error) {
+func parseLineItem(form url.Values, p string, lookup func(string) *priceRecord) (lineItem, error) {
 	var it lineItem
-	if price := form.Get(p + "[price]"); price != "" {
-		return it, newAPIError(http.StatusBadRequest, codeResourceMissing, p+"[price]", "No such price: '%s'", clip(price))
+	if id := form.Get(p + "[price]"); id != "" {
+		price := lookup(id)
+		if price == nil {
+			return it, newAPIError(http.StatusBadRequest, codeResourceMissing, p+"[price]", "No such price: '%s'", clip(id))
+		}
+		if !price.p.Active {
+			return it, invalidParam("", p+"[price]", "The price specified is inactive. This field only accepts active prices.")
+		}
+		qty, ok, err := parseInt(form, p+"[quantity]", 1, maxQuantity)
+		if err != nil {
+			return it, err
+		}
+		if !ok {
+			return it, invalidParam(codeParameterMissing, p+"[quantity]", "Quantity is required. Add `quantity` to `%s`.", p)
+		}
+		return lineItem{Name: price.name, Currency: price.p.Currency, UnitAmount: price.p.UnitAmount, Quantity: qty, price: price}, nil
 	}
 	if product := form.Get(p + "[price_data][product]"); product != "" {
 		return it, newAPIError(http.StatusBadRequest, codeResourceMissing, p+"[price_data][product]", "No such product: '%s'", clip(product))
