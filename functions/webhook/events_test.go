@@ -21,6 +21,8 @@ func TestSampleEvents(t *testing.T) {
 		"payment-link-idea.json":                 200,
 		"silent-drop-missing-tier.json":          200,
 		"unsigned.json":                          400,
+		// An endpoint in another API version (WEBHOOK_API_VERSION).
+		"api-version-mismatch.json": 409,
 		// Stripe's money events, for the sample session's payment intent
 		// (pi_sample): answered whether or not its order exists yet.
 		"charge-refunded.json":           200,

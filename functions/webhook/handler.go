@@ -39,6 +39,11 @@ const eventTTL = 30 * 24 * time.Hour
 // Lambda time out mid-write.
 const reserve = time.Second
 
+// versionAlertEvery is how often the events of one wrong API version are
+// alerted again while they keep coming: a flood of them is one alert, and
+// Stripe's three days of retries bring at most three more.
+const versionAlertEvery = 24 * time.Hour
+
 // errUnreadable marks a correctly signed event the service cannot read: it
 // came from Stripe, so it may be a paid order. It is answered 500 (Stripe
 // retries for three days) and alerted, never dropped with a 400.
@@ -100,10 +105,11 @@ type Handler struct {
 
 var received = map[string]bool{"received": true}
 
-// Handle verifies the event's signature over the raw body, then hands the
-// Checkout Session events to the claim and the money events (refunds,
-// disputes, fraud warnings) to Money. Nothing is written for a request
-// that fails verification.
+// Handle verifies the event's signature over the raw body and its API
+// version, then hands the Checkout Session events to the claim and the
+// money events (refunds, disputes, fraud warnings) to Money. Nothing is
+// written for a request that fails verification, nor for an event in
+// another API version than the one read (see wrongVersion).
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	arrived := h.Now()
 	if cur := h.secrets(); cur.Live == "" && cur.Test == "" && !h.readSecretsAgain(ctx) {
@@ -138,6 +144,14 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	default:
 		log.Info("event type ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
+	}
+	// Every event taken is read in the one version its decoding knows;
+	// another version's object could decode without error and still be
+	// read wrong (a field moved decodes as zero). stripe-go's
+	// ConstructEvent checks this too, but the handler reads its own
+	// envelope (see envelope).
+	if version, ok := stripex.EventVersion(event.APIVersion); !ok {
+		return h.wrongVersion(ctx, log, event.Livemode, version), nil
 	}
 	key := "event#" + event.ID
 	seen, err := h.Ledger.Seen(ctx, key)
@@ -193,6 +207,34 @@ func (h *Handler) processed(ctx context.Context, log *slog.Logger, key string) {
 	log.Info("event processed")
 }
 
+// wrongVersion refuses a signed event rendered in another API version
+// than stripex.APIVersion, before anything is read or recorded of it, and
+// alerts once per version and mode every versionAlertEvery. The answer is
+// 409, not 5xx: the event is Stripe's and correct, the endpoint's setting
+// is what conflicts, and a 5xx would also count against the API's error
+// alarm, one per event. Stripe retries any non-2xx for three days.
+func (h *Handler) wrongVersion(ctx context.Context, log *slog.Logger, livemode bool, version string) httpapi.Response {
+	// Live events are customers' money; the test endpoint's are not.
+	mode, severity := "test", alert.Error
+	if livemode {
+		mode, severity = "live", alert.Critical
+	}
+	log = log.With("api_version", version)
+	first, err := h.Ledger.Mark(ctx, "apiversion#"+mode+"#"+version, versionAlertEvery)
+	if err != nil {
+		// Better a second alert than none.
+		log.Warn("recording the API version alert failed", "error", err.Error())
+	}
+	if err != nil || first {
+		h.Alerts.Raise(ctx, alert.Alert{Severity: severity, Kind: alert.WebhookAPIVersion, Subject: mode + " " + version,
+			Detail: "the " + mode + "-mode Stripe webhook endpoint sends events in API version " + version + "; this service reads only " +
+				stripex.APIVersion + ", so each is refused with 409 and Stripe retries it. Recreate the endpoint with api_version " +
+				stripex.APIVersion + " (docs/deploying.md). Repeated once a day while they come"})
+	}
+	return httpapi.Error(ctx, log, oracle.Errorf(oracle.CodeConflict,
+		"event api_version %s is not %s, the version this endpoint must be given", version, stripex.APIVersion))
+}
+
 // unreadable answers a signed event that cannot be read: 500, so that
 // Stripe keeps retrying while the operator, alerted, looks at it.
 func (h *Handler) unreadable(ctx context.Context, log *slog.Logger, eventID string, err error) httpapi.Response {
@@ -220,7 +262,7 @@ func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 	if err := json.Unmarshal(body, &env); err != nil {
 		return stripe.Event{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
-	event := stripe.Event{ID: env.ID, Type: env.Type, Livemode: env.Livemode, Request: env.Request}
+	event := stripe.Event{ID: env.ID, Type: env.Type, Livemode: env.Livemode, Request: env.Request, APIVersion: env.APIVersion}
 	if env.Data != nil {
 		event.Data = &stripe.EventData{Raw: env.Data.Object}
 	}
@@ -239,11 +281,12 @@ func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 // decoding also turns the object into a map, which nothing here reads:
 // about a third of the handler's own work.)
 type envelope struct {
-	ID       string               `json:"id"`
-	Type     stripe.EventType     `json:"type"`
-	Livemode bool                 `json:"livemode"`
-	Request  *stripe.EventRequest `json:"request"`
-	Data     *struct {
+	ID         string               `json:"id"`
+	Type       stripe.EventType     `json:"type"`
+	Livemode   bool                 `json:"livemode"`
+	APIVersion string               `json:"api_version"`
+	Request    *stripe.EventRequest `json:"request"`
+	Data       *struct {
 		Object json.RawMessage `json:"object"`
 	} `json:"data"`
 }

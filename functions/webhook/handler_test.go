@@ -247,8 +247,9 @@ func TestBodyLimitAndMalformedEvents(t *testing.T) {
 	}{
 		{"signed but not JSON", []byte("this is not json")},
 		{"signed but no data", []byte(`{"id":"evt_nodata","object":"event","type":"checkout.session.completed","livemode":false}`)},
-		{"signed but not a session", []byte(`{"id":"evt_ns","object":"event","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"pi_123"}}}`)},
-		{"event and session disagree on mode", []byte(`{"id":"evt_mix","object":"event","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"cs_test_mix","livemode":true}}}`)},
+		// In the version read, so that it is its object that cannot be.
+		{"signed but not a session", []byte(`{"id":"evt_ns","object":"event","api_version":"` + stripex.APIVersion + `","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"pi_123"}}}`)},
+		{"event and session disagree on mode", []byte(`{"id":"evt_mix","object":"event","api_version":"` + stripex.APIVersion + `","type":"checkout.session.completed","livemode":false,"created":1,"data":{"object":{"id":"cs_test_mix","livemode":true}}}`)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

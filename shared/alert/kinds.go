@@ -20,6 +20,13 @@ const (
 	// read; it was answered 500, so Stripe retries it. Read the event in
 	// Stripe's Dashboard and fix the parser if the retries keep failing.
 	WebhookUnreadable Kind = "WEBHOOK_UNREADABLE"
+	// WebhookAPIVersion (CRITICAL from the live endpoint, ERROR from the
+	// test one): a webhook endpoint sends events in another Stripe API
+	// version than the one the code reads (or in none); each is refused
+	// with 409, nothing read or recorded, and Stripe retries it. Raised
+	// once a day per version and mode while they come. Recreate the
+	// endpoint with the version docs/deploying.md gives.
+	WebhookAPIVersion Kind = "WEBHOOK_API_VERSION"
 	// StripeAuth (CRITICAL): Stripe refused the API key; no customer can
 	// pay. Rotate or restore the key in its secret.
 	StripeAuth Kind = "STRIPE_AUTH"
@@ -220,7 +227,7 @@ const (
 // Kinds is every kind, in the order above.
 func Kinds() []Kind {
 	return []Kind{
-		SilentDrop, WebhookSecretMissing, WebhookUnreadable, StripeAuth, AuditWriteFailed, StoreFailed, GarbageJob,
+		SilentDrop, WebhookSecretMissing, WebhookUnreadable, WebhookAPIVersion, StripeAuth, AuditWriteFailed, StoreFailed, GarbageJob,
 		GeminiAuthFailure, CircuitOpen, CircuitClosed, GenerationFailed, VerdictHeld, AmountMismatch,
 		VerdictQuarantined, EmailQuarantined, QuarantineUnresolved, QuarantineRecordFailed,
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,

@@ -38,6 +38,10 @@ type Control struct {
 	FailAsync bool `json:"fail_async,omitempty"`
 	// SkipDelivery creates and stores the events but delivers none.
 	SkipDelivery bool `json:"skip_delivery,omitempty"`
+	// APIVersion delivers the events in this API version instead of
+	// stripe-go's, as an endpoint created with another version would
+	// (the events stored, and resent, keep stripe-go's).
+	APIVersion string `json:"api_version,omitempty"`
 }
 
 // Renewals shapes the subscriptions' renewal payments, which the clock

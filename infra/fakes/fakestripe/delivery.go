@@ -193,6 +193,12 @@ func (s *Server) post(ctx context.Context, c Control, body []byte) (int, error) 
 	if c.StaleSignature {
 		ts = ts.Add(-staleAge)
 	}
+	if c.APIVersion != "" {
+		var err error
+		if body, err = inVersion(body, c.APIVersion); err != nil {
+			return 0, err
+		}
+	}
 	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: ts})
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opts.WebhookURL, bytes.NewReader(body))
@@ -212,6 +218,20 @@ func (s *Server) post(ctx context.Context, c Control, body []byte) (int, error) 
 	// The body only matters to keep the connection reusable.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseRead))
 	return resp.StatusCode, nil
+}
+
+// inVersion is the event body with its api_version set to v.
+func inVersion(body []byte, v string) ([]byte, error) {
+	var ev eventJSON
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return nil, fmt.Errorf("render in api version %s: %w", v, err)
+	}
+	ev.APIVersion = v
+	out, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("render in api version %s: %w", v, err)
+	}
+	return out, nil
 }
 
 // handleRedeliver serves POST /_events/{id}/deliver: Stripe's "resend",

@@ -282,6 +282,42 @@ func TestSignatures(t *testing.T) {
 	}
 }
 
+// TestAnotherAPIVersionOnDemand: api_version delivers the next payment's
+// events in that version, correctly signed, as an endpoint created with it
+// would; the event as stored, and resent, keeps stripe-go's version, and
+// the payment after it is back to stripe-go's.
+func TestAnotherAPIVersionOnDemand(t *testing.T) {
+	f := newFixture(t, fakestripe.Options{})
+	const newer = "2024-09-30.acacia"
+	f.setControl(t, fakestripe.Control{APIVersion: newer})
+	cs := f.createSession(t, oracle.TierQuick)
+	f.pay(t, cs.ID, url.Values{"email": {"ada@example.com"}})
+	hooks := f.hooks.hooks()
+	// stripe-go's ConstructEvent checks the signature, then refuses the
+	// version, as the service's webhook does.
+	if len(hooks) != 1 || hooks[0].Err == nil || !strings.Contains(hooks[0].Err.Error(), "API version "+newer) || hooks[0].Event.APIVersion != newer {
+		t.Fatalf("hooks = %+v, want one in %s", hooks, newer)
+	}
+	if got := hooks[0].Session(t); got.ID != cs.ID {
+		t.Errorf("event session = %s, want %s", got.ID, cs.ID)
+	}
+
+	if resp, _ := f.do(t, http.MethodPost, "/_events/"+hooks[0].Event.ID+"/deliver", "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("resend: status %d", resp.StatusCode)
+	}
+	next := f.createSession(t, oracle.TierQuick)
+	f.pay(t, next.ID, url.Values{"email": {"ada@example.com"}})
+	hooks = f.hooks.hooks()
+	if len(hooks) != 3 {
+		t.Fatalf("%d webhooks, want 3", len(hooks))
+	}
+	for i, h := range hooks[1:] {
+		if h.Err != nil || h.Event.APIVersion != stripe.APIVersion {
+			t.Errorf("webhook %d: version %s, err %v; want %s", i+2, h.Event.APIVersion, h.Err, stripe.APIVersion)
+		}
+	}
+}
+
 func TestSkipDeliveryAndResend(t *testing.T) {
 	f := newFixture(t, fakestripe.Options{})
 	cs := f.createSession(t, oracle.TierQuick)
@@ -373,7 +409,7 @@ func TestControlEndpoint(t *testing.T) {
 		status int
 	}{
 		{"reset", `{}`, http.StatusOK},
-		{"all fields", `{"duplicate":2,"concurrent":true,"reorder":true,"bad_signature":true,"stale_signature":true,"fail_async":true,"skip_delivery":true}`, http.StatusOK},
+		{"all fields", `{"duplicate":2,"concurrent":true,"reorder":true,"bad_signature":true,"stale_signature":true,"fail_async":true,"skip_delivery":true,"api_version":"2024-09-30.acacia"}`, http.StatusOK},
 		{"unknown field", `{"duplicates":3}`, http.StatusBadRequest},
 		{"negative duplicate", `{"duplicate":-1}`, http.StatusBadRequest},
 		{"wrong type", `{"reorder":"yes"}`, http.StatusBadRequest},
