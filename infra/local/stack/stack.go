@@ -40,6 +40,7 @@ import (
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 	"42sisters.ai/oracle/shared/x402"
 )
 
@@ -173,7 +174,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		})
 		s.serve(stripeLn, fake)
 	} else {
-		fmt.Fprintf(o.Log, "using the real Stripe test mode: run `stripe listen --forward-to localhost:%d/api/webhook` and set STRIPE_WEBHOOK_SECRET to the whsec_ it prints\n", o.Port)
+		fmt.Fprintf(o.Log, "using the real Stripe test mode: run `stripe listen --forward-to localhost:%d/api/webhook` and set STRIPE_WEBHOOK_SECRET to the whsec_ it prints (it forwards events in the account's API version: the webhook reads %s only, and refuses others with WEBHOOK_API_VERSION)\n", o.Port, stripex.APIVersion)
 	}
 	if o.fakeGemini() {
 		env["GEMINI_API_BASE"] = "http://" + geminiLn.Addr().String()
