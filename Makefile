@@ -39,12 +39,8 @@ invoke:
 	@$(GO) build -o .build/local ./infra/local
 	@exec .build/local invoke $(FN) -e $(EVENT)
 
-## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test; every fuzz target's seeds among them), and beside them short fuzz runs of the content filter and the crosscheck
-# The fuzz runs go beside the tests, not after them: the end-to-end tests
-# leave the two cores idle while they wait on their stacks, and the fuzz
-# runs fill that time (their output is printed whole when they end).
-test: tools lint
-	@$(MAKE) --no-print-directory -j2 --output-sync=target unit fuzz-core
+## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test; every fuzz target's seeds among them), then short fuzz runs of the content filter and the crosscheck
+test: tools lint unit fuzz-core
 
 lint: fmt-check vet staticcheck cfn-lint tracked-files
 
