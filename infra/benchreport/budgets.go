@@ -42,30 +42,12 @@ var Budgets = []budget{
 	{
 		name:  "webhook: own work / its store and queue calls",
 		limit: "≤ 1 %",
-		judge: func(rs Results) (string, bool, error) {
-			r, err := need(rs, "BenchmarkWebhookEndToEnd", "own-%", "own-µs/op", "calls-µs/op")
-			if err != nil {
-				return "", false, err
-			}
-			pct, _ := r.Value("own-%")
-			own, _ := r.Value("own-µs/op")
-			calls, _ := r.Value("calls-µs/op")
-			return fmt.Sprintf("%.2f %% (%.0f µs of own work, %.1f ms of calls)", pct, own, calls/1000), pct <= 1, nil
-		},
+		judge: ownShare("BenchmarkWebhookEndToEnd"),
 	},
 	{
 		name:  "agent (x402): own work / its store, queue and facilitator calls",
 		limit: "≤ 1 %",
-		judge: func(rs Results) (string, bool, error) {
-			r, err := need(rs, "BenchmarkAgentPaidRequest", "own-%", "own-µs/op", "calls-µs/op")
-			if err != nil {
-				return "", false, err
-			}
-			pct, _ := r.Value("own-%")
-			own, _ := r.Value("own-µs/op")
-			calls, _ := r.Value("calls-µs/op")
-			return fmt.Sprintf("%.2f %% (%.0f µs of own work, %.1f ms of calls)", pct, own, calls/1000), pct <= 1, nil
-		},
+		judge: ownShare("BenchmarkAgentPaidRequest"),
 	},
 	{
 		name:  "webhook, store down: longest answer / VC-5's bound",
@@ -269,6 +251,21 @@ func worst(rs Results, parent, unit string) (float64, string, error) {
 		}
 	}
 	return most, at, nil
+}
+
+// ownShare judges a handler's own work against its calls, as the benchmark
+// named bench reports them (own-%, own-µs/op, calls-µs/op): at most 1%.
+func ownShare(bench string) func(Results) (string, bool, error) {
+	return func(rs Results) (string, bool, error) {
+		r, err := need(rs, bench, "own-%", "own-µs/op", "calls-µs/op")
+		if err != nil {
+			return "", false, err
+		}
+		pct, _ := r.Value("own-%")
+		own, _ := r.Value("own-µs/op")
+		calls, _ := r.Value("calls-µs/op")
+		return fmt.Sprintf("%.2f %% (%.0f µs of own work, %.1f ms of calls)", pct, own, calls/1000), pct <= 1, nil
+	}
 }
 
 // Judge reads every budget from rs.
