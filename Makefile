@@ -68,20 +68,13 @@ tracked-files:
 # and S3 requests one at a time, as atomically as AWS does.
 # The end-to-end tests build every function's bootstrap as the local stack
 # does; building them first, alone, keeps those builds from competing with
-# the compilation of every test binary on a cold machine. Their package runs
-# without -race, started first beside the others (its tests are the
-# longest): what it tests runs in the stack's own processes, built without
-# the race detector as Lambda's are, and its driver built as lint builds
-# shares lint's compilation instead of a second, instrumented one. Every
-# other package runs with -race. Test binaries are linked without DWARF
-# (-w): some seventy race-instrumented links are much of a cold run's time,
-# and stack traces do not need it.
+# the compilation of every test binary on a cold machine. Their package is
+# named first so that its tests, the longest, start first. Test binaries are
+# linked without DWARF (-w): some seventy race-instrumented links are much
+# of a cold run's time, and stack traces do not need it.
 unit:
 	CGO_ENABLED=0 $(GO) build -o .build/warm/ ./functions/...
-	$(call with-moto,export ORACLE_REQUIRE_TOOLS=1; \
-		CGO_ENABLED=0 $(GO) test -ldflags=-w -count=1 -timeout 9m ./infra/local/stack >.build/unit-e2e.log 2>&1 & e2e=$$!; \
-		status=0; $(GO) test -race -ldflags=-w -count=1 -timeout 9m $$($(GO) list ./... | grep -v '/infra/local/stack$$') || status=1; \
-		wait $$e2e || status=1; cat .build/unit-e2e.log; exit $$status)
+	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -ldflags=-w -count=1 -timeout 9m ./infra/local/stack ./...)
 
 ## fuzz: short fuzz runs of the content filter, the crosscheck, the query chunking, the webhook's parsing, the model reply's parsing and the inbox's message parsing
 fuzz: fuzz-core
