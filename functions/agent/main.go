@@ -7,7 +7,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"net/http"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/wait"
 	"42sisters.ai/oracle/shared/x402rail"
 )
 
@@ -56,20 +56,8 @@ func main() {
 		Hasher:  cfg.Hasher,
 		Log:     log,
 		Now:     time.Now,
-		Sleep:   sleep,
+		Sleep:   wait.Sleep,
 		Random:  rand.Reader,
 	}
 	lambda.Start(httpapi.Recover(log, h.Handle))
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

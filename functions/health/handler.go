@@ -180,15 +180,3 @@ func failing(checks []health.Check) string {
 	}
 	return strings.Join(names, ",")
 }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

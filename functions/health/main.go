@@ -27,6 +27,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/wait"
 	"42sisters.ai/oracle/shared/x402rail"
 )
 
@@ -60,7 +61,7 @@ func main() {
 		sessions[false], pingers["test"] = c, c
 	}
 
-	h := &Handler{States: ledger, Alerts: alerts, Metrics: fn.Metrics, Log: log, Now: time.Now, Sleep: sleep,
+	h := &Handler{States: ledger, Alerts: alerts, Metrics: fn.Metrics, Log: log, Now: time.Now, Sleep: wait.Sleep,
 		RetryDelay: cfg.RetryDelay, FailCritical: cfg.FailCritical, History: 24 * time.Hour}
 	checks := []Check{
 		tableCheck(index, orders),

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"42sisters.ai/oracle/shared/wait"
 	"context"
 	"errors"
 	"fmt"
@@ -499,14 +500,7 @@ func (c *Caller) sleep(ctx context.Context, d time.Duration) error {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait.Sleep(ctx, d)
 }
 
 // name is g's model name, or role when it has none.

@@ -31,6 +31,7 @@
 package fakegemini
 
 import (
+	"42sisters.ai/oracle/shared/wait"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,7 +80,7 @@ func New(opts Options) *Server {
 		s.now = time.Now
 	}
 	if s.sleep == nil {
-		s.sleep = sleep
+		s.sleep = wait.Sleep
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -99,18 +100,6 @@ func New(opts Options) *Server {
 // ServeHTTP serves the fake's API and test endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
-}
-
-// sleep waits for d with a real timer, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // writeJSON marshals v and writes it with status.
