@@ -431,6 +431,13 @@ func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
 			p.Payload.Authorization.From = "0x857b06519E91e3A54538791bDbb0E22373e36b66"
 		}, status: 402, reason: x402.ReasonInvalidSignature, audit: audit.StatusInvalid},
 		{name: "not a payment", header: "bm90IGpzb24=", status: 402, reason: x402.ReasonInvalidPayload, audit: audit.StatusInvalid},
+		// A stranger's text in the payment still makes a valid record.
+		{name: "an address for the network", mutate: func(p *x402.PaymentPayload) {
+			p.Accepted.Network = "ana@example.com"
+		}, status: 402, reason: x402.ReasonInvalidNetwork, audit: audit.StatusInvalid},
+		{name: "an address for the payee", mutate: func(p *x402.PaymentPayload) {
+			p.Accepted.PayTo = "ana@example.com"
+		}, status: 402, audit: audit.StatusInvalid},
 		{name: "payer without funds", control: &fakefacilitator.Control{Faucet: "0"},
 			status: 402, audit: audit.StatusVerifyFailed},
 		{name: "settle refused", control: &fakefacilitator.Control{Settle: fakefacilitator.SettleRefuse},

@@ -234,8 +234,10 @@ func (h *Handler) record(ctx context.Context, t *payment, status audit.Status, d
 		AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC, OrderStatus: string(t.order.Status),
 		TxHash: tx, Endpoint: t.endpoint, AmountUSDC: usdc(t.tier.PriceUSDCAtomic()), Smoke: t.order.Smoke,
 	}
+	// Before the check, the network is the payment's claim: kept only when
+	// it names one we know, as the detail keeps no address it echoes.
 	r.Network = string(t.accepted.Network)
-	if r.Network == "" {
+	if _, known := x402.LookupNetwork(t.payload.Accepted.Network); r.Network == "" && known {
 		r.Network = string(t.payload.Accepted.Network)
 	}
 	if r.Network == "" {
@@ -245,7 +247,7 @@ func (h *Handler) record(ctx context.Context, t *payment, status audit.Status, d
 		r.Payer = h.Hasher.Hash(checksummed(from))
 	}
 	if status != audit.StatusOK {
-		r.ErrorDetail = audit.Detail(oracle.Clip(detail, 500))
+		r.ErrorDetail = audit.Detail(oracle.Clip(audit.WithoutAddresses(detail), 500))
 	}
 	id := audit.RecordID(t.order.SessionID, audit.NameX402, statusPart(status), t.request)
 	if t.order.SessionID == "" {

@@ -362,3 +362,11 @@ func TestFailureStatusesNeedTheirDetail(t *testing.T) {
 		t.Errorf("failure statuses %v, want 8", audit.FailureStatuses())
 	}
 }
+
+// TestWithoutAddresses: every address-shaped run is replaced, the rest kept.
+func TestWithoutAddresses(t *testing.T) {
+	got := audit.WithoutAddresses("payTo ana@example.com is not bob.b@mail.example.org's, 0xabc")
+	if got != "payTo [address] is not [address]'s, 0xabc" || audit.HasEmail(got) {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -289,6 +289,11 @@ var emailPattern = regexp.MustCompile(`[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z
 // HasEmail reports whether s holds something shaped like an email address.
 func HasEmail(s string) bool { return emailPattern.MatchString(s) }
 
+// WithoutAddresses is s with everything shaped like an email address
+// replaced by "[address]": for a detail that echoes text a stranger sent
+// (an x402 payment's fields), which must still make a valid record.
+func WithoutAddresses(s string) string { return emailPattern.ReplaceAllString(s, "[address]") }
+
 // Validate checks r against the schema before it is written.
 func (r Record) Validate() error {
 	_, err := r.encode()
