@@ -54,6 +54,15 @@ func TestHasher(t *testing.T) {
 	}
 }
 
+// chat makes a record the chat's record of event, naming subscription.
+func chat(h *audit.Hasher, event audit.Event, subscription string) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Source, r.Event, r.SessionID, r.Email = audit.SourceChat, event, "", h.Email("Person@example.com")
+		r.Chat = &audit.Chat{Plan: audit.ChatPlanTrial, Outcome: audit.ChatAnswered, MessageChars: 12, ReplyChars: 300,
+			Filter: audit.ChatFilterPass, Subscription: subscription}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	h := hasher(t)
 	cases := []struct {
@@ -120,6 +129,29 @@ func TestValidate(t *testing.T) {
 		}, false},
 		{"x402 status on a Stripe record", func(r *audit.Record) { r.Status, r.ErrorDetail = audit.StatusReplay, audit.Detail("x") }, true},
 		{"x402 event from another source", func(r *audit.Record) { r.Event = audit.EventX402Payment }, false},
+		// The chat's form: the account, the chat block, no session; an
+		// exchange names no subscription, a subscription event does.
+		{"chat exchange", chat(h, audit.EventChatExchange, ""), true},
+		{"chat subscription event", chat(h, audit.EventChatSubscription, "sub_1"), true},
+		{"chat exchange naming a subscription", chat(h, audit.EventChatExchange, "sub_1"), false},
+		{"chat subscription event naming none", chat(h, audit.EventChatSubscription, ""), false},
+		{"chat record naming a session", func(r *audit.Record) {
+			chat(h, audit.EventChatExchange, "")(r)
+			r.SessionID = "cs_test_abc"
+		}, false},
+		{"chat record with the address in the clear", func(r *audit.Record) {
+			chat(h, audit.EventChatExchange, "")(r)
+			r.Email = "customer@example.com"
+		}, false},
+		{"chat record without its account", func(r *audit.Record) {
+			chat(h, audit.EventChatExchange, "")(r)
+			r.Email = ""
+		}, false},
+		{"chat record without its block", func(r *audit.Record) {
+			chat(h, audit.EventChatExchange, "")(r)
+			r.Chat = nil
+		}, false},
+		{"chat block on an order's record", func(r *audit.Record) { r.Chat = &audit.Chat{Plan: audit.ChatPlanTrial} }, false},
 		{"inbox message without event", func(r *audit.Record) {
 			r.Source, r.SessionID, r.Event = audit.SourceInbox, "", ""
 			r.Inbox = &audit.InboxMessage{MessageKey: "k", Domain: "example.com", Via: "ses", Outcome: "acknowledged"}

@@ -89,10 +89,14 @@ const (
 	// verification outcome; it names the order the payment was for, except
 	// a payment refused by the local checks, which has none.
 	SourceX402 Source = "x402"
+	// SourceChat: Sisters Chat, one record per exchange and per
+	// subscription event (Record.Chat); it names no session, and its email
+	// field is the account (the address's keyed hash).
+	SourceChat Source = "chat"
 )
 
 var sources = map[Source]bool{SourceWebhook: true, SourceResultPage: true, SourceCacheHit: true, SourceEmailService: true, SourceGenerator: true,
-	SourceReconcile: true, SourceHealth: true, SourceOperator: true, SourceInbox: true, SourceX402: true}
+	SourceReconcile: true, SourceHealth: true, SourceOperator: true, SourceInbox: true, SourceX402: true, SourceChat: true}
 
 // Sources returns every source, sorted: the values the audit table's
 // source partition takes.
@@ -169,7 +173,46 @@ type Record struct {
 	AmountUSDC float64 `json:"amount_usdc,omitempty"`
 	Network    string  `json:"network,omitempty"`
 	Payer      string  `json:"payer,omitempty"`
+
+	// Chat is set on the chat's records (source chat).
+	Chat *Chat `json:"chat,omitempty"`
 }
+
+// Chat is one exchange of Sisters Chat, or one event of its subscription:
+// counts and states, never a message's text.
+type Chat struct {
+	// Plan is what paid for an exchange: trial, granted or subscriber.
+	Plan string `json:"plan,omitempty"`
+	// Outcome is what became of the message: answered, model_failed,
+	// trial_used or capped (the last three spend nothing).
+	Outcome      string `json:"outcome,omitempty"`
+	MessageChars int    `json:"message_chars,omitempty"`
+	ReplyChars   int    `json:"reply_chars,omitempty"`
+	// Filter is what the content filter did to the reply: pass,
+	// regenerated (the first was quarantined) or apology (both were).
+	Filter string `json:"filter,omitempty"`
+	// Subscription, SubscriptionStatus and PeriodEnd are set on a
+	// subscription event's record: Stripe's ids and state after it.
+	Subscription       string     `json:"subscription,omitempty"`
+	SubscriptionStatus string     `json:"subscription_status,omitempty"`
+	PeriodEnd          *time.Time `json:"period_end,omitempty"`
+}
+
+// The chat's plans, outcomes and filter results.
+const (
+	ChatPlanTrial      = "trial"
+	ChatPlanGranted    = "granted"
+	ChatPlanSubscriber = "subscriber"
+
+	ChatAnswered    = "answered"
+	ChatModelFailed = "model_failed"
+	ChatTrialUsed   = "trial_used"
+	ChatCapped      = "capped"
+
+	ChatFilterPass        = "pass"
+	ChatFilterRegenerated = "regenerated"
+	ChatFilterApology     = "apology"
+)
 
 // InboxMessage is a message the support inbox received, as its records
 // keep it: its key (a keyed hash of its Message-ID) and its sender's
@@ -306,6 +349,7 @@ func (r Record) encode() ([]byte, error) {
 	// operator action on no one order (a queue's redrive, a seal) and an
 	// inbox message that names no order.
 	optional := r.Source == SourceOperator || r.Source == SourceInbox || (r.Source == SourceX402 && r.Status == StatusInvalid)
+	chat := r.Source == SourceChat
 	switch {
 	case r.Timestamp.IsZero() || r.SessionCreated.IsZero():
 		return nil, fmt.Errorf("audit record: timestamp or session_created is missing")
@@ -313,7 +357,13 @@ func (r Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("audit record: a health run's record names no session")
 	case r.Source == SourceInbox && r.Inbox == nil:
 		return nil, fmt.Errorf("audit record: an inbox record names its message")
-	case r.Source != SourceHealth && !(optional && r.SessionID == "") && !oracle.ValidSessionID(r.SessionID):
+	case chat && (r.SessionID != "" || r.Chat == nil || !isHash(r.Email)):
+		return nil, fmt.Errorf("audit record: a chat record names its account and its chat block, and no session")
+	case !chat && r.Chat != nil:
+		return nil, fmt.Errorf("audit record: only a chat record has a chat block")
+	case chat && (r.Event == EventChatExchange) == (r.Chat.Subscription != ""):
+		return nil, fmt.Errorf("audit record: a chat exchange names no subscription, a subscription event names one")
+	case r.Source != SourceHealth && !chat && !(optional && r.SessionID == "") && !oracle.ValidSessionID(r.SessionID):
 		return nil, fmt.Errorf("audit record: session_id is invalid")
 	case !sources[r.Source]:
 		return nil, fmt.Errorf("audit record: unknown source %q", r.Source)

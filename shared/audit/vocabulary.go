@@ -65,6 +65,12 @@ const (
 	// EventX402Payment is one verification outcome of an agent's x402
 	// payment (Record's x402 fields; the status says which).
 	EventX402Payment Event = "x402_payment"
+
+	// EventChatExchange is one message of Sisters Chat and what became of
+	// it; EventChatSubscription one of Stripe's events about a chat
+	// subscription, as applied (Record.Chat).
+	EventChatExchange     Event = "chat_exchange"
+	EventChatSubscription Event = "chat_subscription"
 )
 
 // MailEvent is the event of one delivery of a mail kind ("mail_verdict").

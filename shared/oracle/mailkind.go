@@ -19,6 +19,19 @@ const (
 // MailKinds.
 const MailAutoresponse MailKind = "autoresponse"
 
+// The chat's mail kinds: owed to a chat account (named by its keyed hash),
+// not to an order, so not among MailKinds either.
+const (
+	// MailChatSignIn: a sign-in link, minted when the email is sent.
+	MailChatSignIn MailKind = "chat_signin"
+	// MailChatPaymentFailed: a subscription's renewal failed; once per
+	// failed invoice.
+	MailChatPaymentFailed MailKind = "chat_payment_failed"
+)
+
+// ChatMail reports whether kind is one of the chat's mail kinds.
+func ChatMail(kind MailKind) bool { return kind == MailChatSignIn || kind == MailChatPaymentFailed }
+
 // MailKinds is every mail kind an order owes.
 func MailKinds() []MailKind {
 	return []MailKind{MailVerdict, MailSilentDrop, MailFailed, MailReview, MailDivergence, MailRefund}

@@ -34,15 +34,21 @@ const (
 )
 
 // Job is one message on the generate or mail queue. It carries no email
-// address and no query: consumers read the order by session id, or the
-// stored message an autoresponse answers by its key.
+// address and no query: consumers read the order by session id, the
+// stored message an autoresponse answers by its key, or a chat account by
+// its keyed hash.
 type Job struct {
 	SessionID string          `json:"session_id,omitempty"`
 	Reason    Reason          `json:"reason,omitempty"` // generate jobs
 	Kind      oracle.MailKind `json:"kind,omitempty"`   // mail jobs
 	// Inbox is, on an autoresponse job, the key of the received message in
 	// the inbox bucket; the mailer reads the sender from it at send time.
-	Inbox     string     `json:"inbox,omitempty"`
+	Inbox string `json:"inbox,omitempty"`
+	// Account is, on a chat mail job, the account's keyed hash; Nonce
+	// names what the email answers (the sign-in request, the failed
+	// invoice), so that each is sent at most once.
+	Account   string     `json:"account,omitempty"`
+	Nonce     string     `json:"nonce,omitempty"`
 	Attempt   int        `json:"attempt"`
 	NotBefore *time.Time `json:"not_before,omitempty"`
 }
@@ -51,8 +57,31 @@ type Job struct {
 // and the local stack write ("inbound/<id>").
 var inboxKey = regexp.MustCompile(`^inbound/[A-Za-z0-9._-]{1,160}$`)
 
+// accountKey is a chat account's name: audit.Hasher's keyed hash (not
+// imported: queue sits below audit).
+var accountKey = regexp.MustCompile(`^hmac-sha256:[0-9a-f]{32}$`)
+
+// nonce is what a chat mail job answers: a request id or an invoice id.
+var nonce = regexp.MustCompile(`^[A-Za-z0-9_-]{8,80}$`)
+
 // Validate checks a job's fields.
 func (j Job) Validate() error {
+	if oracle.ChatMail(j.Kind) {
+		switch {
+		case !accountKey.MatchString(j.Account):
+			return fmt.Errorf("chat mail job has an invalid account")
+		case !nonce.MatchString(j.Nonce):
+			return fmt.Errorf("chat mail job has an invalid nonce")
+		case j.SessionID != "" || j.Reason != "" || j.Inbox != "":
+			return fmt.Errorf("chat mail job names a session, reason or inbox message")
+		case j.Attempt < 0:
+			return fmt.Errorf("job has a negative attempt")
+		}
+		return nil
+	}
+	if j.Account != "" || j.Nonce != "" {
+		return fmt.Errorf("job names a chat account but is no chat mail")
+	}
 	if j.Kind == oracle.MailAutoresponse {
 		switch {
 		case !inboxKey.MatchString(j.Inbox) || strings.Contains(j.Inbox, ".."):
@@ -171,6 +200,9 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 func (j Job) subject() string {
 	if j.Kind == oracle.MailAutoresponse {
 		return "inbox message " + strings.TrimPrefix(j.Inbox, "inbound/")
+	}
+	if oracle.ChatMail(j.Kind) {
+		return string(j.Kind) + " " + j.Nonce
 	}
 	return oracle.ShortID(j.SessionID)
 }

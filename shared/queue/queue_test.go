@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,11 +44,21 @@ func TestParse(t *testing.T) {
 		{"autoresponse climbing out of its prefix", `{"kind":"autoresponse","inbox":"inbound/..","attempt":0}`, false},
 		{"autoresponse naming a session", `{"session_id":"cs_test_abc","kind":"autoresponse","inbox":"inbound/m","attempt":0}`, false},
 		{"autoresponse with a negative attempt", `{"kind":"autoresponse","inbox":"inbound/m","attempt":-1}`, false},
+		{"chat sign-in", `{"kind":"chat_signin","account":"%[1]s","nonce":"req_0123456789","attempt":0}`, true},
+		{"chat payment failed", `{"kind":"chat_payment_failed","account":"%[1]s","nonce":"in_1MtHbELkdIwHu7ix","attempt":2}`, true},
+		{"chat mail without its account", `{"kind":"chat_signin","nonce":"req_0123456789","attempt":0}`, false},
+		{"chat mail naming an address", `{"kind":"chat_signin","account":"a@b.co","nonce":"req_0123456789","attempt":0}`, false},
+		{"chat mail without its nonce", `{"kind":"chat_signin","account":"%[1]s","attempt":0}`, false},
+		{"chat mail with a short nonce", `{"kind":"chat_signin","account":"%[1]s","nonce":"x","attempt":0}`, false},
+		{"chat mail naming a session", `{"session_id":"cs_test_abc","kind":"chat_signin","account":"%[1]s","nonce":"req_0123456789","attempt":0}`, false},
+		{"chat mail with a negative attempt", `{"kind":"chat_payment_failed","account":"%[1]s","nonce":"in_1MtHbELkdIwHu7ix","attempt":-1}`, false},
+		{"an order's mail naming an account", `{"session_id":"cs_test_abc","kind":"verdict","account":"%[1]s","attempt":0}`, false},
 		{"an order's mail naming an inbox message", `{"session_id":"cs_test_abc","kind":"verdict","inbox":"inbound/m","attempt":0}`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := queue.Parse(c.body); (err == nil) != c.ok {
+			body := strings.ReplaceAll(c.body, "%[1]s", "hmac-sha256:0123456789abcdef0123456789abcdef")
+			if _, err := queue.Parse(body); (err == nil) != c.ok {
 				t.Fatalf("Parse: %v, want ok=%v", err, c.ok)
 			}
 		})
