@@ -1,0 +1,155 @@
+package chat_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
+)
+
+// newStore returns the chat store on a fresh table, with a settable clock,
+// and the table for reading items directly.
+func newStore(t *testing.T) (*chat.Store, *testkit.Clock, *dynamodb.Client, string) {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	h, err := audit.NewHasher("a pepper of sixteen bytes or more")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	table := f.Ref("ChatTable")
+	return chat.NewStore(awsenv.NewTables(f.AWS), table, h, c.Now), c, dynamodb.NewFromConfig(f.AWS), table
+}
+
+func TestSignUpKeepsOneAccountPerAddress(t *testing.T) {
+	ctx := context.Background()
+	s, _, _, _ := newStore(t)
+	if _, err := s.Address(ctx, s.AccountOf("ana@example.com")); !errors.Is(err, chat.ErrNoAccount) {
+		t.Fatalf("Address before sign-up: %v, want ErrNoAccount", err)
+	}
+	first, created, err := s.SignUp(ctx, "Ana@Example.com")
+	if err != nil || !created {
+		t.Fatalf("first SignUp: created=%v %v", created, err)
+	}
+	if !strings.HasPrefix(first, audit.HashPrefix) || strings.Contains(first, "example") {
+		t.Fatalf("account %q is not a keyed hash", first)
+	}
+	again, created, err := s.SignUp(ctx, " ana@example.com ")
+	if err != nil || created || again != first {
+		t.Fatalf("second SignUp: %q created=%v %v, want %q not created", again, created, err, first)
+	}
+	if addr, err := s.Address(ctx, first); err != nil || addr != " ana@example.com " {
+		t.Fatalf("Address = %q, %v: want the address as last written", addr, err)
+	}
+}
+
+func TestSignInLinkIsSingleUseAndExpires(t *testing.T) {
+	ctx := context.Background()
+	s, clock, db, table := newStore(t)
+	account, _, err := s.SignUp(ctx, "ana@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, expires, err := s.IssueSignIn(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expires.Sub(clock.Now()); got != chat.SignInTTL {
+		t.Fatalf("expires in %v, want %v", got, chat.SignInTTL)
+	}
+	// The table keeps only the token's hash: reading it signs no one in.
+	items, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items.Items {
+		for name, v := range it {
+			if strings.Contains(fmt.Sprint(v), token) {
+				t.Fatalf("the table holds the working token in %s", name)
+			}
+		}
+	}
+	if got, err := s.ConsumeSignIn(ctx, token); err != nil || got != account {
+		t.Fatalf("first use: %q %v, want %q", got, err, account)
+	}
+	if _, err := s.ConsumeSignIn(ctx, token); !errors.Is(err, chat.ErrSignInUsed) {
+		t.Fatalf("replayed link: %v, want ErrSignInUsed", err)
+	}
+
+	late, _, err := s.IssueSignIn(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(chat.SignInTTL)
+	if _, err := s.ConsumeSignIn(ctx, late); !errors.Is(err, chat.ErrSignInExpired) {
+		t.Fatalf("link used at its expiry: %v, want ErrSignInExpired", err)
+	}
+
+	forged := []string{
+		"",
+		"not a token",
+		strings.Repeat("A", 43), // well formed, never minted
+		token[:42],
+		token + "A",
+		strings.Replace(token, token[:1], "!", 1),
+	}
+	for _, f := range forged {
+		if _, err := s.ConsumeSignIn(ctx, f); !errors.Is(err, chat.ErrSignInInvalid) {
+			t.Errorf("forged link %q: %v, want ErrSignInInvalid", f, err)
+		}
+	}
+}
+
+// Ten tabs opening the same link at once sign in once.
+func TestSignInLinkOpenedTenTimesAtOnceSignsInOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _, _, _ := newStore(t)
+	account, _, err := s.SignUp(ctx, "ana@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.IssueSignIn(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		signedIn  int
+		refusals  int
+		otherErrs []error
+	)
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.ConsumeSignIn(ctx, token)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				signedIn++
+			case errors.Is(err, chat.ErrSignInUsed):
+				refusals++
+			default:
+				otherErrs = append(otherErrs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if signedIn != 1 || refusals != 9 || len(otherErrs) > 0 {
+		t.Fatalf("signed in %d times, refused %d, errors %v: want 1 and 9", signedIn, refusals, otherErrs)
+	}
+}

@@ -1,0 +1,108 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/condwrite"
+)
+
+// SignInTTL is how long a sign-in link works.
+const SignInTTL = 15 * time.Minute
+
+// Why a sign-in link is refused.
+var (
+	// ErrSignInInvalid: not a token this service could have minted, or
+	// none it did.
+	ErrSignInInvalid = errors.New("chat: sign-in link is not valid")
+	ErrSignInUsed    = errors.New("chat: sign-in link was already used")
+	ErrSignInExpired = errors.New("chat: sign-in link has expired")
+)
+
+// tokenForm is a minted token: 32 random bytes, base64url without padding.
+var tokenForm = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+
+// signInPK names a token's item by the token's SHA-256: the table never
+// holds a working token, so reading it signs no one in.
+func signInPK(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "signin#" + hex.EncodeToString(sum[:])
+}
+
+// IssueSignIn mints a single-use sign-in token for account, valid for
+// SignInTTL: the mailer calls it as it sends the link, so that each email
+// carries its own.
+func (s *Store) IssueSignIn(ctx context.Context, account string) (token string, expires time.Time, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", time.Time{}, fmt.Errorf("mint sign-in token: %w", err)
+	}
+	token = base64.RawURLEncoding.EncodeToString(b)
+	now := s.now()
+	expires = now.Add(SignInTTL)
+	r, err := condwrite.Put(ctx, s.db, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table),
+		Item: map[string]types.AttributeValue{
+			"pk":         str(signInPK(token)),
+			"sk":         str(skSignIn),
+			"account":    str(account),
+			"created_at": str(now.UTC().Format(time.RFC3339Nano)),
+			"expires_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(expires.Unix(), 10)},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("store sign-in token: %w", err)
+	}
+	if !r.Applied {
+		return "", time.Time{}, fmt.Errorf("store sign-in token: a token collided")
+	}
+	return token, expires, nil
+}
+
+// ConsumeSignIn spends token and returns its account: once only (a
+// conditional write), and only before it expires. A refusal is
+// ErrSignInInvalid, ErrSignInUsed or ErrSignInExpired.
+func (s *Store) ConsumeSignIn(ctx context.Context, token string) (account string, err error) {
+	if !tokenForm.MatchString(token) {
+		return "", ErrSignInInvalid
+	}
+	now := s.now()
+	r, err := condwrite.Update(ctx, s.db, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key(signInPK(token), skSignIn),
+		UpdateExpression:    aws.String("SET used_at = :now, write_id = :wid"),
+		ConditionExpression: aws.String("attribute_exists(pk) AND attribute_not_exists(used_at) AND expires_at > :unix"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":  str(now.UTC().Format(time.RFC3339Nano)),
+			":unix": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return "", fmt.Errorf("spend sign-in token: %w", err)
+	}
+	if r.Applied {
+		return stringOf(r.Current, "account"), nil
+	}
+	switch {
+	case r.Current == nil:
+		return "", ErrSignInInvalid
+	case stringOf(r.Current, "used_at") != "":
+		return "", ErrSignInUsed
+	default:
+		return "", ErrSignInExpired
+	}
+}
