@@ -152,11 +152,12 @@ type accumulator struct {
 	significant  int64
 	x402Outcomes map[audit.Status]int64
 	x402LatMS    []int64
+	chat         *chatAccumulator
 }
 
 func newAccumulator() *accumulator {
 	return &accumulator{sessions: map[string]*session{}, agents: map[string]*session{}, refunded: map[string]int64{}, paidBySource: map[string]int64{},
-		patterns: map[string]int64{}, x402Outcomes: map[audit.Status]int64{}}
+		patterns: map[string]int64{}, x402Outcomes: map[audit.Status]int64{}, chat: newChatAccumulator()}
 }
 
 func (a *accumulator) add(r audit.Record) {
@@ -165,6 +166,7 @@ func (a *accumulator) add(r audit.Record) {
 		return
 	}
 	a.records++
+	a.chat.add(r)
 	if paidClaim(r) {
 		a.paidRecords++
 		a.paidBySource[string(r.Source)]++
@@ -278,6 +280,7 @@ func (a *accumulator) figures(from, to string) Figures {
 
 	f.Revenue = a.revenue()
 	f.X402 = a.x402()
+	f.Chat = a.chat.figures()
 	return f
 }
 

@@ -159,6 +159,11 @@ func operator(action, outcome string) func(*audit.Record) {
 	}
 }
 
+// chatRec is a chat record of account at at.
+func chatRec(account string, at time.Time, ev audit.Event, c *audit.Chat) audit.Record {
+	return audit.Record{Timestamp: at, SessionCreated: at, Source: audit.SourceChat, Event: ev, Status: audit.StatusOK, Email: account, Chat: c}
+}
+
 func (s seed) write(r audit.Record, id string) {
 	s.t.Helper()
 	if ok, err := s.w.Write(context.Background(), r, id); err != nil || !ok {
@@ -279,6 +284,48 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	s.write(rec(sessH, day1, audit.SourceOperator, audit.EventOperator, audit.StatusOK, operator("refund", "refunded re_3AbC"), orderStatus("READY")),
 		id(sessH, audit.NameOperator, "refund", "1"))
 
+	// Sisters Chat. P: three trial exchanges (one reply replaced by the
+	// apology), a fourth refused, then subscribed (live). Q: one trial
+	// exchange and a model failure. R: a subscriber who cancelled. S: a
+	// subscriber in test mode. And the smoke test's exchange, left out.
+	n := 0
+	ex := func(account string, at time.Time, plan, outcome, filter string, opts ...func(*audit.Record)) {
+		n++
+		r := chatRec(account, at.Add(time.Duration(n)*time.Second), audit.EventChatExchange, &audit.Chat{Plan: plan, Outcome: outcome, Filter: filter, MessageChars: 40, ReplyChars: 600})
+		for _, o := range opts {
+			o(&r)
+		}
+		s.write(r, fmt.Sprintf("chat-exchange-%d", n))
+	}
+	sub := func(account string, at time.Time, id, status string, opts ...func(*audit.Record)) {
+		n++
+		r := chatRec(account, at.Add(time.Duration(n)*time.Second), audit.EventChatSubscription, &audit.Chat{Subscription: id, SubscriptionStatus: status})
+		r.Livemode = true
+		for _, o := range opts {
+			o(&r)
+		}
+		s.write(r, fmt.Sprintf("chat-subscription-%d", n))
+	}
+	paidInvoice := func(r *audit.Record) { r.AmountTotal, r.Currency = 500, "CAD" }
+	testMode := func(r *audit.Record) { r.Livemode = false }
+	const P, Q, R, S = "hmac-sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "hmac-sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+		"hmac-sha256:cccccccccccccccccccccccccccccccc", "hmac-sha256:dddddddddddddddddddddddddddddddd"
+	ex(P, day1, audit.ChatPlanTrial, audit.ChatAnswered, audit.ChatFilterPass)
+	ex(P, day1, audit.ChatPlanTrial, audit.ChatAnswered, audit.ChatFilterApology)
+	ex(P, day1, audit.ChatPlanTrial, audit.ChatAnswered, audit.ChatFilterRegenerated)
+	ex(P, day1, audit.ChatPlanTrial, audit.ChatTrialUsed, "")
+	sub(P, day2, "sub_P", "active")
+	sub(P, day2, "sub_P", "active", paidInvoice)
+	ex(Q, day1, audit.ChatPlanTrial, audit.ChatAnswered, audit.ChatFilterPass)
+	ex(Q, day1, audit.ChatPlanTrial, audit.ChatModelFailed, "")
+	sub(R, day1, "sub_R", "active")
+	sub(R, day1, "sub_R", "active", paidInvoice)
+	ex(R, day1, audit.ChatPlanSubscriber, audit.ChatAnswered, audit.ChatFilterPass)
+	ex(R, day1, audit.ChatPlanSubscriber, audit.ChatAnswered, audit.ChatFilterPass)
+	sub(R, day2, "sub_R", "canceled")
+	sub(S, day2, "sub_S", "active", paidInvoice, testMode)
+	ex(S, day2, audit.ChatPlanTrial, audit.ChatAnswered, audit.ChatFilterPass, smoke)
+
 	// Outside the range: paid the day before and the day after.
 	s.write(rec(sessY, before, audit.SourceWebhook, paid, audit.StatusOK, latency(70000)), id(sessY, audit.NamePaid))
 	s.write(rec(sessX, after, audit.SourceWebhook, paid, audit.StatusOK, latency(70000)), id(sessX, audit.NamePaid))
@@ -303,7 +350,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	want := auditfigures.Figures{
 		From: "2026-11-20", To: "2026-11-21",
 		// The card's and the agent rail's: 9 x402 records, 3 of the operator.
-		Records: 44, SmokeRecords: 6,
+		Records: 58, SmokeRecords: 7,
 		Paid: auditfigures.Paid{
 			Sessions: 6, Records: 7,
 			RecordsBySource:   map[string]int64{"webhook": 5, "result_page": 1, "reconcile": 1},
@@ -365,6 +412,16 @@ func TestFiguresOfASeededLog(t *testing.T) {
 			Latency:        auditfigures.Latency{Method: "nearest-rank", Records: 3, P50MS: i64(1800), P95MS: i64(2500), MaxMS: i64(2500)},
 			LatencyBoundMS: 5000, P95WithinBound: boolp(true),
 		},
+		// P and Q started trials, P converted; P, R and S subscribed, R
+		// cancelled; P's live and S's test-mode revenue apart.
+		Chat: auditfigures.Chat{
+			Exchanges: []auditfigures.ChatExchanges{{Plan: "subscriber", Outcome: "answered", Records: 2}, {Plan: "trial", Outcome: "answered", Records: 4},
+				{Plan: "trial", Outcome: "model_failed", Records: 1}, {Plan: "trial", Outcome: "trial_used", Records: 1}},
+			Apologies: 1, TrialsStarted: 2, TrialsConverted: auditfigures.Ratio{Numerator: 1, Denominator: 2, Value: f64(0.5)},
+			ActiveSubscribers: 2,
+			Recurring:         []auditfigures.ChatRecurring{{Live: true, Currency: "cad", Subscribers: 1, Amount: 500}, {Currency: "cad", Subscribers: 1, Amount: 500}},
+			Churn:             auditfigures.Ratio{Numerator: 1, Denominator: 3, Value: f64(1.0 / 3)},
+		},
 	}
 	if !reflect.DeepEqual(got, want) {
 		g, _ := json.MarshalIndent(got, "", "  ")
@@ -375,7 +432,11 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	text := got.String()
 	for _, line := range []string{
 		"partition days 2026-11-20 to 2026-11-21",
-		"44 records; 6 smoke records left out",
+		"58 records; 7 smoke records left out",
+		"subscriber answered 2, trial answered 4, trial model_failed 1, trial trial_used 1",
+		"2 started; 50.0 % (1 of 2) converted",
+		"2 active; 5.00 CAD a month (1), 5.00 CAD a month (1) in test mode",
+		"33.3 % (1 of 3) of the subscriptions that granted access ended",
 		"6 sessions from 7 paid records (reconcile 1, result_page 1, webhook 5)",
 		"p50 1200 ms, p95 4000 ms, max 4000 ms (5 records, nearest-rank)",
 		"payment to verdict stored  p50 9000 ms, p95 95000 ms, max 95000 ms (2 records, nearest-rank); 1 over 60 s",
@@ -433,6 +494,7 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		X402: auditfigures.X402{Outcomes: []auditfigures.Outcome{{Status: "OK"}, {Status: "REPLAY"}, {Status: "INVALID"}, {Status: "VERIFY_FAILED"},
 			{Status: "SETTLE_FAILED"}, {Status: "SETTLE_UNCONFIRMED"}, {Status: "FACILITATOR_DOWN"}},
 			Latency: auditfigures.Latency{Method: "nearest-rank"}, LatencyBoundMS: 5000},
+		Chat: auditfigures.Chat{Exchanges: []auditfigures.ChatExchanges{}, Recurring: []auditfigures.ChatRecurring{}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("figures %+v, want %+v", got, want)
@@ -450,8 +512,8 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		t.Errorf("empty latency or patterns: %s", b)
 	}
 	text := got.String()
-	if n := strings.Count(text, "no data"); n != 12 {
-		t.Errorf("%d figures say no data, want 12 (five ratios, the two latencies, the two waits, the x402 outcomes, the patterns, the revenue):\n%s", n, text)
+	if n := strings.Count(text, "no data"); n != 16 {
+		t.Errorf("%d figures say no data, want 16 (five ratios, the two latencies, the two waits, the x402 outcomes, the patterns, the revenue, the chat's exchanges, conversions, revenue and churn):\n%s", n, text)
 	}
 	if !bytes.Contains(b, []byte(`"p95_within_bound":null`)) {
 		t.Errorf("the x402 latency's bound is judged without a record: %s", b)

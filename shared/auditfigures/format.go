@@ -58,6 +58,11 @@ func (f Figures) Format(w io.Writer) error {
 	p("significant divergence rate\t%s regenerations\tunder 5 %%", f.DivergenceRate)
 	p("x402 verification outcomes (agent)\t%s\tmostly OK; REPLAY and the others near 0", f.X402.outcomes())
 	p("x402 latency, request to settled (OK)\t%s\tp95 under %d ms", f.X402.latency(), f.X402.LatencyBoundMS)
+	p("chat exchanges (plan outcome)\t%s\tmostly answered; model_failed near 0", f.Chat.exchanges())
+	p("chat replies replaced by the apology\t%d\t0", f.Chat.Apologies)
+	p("chat trials started, converted\t%d started; %s converted\t", f.Chat.TrialsStarted, f.Chat.TrialsConverted)
+	p("chat subscribers, recurring revenue\t%d active; %s\t", f.Chat.ActiveSubscribers, f.Chat.recurring())
+	p("chat churn\t%s of the subscriptions that granted access ended\tlow", f.Chat.Churn)
 	p("")
 	if len(f.Errors.TopPatterns) == 0 {
 		p("top error patterns: no data")
@@ -148,6 +153,34 @@ func unit(rail string) string {
 		return "orders"
 	}
 	return "sessions"
+}
+
+// exchanges writes the chat's exchange records by plan and outcome.
+func (c Chat) exchanges() string {
+	if len(c.Exchanges) == 0 {
+		return "no data (0 records)"
+	}
+	var parts []string
+	for _, e := range c.Exchanges {
+		parts = append(parts, fmt.Sprintf("%s %s %d", e.Plan, e.Outcome, e.Records))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// recurring writes the chat's monthly recurring revenue, test mode apart.
+func (c Chat) recurring() string {
+	if len(c.Recurring) == 0 {
+		return "no data"
+	}
+	var parts []string
+	for _, r := range c.Recurring {
+		s := fmt.Sprintf("%s a month (%d)", amount(r.Amount, r.Currency), r.Subscribers)
+		if !r.Live {
+			s += " in test mode"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // outcomes writes the x402 records by status.

@@ -263,8 +263,11 @@ func TestTemplateQueriesAreGos(t *testing.T) {
 			"operator.action = '" + actionRefund + "'", "substr(operator.outcome, 1, 9) = 'refunded '",
 			"source = 'x402' AND event = '" + string(audit.EventX402Payment) + "' AND status = 'OK'",
 		},
-		"X402OutcomesQuery": {"source = 'x402'", "event = '" + string(audit.EventX402Payment) + "'", "GROUP BY status"},
-		"X402LatencyQuery":  {"status = 'OK'", fmt.Sprintf("< %d AS p95_within_bound", X402LatencyBound.Milliseconds())},
+		"X402OutcomesQuery":         {"source = 'x402'", "event = '" + string(audit.EventX402Payment) + "'", "GROUP BY status"},
+		"ChatExchangesQuery":        {"event = '" + string(audit.EventChatExchange) + "'", "chat.filter = '" + audit.ChatFilterApology + "'"},
+		"ChatSubscriptionsQuery":    {"plan = '" + audit.ChatPlanTrial + "' AND outcome = '" + audit.ChatAnswered + "'", chatStatuses(grantingStatuses), chatStatuses(endedStatuses)},
+		"ChatRecurringRevenueQuery": {"event = '" + string(audit.EventChatSubscription) + "'", chatStatuses(grantingStatuses), "CASE WHEN amount_total > 0 THEN at END"},
+		"X402LatencyQuery":          {"status = 'OK'", fmt.Sprintf("< %d AS p95_within_bound", X402LatencyBound.Milliseconds())},
 	} {
 		text := query(id)
 		for _, want := range wants {
@@ -273,6 +276,11 @@ func TestTemplateQueriesAreGos(t *testing.T) {
 			}
 		}
 	}
+}
+
+// chatStatuses is statuses as the queries list them.
+func chatStatuses(statuses []string) string {
+	return "status IN ('" + strings.Join(statuses, "', '") + "')"
 }
 
 // TestX402LatencyAgainstItsBound: the settled x402 payments' p95 is judged

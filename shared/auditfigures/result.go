@@ -35,6 +35,8 @@ type Figures struct {
 	Revenue        Revenue `json:"revenue"`
 	// X402 is the agent rail's verification outcomes and latency.
 	X402 X402 `json:"x402"`
+	// Chat is Sisters Chat's exchanges and subscription.
+	Chat Chat `json:"chat"`
 }
 
 // X402 is the agent rail's x402 records (AUDIT_TRAIL's x402 form, one per
