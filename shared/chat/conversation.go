@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/condwrite"
 )
 
 // Spans is what the conversation needs of DynamoDB beyond Tables: reading
@@ -84,24 +86,47 @@ const batchLimit = 25
 const batchRounds = 5
 
 // Append stores one exchange: the person's message at at and the reply
-// just after it, both kept for the retention.
+// just after it, both kept for the retention. Each is a conditional put:
+// a message never replaces another written at the same nanosecond (two
+// tabs at once, a coarse clock), it moves on to the next free one.
 func (c *Conversation) Append(ctx context.Context, account, message, reply string, at time.Time) error {
 	expires := strconv.FormatInt(c.store.now().Add(c.retention).Unix(), 10)
-	put := func(role, text string, t time.Time) types.WriteRequest {
-		return types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			"pk":         str(accountPK(account)),
-			"sk":         str(messageSK(t, role)),
-			"text":       str(text),
-			"expires_at": &types.AttributeValueMemberN{Value: expires},
-		}}}
-	}
-	// The reply sorts after its message even when both have one time.
-	reqs := []types.WriteRequest{put(RoleUser, message, at), put(RoleAether, reply, at.Add(time.Nanosecond))}
-	if err := c.write(ctx, reqs); err != nil {
-		return fmt.Errorf("store an exchange: %w", err)
+	t := at
+	for _, m := range []struct{ role, text string }{{RoleUser, message}, {RoleAether, reply}} {
+		for tries := 0; ; tries++ {
+			if tries == appendTries {
+				return fmt.Errorf("store an exchange: no free time for its %s message after %d tries", m.role, tries)
+			}
+			// condwrite: a retried put that its first attempt applied is
+			// not taken for a collision, which would store it twice.
+			r, err := condwrite.Put(ctx, c.store.db, &dynamodb.PutItemInput{
+				TableName: aws.String(c.store.table),
+				Item: map[string]types.AttributeValue{
+					"pk":         str(accountPK(account)),
+					"sk":         str(messageSK(t, m.role)),
+					"text":       str(m.text),
+					"expires_at": &types.AttributeValueMemberN{Value: expires},
+				},
+				ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			})
+			if err != nil {
+				return fmt.Errorf("store an exchange: %w", err)
+			}
+			if !r.Applied {
+				t = t.Add(time.Nanosecond)
+				continue
+			}
+			// The reply sorts after its message even when both have
+			// one time.
+			t = t.Add(time.Nanosecond)
+			break
+		}
 	}
 	return nil
 }
+
+// appendTries bounds the search for a free nanosecond.
+const appendTries = 16
 
 // write sends reqs in batches, again for what a batch left unprocessed.
 func (c *Conversation) write(ctx context.Context, reqs []types.WriteRequest) error {

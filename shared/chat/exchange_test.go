@@ -350,6 +350,22 @@ func TestConversationKeepsTheLatestWithinTheBoundAndForgets(t *testing.T) {
 	if _, err := s.Address(ctx, account); err != nil {
 		t.Fatalf("the account after Forget: %v", err)
 	}
+
+	// Two exchanges at the same instant (two tabs) keep all four turns,
+	// each message before its reply.
+	for _, m := range []string{"tab one", "tab two"} {
+		if err := conv.Append(ctx, account, m, "re: "+m, clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	texts = nil
+	got, _ = conv.Recent(ctx, account, 1<<20)
+	for _, turn := range got {
+		texts = append(texts, turn.Text)
+	}
+	if want := "tab one|re: tab one|tab two|re: tab two"; strings.Join(texts, "|") != want {
+		t.Fatalf("same-instant exchanges: %q, want %q", strings.Join(texts, "|"), want)
+	}
 }
 
 func TestSignInRateWindows(t *testing.T) {
