@@ -81,12 +81,16 @@ type fakeBilling struct {
 	mu        sync.Mutex
 	checkouts []string // account and address
 	portals   []string
+	url       string // the Checkout URL answered, when set
 }
 
 func (f *fakeBilling) CheckoutURL(_ context.Context, account, email string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checkouts = append(f.checkouts, account+" "+email)
+	if f.url != "" {
+		return f.url, nil
+	}
 	return "https://checkout.stripe.test/c/pay/cs_test_sub", nil
 }
 
