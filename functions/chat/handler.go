@@ -103,7 +103,9 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	switch path {
 	case "/chat", "/chat/signin":
-		if method != http.MethodGet && method != http.MethodHead {
+		// Only a GET spends a sign-in link: a HEAD (a mail scanner's
+		// look at the link) must not.
+		if method != http.MethodGet && (method != http.MethodHead || path != "/chat") {
 			return h.html(h.problem(http.StatusMethodNotAllowed, "This request is not supported",
 				"This address shows a page; it does not accept anything sent to it.")), nil
 		}

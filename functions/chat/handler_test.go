@@ -809,6 +809,8 @@ func TestRoutesMethodsAndPages(t *testing.T) {
 		{http.MethodGet, "/chat/", 200, true},
 		{http.MethodPost, "/chat", 405, true},
 		{http.MethodPost, "/chat/signin", 405, true},
+		{http.MethodHead, "/chat/signin", 405, true},
+		{http.MethodHead, "/chat", 200, true},
 		{http.MethodPut, "/api/chat", 405, false},
 		{http.MethodGet, "/api/chat/signin", 405, false},
 		{http.MethodGet, "/api/chat/nowhere", 404, false},
