@@ -140,6 +140,30 @@ func TestBrowser(t *testing.T) {
 	if len(x.billing.checkouts) != 1 {
 		t.Errorf("checkouts %v", x.billing.checkouts)
 	}
+
+	// Subscribed (Stripe's events, not the return, grant it): the message
+	// box again, the portal, and near the daily cap what is left today.
+	x.h.DailyCap = 11
+	x.subs.set(Subscription{Grants: true, Status: "active", Customer: "cus_1", CancelAtPeriodEnd: true,
+		PeriodEnd: time.Date(2026, 12, 27, 12, 0, 0, 0, time.UTC)})
+	do(t, ctx, "back from Checkout", chromedp.Navigate(base+"/chat?subscribed=1"), chromedp.WaitVisible(chromedp.ID("message-form")))
+	if got := text(t, ctx, "#left"); got != "Your subscription is cancelled; you keep access until December 27, 2026." {
+		t.Errorf("subscribed, far from the cap: %q", got)
+	}
+	do(t, ctx, "send as a subscriber", chromedp.SendKeys(chromedp.ID("message"), "Now as a subscriber."), chromedp.Click(chromedp.ID("send")),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll('.turn-aether').length === 4`))
+	if got := text(t, ctx, "#left"); !strings.HasSuffix(got, " 10 exchanges left today.") {
+		t.Errorf("subscribed, near the cap: %q", got)
+	}
+	if !eval[bool](t, ctx, `!document.getElementById('portal').hidden && document.getElementById('offer').hidden`) {
+		t.Error("a subscriber does not see the portal button, or still sees the offer")
+	}
+	fitsWidth(t, ctx)
+	screenshot(t, ctx, "subscriber-375")
+	do(t, ctx, "portal", chromedp.Click(chromedp.ID("portal")), chromedp.WaitVisible(chromedp.CSS("body")))
+	if len(x.billing.portals) != 1 || x.billing.portals[0] != "cus_1" {
+		t.Errorf("portal sessions %v", x.billing.portals)
+	}
 }
 
 // tab opens a tab that fails t, at the end, on any dialog, uncaught
