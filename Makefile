@@ -27,7 +27,7 @@ FUZZTIME ?=
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
 # The template's functions: <Name>Function builds ./functions/<name>.
-FUNCTIONS    := Checkout Webhook Generator Mailer Feedback Verdict Pages DeadLetter Health Smoke Ops Inbox Agent
+FUNCTIONS    := Checkout Webhook Generator Mailer Feedback Verdict Pages DeadLetter Health Smoke Ops Inbox Agent Chat
 
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
 run: run-tools

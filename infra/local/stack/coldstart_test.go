@@ -54,6 +54,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"FeedbackFunction":   "", // an empty batch
 		"InboxFunction":      "", // a schedule with no mailbox to poll
 		"OpsFunction":        "", // an unknown action
+		"ChatFunction":       "", // the chat page
 	}
 	// The scheduled functions no customer waits on, whose every event does
 	// their whole work: only their size is measured.
@@ -73,6 +74,8 @@ func BenchmarkColdStart(b *testing.B) {
 				payload = []byte(`{"rawPath":"/api/verdict","requestContext":{"http":{"method":"GET"}}}`)
 			case "PagesFunction":
 				payload = []byte(`{"rawPath":"/","requestContext":{"http":{"method":"GET"}}}`)
+			case "ChatFunction":
+				payload = []byte(`{"rawPath":"/chat","requestContext":{"http":{"method":"GET"}}}`)
 			case "InboxFunction":
 				payload = []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`)
 			case "OpsFunction":

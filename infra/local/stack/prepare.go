@@ -35,6 +35,8 @@ const (
 	FakeStripeKey = "sk_test_local_fake"
 	// LocalHashPepper is the audit hash pepper when ORACLE_HASH_PEPPER is not set.
 	LocalHashPepper = "local-oracle-pepper-not-secret"
+	// LocalChatCookieKey signs Sisters Chat's session cookies locally.
+	LocalChatCookieKey = "local-oracle-chat-cookie-key-not-secret"
 	// FakeGeminiKey is the API key the functions get with the fake Gemini.
 	FakeGeminiKey = "local-fake-gemini-key"
 	// LocalPayTo is the wallet agents pay on the local stack (on Base
@@ -285,6 +287,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 			// No live-mode events locally.
 			"StripeWebhookSecretArn": "",
 			"HashPepperArn":          o.HashPepper,
+			"ChatCookieKeyArn":       LocalChatCookieKey,
 			"GeminiApiKeyArn":        geminiKey,
 			// The main key is a test key locally: it reads test sessions.
 			"StripeTestSecretKeyArn": "",

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+type settings struct {
+	ChatTable     string
+	LedgerTable   string
+	MailQueue     string
+	AuditBucket   string
+	AlertsTopic   string
+	BaseURL       string
+	Origin        string
+	Site          string
+	Support       string
+	Retention     time.Duration
+	RetentionDays int
+	DailyCap      int
+	ReplyTimeout  time.Duration
+	CookieKey     []byte
+	Hasher        *audit.Hasher
+}
+
+// Defaults of the chat's settings (docs/configuration.md).
+const (
+	defaultSite          = "42 Sisters AI"
+	defaultRetentionDays = 30
+	defaultDailyCap      = 100
+	// defaultReplyTimeout leaves the answer room within API Gateway's 30 s.
+	defaultReplyTimeout = 25 * time.Second
+)
+
+// loadConfig reads and validates every setting once, at cold start.
+func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
+	return loadFrom(ctx, config.FromEnviron(config.NewAWSSecrets(cfg)))
+}
+
+func loadFrom(ctx context.Context, env *config.Env) (settings, error) {
+	s := settings{
+		ChatTable:     env.String("CHAT_TABLE"),
+		LedgerTable:   env.String("LEDGER_TABLE"),
+		MailQueue:     env.String("MAIL_QUEUE_URL"),
+		AuditBucket:   env.String("AUDIT_BUCKET"),
+		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
+		BaseURL:       env.URL("BASE_URL"),
+		Site:          env.Optional("SITE_NAME", defaultSite),
+		Support:       env.Address("SUPPORT_EMAIL", oracle.SupportAddress),
+		RetentionDays: env.Int("CHAT_RETENTION_DAYS", defaultRetentionDays, 1, 365),
+		DailyCap:      env.Int("CHAT_DAILY_CAP", defaultDailyCap, 1, 10000),
+		ReplyTimeout:  env.Duration("CHAT_REPLY_TIMEOUT", defaultReplyTimeout),
+		Hasher:        audit.HasherFrom(ctx, env),
+	}
+	s.Retention = time.Duration(s.RetentionDays) * 24 * time.Hour
+	if s.ReplyTimeout <= 0 || s.ReplyTimeout > 28*time.Second {
+		env.Invalid("CHAT_REPLY_TIMEOUT", fmt.Errorf("must be positive and at most 28s, to answer within API Gateway's 30 s"))
+	}
+	if s.BaseURL != "" {
+		origin, err := originOf(s.BaseURL)
+		if err != nil {
+			env.Invalid("BASE_URL", err)
+		}
+		s.Origin = origin
+	}
+	if key := env.Secret(ctx, "CHAT_COOKIE_KEY", true); key != "" {
+		if len(key) < MinCookieKey {
+			env.Invalid("CHAT_COOKIE_KEY", fmt.Errorf("must be at least %d bytes", MinCookieKey))
+		}
+		s.CookieKey = []byte(key)
+	}
+	if err := env.Err(); err != nil {
+		return settings{}, err
+	}
+	return s, nil
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
+)
+
+// MaxMessageChars is the longest message, in characters (Unicode code
+// points, as the page counts them).
+const MaxMessageChars = 2000
+
+// messageBody is POST /api/chat's body.
+type messageBody struct {
+	Message *string `json:"message"`
+}
+
+// validMessage refuses what cannot be a message: empty or invisible only,
+// not text, or over MaxMessageChars.
+func validMessage(m *string) error {
+	switch {
+	case m == nil:
+		return oracle.Errorf(oracle.CodeInvalid, "message is required")
+	case !utf8.ValidString(*m):
+		return oracle.Errorf(oracle.CodeInvalid, "message must be valid UTF-8 text")
+	case oracle.Blank(*m):
+		return oracle.Errorf(oracle.CodeInvalid, "message is empty: write something to send")
+	case strings.ContainsRune(*m, 0):
+		return oracle.Errorf(oracle.CodeInvalid, "message contains a NUL character")
+	case utf8.RuneCountInString(*m) > MaxMessageChars:
+		return oracle.Errorf(oracle.CodeTooLarge, "message is too long: at most %d characters", MaxMessageChars)
+	}
+	return nil
+}
+
+// subscriptionView is a subscription as the page shows it.
+type subscriptionView struct {
+	Status            string     `json:"status"`
+	Active            bool       `json:"active"`
+	PeriodEnd         *time.Time `json:"current_period_end,omitempty"`
+	CancelAtPeriodEnd bool       `json:"cancel_at_period_end"`
+	// LeftToday is today's exchanges left under the daily cap.
+	LeftToday int `json:"left_today"`
+	DailyCap  int `json:"daily_cap"`
+	// Manage says whether the portal can be opened (a Stripe customer).
+	Manage bool `json:"manage"`
+}
+
+func (h *Handler) subscriptionView(s Subscription, dayUsed int) *subscriptionView {
+	if s.Status == "" && s.Customer == "" {
+		return nil
+	}
+	v := &subscriptionView{Status: s.Status, Active: s.Grants, CancelAtPeriodEnd: s.CancelAtPeriodEnd,
+		LeftToday: max(h.DailyCap-dayUsed, 0), DailyCap: h.DailyCap, Manage: s.Customer != ""}
+	if !s.PeriodEnd.IsZero() {
+		end := s.PeriodEnd.UTC()
+		v.PeriodEnd = &end
+	}
+	return v
+}
+
+// trialUsed is the 402 body: the free exchanges are used, subscribe.
+var trialUsed = map[string]any{"error": "trial_used", "subscribe": true}
+
+// exchange is what one message became, for its audit record.
+type exchange struct {
+	started time.Time
+	account string
+	plan    chat.Plan
+	outcome string
+	filter  Filter
+	message int // characters
+	reply   int
+	failure string
+}
+
+// message is POST /api/chat {message}: an exchange is taken (trial,
+// granted, or a subscriber's day), the model answers, and the exchange is
+// kept, or given back when the model failed or the apology stood in.
+func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u chat.Usage) httpapi.Response {
+	x := &exchange{started: h.Now(), account: s.Account}
+	var body messageBody
+	if err := decode(req, &body); err != nil {
+		return h.fail(ctx, err)
+	}
+	if err := validMessage(body.Message); err != nil {
+		return h.fail(ctx, err)
+	}
+	msg := *body.Message
+	x.message = utf8.RuneCountInString(msg)
+	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	spent, err := h.Accounts.TakeExchange(ctx, s.Account, sub.Grants, h.DailyCap)
+	switch {
+	case errors.Is(err, chat.ErrTrialUsed):
+		x.outcome = audit.ChatTrialUsed
+		h.record(ctx, x)
+		return httpapi.JSON(http.StatusPaymentRequired, trialUsed)
+	case errors.Is(err, chat.ErrDailyCap):
+		x.outcome, x.plan = audit.ChatCapped, chat.PlanSubscriber
+		h.record(ctx, x)
+		resp := httpapi.JSON(http.StatusTooManyRequests, map[string]any{
+			"error":     "today's exchanges are used: the daily fair-use cap resets at midnight UTC",
+			"daily_cap": h.DailyCap,
+		})
+		resp.Headers["Retry-After"] = retryAfter(h.Now(), 24*time.Hour)
+		return resp
+	case errors.Is(err, chat.ErrNoAccount):
+		return httpapi.JSON(http.StatusUnauthorized, map[string]any{"error": "please sign in: your session is missing or has expired", "signin": true})
+	case err != nil:
+		return h.fail(ctx, unavailable(err))
+	}
+	x.plan = spent.Plan
+	reply, err := h.reply(ctx, s.Account, msg)
+	if err != nil {
+		h.giveBack(ctx, spent)
+		x.outcome, x.failure = audit.ChatModelFailed, "model unavailable"
+		h.Log.WarnContext(ctx, "no reply; the exchange is given back", "account", s.Account, "error", err.Error())
+		h.record(ctx, x)
+		return httpapi.JSON(http.StatusServiceUnavailable, map[string]any{
+			"error": "the Oracle could not answer just now: please try again in a moment (this message did not count)",
+			"retry": true,
+		})
+	}
+	x.outcome, x.filter, x.reply = audit.ChatAnswered, reply.Filter, utf8.RuneCountInString(reply.Text)
+	left := spent.Left
+	if reply.Filter == FilterApology {
+		// The apology is not a reply: nothing spent, nothing stored.
+		if h.giveBack(ctx, spent) {
+			left++
+		}
+	} else {
+		if err := h.Conversations.Append(ctx, s.Account, msg, reply.Text, x.started); err != nil {
+			h.Log.ErrorContext(ctx, "exchange answered but not stored", "account", s.Account, "error", err.Error())
+		}
+		if err := h.Accounts.Settle(ctx, spent); err != nil {
+			h.Log.ErrorContext(ctx, "exchange not settled", "account", s.Account, "error", err.Error())
+		}
+	}
+	h.record(ctx, x)
+	out := map[string]any{"reply": reply.Text, "plan": string(spent.Plan)}
+	if reply.Filter == FilterApology {
+		out["counted"] = false
+	}
+	if spent.Plan == chat.PlanSubscriber {
+		out["subscription"] = h.subscriptionView(sub, h.DailyCap-left)
+	} else {
+		out["exchanges_left"] = left
+	}
+	return httpapi.JSON(http.StatusOK, out)
+}
+
+// reply asks the model, with the conversation so far, within ReplyTimeout.
+func (h *Handler) reply(ctx context.Context, account, msg string) (ReplyResult, error) {
+	turns, err := h.Conversations.Recent(ctx, account, h.HistoryChars)
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	history := make([]Turn, 0, len(turns))
+	for _, t := range turns {
+		history = append(history, Turn{Role: t.Role, Text: t.Text})
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.ReplyTimeout)
+	defer cancel()
+	r, err := h.Replier.Reply(ctx, ReplyRequest{History: history, Message: msg})
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	switch r.Filter {
+	case FilterPass, FilterRegenerated, FilterApology:
+	default:
+		return ReplyResult{}, errors.New("reply without the content filter's outcome")
+	}
+	if oracle.Blank(r.Text) {
+		return ReplyResult{}, errors.New("empty reply")
+	}
+	return r, nil
+}
+
+// giveBack returns an exchange, reporting whether it was; a failure is
+// logged (the pending spend stays visible on the account item).
+func (h *Handler) giveBack(ctx context.Context, sp chat.Spent) bool {
+	// The request's own deadline may be what ended the model's call.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	given, err := h.Accounts.GiveBack(ctx, sp)
+	if err != nil {
+		h.Log.ErrorContext(ctx, "exchange not given back", "account", sp.Account, "plan", string(sp.Plan), "error", err.Error())
+	}
+	return given
+}
+
+// record writes the exchange's audit record: counts and states only.
+func (h *Handler) record(ctx context.Context, x *exchange) {
+	id, err := h.randomID()
+	if err != nil {
+		h.Log.ErrorContext(ctx, "audit record not written", "error", err.Error())
+		return
+	}
+	now := h.Now()
+	r := audit.Record{
+		Timestamp: now, SessionCreated: now, Source: audit.SourceChat, Event: audit.EventChatExchange,
+		Email: x.account, Status: audit.StatusOK, LatencyMS: max(now.Sub(x.started).Milliseconds(), 0),
+		Chat: &audit.Chat{Plan: string(x.plan), Outcome: x.outcome, MessageChars: x.message, ReplyChars: x.reply, Filter: string(x.filter)},
+	}
+	if x.failure != "" {
+		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail(x.failure)
+	}
+	h.Audit.Record(ctx, r, "chat-exchange-"+id)
+}
+
+// turnView is one message as GET /api/chat returns it.
+type turnView struct {
+	Role string    `json:"role"`
+	Text string    `json:"text"`
+	At   time.Time `json:"at"`
+}
+
+// conversation is GET /api/chat: the conversation and what is left.
+func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s session, u chat.Usage) httpapi.Response {
+	turns, err := h.Conversations.Recent(ctx, s.Account, h.ShowChars)
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	messages := make([]turnView, 0, len(turns))
+	for _, t := range turns {
+		messages = append(messages, turnView{Role: t.Role, Text: t.Text, At: t.At})
+	}
+	return httpapi.JSON(http.StatusOK, map[string]any{
+		"messages":        messages,
+		"exchanges_left":  u.FreeLeft,
+		"trial_exchanges": chat.TrialExchanges,
+		"subscription":    h.subscriptionView(sub, u.DayUsed),
+		"max_message":     MaxMessageChars,
+	})
+}
+
+// forget is DELETE /api/chat: every message of the account, at once.
+func (h *Handler) forget(ctx context.Context, _ httpapi.Request, s session, _ chat.Usage) httpapi.Response {
+	n, err := h.Conversations.Forget(ctx, s.Account)
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	h.Log.InfoContext(ctx, "conversation forgotten", "account", s.Account, "messages", n)
+	return httpapi.JSON(http.StatusOK, map[string]any{"forgotten": n})
+}
+
+// HistoryChars bounds the conversation given to the model with a message;
+// ShowChars the conversation the page shows.
+const (
+	HistoryChars = 12000
+	ShowChars    = 100000
+)

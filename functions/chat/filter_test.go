@@ -1,0 +1,55 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/sosfilter"
+)
+
+// renderAll renders every page in every form a person can receive it:
+// the chat page (its states all in one rendering, hidden until its script
+// shows them) and each sign-in link problem.
+func renderAll() []page {
+	h := &Handler{Site: defaultSite, Support: oracle.SupportAddress, DailyCap: defaultDailyCap, RetentionDays: defaultRetentionDays,
+		Log: obs.NewLogger(io.Discard, "ERROR")}
+	var r httpapi.Request
+	back := r
+	back.QueryStringParameters = map[string]string{"subscribed": "1"}
+	return []page{
+		h.chatPage(r),
+		h.chatPage(back),
+		h.problem(http.StatusMethodNotAllowed, "This request is not supported", "This address shows a page; it does not accept anything sent to it."),
+		h.signInProblem(http.StatusBadRequest, "This sign-in link is not valid", "x"),
+	}
+}
+
+// Every word the chat can show a person passes the content filter: each
+// rendered page as HTML, every template and asset as written (hidden
+// states and the script included), and every string literal of the
+// package (the API's answers and the sign-in link pages).
+func TestEveryTextPassesTheContentFilter(t *testing.T) {
+	f, err := sosfilter.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range renderAll() {
+		if p.Status == http.StatusInternalServerError {
+			t.Fatalf("%s did not render", p.Name)
+		}
+		if rep := f.Mail("", "", p.Body, sosfilter.Own{}); rep.Action != sosfilter.Pass {
+			t.Errorf("%s: %s %v", p.Name, rep.Action, rep.Terms())
+		}
+	}
+	for path, text := range testkit.TemplateTexts(t, files, "templates") {
+		if r := f.Text(text); r.Action != sosfilter.Pass {
+			t.Errorf("%s: %s %v", path, r.Action, r.Terms())
+		}
+	}
+	testkit.LiteralsPassTheFilter(t, ".")
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+)
+
+// Accounts is the chat table's accounts (chat.Store).
+type Accounts interface {
+	SignUp(ctx context.Context, email string) (account string, created bool, err error)
+	Address(ctx context.Context, account string) (string, error)
+	ConsumeSignIn(ctx context.Context, token string) (account string, err error)
+	Usage(ctx context.Context, account string) (chat.Usage, error)
+	TakeExchange(ctx context.Context, account string, subscribed bool, dailyCap int) (chat.Spent, error)
+	Settle(ctx context.Context, sp chat.Spent) error
+	GiveBack(ctx context.Context, sp chat.Spent) (bool, error)
+	SignOut(ctx context.Context, account string) error
+	Allow(ctx context.Context, name string, w chat.Window) (bool, error)
+}
+
+// Conversations keeps each account's messages (chat.Conversation).
+type Conversations interface {
+	Append(ctx context.Context, account, message, reply string, at time.Time) error
+	Recent(ctx context.Context, account string, maxChars int) ([]chat.Turn, error)
+	Forget(ctx context.Context, account string) (int, error)
+}
+
+// Mailer queues the sign-in email (queue.Sender on the mail queue).
+type Mailer interface {
+	Send(ctx context.Context, j queue.Job) error
+}
+
+// Auditor appends audit records, alerting when one cannot be written.
+type Auditor interface {
+	Record(ctx context.Context, r audit.Record, id string)
+}
+
+// Handler serves Sisters Chat: the page at GET /chat, the sign-in link at
+// GET /chat/signin and the API under /api/chat.
+type Handler struct {
+	Site    string // the company name in titles and the header
+	Support string // the address for people, and for the Bridge tier
+	// Origin is the site's origin (scheme and host of BASE_URL): the only
+	// one a state-changing request may come from.
+	Origin string
+	// CookieKey signs the session cookie (CHAT_COOKIE_KEY).
+	CookieKey []byte
+	// RetentionDays is how long messages are kept (the page says it).
+	RetentionDays int
+	// DailyCap is a subscriber's exchanges per UTC day.
+	DailyCap int
+	// HistoryChars bounds the conversation the model is given; ShowChars
+	// the conversation GET /api/chat returns.
+	HistoryChars int
+	ShowChars    int
+	// ReplyTimeout bounds the model's answer, so that the person hears
+	// within API Gateway's 30 s even when it fails.
+	ReplyTimeout time.Duration
+	// SignInPerAccount and SignInPerClient limit sign-in requests.
+	SignInPerAccount chat.Window
+	SignInPerClient  chat.Window
+
+	Accounts      Accounts
+	Conversations Conversations
+	Mail          Mailer
+	Replier       Replier
+	Subscriptions Subscriptions
+	Billing       Billing
+	Audit         Auditor
+	Hasher        *audit.Hasher
+	Log           *slog.Logger
+	Now           func() time.Time
+	Random        io.Reader
+}
+
+// MaxBody bounds a request body: a message is at most MaxMessageChars
+// characters of up to four bytes, escaped in JSON at most six each.
+const MaxBody = 64 << 10
+
+// route names one route: method and path.
+type route struct{ method, path string }
+
+// Handle answers one request; no error crosses it.
+func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	method, path := req.RequestContext.HTTP.Method, strings.TrimSuffix(req.RawPath, "/")
+	if path == "" {
+		path = "/"
+	}
+	switch path {
+	case "/chat", "/chat/signin":
+		// Only a GET spends a sign-in link: a HEAD (a mail scanner's
+		// look at the link) must not.
+		if method != http.MethodGet && (method != http.MethodHead || path != "/chat") {
+			return h.html(h.problem(http.StatusMethodNotAllowed, "This request is not supported",
+				"This address shows a page; it does not accept anything sent to it.")), nil
+		}
+		if path == "/chat" {
+			return h.html(h.chatPage(req)), nil
+		}
+		return h.signIn(ctx, req), nil
+	}
+	serve, known := h.api()[route{method, path}]
+	if !known {
+		for r := range h.api() {
+			if r.path == path {
+				return httpapi.JSON(http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"}), nil
+			}
+		}
+		return httpapi.JSON(http.StatusNotFound, map[string]string{"error": "not found"}), nil
+	}
+	if method != http.MethodGet {
+		if err := h.sameOrigin(req); err != nil {
+			return h.fail(ctx, err), nil
+		}
+	}
+	return serve(ctx, req), nil
+}
+
+// api is every API route and what serves it.
+func (h *Handler) api() map[route]func(context.Context, httpapi.Request) httpapi.Response {
+	return map[route]func(context.Context, httpapi.Request) httpapi.Response{
+		{http.MethodPost, "/api/chat/signin"}:    h.requestSignIn,
+		{http.MethodPost, "/api/chat"}:           h.signedIn(h.message),
+		{http.MethodGet, "/api/chat"}:            h.signedIn(h.conversation),
+		{http.MethodDelete, "/api/chat"}:         h.signedIn(h.forget),
+		{http.MethodPost, "/api/chat/subscribe"}: h.signedIn(h.subscribe),
+		{http.MethodPost, "/api/chat/portal"}:    h.signedIn(h.portal),
+		{http.MethodPost, "/api/chat/signout"}:   h.signedIn(h.signOut),
+	}
+}
+
+// sameOrigin is the CSRF defence of every state-changing route: a JSON
+// body (which a form on another site cannot send without a preflight this
+// API never grants) from the site's own origin, by the browser's Origin or,
+// without one, its Sec-Fetch-Site.
+func (h *Handler) sameOrigin(req httpapi.Request) error {
+	mt, _, err := mime.ParseMediaType(httpapi.Header(req, "Content-Type"))
+	if err != nil || mt != "application/json" {
+		return oracle.Errorf(oracle.CodeForbidden, "requests that change anything must send Content-Type: application/json")
+	}
+	if origin := httpapi.Header(req, "Origin"); origin != "" {
+		if origin != h.Origin {
+			return oracle.Errorf(oracle.CodeForbidden, "requests from another site are refused")
+		}
+		return nil
+	}
+	if httpapi.Header(req, "Sec-Fetch-Site") != "same-origin" {
+		return oracle.Errorf(oracle.CodeForbidden, "requests that change anything must come from this site's page")
+	}
+	return nil
+}
+
+// signedIn wraps a route that needs a session: a missing, forged,
+// expired or signed-out cookie is a 401 that also clears it.
+func (h *Handler) signedIn(serve func(context.Context, httpapi.Request, session, chat.Usage) httpapi.Response) func(context.Context, httpapi.Request) httpapi.Response {
+	return func(ctx context.Context, req httpapi.Request) httpapi.Response {
+		s, u, err := h.session(ctx, req)
+		if errors.Is(err, errNoSession) {
+			resp := httpapi.JSON(http.StatusUnauthorized, map[string]any{"error": "please sign in: your session is missing or has expired", "signin": true})
+			if cookieOf(req) != "" {
+				resp.Cookies = []string{clearCookie()}
+			}
+			return resp
+		}
+		if err != nil {
+			return h.fail(ctx, err)
+		}
+		return serve(ctx, req, s, u)
+	}
+}
+
+// session reads and checks the request's session, and its account's
+// counts.
+func (h *Handler) session(ctx context.Context, req httpapi.Request) (session, chat.Usage, error) {
+	value := cookieOf(req)
+	if value == "" {
+		return session{}, chat.Usage{}, errNoSession
+	}
+	s, err := verify(h.CookieKey, value, h.Now())
+	if err != nil {
+		return session{}, chat.Usage{}, err
+	}
+	u, err := h.Accounts.Usage(ctx, s.Account)
+	switch {
+	case errors.Is(err, chat.ErrNoAccount):
+		return session{}, chat.Usage{}, errNoSession
+	case err != nil:
+		return session{}, chat.Usage{}, unavailable(err)
+	case !u.SignedOutAt.IsZero() && !s.Issued.After(u.SignedOutAt):
+		return session{}, chat.Usage{}, errNoSession
+	}
+	return s, u, nil
+}
+
+// unavailable is a store or dependency failure: the person is asked to
+// try again, the cause is logged.
+func unavailable(err error) error {
+	return oracle.Wrap(oracle.CodeUnavailable, err, "the chat is unavailable just now: please try again in a moment")
+}
+
+// fail answers err with its status and message (httpapi.Error).
+func (h *Handler) fail(ctx context.Context, err error) httpapi.Response {
+	return httpapi.Error(ctx, h.Log, err)
+}
+
+// randomID is a fresh random name: 16 bytes, hex.
+func (h *Handler) randomID() (string, error) {
+	b := make([]byte, 16)
+	if _, err := io.ReadFull(h.Random, b); err != nil {
+		return "", fmt.Errorf("random id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// originOf is the origin of a URL: scheme://host[:port].
+func originOf(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("not an absolute URL: %q", base)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}

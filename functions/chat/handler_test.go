@@ -1,0 +1,878 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+)
+
+const (
+	origin    = "https://chat.example.test"
+	cookieKey = "a cookie key of thirty-two bytes or more, for tests"
+	address   = "Person.Private@example.com"
+)
+
+// fakeReplier answers with a reply naming its call, or what fail says.
+type fakeReplier struct {
+	mu    sync.Mutex
+	calls []ReplyRequest
+	fail  func(n int) (ReplyResult, error) // nil: a passing reply
+}
+
+func (f *fakeReplier) Reply(_ context.Context, req ReplyRequest) (ReplyResult, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req)
+	n, fail := len(f.calls), f.fail
+	f.mu.Unlock()
+	if fail != nil {
+		return fail(n)
+	}
+	return ReplyResult{Text: fmt.Sprintf("Reply number %d, with care.", n), Filter: FilterPass}, nil
+}
+
+func (f *fakeReplier) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+// fakeSubscriptions is one subscription for every account.
+type fakeSubscriptions struct {
+	mu  sync.Mutex
+	sub Subscription
+	err error
+}
+
+func (f *fakeSubscriptions) Subscription(context.Context, string) (Subscription, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sub, f.err
+}
+
+func (f *fakeSubscriptions) set(s Subscription) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sub = s
+}
+
+// fakeBilling records what it was asked for.
+type fakeBilling struct {
+	mu        sync.Mutex
+	checkouts []string // account and address
+	portals   []string
+	url       string // the Checkout URL answered, when set
+}
+
+func (f *fakeBilling) CheckoutURL(_ context.Context, account, email string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checkouts = append(f.checkouts, account+" "+email)
+	if f.url != "" {
+		return f.url, nil
+	}
+	return "https://checkout.stripe.test/c/pay/cs_test_sub", nil
+}
+
+func (f *fakeBilling) PortalURL(_ context.Context, customer string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.portals = append(f.portals, customer)
+	return "https://billing.stripe.test/p/session/" + customer, nil
+}
+
+// fakeMail keeps the jobs sent.
+type fakeMail struct {
+	mu   sync.Mutex
+	jobs []queue.Job
+}
+
+func (f *fakeMail) Send(_ context.Context, j queue.Job) error {
+	if err := j.Validate(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs = append(f.jobs, j)
+	return nil
+}
+
+func (f *fakeMail) sent() []queue.Job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]queue.Job(nil), f.jobs...)
+}
+
+// auditSpy validates and keeps every record.
+type auditSpy struct {
+	t       *testing.T
+	mu      sync.Mutex
+	records []audit.Record
+}
+
+func (a *auditSpy) Record(_ context.Context, r audit.Record, id string) {
+	if err := r.Validate(); err != nil {
+		a.t.Errorf("audit record %s refused by the schema: %v", id, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.records = append(a.records, r)
+}
+
+func (a *auditSpy) outcomes() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, r := range a.records {
+		out = append(out, r.Chat.Plan+"/"+r.Chat.Outcome)
+	}
+	return out
+}
+
+// safeBuffer is a log sink for concurrent requests.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type harness struct {
+	h       *Handler
+	store   *chat.Store
+	clock   *testkit.Clock
+	replier *fakeReplier
+	subs    *fakeSubscriptions
+	billing *fakeBilling
+	mail    *fakeMail
+	audit   *auditSpy
+	logs    *safeBuffer
+	db      *dynamodb.Client
+	table   string
+	aws     aws.Config
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	f := provision.ForTest(t, nil)
+	hasher, err := audit.NewHasher("a pepper of sixteen bytes or more")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &harness{
+		clock:   testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)),
+		replier: &fakeReplier{}, subs: &fakeSubscriptions{}, billing: &fakeBilling{}, mail: &fakeMail{},
+		audit: &auditSpy{t: t}, logs: &safeBuffer{},
+		db: dynamodb.NewFromConfig(f.AWS), table: f.Ref("ChatTable"), aws: f.AWS,
+	}
+	x.store = chat.NewStore(awsenv.NewTables(f.AWS), x.table, hasher, x.clock.Now)
+	x.h = &Handler{
+		Site: defaultSite, Support: oracle.SupportAddress, Origin: origin, CookieKey: []byte(cookieKey),
+		RetentionDays: 30, DailyCap: 100, HistoryChars: HistoryChars, ShowChars: ShowChars, ReplyTimeout: 5 * time.Second,
+		SignInPerAccount: chat.SignInPerAccount, SignInPerClient: chat.SignInPerClient,
+		Accounts: x.store, Conversations: x.store.Conversation(x.db, 30*24*time.Hour),
+		Mail: x.mail, Replier: x.replier, Subscriptions: x.subs, Billing: x.billing, Audit: x.audit,
+		Hasher: hasher, Log: obs.NewLogger(x.logs, "DEBUG"), Now: x.clock.Now, Random: rand.Reader,
+	}
+	return x
+}
+
+// req is a request as the chat page's script sends it: same origin, JSON.
+func req(method, path, body, cookie string) httpapi.Request {
+	var r httpapi.Request
+	r.RawPath = path
+	r.RequestContext.HTTP.Method = method
+	r.RequestContext.HTTP.Path = path
+	r.RequestContext.HTTP.SourceIP = "203.0.113.7"
+	r.Headers = map[string]string{"origin": origin, "content-type": "application/json"}
+	if cookie != "" {
+		r.Cookies = []string{CookieName + "=" + cookie}
+	}
+	r.Body = body
+	return r
+}
+
+func (x *harness) do(t *testing.T, r httpapi.Request) (httpapi.Response, map[string]any) {
+	t.Helper()
+	resp, err := x.h.Handle(context.Background(), r)
+	if err != nil {
+		t.Fatalf("%s %s: error crossed the handler: %v", r.RequestContext.HTTP.Method, r.RawPath, err)
+	}
+	var body map[string]any
+	if strings.HasPrefix(resp.Headers["Content-Type"], "application/json") {
+		if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+			t.Fatalf("%s %s: body %q: %v", r.RequestContext.HTTP.Method, r.RawPath, resp.Body, err)
+		}
+	}
+	return resp, body
+}
+
+// signIn signs address in through its emailed link and returns the
+// session cookie's value.
+func (x *harness) signIn(t *testing.T, addr string) (account, cookie string) {
+	t.Helper()
+	ctx := context.Background()
+	account, _, err := x.store.SignUp(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := x.store.IssueSignIn(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req(http.MethodGet, "/chat/signin", "", "")
+	r.QueryStringParameters = map[string]string{"token": token}
+	resp, _ := x.do(t, r)
+	if resp.StatusCode != http.StatusSeeOther || resp.Headers["Location"] != "/chat" || len(resp.Cookies) != 1 {
+		t.Fatalf("sign-in link: %d %v %v", resp.StatusCode, resp.Headers, resp.Cookies)
+	}
+	c, err := http.ParseSetCookie(resp.Cookies[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return account, c.Value
+}
+
+func (x *harness) send(t *testing.T, cookie, message string) (httpapi.Response, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"message": message})
+	return x.do(t, req(http.MethodPost, "/api/chat", string(b), cookie))
+}
+
+func (x *harness) freeLeft(t *testing.T, account string) int {
+	t.Helper()
+	u, err := x.store.Usage(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.FreeLeft
+}
+
+func TestSignInRequestIsAlways202AndQueuesOneLink(t *testing.T) {
+	x := newHarness(t)
+	for i, addr := range []string{address, "  " + address + " ", "new.person@example.org"} {
+		resp, body := x.do(t, req(http.MethodPost, "/api/chat/signin", fmt.Sprintf(`{"email":%q}`, addr), ""))
+		if resp.StatusCode != http.StatusAccepted || body["status"] != "sent" {
+			t.Fatalf("request %d: %d %v", i+1, resp.StatusCode, body)
+		}
+	}
+	jobs := x.mail.sent()
+	if len(jobs) != 3 {
+		t.Fatalf("%d mail jobs, want 3", len(jobs))
+	}
+	account := x.store.AccountOf(address)
+	for i, j := range jobs[:2] {
+		if j.Kind != oracle.MailChatSignIn || j.Account != account || j.SessionID != "" {
+			t.Fatalf("job %d: %+v", i+1, j)
+		}
+	}
+	if jobs[0].Nonce == jobs[1].Nonce {
+		t.Fatal("two requests share a nonce: the second email would be taken for the first")
+	}
+	if got, err := x.store.Address(context.Background(), account); err != nil || got != address {
+		t.Fatalf("stored address %q %v", got, err)
+	}
+
+	bad := []struct {
+		name, body string
+		status     int
+	}{
+		{"no body", "", 400},
+		{"not JSON", "email=a@example.com", 400},
+		{"two objects", `{"email":"a@example.com"}{}`, 400},
+		{"no email", `{}`, 400},
+		{"null email", `{"email":null}`, 400},
+		{"empty", `{"email":" "}`, 400},
+		{"no at", `{"email":"person.example.com"}`, 400},
+		{"display name", `{"email":"Person <p@example.com>"}`, 400},
+		{"two addresses", `{"email":"a@example.com, b@example.com"}`, 400},
+		{"no dot in the domain", `{"email":"p@localhost"}`, 400},
+		{"too long", fmt.Sprintf(`{"email":"%s@example.com"}`, strings.Repeat("a", 250)), 400},
+		{"body too large", fmt.Sprintf(`{"email":"%s"}`, strings.Repeat("a", MaxBody)), 413},
+	}
+	for _, c := range bad {
+		if resp, body := x.do(t, req(http.MethodPost, "/api/chat/signin", c.body, "")); resp.StatusCode != c.status || body["error"] == "" {
+			t.Errorf("%s: %d %v, want %d with an error", c.name, resp.StatusCode, body, c.status)
+		}
+	}
+	if n := len(x.mail.sent()); n != 3 {
+		t.Fatalf("bad requests queued mail: %d jobs", n)
+	}
+}
+
+func TestSignInRequestsAreRateLimited(t *testing.T) {
+	x := newHarness(t)
+	x.h.SignInPerAccount = chat.Window{Limit: 2, Per: time.Hour}
+	x.h.SignInPerClient = chat.Window{Limit: 4, Per: time.Hour}
+	body := fmt.Sprintf(`{"email":%q}`, address)
+	for i := range 3 {
+		if resp, _ := x.do(t, req(http.MethodPost, "/api/chat/signin", body, "")); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("request %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	// The account's limit: still 202 (the answer says nothing of the
+	// address), but no third email.
+	if n := len(x.mail.sent()); n != 2 {
+		t.Fatalf("%d emails for one address, want its limit of 2", n)
+	}
+	if resp, _ := x.do(t, req(http.MethodPost, "/api/chat/signin", `{"email":"other@example.com"}`, "")); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("fourth request from the client: %d", resp.StatusCode)
+	}
+	resp, out := x.do(t, req(http.MethodPost, "/api/chat/signin", `{"email":"third@example.com"}`, ""))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Headers["Retry-After"] == "" || out["error"] == "" {
+		t.Fatalf("over the client's limit: %d %v %v", resp.StatusCode, resp.Headers, out)
+	}
+	other := req(http.MethodPost, "/api/chat/signin", `{"email":"third@example.com"}`, "")
+	other.RequestContext.HTTP.SourceIP = "198.51.100.9"
+	if resp, _ := x.do(t, other); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("another client: %d", resp.StatusCode)
+	}
+	x.clock.Add(time.Hour)
+	if resp, _ := x.do(t, req(http.MethodPost, "/api/chat/signin", body, "")); resp.StatusCode != http.StatusAccepted || len(x.mail.sent()) != 5 {
+		t.Fatalf("next window: %d, %d emails", resp.StatusCode, len(x.mail.sent()))
+	}
+}
+
+func TestSignInLinkSetsTheSessionCookieOnce(t *testing.T) {
+	x := newHarness(t)
+	ctx := context.Background()
+	account, _, _ := x.store.SignUp(ctx, address)
+	token, _, err := x.store.IssueSignIn(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := func(tok string) httpapi.Response {
+		r := req(http.MethodGet, "/chat/signin", "", "")
+		r.QueryStringParameters = map[string]string{"token": tok}
+		resp, _ := x.do(t, r)
+		return resp
+	}
+	resp := link(token)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies) != 1 {
+		t.Fatalf("first use: %d %v", resp.StatusCode, resp.Cookies)
+	}
+	c, err := http.ParseSetCookie(resp.Cookies[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != CookieName || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge != 2592000 {
+		t.Fatalf("cookie %q", resp.Cookies[0])
+	}
+	if strings.Contains(c.Value, token) || !strings.HasPrefix(c.Value, account+".") {
+		t.Fatalf("cookie value %q", c.Value)
+	}
+
+	late, _, _ := x.store.IssueSignIn(ctx, account)
+	x.clock.Add(chat.SignInTTL)
+	cases := []struct {
+		name, token string
+		status      int
+		says        string
+	}{
+		{"replayed", token, http.StatusGone, "already used"},
+		{"expired", late, http.StatusGone, "expired"},
+		{"forged", strings.Repeat("A", 43), http.StatusBadRequest, "not valid"},
+		{"missing", "", http.StatusBadRequest, "not valid"},
+	}
+	for _, c := range cases {
+		resp := link(c.token)
+		if resp.StatusCode != c.status || len(resp.Cookies) != 0 || !strings.Contains(resp.Body, c.says) ||
+			!strings.Contains(resp.Body, `href="/chat"`) || resp.Headers["Content-Security-Policy"] == "" {
+			t.Errorf("%s link: %d cookies %v, want %d saying %q with a link to ask again", c.name, resp.StatusCode, resp.Cookies, c.status, c.says)
+		}
+	}
+}
+
+func TestSessionCookieIsCheckedOnEveryAPIRoute(t *testing.T) {
+	x := newHarness(t)
+	_, cookie := x.signIn(t, address)
+	if resp, _ := x.do(t, req(http.MethodGet, "/api/chat", "", cookie)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("valid cookie: %d", resp.StatusCode)
+	}
+	account, ms, _ := strings.Cut(cookie, ".")
+	otherAccount := x.store.AccountOf("someone.else@example.com")
+	if _, _, err := x.store.SignUp(context.Background(), "someone.else@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	flip := []byte(cookie)
+	flip[len(flip)-2] ^= 1
+	forged := []struct{ name, cookie string }{
+		{"none", ""},
+		{"garbage", "not-a-session"},
+		{"another account's name with this signature", strings.Replace(cookie, account, otherAccount, 1)},
+		{"a changed issue time", strings.Replace(cookie, "."+strings.Split(ms, ".")[0]+".", ".9"+strings.Split(ms, ".")[0]+".", 1)},
+		{"a tampered signature", string(flip)},
+		{"no signature", account + "." + strings.Split(ms, ".")[0]},
+		{"signed with another key", sign([]byte("another key of thirty-two bytes or more"), session{Account: account, Issued: x.clock.Now()})},
+	}
+	routes := []struct{ method, path, body string }{
+		{http.MethodGet, "/api/chat", ""},
+		{http.MethodPost, "/api/chat", `{"message":"hello"}`},
+		{http.MethodDelete, "/api/chat", `{}`},
+		{http.MethodPost, "/api/chat/subscribe", `{}`},
+		{http.MethodPost, "/api/chat/portal", `{}`},
+		{http.MethodPost, "/api/chat/signout", `{}`},
+	}
+	for _, f := range forged {
+		for _, r := range routes {
+			resp, body := x.do(t, req(r.method, r.path, r.body, f.cookie))
+			if resp.StatusCode != http.StatusUnauthorized || body["signin"] != true {
+				t.Errorf("%s cookie, %s %s: %d %v, want 401", f.name, r.method, r.path, resp.StatusCode, body)
+			}
+			if f.cookie != "" && (len(resp.Cookies) != 1 || !strings.Contains(resp.Cookies[0], "Max-Age=0")) {
+				t.Errorf("%s cookie, %s %s: not cleared: %v", f.name, r.method, r.path, resp.Cookies)
+			}
+		}
+	}
+	if x.replier.count() != 0 || x.freeLeft(t, account) != chat.TrialExchanges {
+		t.Fatal("a refused session reached the model or spent an exchange")
+	}
+	// Expired: 30 days after its sign-in.
+	x.clock.Add(SessionTTL - time.Second)
+	if resp, _ := x.do(t, req(http.MethodGet, "/api/chat", "", cookie)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a second before expiry: %d", resp.StatusCode)
+	}
+	x.clock.Add(time.Second)
+	if resp, _ := x.do(t, req(http.MethodGet, "/api/chat", "", cookie)); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("expired cookie: %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestStateChangingRoutesRefuseOtherOrigins(t *testing.T) {
+	x := newHarness(t)
+	account, cookie := x.signIn(t, address)
+	x.subs.set(Subscription{Customer: "cus_1", Status: "active", Grants: true})
+	routes := []struct{ method, path, body string }{
+		{http.MethodPost, "/api/chat/signin", `{"email":"victim@example.com"}`},
+		{http.MethodPost, "/api/chat", `{"message":"hello"}`},
+		{http.MethodDelete, "/api/chat", `{}`},
+		{http.MethodPost, "/api/chat/subscribe", `{}`},
+		{http.MethodPost, "/api/chat/portal", `{}`},
+		{http.MethodPost, "/api/chat/signout", `{}`},
+	}
+	attacks := []struct {
+		name    string
+		headers map[string]string
+	}{
+		{"another origin", map[string]string{"origin": "https://evil.example", "content-type": "application/json"}},
+		{"the site's origin over http", map[string]string{"origin": "http://chat.example.test", "content-type": "application/json"}},
+		{"a form post", map[string]string{"origin": origin, "content-type": "application/x-www-form-urlencoded"}},
+		{"a text/plain post", map[string]string{"origin": origin, "content-type": "text/plain"}},
+		{"no content type", map[string]string{"origin": origin}},
+		{"no origin, cross-site", map[string]string{"content-type": "application/json", "sec-fetch-site": "cross-site"}},
+		{"no origin at all", map[string]string{"content-type": "application/json"}},
+	}
+	for _, a := range attacks {
+		for _, r := range routes {
+			rq := req(r.method, r.path, r.body, cookie)
+			rq.Headers = a.headers
+			if resp, body := x.do(t, rq); resp.StatusCode != http.StatusForbidden || body["error"] == "" {
+				t.Errorf("%s, %s %s: %d %v, want 403", a.name, r.method, r.path, resp.StatusCode, body)
+			}
+		}
+	}
+	if x.replier.count() != 0 || len(x.mail.sent()) != 0 || len(x.billing.checkouts)+len(x.billing.portals) != 0 || x.freeLeft(t, account) != chat.TrialExchanges {
+		t.Fatal("a refused request did something")
+	}
+	// The browser's own same-origin request without an Origin header.
+	rq := req(http.MethodPost, "/api/chat", `{"message":"hello"}`, cookie)
+	rq.Headers = map[string]string{"content-type": "application/json; charset=utf-8", "sec-fetch-site": "same-origin"}
+	if resp, _ := x.do(t, rq); resp.StatusCode != http.StatusOK {
+		t.Fatalf("same-origin without Origin: %d", resp.StatusCode)
+	}
+}
+
+// INV-9, VC-9: three exchanges free, then 402 with the offer; the count is
+// the server's, so a new sign-in does not reset it.
+func TestThreeFreeExchangesThenPaymentRequired(t *testing.T) {
+	x := newHarness(t)
+	account, cookie := x.signIn(t, address)
+	for i := range chat.TrialExchanges {
+		resp, body := x.send(t, cookie, fmt.Sprintf("Question %d?", i+1))
+		if resp.StatusCode != http.StatusOK || body["reply"] != fmt.Sprintf("Reply number %d, with care.", i+1) ||
+			body["exchanges_left"] != float64(chat.TrialExchanges-1-i) || body["plan"] != "trial" {
+			t.Fatalf("exchange %d: %d %v", i+1, resp.StatusCode, body)
+		}
+	}
+	_, cookie = x.signIn(t, address)
+	resp, _ := x.send(t, cookie, "One more?")
+	if resp.StatusCode != http.StatusPaymentRequired || resp.Body != `{"error":"trial_used","subscribe":true}` {
+		t.Fatalf("fourth exchange: %d %s", resp.StatusCode, resp.Body)
+	}
+	if x.replier.count() != chat.TrialExchanges || x.freeLeft(t, account) != 0 {
+		t.Fatalf("model called %d times", x.replier.count())
+	}
+	// The model was given the conversation so far with the third message.
+	if h := x.replier.calls[2].History; len(h) != 4 || h[0].Text != "Question 1?" || h[1].Role != chat.RoleAether {
+		t.Fatalf("history of the third message: %+v", h)
+	}
+	if got := strings.Join(x.audit.outcomes(), " "); got != "trial/answered trial/answered trial/answered /trial_used" {
+		t.Fatalf("audit outcomes %q", got)
+	}
+	// Subscribed: the fourth is answered at once.
+	x.subs.set(Subscription{Grants: true, Status: "active", Customer: "cus_1", PeriodEnd: x.clock.Now().Add(30 * 24 * time.Hour)})
+	resp, body := x.send(t, cookie, "And now?")
+	sub, _ := body["subscription"].(map[string]any)
+	if resp.StatusCode != http.StatusOK || body["plan"] != "subscriber" || sub["left_today"] != float64(99) || sub["active"] != true {
+		t.Fatalf("subscriber's exchange: %d %v", resp.StatusCode, body)
+	}
+	// Cancelled and past its period: refused again.
+	x.subs.set(Subscription{Grants: false, Status: "canceled", Customer: "cus_1"})
+	if resp, _ := x.send(t, cookie, "Still there?"); resp.StatusCode != http.StatusPaymentRequired {
+		t.Fatalf("after the subscription ended: %d", resp.StatusCode)
+	}
+}
+
+// FM-10 and the issue's acceptance: ten concurrent messages on a fresh
+// account get exactly three answers; with one exchange left, exactly one.
+func TestConcurrentMessagesGetOnlyTheFreeExchanges(t *testing.T) {
+	x := newHarness(t)
+	for _, c := range []struct {
+		addr           string
+		before, answer int
+	}{{address, 0, 3}, {"second@example.com", 2, 1}} {
+		_, cookie := x.signIn(t, c.addr)
+		for range c.before {
+			if resp, _ := x.send(t, cookie, "warming up"); resp.StatusCode != http.StatusOK {
+				t.Fatal(resp.StatusCode)
+			}
+		}
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			statuses = map[int]int{}
+		)
+		for i := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := x.h.Handle(context.Background(), req(http.MethodPost, "/api/chat", fmt.Sprintf(`{"message":"at once %d"}`, i), cookie))
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				statuses[resp.StatusCode]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if statuses[200] != c.answer || statuses[402] != 10-c.answer {
+			t.Fatalf("%d before, ten at once: %v, want %d answered and the rest 402", c.before, statuses, c.answer)
+		}
+	}
+}
+
+// A model failure and an apology spend nothing; the apology is not stored.
+func TestModelFailureAndApologyGiveTheExchangeBack(t *testing.T) {
+	x := newHarness(t)
+	account, cookie := x.signIn(t, address)
+	for _, failure := range []error{ErrModelUnavailable, context.DeadlineExceeded, errors.New("anything else")} {
+		x.replier.fail = func(int) (ReplyResult, error) { return ReplyResult{}, failure }
+		resp, body := x.send(t, cookie, "Will you answer?")
+		if resp.StatusCode != http.StatusServiceUnavailable || body["retry"] != true || !strings.Contains(fmt.Sprint(body["error"]), "try again") {
+			t.Fatalf("%v: %d %v", failure, resp.StatusCode, body)
+		}
+		if n := x.freeLeft(t, account); n != chat.TrialExchanges {
+			t.Fatalf("%v spent an exchange: %d left", failure, n)
+		}
+	}
+	x.replier.fail = func(int) (ReplyResult, error) {
+		return ReplyResult{Text: "I am sorry: I cannot answer that well just now. Please ask again in other words.", Filter: FilterApology}, nil
+	}
+	resp, body := x.send(t, cookie, "Something the filter dislikes")
+	if resp.StatusCode != http.StatusOK || body["counted"] != false || body["exchanges_left"] != float64(chat.TrialExchanges) {
+		t.Fatalf("apology: %d %v", resp.StatusCode, body)
+	}
+	x.replier.fail = func(int) (ReplyResult, error) {
+		return ReplyResult{Text: "A second try, clean.", Filter: FilterRegenerated}, nil
+	}
+	if resp, body := x.send(t, cookie, "Again"); resp.StatusCode != http.StatusOK || body["exchanges_left"] != float64(chat.TrialExchanges-1) {
+		t.Fatalf("regenerated reply: %d %v", resp.StatusCode, body)
+	}
+	_, conv := x.do(t, req(http.MethodGet, "/api/chat", "", cookie))
+	if msgs, _ := conv["messages"].([]any); len(msgs) != 2 {
+		t.Fatalf("stored %d messages, want only the answered exchange's 2: %v", len(msgs), conv["messages"])
+	}
+	want := "trial/model_failed trial/model_failed trial/model_failed trial/answered trial/answered"
+	if got := strings.Join(x.audit.outcomes(), " "); got != want {
+		t.Fatalf("audit outcomes %q, want %q", got, want)
+	}
+	for _, r := range x.audit.records[:3] {
+		if r.Status != audit.StatusError || r.ErrorDetail == nil {
+			t.Fatalf("model failure record %+v", r)
+		}
+	}
+	if x.audit.records[3].Chat.Filter != audit.ChatFilterApology || x.audit.records[4].Chat.Filter != audit.ChatFilterRegenerated {
+		t.Fatalf("filter outcomes %+v %+v", x.audit.records[3].Chat, x.audit.records[4].Chat)
+	}
+}
+
+func TestSubscribersDailyCap(t *testing.T) {
+	x := newHarness(t)
+	x.h.DailyCap = 12
+	_, cookie := x.signIn(t, address)
+	x.subs.set(Subscription{Grants: true, Status: "active", Customer: "cus_1"})
+	for i := range chat.TrialExchanges + 12 {
+		resp, body := x.send(t, cookie, "again")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("exchange %d: %d %v", i+1, resp.StatusCode, body)
+		}
+		if i == chat.TrialExchanges+1 {
+			if sub, _ := body["subscription"].(map[string]any); sub["left_today"] != float64(10) {
+				t.Fatalf("left today %v, want 10", body)
+			}
+		}
+	}
+	resp, body := x.send(t, cookie, "over the cap")
+	if resp.StatusCode != http.StatusTooManyRequests || body["daily_cap"] != float64(12) || resp.Headers["Retry-After"] != "43200" {
+		t.Fatalf("over the cap: %d %v %v", resp.StatusCode, body, resp.Headers)
+	}
+	_, state := x.do(t, req(http.MethodGet, "/api/chat", "", cookie))
+	if sub, _ := state["subscription"].(map[string]any); sub["left_today"] != float64(0) {
+		t.Fatalf("GET after the cap: %v", state)
+	}
+	if got := x.audit.outcomes(); got[len(got)-1] != "subscriber/capped" {
+		t.Fatalf("last audit outcome %v", got[len(got)-1])
+	}
+	x.clock.Add(12 * time.Hour)
+	if resp, _ := x.send(t, cookie, "a new day"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("next day: %d", resp.StatusCode)
+	}
+}
+
+func TestBadMessagesAreRefusedAndSpendNothing(t *testing.T) {
+	x := newHarness(t)
+	account, cookie := x.signIn(t, address)
+	cases := []struct {
+		name, body string
+		status     int
+	}{
+		{"no body", "", 400},
+		{"not JSON", "message=hi", 400},
+		{"no message", `{}`, 400},
+		{"a number", `{"message":42}`, 400},
+		{"empty", `{"message":""}`, 400},
+		{"spaces and newlines", `{"message":"  \n\t "}`, 400},
+		{"invisible characters only", `{"message":"\u200b\u200d\ufeff\u2800"}`, 400},
+		{"a NUL", `{"message":"a\u0000b"}`, 400},
+		{"over the limit", fmt.Sprintf(`{"message":%q}`, strings.Repeat("é", MaxMessageChars+1)), 413},
+	}
+	for _, c := range cases {
+		if resp, body := x.do(t, req(http.MethodPost, "/api/chat", c.body, cookie)); resp.StatusCode != c.status || body["error"] == "" {
+			t.Errorf("%s: %d %v, want %d", c.name, resp.StatusCode, body, c.status)
+		}
+	}
+	if resp, _ := x.send(t, cookie, strings.Repeat("é", MaxMessageChars)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a message at the limit: %d", resp.StatusCode)
+	}
+	if x.replier.count() != 1 || x.freeLeft(t, account) != chat.TrialExchanges-1 {
+		t.Fatalf("bad messages reached the model (%d calls) or spent exchanges", x.replier.count())
+	}
+}
+
+func TestConversationIsShownAndForgotten(t *testing.T) {
+	x := newHarness(t)
+	account, cookie := x.signIn(t, address)
+	_, other := x.signIn(t, "other@example.com")
+	x.send(t, other, "Someone else's question")
+	for _, m := range []string{"First question?", "Second question?"} {
+		x.clock.Add(time.Minute)
+		if resp, _ := x.send(t, cookie, m); resp.StatusCode != http.StatusOK {
+			t.Fatal(resp.StatusCode)
+		}
+	}
+	resp, body := x.do(t, req(http.MethodGet, "/api/chat", "", cookie))
+	msgs, _ := body["messages"].([]any)
+	if resp.StatusCode != http.StatusOK || len(msgs) != 4 || body["exchanges_left"] != float64(1) || body["trial_exchanges"] != float64(3) || body["subscription"] != nil {
+		t.Fatalf("GET /api/chat: %d %v", resp.StatusCode, body)
+	}
+	var got []string
+	for _, m := range msgs {
+		m := m.(map[string]any)
+		got = append(got, fmt.Sprint(m["role"], ": ", m["text"]))
+	}
+	if want := "user: First question? | aether: Reply number 2, with care. | user: Second question? | aether: Reply number 3, with care."; strings.Join(got, " | ") != want {
+		t.Fatalf("conversation %q", strings.Join(got, " | "))
+	}
+	resp, body = x.do(t, req(http.MethodDelete, "/api/chat", `{}`, cookie))
+	if resp.StatusCode != http.StatusOK || body["forgotten"] != float64(4) {
+		t.Fatalf("DELETE: %d %v", resp.StatusCode, body)
+	}
+	if _, body := x.do(t, req(http.MethodGet, "/api/chat", "", cookie)); len(body["messages"].([]any)) != 0 || body["exchanges_left"] != float64(1) {
+		t.Fatalf("after DELETE: %v", body)
+	}
+	// No message of the account is left in the table; the other's is.
+	for _, item := range testkit.TableItems(t, x.aws, x.table) {
+		if strings.Contains(item, "First question") || strings.Contains(item, "Reply number 2") {
+			t.Fatalf("a forgotten message is still stored: %s", item)
+		}
+	}
+	if _, body := x.do(t, req(http.MethodGet, "/api/chat", "", other)); len(body["messages"].([]any)) != 2 {
+		t.Fatalf("the other account's conversation: %v", body)
+	}
+	if x.freeLeft(t, account) != 1 {
+		t.Fatal("forgetting changed the count")
+	}
+}
+
+func TestSubscribeAndPortal(t *testing.T) {
+	x := newHarness(t)
+	account, cookie := x.signIn(t, address)
+	resp, body := x.do(t, req(http.MethodPost, "/api/chat/subscribe", `{}`, cookie))
+	if resp.StatusCode != http.StatusOK || body["url"] != "https://checkout.stripe.test/c/pay/cs_test_sub" {
+		t.Fatalf("subscribe: %d %v", resp.StatusCode, body)
+	}
+	if len(x.billing.checkouts) != 1 || x.billing.checkouts[0] != account+" "+address {
+		t.Fatalf("checkout asked for %v", x.billing.checkouts)
+	}
+	if resp, body := x.do(t, req(http.MethodPost, "/api/chat/portal", `{}`, cookie)); resp.StatusCode != http.StatusNotFound || body["error"] == "" {
+		t.Fatalf("portal without a customer: %d %v", resp.StatusCode, body)
+	}
+	x.subs.set(Subscription{Grants: true, Status: "active", Customer: "cus_42", CancelAtPeriodEnd: true, PeriodEnd: x.clock.Now().Add(time.Hour)})
+	if resp, _ := x.do(t, req(http.MethodPost, "/api/chat/subscribe", `{}`, cookie)); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("subscribe while subscribed: %d", resp.StatusCode)
+	}
+	resp, body = x.do(t, req(http.MethodPost, "/api/chat/portal", `{}`, cookie))
+	if resp.StatusCode != http.StatusOK || body["url"] != "https://billing.stripe.test/p/session/cus_42" {
+		t.Fatalf("portal: %d %v", resp.StatusCode, body)
+	}
+	_, state := x.do(t, req(http.MethodGet, "/api/chat", "", cookie))
+	sub, _ := state["subscription"].(map[string]any)
+	if sub["cancel_at_period_end"] != true || sub["manage"] != true || sub["current_period_end"] == nil {
+		t.Fatalf("subscription shown %v", state)
+	}
+	x.subs.err = errors.New("table down")
+	if resp, _ := x.do(t, req(http.MethodPost, "/api/chat/portal", `{}`, cookie)); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("subscriptions down: %d", resp.StatusCode)
+	}
+}
+
+func TestSignOutEndsEverySession(t *testing.T) {
+	x := newHarness(t)
+	_, cookie := x.signIn(t, address)
+	_, second := x.signIn(t, address) // another device
+	x.clock.Add(time.Second)
+	resp, body := x.do(t, req(http.MethodPost, "/api/chat/signout", `{}`, cookie))
+	if resp.StatusCode != http.StatusOK || body["signed_out"] != true || len(resp.Cookies) != 1 || !strings.Contains(resp.Cookies[0], "Max-Age=0") {
+		t.Fatalf("sign-out: %d %v %v", resp.StatusCode, body, resp.Cookies)
+	}
+	for _, c := range []string{cookie, second} {
+		if resp, _ := x.do(t, req(http.MethodGet, "/api/chat", "", c)); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a cookie from before the sign-out: %d", resp.StatusCode)
+		}
+	}
+	x.clock.Add(time.Second)
+	_, fresh := x.signIn(t, address)
+	if resp, _ := x.do(t, req(http.MethodGet, "/api/chat", "", fresh)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed in again: %d", resp.StatusCode)
+	}
+}
+
+func TestRoutesMethodsAndPages(t *testing.T) {
+	x := newHarness(t)
+	cases := []struct {
+		method, path string
+		status       int
+		html         bool
+	}{
+		{http.MethodGet, "/chat", 200, true},
+		{http.MethodGet, "/chat/", 200, true},
+		{http.MethodPost, "/chat", 405, true},
+		{http.MethodPost, "/chat/signin", 405, true},
+		{http.MethodHead, "/chat/signin", 405, true},
+		{http.MethodHead, "/chat", 200, true},
+		{http.MethodPut, "/api/chat", 405, false},
+		{http.MethodGet, "/api/chat/signin", 405, false},
+		{http.MethodGet, "/api/chat/nowhere", 404, false},
+	}
+	for _, c := range cases {
+		resp, _ := x.do(t, req(c.method, c.path, "", ""))
+		isHTML := strings.HasPrefix(resp.Headers["Content-Type"], "text/html")
+		if resp.StatusCode != c.status || isHTML != c.html {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, resp.StatusCode, resp.Headers["Content-Type"], c.status)
+		}
+		if isHTML && !strings.Contains(resp.Headers["Content-Security-Policy"], "default-src 'none'") {
+			t.Errorf("%s %s: no CSP", c.method, c.path)
+		}
+	}
+	r := req(http.MethodGet, "/chat", "", "")
+	r.QueryStringParameters = map[string]string{"subscribed": "1"}
+	if resp, _ := x.do(t, r); !strings.Contains(resp.Body, "as soon as Stripe confirms") {
+		t.Fatal("the return from Checkout is not acknowledged")
+	}
+}
+
+// Privacy: no log line and no audit record holds the address or a
+// message's or reply's text; the table holds the address once.
+func TestNoAddressOrTextInLogsOrAudit(t *testing.T) {
+	x := newHarness(t)
+	secretMessage := "My secret plan about Zanzibar"
+	x.replier.fail = func(n int) (ReplyResult, error) {
+		if n == 2 {
+			return ReplyResult{}, ErrModelUnavailable
+		}
+		return ReplyResult{Text: "A reply about Quetzalcoatl", Filter: FilterPass}, nil
+	}
+	x.do(t, req(http.MethodPost, "/api/chat/signin", fmt.Sprintf(`{"email":%q}`, address), ""))
+	_, cookie := x.signIn(t, address)
+	for range 5 {
+		x.send(t, cookie, secretMessage)
+	}
+	x.do(t, req(http.MethodGet, "/api/chat", "", cookie))
+	x.do(t, req(http.MethodPost, "/api/chat/subscribe", `{}`, cookie))
+	x.do(t, req(http.MethodDelete, "/api/chat", `{}`, cookie))
+	x.do(t, req(http.MethodPost, "/api/chat/signout", `{}`, cookie))
+	logs := x.logs.String()
+	if logs == "" {
+		t.Fatal("no logs to check")
+	}
+	records, _ := json.Marshal(x.audit.records)
+	if len(x.audit.records) < 5 {
+		t.Fatalf("%d audit records, want one per message", len(x.audit.records))
+	}
+	for _, secret := range []string{address, strings.ToLower(address), "Person.Private", "Zanzibar", "Quetzalcoatl"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs hold %q", secret)
+		}
+		if strings.Contains(string(records), secret) {
+			t.Errorf("the audit records hold %q", secret)
+		}
+	}
+	n := 0
+	for _, item := range testkit.TableItems(t, x.aws, x.table) {
+		n += strings.Count(item, address)
+	}
+	if n != 1 {
+		t.Fatalf("the table holds the address %d times, want once (the account item)", n)
+	}
+}

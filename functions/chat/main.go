@@ -1,0 +1,54 @@
+// Command chat is the Lambda function behind Sisters Chat: the page at
+// GET /chat, the sign-in link at GET /chat/signin, and the API under
+// /api/chat (sign-in requests, messages, the conversation and its
+// deletion, the subscription's Checkout and portal, sign-out). An account
+// is the address's keyed hash; its trial, grants and daily cap are counted
+// with conditional writes in the chat table; the model, the subscriptions
+// and Stripe's sessions come through wire.go.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/coldstart"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
+)
+
+func main() {
+	fn, cfg := coldstart.Start(loadConfig)
+	log := fn.Log
+	aws := fn.AWS
+	db := awsenv.NewTables(aws)
+	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
+	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
+	accounts := chat.NewStore(db, cfg.ChatTable, cfg.Hasher, time.Now)
+	deps, err := wire(context.Background(), fn, cfg, alerts)
+	fn.Check(err, "chat dependencies")
+	h := &Handler{
+		Site: cfg.Site, Support: cfg.Support, Origin: cfg.Origin, CookieKey: cfg.CookieKey,
+		RetentionDays: cfg.RetentionDays, DailyCap: cfg.DailyCap,
+		HistoryChars: HistoryChars, ShowChars: ShowChars, ReplyTimeout: cfg.ReplyTimeout,
+		SignInPerAccount: chat.SignInPerAccount, SignInPerClient: chat.SignInPerClient,
+		Accounts:      accounts,
+		Conversations: accounts.Conversation(chat.NewClient(aws), cfg.Retention),
+		Mail:          queue.NewSender(queue.NewClient(aws), cfg.MailQueue, time.Now),
+		Replier:       deps.Replier,
+		Subscriptions: deps.Subscriptions,
+		Billing:       deps.Billing,
+		Audit:         &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log},
+		Hasher:        cfg.Hasher,
+		Log:           log,
+		Now:           time.Now,
+		Random:        rand.Reader,
+	}
+	lambda.Start(httpapi.Recover(log, h.Handle))
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/httpapi"
+)
+
+//go:embed templates
+var files embed.FS
+
+// The templates and assets are part of the binary: one that does not
+// parse is a build defect every test catches.
+var (
+	pages  = template.Must(template.New("").ParseFS(files, "templates/*.html"))
+	style  = mustAsset("templates/style.css")
+	chatJS = mustAsset("templates/chat.js")
+)
+
+// asset is a stylesheet or script inlined into pages, with the CSP source
+// expression ('sha256-…') that allows exactly that text.
+type asset struct {
+	text   string
+	source string
+}
+
+func mustAsset(name string) asset {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return asset{text: string(b), source: "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"}
+}
+
+// csp is the pages' Content-Security-Policy, as the order form's: only
+// the inlined style and script run, text is only ever inserted as text
+// (Trusted Types with no policy), and the API is the page's own origin.
+func csp(script *asset) string {
+	directives := []string{"default-src 'none'"}
+	if script != nil {
+		directives = append(directives, "script-src "+script.source)
+	}
+	directives = append(directives,
+		"style-src "+style.source,
+		"connect-src 'self'",
+		"img-src 'self' data:",
+		"form-action 'self'",
+		"base-uri 'none'",
+		"frame-ancestors 'none'",
+		"require-trusted-types-for 'script'",
+		"trusted-types 'none'",
+	)
+	return strings.Join(directives, "; ")
+}
+
+// page is one rendered page.
+type page struct {
+	Name   string
+	Status int
+	CSP    string
+	Body   string
+}
+
+// frame is what the shared layout needs of every page.
+type frame struct {
+	Title   string
+	Site    string
+	Support string
+	Style   template.CSS
+	Script  template.JS
+}
+
+type chatView struct {
+	frame
+	Trial      int
+	MaxMessage int
+	DailyCap   int
+	// NearCap is from how many exchanges left the page says how many.
+	NearCap       int
+	Subscribed    bool // back from Stripe Checkout: a note, nothing granted
+	RetentionDays int
+	Price         string
+}
+
+type problemView struct {
+	frame
+	Heading string
+	Message string
+	// AskAgain offers the sign-in form's page.
+	AskAgain bool
+}
+
+// NearCap: the page says how many exchanges are left when this many or
+// fewer remain.
+const NearCap = 10
+
+// Price is the subscription's price as the page states it (the amount is
+// billing's, fixed in code beside the verdict tiers).
+const Price = "C$5.00 a month"
+
+func (h *Handler) newFrame(title string, script *asset) frame {
+	f := frame{Title: title, Site: h.Site, Support: h.Support, Style: template.CSS(style.text)}
+	if script != nil {
+		f.Script = template.JS(script.text)
+	}
+	return f
+}
+
+// chatPage is GET /chat: one page whose script shows the sign-in form or
+// the conversation, as GET /api/chat says.
+func (h *Handler) chatPage(req httpapi.Request) page {
+	v := chatView{
+		frame: h.newFrame("Sisters Chat", &chatJS), Trial: chat.TrialExchanges, MaxMessage: MaxMessageChars,
+		DailyCap: h.DailyCap, NearCap: NearCap, RetentionDays: h.RetentionDays, Subscribed: req.QueryStringParameters["subscribed"] == "1", Price: Price,
+	}
+	return h.render("chat.html", http.StatusOK, &chatJS, v)
+}
+
+func (h *Handler) problem(status int, heading, message string) page {
+	return h.render("problem.html", status, nil, problemView{frame: h.newFrame(heading, nil), Heading: heading, Message: message})
+}
+
+func (h *Handler) signInProblem(status int, heading, message string) page {
+	return h.render("problem.html", status, nil, problemView{frame: h.newFrame(heading, nil), Heading: heading, Message: message, AskAgain: true})
+}
+
+// internalError is the answer when a template fails, which only a defect
+// can cause: it needs no template itself.
+const internalError = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Error</title></head>` +
+	`<body><h1>Something went wrong</h1><p>Please try again in a moment.</p></body></html>`
+
+func (h *Handler) render(name string, status int, script *asset, data any) page {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		h.Log.Error("page not rendered", "page", name, "error", fmt.Sprint(err))
+		return page{Name: name, Status: http.StatusInternalServerError, CSP: csp(nil), Body: internalError}
+	}
+	return page{Name: name, Status: status, CSP: csp(script), Body: b.String()}
+}
+
+// html answers a page with the security headers every page carries.
+func (h *Handler) html(p page) httpapi.Response {
+	resp := httpapi.Response{
+		StatusCode: p.Status,
+		Headers: map[string]string{
+			"Content-Type":            "text/html; charset=utf-8",
+			"Content-Security-Policy": p.CSP,
+			"X-Content-Type-Options":  "nosniff",
+			"Referrer-Policy":         "no-referrer",
+			"Cache-Control":           "no-store",
+		},
+		Body: p.Body,
+	}
+	if p.Status == http.StatusMethodNotAllowed {
+		resp.Headers["Allow"] = http.MethodGet
+	}
+	return resp
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

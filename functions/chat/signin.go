@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/queue"
+)
+
+// MaxAddress is the longest address accepted (RFC 5321's path limit).
+const MaxAddress = 254
+
+// signInBody is POST /api/chat/signin's body.
+type signInBody struct {
+	Email *string `json:"email"`
+}
+
+// decode reads a JSON object body into v.
+func decode(req httpapi.Request, v any) error {
+	body, err := httpapi.Body(req, MaxBody)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return oracle.Wrap(oracle.CodeInvalid, err, "request body must be a JSON object")
+	}
+	if dec.More() {
+		return oracle.Errorf(oracle.CodeInvalid, "request body must be a single JSON object")
+	}
+	return nil
+}
+
+// validAddress checks an address as a person types it: one plain address,
+// no display name, a dot in its domain, of a sensible length.
+func validAddress(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return oracle.Errorf(oracle.CodeInvalid, "email is required: the address to send your sign-in link to")
+	}
+	if !utf8.ValidString(s) || len(s) > MaxAddress {
+		return oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Name != "" || a.Address != s {
+		return oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
+	}
+	_, domain, _ := strings.Cut(s, "@")
+	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") {
+		return oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
+	}
+	return nil
+}
+
+// signInSent is the answer to every accepted sign-in request, whether or
+// not the address had an account, and whether or not its own limit let a
+// link go: the answer tells no one anything about an address.
+var signInSent = map[string]string{"status": "sent"}
+
+// requestSignIn is POST /api/chat/signin {email}: the account is made or
+// refreshed and its sign-in email queued (the mailer mints the link).
+func (h *Handler) requestSignIn(ctx context.Context, req httpapi.Request) httpapi.Response {
+	var body signInBody
+	if err := decode(req, &body); err != nil {
+		return h.fail(ctx, err)
+	}
+	if body.Email == nil {
+		return h.fail(ctx, oracle.Errorf(oracle.CodeInvalid, "email is required: the address to send your sign-in link to"))
+	}
+	if err := validAddress(*body.Email); err != nil {
+		return h.fail(ctx, err)
+	}
+	email := strings.TrimSpace(*body.Email)
+	client := "signin-ip#" + h.Hasher.Hash("client "+req.RequestContext.HTTP.SourceIP)
+	ok, err := h.Accounts.Allow(ctx, client, h.SignInPerClient)
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	if !ok {
+		resp := httpapi.JSON(http.StatusTooManyRequests, map[string]string{"error": "too many sign-in requests from here: please wait an hour and try again"})
+		resp.Headers["Retry-After"] = retryAfter(h.Now(), h.SignInPerClient.Per)
+		return resp
+	}
+	account := h.Hasher.Email(email)
+	ok, err = h.Accounts.Allow(ctx, "signin-acct#"+account, h.SignInPerAccount)
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	if !ok {
+		h.Log.InfoContext(ctx, "sign-in request over the account's limit; no email sent", "account", account)
+		return httpapi.JSON(http.StatusAccepted, signInSent)
+	}
+	if account, _, err = h.Accounts.SignUp(ctx, email); err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	nonce, err := h.randomID()
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	if err := h.Mail.Send(ctx, queue.Job{Kind: oracle.MailChatSignIn, Account: account, Nonce: nonce}); err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
+	h.Log.InfoContext(ctx, "sign-in email queued", "account", account)
+	return httpapi.JSON(http.StatusAccepted, signInSent)
+}
+
+// retryAfter is the seconds until now's window of length per ends.
+func retryAfter(now time.Time, per time.Duration) string {
+	left := now.Truncate(per).Add(per).Sub(now)
+	return itoa(int(left.Round(time.Second) / time.Second))
+}
+
+// signIn is GET /chat/signin?token=…: a working link signs the person in
+// (the session cookie) and takes them to the chat; any other gets a page
+// saying why, with the way to ask for a new one.
+func (h *Handler) signIn(ctx context.Context, req httpapi.Request) httpapi.Response {
+	account, err := h.Accounts.ConsumeSignIn(ctx, req.QueryStringParameters["token"])
+	if err != nil {
+		var p page
+		switch {
+		case errors.Is(err, chat.ErrSignInInvalid):
+			p = h.signInProblem(http.StatusBadRequest, "This sign-in link is not valid",
+				"The link may have been cut short when it was copied. Ask for a new one below.")
+		case errors.Is(err, chat.ErrSignInUsed):
+			p = h.signInProblem(http.StatusGone, "This sign-in link was already used",
+				"Each link signs you in once. If that was not you, nothing else was shared. Ask for a new one below.")
+		case errors.Is(err, chat.ErrSignInExpired):
+			p = h.signInProblem(http.StatusGone, "This sign-in link has expired",
+				"Links work for 15 minutes. Ask for a new one below.")
+		default:
+			h.Log.ErrorContext(ctx, "sign-in link not read", "error", err.Error())
+			p = h.signInProblem(http.StatusServiceUnavailable, "We could not sign you in just now",
+				"Please open the link again in a moment.")
+		}
+		return h.html(p)
+	}
+	now := h.Now()
+	resp := httpapi.Response{StatusCode: http.StatusSeeOther, Headers: map[string]string{
+		"Location":        "/chat",
+		"Cache-Control":   "no-store",
+		"Referrer-Policy": "no-referrer",
+	}}
+	resp.Cookies = []string{setCookie(sign(h.CookieKey, session{Account: account, Issued: now}))}
+	h.Log.InfoContext(ctx, "signed in", "account", account)
+	return resp
+}

@@ -1,0 +1,60 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Window is a rate limit: at most Limit requests in each fixed window of
+// length Per.
+type Window struct {
+	Limit int
+	Per   time.Duration
+}
+
+// The sign-in link's rate limits: per account (an inbox is not flooded)
+// and per client (one client does not mail many inboxes).
+var (
+	SignInPerAccount = Window{Limit: 5, Per: time.Hour}
+	SignInPerClient  = Window{Limit: 20, Per: time.Hour}
+)
+
+const skLimit = "limit"
+
+// Allow counts one request against the window w of name (an account's or
+// a client's keyed hash, with what it is for) and reports whether it is
+// within the limit: one conditional update on the window's item, which
+// expires with the window. A refused request is not counted.
+func (s *Store) Allow(ctx context.Context, name string, w Window) (bool, error) {
+	if w.Limit < 1 || w.Per <= 0 {
+		return false, fmt.Errorf("rate limit %s: invalid window %+v", name, w)
+	}
+	now := s.now()
+	start := now.Truncate(w.Per)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key("limit#"+name+"#"+strconv.FormatInt(start.Unix(), 10), skLimit),
+		UpdateExpression:    aws.String("ADD n :one SET expires_at = :exp"),
+		ConditionExpression: aws.String("attribute_not_exists(n) OR n < :limit"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one":   num(1),
+			":limit": num(w.Limit),
+			":exp":   &types.AttributeValueMemberN{Value: strconv.FormatInt(start.Add(w.Per).Unix(), 10)},
+		},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("rate limit: %w", err)
+	}
+	return true, nil
+}
