@@ -128,7 +128,7 @@ else
 	$(GO) run ./infra/cost .build/burst-reduced.json
 endif
 
-## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts with the current prompt and reports how many the content filter would touch; fails above MAX_RATE (default 0); a pass is recorded in shared/prompt/contamination.json, which make deploy requires for the current prompt
+## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts and 20 Sisters Chat replies with the current prompts and reports how many the content filter would touch; fails above MAX_RATE (default 0); a pass is recorded in shared/prompt/contamination.json, which make deploy requires for the current prompt
 MAX_RATE ?= 0
 PROMPT_CHECKS := shared/prompt/contamination.json
 prompt-check:
