@@ -227,11 +227,15 @@ func (x *exchange) run(ctx context.Context, start, deadline time.Time) (Result, 
 	var once sync.Once
 	var failed error
 	notes := make([]gemini.Result, 2)
-	for i, pass := range []prompt.ChatPass{prompt.PassBuild, prompt.PassTest} {
+	build, test, err := prompt.ChatStances(x.in)
+	if err != nil {
+		return Result{}, fmt.Errorf("chatreply: the stances: %w", err)
+	}
+	for i, p := range []prompt.ChatPrompt{build, test} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := x.call(stanceCtx, pass, x.in)
+			res, err := x.ask(stanceCtx, p)
 			if err != nil {
 				once.Do(func() { failed = err; cancel() })
 				return
@@ -276,13 +280,19 @@ func (x *exchange) run(ctx context.Context, start, deadline time.Time) (Result, 
 	return x.result(Apology(), FilterApology, ""), nil
 }
 
-// call makes one pass within ctx, counting what it used. A failure is
-// ErrUnavailable, naming the pass and wrapping the cause.
+// call makes one pass within ctx.
 func (x *exchange) call(ctx context.Context, pass prompt.ChatPass, in prompt.ChatInput) (gemini.Result, error) {
 	p, err := prompt.Chat(pass, in)
 	if err != nil {
 		return gemini.Result{}, fmt.Errorf("chatreply: %s: %w", pass, err)
 	}
+	return x.ask(ctx, p)
+}
+
+// ask sends one pass's prompt within ctx, counting what it used. A failure
+// is ErrUnavailable, naming the pass and wrapping the cause.
+func (x *exchange) ask(ctx context.Context, p prompt.ChatPrompt) (gemini.Result, error) {
+	pass := p.Pass
 	began := x.r.now()
 	res, err := x.r.Model.Call(ctx, gemini.Request{System: p.System, User: p.User, Seed: p.Seed, Text: true, MaxOutputTokens: p.MaxTokens}, nil)
 	took := x.r.now().Sub(began)

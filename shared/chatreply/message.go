@@ -72,8 +72,9 @@ func VisibleChars(s string) int {
 	n := 0
 	for _, r := range s {
 		switch {
-		case r == '\n' || r == '\t' || r == '\r':
+		case r >= ' ' && r < 0x7f, r == '\n' || r == '\t' || r == '\r':
 			n++
+		case r < utf8.RuneSelf: // the other ASCII controls
 		case unicode.In(r, unicode.Cf, unicode.Cc, unicode.Mn, unicode.Me):
 		default:
 			n++

@@ -124,6 +124,11 @@ func Chat(pass ChatPass, in ChatInput) (ChatPrompt, error) {
 		return ChatPrompt{}, fmt.Errorf("prompt: %w", err)
 	}
 	var u strings.Builder
+	size := len(in.Message) + len(in.Built) + len(in.Tested) + 512
+	for _, t := range in.History {
+		size += len(t.Text) + len(voiceLabel) + 1
+	}
+	u.Grow(size)
 	var avoid []string
 	note := func(words ...string) {
 		for _, w := range words {
@@ -162,6 +167,19 @@ func Chat(pass ChatPass, in ChatInput) (ChatPrompt, error) {
 		}
 	}
 	return p, nil
+}
+
+// ChatStances returns the prompts of both stances, which differ only in
+// their instructions: the user message, and the scan of everything in it
+// for listed words, is made once.
+func ChatStances(in ChatInput) (build, test ChatPrompt, err error) {
+	build, err = Chat(PassBuild, in)
+	if err != nil {
+		return ChatPrompt{}, ChatPrompt{}, err
+	}
+	test = build
+	test.Pass, test.System = PassTest, ChatSystem(PassTest, false)
+	return build, test, nil
 }
 
 // defuse spaces out every run of three angle brackets, so the only

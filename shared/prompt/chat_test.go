@@ -212,3 +212,20 @@ func TestChatIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestChatStancesAreChatsPrompts(t *testing.T) {
+	in := ChatInput{History: chatHistory, Message: "Should I call it CSDM?"}
+	build, test, err := ChatStances(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []ChatPrompt{build, test} {
+		want, err := Chat(got.Pass, in)
+		if err != nil || got != want {
+			t.Errorf("%s: ChatStances differs from Chat: %v", got.Pass, err)
+		}
+	}
+	if build.Pass != PassBuild || test.Pass != PassTest {
+		t.Errorf("passes %s, %s", build.Pass, test.Pass)
+	}
+}
