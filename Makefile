@@ -119,7 +119,7 @@ endef
 bench-burst:
 	$(call with-moto,ORACLE_BURST=full ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-full.json $(GO) test -count=1 -timeout 60m -run '^TestBurst$$' -v ./infra/local/stack | tee .build/bench-burst.log | grep -E '^(---|ok|FAIL|PASS|privacy|\s+burst_test)')
 
-## cost: the infrastructure cost of a verdict (excluding the model) and the idle cost per month, from a metered burst of 50 + 50 orders on the local stack (FIGURES=file: from a burst already run, e.g. .build/burst-full.json)
+## cost: the infrastructure cost of a verdict (excluding the model) and the idle cost per month, from a metered burst of 50 + 50 orders on the local stack (FIGURES=file: from a burst already run, e.g. .build/burst-full.json); and the model's cost of a Sisters Chat exchange
 cost:
 ifdef FIGURES
 	$(GO) run ./infra/cost $(FIGURES)
@@ -128,7 +128,7 @@ else
 	$(GO) run ./infra/cost .build/burst-reduced.json
 endif
 
-## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts with the current prompt and reports how many the content filter would touch; fails above MAX_RATE (default 0); a pass is recorded in shared/prompt/contamination.json, which make deploy requires for the current prompt
+## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts and 20 Sisters Chat replies with the current prompts and reports how many the content filter would touch; fails above MAX_RATE (default 0); a pass is recorded in shared/prompt/contamination.json, which make deploy requires for the current prompt
 MAX_RATE ?= 0
 PROMPT_CHECKS := shared/prompt/contamination.json
 prompt-check:

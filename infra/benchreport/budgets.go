@@ -50,6 +50,23 @@ var Budgets = []budget{
 		judge: ownShare("BenchmarkAgentPaidRequest"),
 	},
 	{
+		// The fake model answers a call in about half a millisecond, where
+		// Gemini takes seconds: a quarter of the fake's time is well under a
+		// thousandth of the model's.
+		name:  "chat reply: own work / its model calls (the fake's)",
+		limit: "≤ 25 %",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkChatReply", "own-%", "own-µs/op", "calls-µs/op")
+			if err != nil {
+				return "", false, err
+			}
+			pct, _ := r.Value("own-%")
+			own, _ := r.Value("own-µs/op")
+			calls, _ := r.Value("calls-µs/op")
+			return fmt.Sprintf("%.1f %% (%.0f µs of own work, %.2f ms of calls)", pct, own, calls/1000), pct <= 25, nil
+		},
+	},
+	{
 		name:  "webhook, store down: longest answer / VC-5's bound",
 		limit: "≤ 1×",
 		judge: func(rs Results) (string, bool, error) {

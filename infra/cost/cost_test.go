@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/shared/chatreply"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }
@@ -141,6 +143,34 @@ func TestIdleLines(t *testing.T) {
 	for _, l := range lines {
 		if strings.Contains(l.What, "Secrets") && (strings.Contains(l.What, "Graph") || !strings.Contains(l.What, "HashPepperArn")) {
 			t.Errorf("secrets counted: %s; want the pepper only (no Graph with SES, no KMS key)", l.What)
+		}
+	}
+}
+
+// A chat exchange is priced from the tokens its three calls used at the
+// bounds, each reading the whole history and the message; its ceiling is
+// four calls, each as long as the longest prompt and writing its bound.
+func TestChatExchangeIsPriced(t *testing.T) {
+	c, err := measureChat(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := 3 * (chatreply.MaxHistoryChars + chatreply.MaxMessageChars) / 4
+	if c.Calls != 3 || c.Usage.PromptTokens < floor || c.Usage.OutputTokens == 0 {
+		t.Fatalf("measured %+v, want 3 calls of at least %d input tokens together", c, floor)
+	}
+	if c.MostOutput != 2800 || c.MostInput < c.Usage.PromptTokens || c.most() <= c.measured() {
+		t.Fatalf("ceiling %+v", c)
+	}
+	want := float64(c.Usage.PromptTokens)*0.30/1e6 + float64(c.Usage.OutputTokens)*2.50/1e6
+	if !near(c.measured(), want) {
+		t.Fatalf("measured $%.9f, want $%.9f", c.measured(), want)
+	}
+	var out strings.Builder
+	printChat(&out, c)
+	for _, s := range []string{"Sisters Chat", GeminiPricesDate, "per exchange: $", "per 1,000 exchanges"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the chat's lines lack %q:\n%s", s, out.String())
 		}
 	}
 }

@@ -1,12 +1,15 @@
 // Command cost prices a verdict's infrastructure (everything but the model)
 // and the stack's idle month, from the figures a burst of orders through the
 // local stack measured (`make cost` runs one; `make bench-burst` writes
-// .build/burst-full.json) and the public prices of one region (prices.go).
+// .build/burst-full.json) and the public prices of one region (prices.go);
+// and the model's cost of a Sisters Chat exchange, from the tokens one
+// exchange at its bounds uses against the fake model, at Gemini's prices.
 //
 // Usage: go run ./infra/cost FIGURES.json
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,8 +86,14 @@ func run(args []string, w io.Writer) error {
 	printLines(w, idle, 1)
 	idleTotal := total(idle)
 	fmt.Fprintf(w, "  per month: $%.2f\n", idleTotal)
+	chat, err := measureChat(context.Background())
+	if err != nil {
+		return err
+	}
+	printChat(w, chat)
 	fmt.Fprintf(w, "\nCOST: $%.6f per verdict (goal under $%.4f: %s); $%.2f a month idle (goal $%.0f: %s)\n",
 		verdict, goalPerVerdict, met(verdict < goalPerVerdict), idleTotal, goalIdle, met(idleTotal <= goalIdle))
+	fmt.Fprintf(w, "COST: $%.6f of model per chat exchange, at most $%.6f\n", chat.measured(), chat.most())
 	return nil
 }
 

@@ -57,3 +57,15 @@ const (
 	sqsIdlePollSeconds = 20 // Lambda's pollers long-poll an idle queue, 20 s a request
 	sqsIdlePollers     = 5  // the pollers an SQS event source keeps at rest
 )
+
+// The model's prices: Gemini 2.5 Flash (prompt.ChatThinkingBudget needs a
+// Flash model, and gemini.DefaultModel is one), paid tier, text, prompts
+// of at most 200,000 tokens, in US dollars per token, as
+// https://ai.google.dev/gemini-api/docs/pricing gave them from the
+// model's general availability on GeminiPricesDate. Thinking tokens are
+// billed as output; the chat's passes think not at all.
+const (
+	GeminiPricesDate     = "2025-06-17"
+	geminiPerInputToken  = 0.30 / 1e6
+	geminiPerOutputToken = 2.50 / 1e6
+)

@@ -2,7 +2,9 @@
 // current prompt version, carry internal vocabulary (SPEC_ORACLE_SOS_FILTER
 // VC-6, GAP-H): it asks the model for verdicts on a fixed set of
 // submissions across the tiers, runs each through the content filter and
-// reports the contamination rate. `make prompt-check` runs it against the
+// reports the contamination rate. It does the same for the Sisters Chat's
+// prompts (prompt.ChatVersion): -chat exchanges through the chat's own
+// replier, each first reply filtered, the rate reported apart. `make prompt-check` runs it against the
 // real model with GEMINI_API_KEY; its test runs it against the fake.
 //
 // It exits 1 when the rate is above -max-rate (default 0: any contaminated
@@ -33,6 +35,7 @@ import (
 func main() {
 	fs := flag.NewFlagSet("promptcheck", flag.ContinueOnError)
 	n := fs.Int("n", 50, "how many verdicts to ask for (distinct submission and tier pairs, at most 3 per submission)")
+	chatN := fs.Int("chat", minChatReplies, "how many chat exchanges to make (distinct messages)")
 	maxRate := fs.Float64("max-rate", 0, "the highest contamination rate (0 to 1) that passes")
 	model := fs.String("model", gemini.DefaultModel, "the model to ask")
 	base := fs.String("base", "", "the API's base URL (the fake Gemini); empty means Google")
@@ -70,12 +73,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "promptcheck:", err)
 		os.Exit(2)
 	}
-	if s.Rate() > *maxRate {
-		fmt.Printf("FAIL: contamination rate %.1f%% is above %.1f%%\n", 100*s.Rate(), 100**maxRate)
+	chat, err := checkChat(ctx, client, *chatN, os.Stdout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "promptcheck:", err)
+		os.Exit(2)
+	}
+	if s.Rate() > *maxRate || chat.Rate() > *maxRate {
+		fmt.Printf("FAIL: contamination rate %.1f%% (verdicts), %.1f%% (chat replies): above %.1f%%\n", 100*s.Rate(), 100*chat.Rate(), 100**maxRate)
 		os.Exit(1)
 	}
 	if *recordTo != "" {
-		if err := record(*recordTo, s, *model, *maxRate, time.Now().UTC()); err != nil {
+		if err := record(*recordTo, s, chat, *model, *maxRate, time.Now().UTC()); err != nil {
 			fmt.Fprintln(os.Stderr, "promptcheck:", err)
 			os.Exit(2)
 		}

@@ -35,11 +35,17 @@ type Check struct {
 	Rate          float64   `json:"rate"`
 	MaxRate       float64   `json:"max_rate"`
 	CheckedAt     time.Time `json:"checked_at"`
+	// The chat's part: prompt.ChatVersion and its replies.
+	ChatVersion     string  `json:"chat_version,omitempty"`
+	ChatReplies     int     `json:"chat_replies,omitempty"`
+	ChatReplaced    int     `json:"chat_replaced,omitempty"`
+	ChatQuarantined int     `json:"chat_quarantined,omitempty"`
+	ChatRate        float64 `json:"chat_rate,omitempty"`
 }
 
 // record adds a passing run to the file at path (created if missing),
 // replacing an earlier record of the same prompt.
-func record(path string, s Summary, model string, maxRate float64, now time.Time) error {
+func record(path string, s Summary, chat ChatSummary, model string, maxRate float64, now time.Time) error {
 	cs, err := readChecks(path)
 	if err != nil {
 		return err
@@ -54,7 +60,8 @@ func record(path string, s Summary, model string, maxRate float64, now time.Time
 	}
 	c := Check{Version: prompt.Version, Fingerprint: fp, FilterVersion: filter.Version(), Model: model,
 		Verdicts: s.Verdicts, Replaced: s.Replaced, Quarantined: s.Quarantined, Unreadable: s.Unreadable,
-		Rate: s.Rate(), MaxRate: maxRate, CheckedAt: now}
+		Rate: s.Rate(), MaxRate: maxRate, CheckedAt: now,
+		ChatVersion: prompt.ChatVersion, ChatReplies: chat.Replies, ChatReplaced: chat.Replaced, ChatQuarantined: chat.Quarantined, ChatRate: chat.Rate()}
 	kept := cs.Checks[:0]
 	for _, old := range cs.Checks {
 		if old.Fingerprint != fp {
@@ -70,10 +77,10 @@ func record(path string, s Summary, model string, maxRate float64, now time.Time
 }
 
 // verify accepts the file at path only if it records a check of the
-// current prompt (its Version and Fingerprint) over at least 50 readable
-// verdicts, whose rate is within its limit and not above the rate of the
-// prompt checked before it (VC-6: a prompt change that raises the rate is
-// rejected).
+// current prompt (its Version, ChatVersion and Fingerprint) over at least
+// 50 readable verdicts and 20 chat replies, whose rates are within its
+// limit and not above the rates of the prompt checked before it (VC-6: a
+// prompt change that raises the rate is rejected).
 func verify(path string) error {
 	cs, err := readChecks(path)
 	if err != nil {
@@ -96,6 +103,14 @@ func verify(path string) error {
 			return fmt.Errorf("%s: the check of prompt %s found a rate of %.1f%%, above its limit", path, c.Version, 100*c.Rate)
 		case i > 0 && c.Rate > cs.Checks[i-1].Rate:
 			return fmt.Errorf("%s: prompt %s raised the contamination rate from %.1f%% to %.1f%%", path, c.Version, 100*cs.Checks[i-1].Rate, 100*c.Rate)
+		case c.ChatVersion != prompt.ChatVersion:
+			return fmt.Errorf("%s: the check of this prompt names chat version %q, not %s", path, c.ChatVersion, prompt.ChatVersion)
+		case c.ChatReplies < minChatReplies:
+			return fmt.Errorf("%s: the check of prompt %s read %d chat replies, fewer than %d", path, c.Version, c.ChatReplies, minChatReplies)
+		case c.ChatRate > c.MaxRate:
+			return fmt.Errorf("%s: the check of prompt %s found a chat rate of %.1f%%, above its limit", path, c.Version, 100*c.ChatRate)
+		case i > 0 && cs.Checks[i-1].ChatReplies > 0 && c.ChatRate > cs.Checks[i-1].ChatRate:
+			return fmt.Errorf("%s: prompt %s raised the chat contamination rate from %.1f%% to %.1f%%", path, c.Version, 100*cs.Checks[i-1].ChatRate, 100*c.ChatRate)
 		}
 		return nil
 	}

@@ -21,7 +21,8 @@ func TestVerifyNeedsACheckOfTheCurrentPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	good := Check{Version: prompt.Version, Fingerprint: fp, Model: "gemini-2.5-flash", Verdicts: 50, Rate: 0, CheckedAt: now}
+	good := Check{Version: prompt.Version, Fingerprint: fp, Model: "gemini-2.5-flash", Verdicts: 50, Rate: 0, CheckedAt: now,
+		ChatVersion: prompt.ChatVersion, ChatReplies: 20}
 	older := Check{Version: "2026-01-01.1", Fingerprint: "0123456789abcdef01234567", Verdicts: 50, Rate: 0.02, MaxRate: 0.05, CheckedAt: now}
 	with := func(f func(*Check)) Check { c := good; f(&c); return c }
 	for _, tc := range []struct {
@@ -36,6 +37,12 @@ func TestVerifyNeedsACheckOfTheCurrentPrompt(t *testing.T) {
 		{"fewer than 50 verdicts", []Check{with(func(c *Check) { c.Verdicts = 49 })}, false},
 		{"a rate above its limit", []Check{with(func(c *Check) { c.Rate = 0.02 })}, false},
 		{"a rate above the previous prompt's", []Check{older, with(func(c *Check) { c.Rate, c.MaxRate = 0.04, 0.05 })}, false},
+		{"no chat replies", []Check{with(func(c *Check) { c.ChatReplies, c.ChatVersion = 0, "" })}, false},
+		{"fewer than 20 chat replies", []Check{with(func(c *Check) { c.ChatReplies = 19 })}, false},
+		{"another chat version", []Check{with(func(c *Check) { c.ChatVersion = "2026-01-01.1" })}, false},
+		{"a chat rate above its limit", []Check{with(func(c *Check) { c.ChatRate = 0.05 })}, false},
+		{"a chat rate above the previous prompt's", []Check{with(func(c *Check) { c.Fingerprint, c.ChatRate, c.MaxRate = "x", 0.01, 0.05 }),
+			with(func(c *Check) { c.ChatRate, c.MaxRate = 0.02, 0.05 })}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "checks.json")
@@ -58,7 +65,7 @@ func TestRecordKeepsOneCheckPerPrompt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "checks.json")
 	s := Summary{Verdicts: 50}
 	for range 2 {
-		if err := record(path, s, "gemini-2.5-flash", 0, time.Now()); err != nil {
+		if err := record(path, s, ChatSummary{Replies: 20}, "gemini-2.5-flash", 0, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -222,6 +222,15 @@ const (
 	// answer, or no longer lists our network and scheme: agents cannot pay.
 	// One RECOVERED when the check passes again.
 	X402FacilitatorDown Kind = "X402_FACILITATOR_DOWN"
+
+	// The Sisters Chat's.
+	//
+	// ChatReplyFiltered (WARN): the content filter stopped a chat reply and
+	// the reply written again; the person got the fixed apology and the
+	// exchange was not spent. The detail names the block list categories
+	// that matched, never an entry or the text. Many point at the chat
+	// prompt: run make prompt-check.
+	ChatReplyFiltered Kind = "CHAT_REPLY_FILTERED"
 )
 
 // Kinds is every kind, in the order above.
@@ -235,5 +244,6 @@ func Kinds() []Kind {
 		SmokePassed, SmokeFailed, Refunded, PartialRefund, DisputeOpened, EarlyFraudWarning, ChargeUnknown,
 		InboxMessage, InboxSeeded, InboxUnreadable, InboxFailed, AutoresponseFailed,
 		X402SettleFailed, X402SettleUnconfirmed, X402RefundOwed, X402FacilitatorDown,
+		ChatReplyFiltered,
 	}
 }

@@ -164,6 +164,15 @@ type Request struct {
 	User   string
 	Schema *genai.Schema
 	Seed   int32
+	// Text asks for free text (a chat reply) instead of a JSON verdict:
+	// no JSON mode and no schema, the chat settings of shared/prompt
+	// (prompt.ChatTemperature, ChatTopP, ChatThinkingBudget) with Seed, and
+	// at most MaxOutputTokens tokens. Strict adds nothing to a Text
+	// request: StrictInstruction speaks of JSON.
+	Text bool
+	// MaxOutputTokens bounds a Text request's reply; 0 leaves the model's
+	// own limit. A verdict request ignores it.
+	MaxOutputTokens int32
 	// Strict appends StrictInstruction to the system instruction: the
 	// retry after a reply that was not the JSON object asked for
 	// (SPEC_ORACLE_GEMINI_TIMEOUT, GAP-02E).
@@ -193,7 +202,7 @@ func (r Request) systemInstruction() string {
 	if r.System != "" {
 		parts = append(parts, r.System)
 	}
-	if r.Strict {
+	if r.Strict && !r.Text {
 		parts = append(parts, StrictInstruction)
 	}
 	if r.Correction != "" {
@@ -210,15 +219,30 @@ type Reply struct {
 	Text         string
 	Model        string // the model version that answered
 	FinishReason string
+	Usage        Usage // the tokens Google counted, zero when it sent none
+}
+
+// Usage is a call's token counts as Google reports them (usageMetadata):
+// what it bills.
+type Usage struct {
+	PromptTokens  int // the instructions and the user's text
+	OutputTokens  int // the reply (candidatesTokenCount)
+	ThoughtTokens int // thinking, billed as output
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, OutputTokens: u.OutputTokens + v.OutputTokens, ThoughtTokens: u.ThoughtTokens + v.ThoughtTokens}
 }
 
 // Generate makes one generateContent call, bounded by the client's timeout,
 // with the determinism settings of SPEC_ORACLE_REGEN_CONSISTENCY, which
 // shared/prompt versions with the prompts: JSON output in r.Schema,
 // prompt.Temperature, TopP, TopK and CandidateCount, and r.Seed, so the
-// same prompt gets the same answer as far as Gemini allows. It never
-// retries. Every error is an *Error; its message holds neither the prompt
-// nor the API key.
+// same prompt gets the same answer as far as Gemini allows. A Text request
+// gets free text with the chat settings instead (see Request.Text). It
+// never retries. Every error is an *Error; its message holds neither the
+// prompt nor the API key.
 func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
 	if strings.TrimSpace(r.User) == "" {
 		return Reply{}, &Error{Kind: BadRequest, detail: "the user text is empty"}
@@ -233,6 +257,20 @@ func (c *Client) Generate(ctx context.Context, r Request) (Reply, error) {
 		Seed:             genai.Ptr(r.Seed),
 		// One call is one request: no follow-up requests for long answers.
 		AutomaticContinuation: genai.Ptr(false),
+	}
+	if r.Text {
+		config = &genai.GenerateContentConfig{
+			ResponseMIMEType: prompt.ChatResponseMIMEType,
+			Temperature:      genai.Ptr(prompt.ChatTemperature),
+			TopP:             genai.Ptr(prompt.ChatTopP),
+			CandidateCount:   prompt.CandidateCount,
+			Seed:             genai.Ptr(r.Seed),
+			MaxOutputTokens:  r.MaxOutputTokens,
+			// Thinking would add seconds to each of an exchange's calls,
+			// which share the API's 30 s (see shared/chatreply).
+			ThinkingConfig:        &genai.ThinkingConfig{ThinkingBudget: genai.Ptr(prompt.ChatThinkingBudget)},
+			AutomaticContinuation: genai.Ptr(false),
+		}
 	}
 	if system := r.systemInstruction(); system != "" {
 		config.SystemInstruction = genai.NewContentFromText(system, genai.RoleUser)
@@ -286,7 +324,11 @@ func (c *Client) reply(resp *genai.GenerateContentResponse) (Reply, error) {
 	if model == "" {
 		model = c.model
 	}
-	return Reply{Text: text.String(), Model: model, FinishReason: string(cand.FinishReason)}, nil
+	var usage Usage
+	if u := resp.UsageMetadata; u != nil {
+		usage = Usage{PromptTokens: int(u.PromptTokenCount), OutputTokens: int(u.CandidatesTokenCount), ThoughtTokens: int(u.ThoughtsTokenCount)}
+	}
+	return Reply{Text: text.String(), Model: model, FinishReason: string(cand.FinishReason), Usage: usage}, nil
 }
 
 // redacted hides a secret in the message of the error it wraps.

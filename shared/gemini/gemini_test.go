@@ -16,6 +16,7 @@ import (
 	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/prompt"
 )
 
 func TestEachTierReplyParses(t *testing.T) {
@@ -445,5 +446,45 @@ func TestKindNames(t *testing.T) {
 	}
 	if gemini.Kind(0).String() != "unknown" || gemini.KindOf(errors.New("other")) != 0 || gemini.KindOf(nil) != 0 {
 		t.Error("the zero kind, or the kind of a foreign error, is not unknown")
+	}
+}
+
+// A Text request (a chat pass) asks for free text with the chat settings
+// of shared/prompt, adds no JSON instruction when strict, and its reply
+// carries the tokens Google counted; the verdict settings are untouched.
+func TestTextRequestAsksForFreeText(t *testing.T) {
+	f := newFixture(t, fakegemini.Options{})
+	c := f.client(t, gemini.Options{})
+	system := prompt.ChatSystem(prompt.PassMerge, false)
+	reply, err := c.Generate(context.Background(), gemini.Request{System: system, User: "hello", Seed: 5, Text: true, Strict: true, MaxOutputTokens: 321})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(reply.Text, "{") || reply.Usage.PromptTokens == 0 || reply.Usage.OutputTokens == 0 {
+		t.Errorf("reply %+v", reply)
+	}
+	calls := f.fake.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	g := calls[0].GenerationConfig
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"text/plain", g.ResponseMIMEType == prompt.ChatResponseMIMEType},
+		{"no schema", g.ResponseSchema == nil && g.ResponseJSONSchema == nil},
+		{"the chat temperature", g.Temperature != nil && float32(*g.Temperature) == prompt.ChatTemperature},
+		{"the chat topP", g.TopP != nil && float32(*g.TopP) == prompt.ChatTopP},
+		{"no topK", g.TopK == nil},
+		{"the seed", g.Seed != nil && *g.Seed == 5},
+		{"the output bound", g.MaxOutputTokens != nil && *g.MaxOutputTokens == 321},
+		{"no JSON instruction", calls[0].SystemInstruction == system},
+		{"the merge pass", calls[0].Pass == string(prompt.PassMerge)},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("request lacks %s: %+v", c.name, calls[0])
+		}
 	}
 }

@@ -21,6 +21,9 @@ type Call struct {
 	// Tier is the tier read from the response schema; empty when the
 	// request could not be read.
 	Tier oracle.Tier `json:"tier,omitempty"`
+	// Pass is the chat pass of a free-text request (build, test or merge,
+	// read from its system instruction); empty for a verdict.
+	Pass string `json:"pass,omitempty"`
 	// Status is the HTTP status answered; 0 while the request is pending
 	// or when the client gave up first.
 	Status int `json:"status"`

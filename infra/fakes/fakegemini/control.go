@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"42sisters.ai/oracle/infra/fakes/fakecontrol"
 
@@ -61,12 +62,23 @@ type Scenario struct {
 	// Incomplete leaves the summary out of otherwise valid JSON: the
 	// structural defect the crosscheck rejects (field_missing).
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Pass, when set (build, test or merge), applies the scenario only to
+	// the chat requests of that pass: the others are answered normally
+	// and do not use it up. With LeakTerms and pass merge, Calls 1 lets a
+	// reply written again pass the content filter, Calls 2 does not.
+	Pass string `json:"pass,omitempty"`
 }
 
 // active reports whether the scenario changes anything.
 func (sc Scenario) active() bool {
 	return sc.LatencyMS != 0 || sc.Status != 0 || sc.RetryAfterS != nil || sc.Hang || sc.Malformed ||
 		sc.Fenced || sc.Blocked || sc.Verdict != "" || len(sc.LeakTerms) != 0 || sc.Inconsistent || sc.Incomplete
+}
+
+// appliesTo reports whether the scenario is for a request of pass (empty
+// for a verdict).
+func (sc Scenario) appliesTo(pass string) bool {
+	return sc.Pass == "" || sc.Pass == pass
 }
 
 // retryAfter is the 429 retry delay in seconds, 0 for none.
@@ -98,6 +110,9 @@ func (sc Scenario) normalized() (Scenario, error) {
 		if *sc.RetryAfterS < 0 || *sc.RetryAfterS > maxRetryAfterS {
 			return Scenario{}, fmt.Errorf("retry_after_s must be between 0 and %d, got %d", maxRetryAfterS, *sc.RetryAfterS)
 		}
+	}
+	if sc.Pass != "" && !slices.Contains([]string{PassBuild, PassTest, PassMerge}, sc.Pass) {
+		return Scenario{}, fmt.Errorf("pass must be build, test or merge, got %q", sc.Pass)
 	}
 	if sc.Verdict != "" {
 		if _, err := oracle.ParseVerdict(string(sc.Verdict)); err != nil {
@@ -143,10 +158,10 @@ func (s *Server) SetScenario(sc Scenario) (Scenario, error) {
 	return sc, nil
 }
 
-// takeScenario returns the scenario for one request and counts it used.
-// The caller holds s.mu.
-func (s *Server) takeScenario() Scenario {
-	if s.remaining == 0 {
+// takeScenario returns the scenario for one request of pass (empty for a
+// verdict) and counts it used. The caller holds s.mu.
+func (s *Server) takeScenario(pass string) Scenario {
+	if s.remaining == 0 || !s.scenario.appliesTo(pass) {
 		return Scenario{}
 	}
 	s.remaining--

@@ -91,6 +91,7 @@ type generation struct {
 	key    string
 	req    generateRequest
 	tier   oracle.Tier
+	pass   string    // the chat pass of a free-text request; empty for a verdict
 	err    *apiError // why the request itself is refused, if it is
 	seq    uint64
 	prompt [sha256.Size]byte // hash of the system instruction and user text
@@ -116,6 +117,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	g.req, g.tier, g.err = readRequest(w, r)
 	system, user := g.req.SystemInstruction.text(), g.req.userText()
 	g.prompt = sha256.Sum256([]byte(system + "\x00" + user))
+	if g.err == nil && g.req.GenerationConfig.ResponseMIMEType == chatMIMEType {
+		g.tier, g.pass = "", chatPass(system)
+	}
 
 	call := &Call{
 		Time:              s.now(),
@@ -125,12 +129,13 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		UserText:          user,
 		GenerationConfig:  g.req.GenerationConfig,
 		Tier:              g.tier,
+		Pass:              g.pass,
 	}
 	s.mu.Lock()
 	s.calls = append(s.calls, call)
 	s.sequence++
 	g.seq = s.sequence
-	sc := s.takeScenario()
+	sc := s.takeScenario(g.pass)
 	s.mu.Unlock()
 
 	status := s.serveGeneration(w, r, g, sc)
@@ -187,6 +192,9 @@ func respond(g generation, sc Scenario) generateResponse {
 		resp.PromptFeedback = &promptFeedback{BlockReason: "SAFETY"}
 	} else {
 		text := verdictText(g.prompt, g.tier, sc)
+		if g.pass != "" {
+			text = chatText(g.prompt, g.pass, sc)
+		}
 		resp.Candidates = []candidate{{
 			Content:      content{Role: "model", Parts: []part{{Text: text}}},
 			FinishReason: "STOP",

@@ -12,7 +12,10 @@
 // "strategy" property gets the Strategy Session document, one with
 // "breakdown" the Full Breakdown, anything else the Quick Take. The verdict
 // and its sentences are picked by a hash of the system instruction and the
-// user text, so the same prompt always gets the same answer.
+// user text, so the same prompt always gets the same answer. A request for
+// free text (responseMimeType text/plain) is a pass of the Sisters Chat
+// and gets plausible prose instead (chat.go): a stance's note or the merged
+// reply, told apart by the system instruction.
 //
 // Endpoints:
 //
