@@ -226,10 +226,10 @@ const (
 	// The Sisters Chat's.
 	//
 	// ChatReplyFiltered (WARN): the content filter stopped a chat reply and
-	// the reply written again; the person got the fixed apology and the
-	// exchange was not spent. The detail names the block list categories
-	// that matched, never an entry or the text. Many point at the chat
-	// prompt: run make prompt-check.
+	// the reply written again (or writing it again failed); the person got
+	// the fixed apology and the exchange was not spent. The detail names the
+	// block list categories that matched, never an entry or the text. Many
+	// point at the chat prompt: run make prompt-check.
 	ChatReplyFiltered Kind = "CHAT_REPLY_FILTERED"
 )
 

@@ -189,7 +189,11 @@ func (r *Replier) Reply(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	res, err := x.run(ctx, start, deadline)
-	r.report(ctx, x.log, permit, x.slowest, err)
+	health := err
+	if health == nil {
+		health = x.againErr // the apology after a second writing that failed
+	}
+	r.report(ctx, x.log, permit, x.slowest, health)
 	attrs := []slog.Attr{
 		slog.Int("history_turns", len(history)), slog.Int("history_dropped", len(req.History)-len(history)),
 		slog.Int("message_chars", VisibleChars(req.Message)), slog.Int("calls", x.calls),
@@ -207,14 +211,15 @@ func (r *Replier) Reply(ctx context.Context, req Request) (Result, error) {
 
 // exchange is one Reply's state.
 type exchange struct {
-	r       *Replier
-	log     *slog.Logger
-	account string
-	in      prompt.ChatInput
-	mu      sync.Mutex
-	usage   gemini.Usage
-	calls   int
-	slowest time.Duration // the longest answered pass, for the circuit's slow streak
+	r        *Replier
+	log      *slog.Logger
+	account  string
+	in       prompt.ChatInput
+	mu       sync.Mutex
+	usage    gemini.Usage
+	calls    int
+	slowest  time.Duration // the longest answered pass, for the circuit's slow streak
+	againErr error         // why the reply could not be written again, for the circuit
 }
 
 // run makes the passes and the filter's decision.
@@ -275,6 +280,7 @@ func (x *exchange) run(ctx context.Context, start, deadline time.Time) (Result, 
 			") and the reply written again ("+categories(out2.Hits)+")")
 		return x.result(Apology(), FilterApology, second.Model), nil
 	}
+	x.againErr = err
 	x.apologise(ctx, "the content filter stopped a chat reply ("+categories(out.Hits)+
 		") and writing it again failed ("+gemini.KindOf(err).String()+")")
 	return x.result(Apology(), FilterApology, ""), nil

@@ -194,6 +194,13 @@ func TestFilterOutcomes(t *testing.T) {
 			if tc.alerts == 1 && (!strings.Contains(got[0].Detail, "internal_term 1") || got[0].Subject == "" || strings.Contains(got[0].Detail, "CSDM")) {
 				t.Errorf("alert %+v: it names the entry and the account, never the text", got[0])
 			}
+			wantFailed := 0 // the circuit hears a second writing that failed as an outage
+			if tc.name == "stopped, then the model fails" {
+				wantFailed = 1
+			}
+			if e.circuit.failed != wantFailed || e.circuit.ok != 1-wantFailed {
+				t.Errorf("the circuit heard %d failures and %d successes", e.circuit.failed, e.circuit.ok)
+			}
 			if tc.filter == chatreply.FilterRegenerated {
 				again := e.fake.Calls()[3]
 				if again.Pass != string(prompt.PassMerge) || !strings.Contains(again.SystemInstruction, "COULD NOT BE SENT") ||
