@@ -47,9 +47,13 @@ func TestBrowser(t *testing.T) {
 	base := "http://localhost:" + strings.TrimPrefix(ln.Addr().String(), "127.0.0.1:")
 	x.h.Origin = base
 	x.billing.url = base + "/stub-stripe/checkout"
+	x.billing.portalURL = base + "/stub-stripe/portal"
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stub-stripe/checkout", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, `<!DOCTYPE html><html lang="en"><title>Pay</title><h1 id="stub-pay">Stub checkout</h1></html>`)
+	})
+	mux.HandleFunc("GET /stub-stripe/portal", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `<!DOCTYPE html><html lang="en"><title>Portal</title><h1 id="stub-portal">Stub portal</h1></html>`)
 	})
 	mux.Handle("/", lambdaHTTP(x.h))
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
@@ -137,9 +141,11 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("after a reload: %d turns, want 6", n)
 	}
 	do(t, ctx, "subscribe", chromedp.Click(chromedp.ID("subscribe")), chromedp.WaitVisible(chromedp.ID("stub-pay")))
+	x.billing.mu.Lock()
 	if len(x.billing.checkouts) != 1 {
 		t.Errorf("checkouts %v", x.billing.checkouts)
 	}
+	x.billing.mu.Unlock()
 
 	// Subscribed (Stripe's events, not the return, grant it): the message
 	// box again, the portal, and near the daily cap what is left today.
@@ -160,7 +166,9 @@ func TestBrowser(t *testing.T) {
 	}
 	fitsWidth(t, ctx)
 	screenshot(t, ctx, "subscriber-375")
-	do(t, ctx, "portal", chromedp.Click(chromedp.ID("portal")), chromedp.WaitVisible(chromedp.CSS("body")))
+	do(t, ctx, "portal", chromedp.Click(chromedp.ID("portal")), chromedp.WaitVisible(chromedp.ID("stub-portal")))
+	x.billing.mu.Lock()
+	defer x.billing.mu.Unlock()
 	if len(x.billing.portals) != 1 || x.billing.portals[0] != "cus_1" {
 		t.Errorf("portal sessions %v", x.billing.portals)
 	}

@@ -8,8 +8,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/secret"
 )
 
 type settings struct {
@@ -28,15 +31,27 @@ type settings struct {
 	ReplyTimeout  time.Duration
 	CookieKey     []byte
 	Hasher        *audit.Hasher
+
+	// The model's, as the generator's: the same key, model, timeouts and
+	// circuit (the breaker's state is shared through the Ledger).
+	GeminiKey   *secret.Value
+	GeminiModel string
+	GeminiBase  string
+	CallTimeout time.Duration
+	BackoffBase time.Duration
+	Circuit     circuit.Options
 }
 
 // Defaults of the chat's settings (docs/configuration.md).
 const (
 	defaultSite          = "42 Sisters AI"
 	defaultRetentionDays = 30
-	defaultDailyCap      = 100
+	defaultDailyCap      = 25
 	// defaultReplyTimeout leaves the answer room within API Gateway's 30 s.
 	defaultReplyTimeout = 25 * time.Second
+	// defaultCallTimeout bounds one model call: the stances share 40 % of
+	// the reply's time, so a call longer than that could never finish.
+	defaultCallTimeout = 10 * time.Second
 )
 
 // loadConfig reads and validates every setting once, at cold start.
@@ -58,7 +73,20 @@ func loadFrom(ctx context.Context, env *config.Env) (settings, error) {
 		DailyCap:      env.Int("CHAT_DAILY_CAP", defaultDailyCap, 1, 10000),
 		ReplyTimeout:  env.Duration("CHAT_REPLY_TIMEOUT", defaultReplyTimeout),
 		Hasher:        audit.HasherFrom(ctx, env),
+		GeminiKey:     env.Credential(ctx, "GEMINI_API_KEY", true),
+		GeminiModel:   env.Optional("GEMINI_MODEL", gemini.DefaultModel),
+		GeminiBase:    env.Optional("GEMINI_API_BASE", ""),
+		CallTimeout:   env.Duration("GEMINI_CALL_TIMEOUT", defaultCallTimeout),
+		BackoffBase:   env.Duration("GEMINI_BACKOFF_BASE", gemini.DefaultBackoffBase),
+		Circuit: circuit.Options{
+			FailureThreshold: env.Int("GEMINI_CIRCUIT_OPEN_THRESHOLD", 5, 1, 1000),
+			OpenFor:          env.Duration("GEMINI_CIRCUIT_OPEN_FOR", 60*time.Second),
+			SlowThreshold:    env.Duration("GEMINI_CIRCUIT_SLOW_THRESHOLD", 30*time.Second),
+			SlowCalls:        env.Int("GEMINI_CIRCUIT_SLOW_CALLS", 5, 1, 1000),
+		},
 	}
+	// A half-open probe holds its slot for one whole reply.
+	s.Circuit.ProbeLease = s.ReplyTimeout
 	s.Retention = time.Duration(s.RetentionDays) * 24 * time.Hour
 	if s.ReplyTimeout <= 0 || s.ReplyTimeout > 28*time.Second {
 		env.Invalid("CHAT_REPLY_TIMEOUT", fmt.Errorf("must be positive and at most 28s, to answer within API Gateway's 30 s"))

@@ -14,6 +14,7 @@ func TestConfig(t *testing.T) {
 		"CHAT_TABLE": "chat", "LEDGER_TABLE": "ledger", "MAIL_QUEUE_URL": "https://sqs.test/mail", "AUDIT_BUCKET": "audit",
 		"ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alerts", "BASE_URL": "https://42sisters.ai/oracle",
 		"HASH_PEPPER": "a pepper of sixteen bytes or more", "CHAT_COOKIE_KEY": strings.Repeat("k", MinCookieKey),
+		"GEMINI_API_KEY": "a model key",
 	}
 	load := func(change map[string]string) (settings, error) {
 		env := map[string]string{}
@@ -29,7 +30,7 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Origin != "https://42sisters.ai" || s.DailyCap != 100 || s.RetentionDays != 30 || s.Retention != 30*24*time.Hour ||
+	if s.Origin != "https://42sisters.ai" || s.DailyCap != 25 || s.RetentionDays != 30 || s.Retention != 30*24*time.Hour ||
 		s.ReplyTimeout != 25*time.Second || string(s.CookieKey) != base["CHAT_COOKIE_KEY"] {
 		t.Fatalf("defaults: %+v", s)
 	}
@@ -44,6 +45,7 @@ func TestConfig(t *testing.T) {
 		"no retention":          {"CHAT_RETENTION_DAYS": "0"},
 		"a reply timeout of 1m": {"CHAT_REPLY_TIMEOUT": "1m"},
 		"no base URL":           {"BASE_URL": ""},
+		"no model key":          {"GEMINI_API_KEY": ""},
 	} {
 		if _, err := load(change); err == nil {
 			t.Errorf("%s: accepted", name)

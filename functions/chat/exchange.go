@@ -4,41 +4,32 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatreply"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
-// MaxMessageChars is the longest message, in characters (Unicode code
-// points, as the page counts them).
-const MaxMessageChars = 2000
+// MaxMessageChars is the longest message, in visible characters: the
+// model's own bound (chatreply.Validate).
+const MaxMessageChars = chatreply.MaxMessageChars
 
 // messageBody is POST /api/chat's body.
 type messageBody struct {
 	Message *string `json:"message"`
 }
 
-// validMessage refuses what cannot be a message: empty or invisible only,
-// not text, or over MaxMessageChars.
+// validMessage refuses what cannot be a message, by the model's rule:
+// missing, empty or invisible only, not text, or over MaxMessageChars.
 func validMessage(m *string) error {
-	switch {
-	case m == nil:
+	if m == nil {
 		return oracle.Errorf(oracle.CodeInvalid, "message is required")
-	case !utf8.ValidString(*m):
-		return oracle.Errorf(oracle.CodeInvalid, "message must be valid UTF-8 text")
-	case oracle.Blank(*m):
-		return oracle.Errorf(oracle.CodeInvalid, "message is empty: write something to send")
-	case strings.ContainsRune(*m, 0):
-		return oracle.Errorf(oracle.CodeInvalid, "message contains a NUL character")
-	case utf8.RuneCountInString(*m) > MaxMessageChars:
-		return oracle.Errorf(oracle.CodeTooLarge, "message is too long: at most %d characters", MaxMessageChars)
 	}
-	return nil
+	return chatreply.Validate(*m)
 }
 
 // subscriptionView is a subscription as the page shows it.
@@ -262,6 +253,6 @@ func (h *Handler) forget(ctx context.Context, _ httpapi.Request, s session, _ ch
 // HistoryChars bounds the conversation given to the model with a message;
 // ShowChars the conversation the page shows.
 const (
-	HistoryChars = 12000
+	HistoryChars = chatreply.MaxHistoryChars
 	ShowChars    = 100000
 )

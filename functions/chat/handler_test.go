@@ -81,6 +81,7 @@ type fakeBilling struct {
 	mu        sync.Mutex
 	checkouts []string // account and address
 	portals   []string
+	portalURL string
 	url       string // the Checkout URL answered, when set
 }
 
@@ -98,6 +99,9 @@ func (f *fakeBilling) PortalURL(_ context.Context, customer string) (string, err
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.portals = append(f.portals, customer)
+	if f.portalURL != "" {
+		return f.portalURL, nil
+	}
 	return "https://billing.stripe.test/p/session/" + customer, nil
 }
 
