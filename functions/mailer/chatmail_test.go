@@ -388,3 +388,22 @@ func TestSignInEmailStoppedByTheFilterIsDrawnAgain(t *testing.T) {
 		t.Fatalf("%d review records (%v): a stopped sign-in email keeps a working link there", len(l.Contents), err)
 	}
 }
+
+// The account keeps the address as the person wrote it, spaces and all;
+// the email goes to the address itself, and a complaint about it (kept by
+// the hash of the trimmed form) holds for it.
+func TestChatEmailGoesToTheTrimmedAddress(t *testing.T) {
+	e := newGraphEnv(t)
+	addr := uniqueAddress(t)
+	e.followJob(chatJob(oracle.MailChatPaymentFailed, e.account("  "+addr+" ")))
+	if n := e.inGraph(addr); n != 1 {
+		t.Fatalf("%d emails to %s, want 1", n, addr)
+	}
+	if _, err := e.ledger.Suppress(context.Background(), e.h.Hasher.Email(addr), "complaint"); err != nil {
+		t.Fatal(err)
+	}
+	e.followJob(chatJob(oracle.MailChatPaymentFailed, e.account(" "+addr)))
+	if n := e.graph.CountCalls(fakegraph.KindSend); n != 1 {
+		t.Fatalf("%d sends, want none to the suppressed address", n)
+	}
+}
