@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -67,7 +68,10 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	key := store.DeadLetterKey(d.Queue, d.MessageID)
 	log := h.Log.With("message_id", d.MessageID, "queue", d.Queue)
-	if d.Job != "" {
+	switch job, _ := queue.Parse(d.Job); {
+	case oracle.ChatMail(job.Kind):
+		log = log.With("kind", string(job.Kind), "nonce", job.Nonce) // never the account's address
+	case d.Job != "":
 		log = log.With(obs.Session(d.SessionID))
 	}
 	first, err := h.Records.RecordDeadLetter(ctx, d, h.Retention)
@@ -104,6 +108,9 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		if ev, err := sesevent.Parse(rec.Body); err == nil && oracle.ValidSessionID(ev.Tag(mail.TagSession)) {
 			session = ev.Tag(mail.TagSession)
 			about = fmt.Sprintf("SES's %s event about the %s email", ev.EventType, ev.Tag(mail.TagKind))
+		}
+		if kind, nonce, ok := garbledChatMail(rec.Body); ok {
+			about = fmt.Sprintf("an unreadable %s mail job for %s (%d bytes: the account is no keyed hash, or a field is missing)", kind, nonce, d.BodyBytes)
 		}
 	}
 	// The message id keys the dedupe window too: jobs of no session (the
@@ -165,6 +172,9 @@ func what(d store.DeadLetter) string {
 		return fmt.Sprintf("an unreadable message (%d bytes)", d.BodyBytes)
 	case d.Kind == string(oracle.MailAutoresponse):
 		return fmt.Sprintf("an autoresponse job (attempt %d): the sender was not acknowledged; the message is in the inbox", d.Attempt)
+	case oracle.ChatMail(oracle.MailKind(d.Kind)):
+		job, _ := queue.Parse(d.Job)
+		return fmt.Sprintf("a %s mail job for %s (attempt %d)", d.Kind, job.Nonce, d.Attempt)
 	case d.Kind != "":
 		return fmt.Sprintf("a mail job (kind %s, attempt %d)", d.Kind, d.Attempt)
 	default:
@@ -172,12 +182,37 @@ func what(d store.DeadLetter) string {
 	}
 }
 
-// shortSession names the job's session in an error by oracle.ShortID.
+// shortSession names the job's session in an error by oracle.ShortID, or a
+// chat mail job by its kind (it names no session).
 func shortSession(d store.DeadLetter) string {
-	if d.Job == "" {
+	switch {
+	case d.Job == "":
 		return ""
+	case d.SessionID == "":
+		return " (" + d.Kind + ")"
 	}
 	return " (session " + oracle.ShortID(d.SessionID) + ")"
+}
+
+// chatNonce is the form of a chat mail job's nonce (queue.Job.Validate's):
+// it cannot hold an address.
+var chatNonce = regexp.MustCompile(`^[A-Za-z0-9_-]{8,80}$`)
+
+// garbledChatMail reads, from a body that is no valid job but says it is a
+// chat mail job, its kind and its nonce (or "no readable nonce"): what its
+// alert may name. Its account, which may be an address, is never read.
+func garbledChatMail(body string) (oracle.MailKind, string, bool) {
+	var j struct {
+		Kind  oracle.MailKind `json:"kind"`
+		Nonce string          `json:"nonce"`
+	}
+	if json.Unmarshal([]byte(body), &j) != nil || !oracle.ChatMail(j.Kind) {
+		return "", "", false
+	}
+	if !chatNonce.MatchString(j.Nonce) {
+		return j.Kind, "no readable nonce", true
+	}
+	return j.Kind, j.Nonce, true
 }
 
 // inboxFailed alerts a failed invocation of the inbox function, from its

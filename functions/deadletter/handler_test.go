@@ -266,6 +266,51 @@ func TestDeadAutoresponsesAlertEachOnce(t *testing.T) {
 	}
 }
 
+// A chat account's email names no session: a dead chat mail job, valid or
+// garbage (an address where the account's keyed hash belongs), gets its
+// record and an alert naming its kind and nonce, never the address.
+func TestDeadChatMailJobsNameTheirKindAndNonce(t *testing.T) {
+	e := newEnv(t)
+	const account, addr = "hmac-sha256:0123456789abcdef0123456789abcdef", "person@example.com"
+	valid, _ := json.Marshal(queue.Job{Kind: oracle.MailChatSignIn, Account: account, Nonce: "req_0123456789", Attempt: 2})
+	cases := []struct{ id, body, says string }{
+		{"msg-chat", string(valid), "a chat_signin mail job for req_0123456789 (attempt 2)"},
+		{"msg-chat-garbage", `{"kind":"chat_payment_failed","account":"` + addr + `","nonce":"in_1MtHbELkdIwHu7ix","attempt":0}`,
+			"an unreadable chat_payment_failed mail job for in_1MtHbELkdIwHu7ix"},
+		{"msg-chat-no-nonce", `{"kind":"chat_signin","account":"` + addr + `","nonce":"` + addr + `","attempt":0}`,
+			"an unreadable chat_signin mail job for no readable nonce"},
+	}
+	var recs []events.SQSMessage
+	for _, c := range cases {
+		recs = append(recs, e.message("MailDeadLetterQueue", c.id, c.body))
+	}
+	if failed := e.run(recs...); len(failed) != 0 {
+		t.Fatalf("failed %v", failed)
+	}
+	alerts := e.alerts()
+	dead := deadAlerts(alerts)
+	if len(dead) != len(cases) || e.records() != len(cases) {
+		t.Fatalf("alerts %q and %d records, want %d and %d", dead, e.records(), len(cases), len(cases))
+	}
+	for _, c := range cases {
+		i := slices.IndexFunc(dead, func(a string) bool { return strings.Contains(a, "as message "+c.id+";") })
+		if i < 0 || !strings.Contains(dead[i], c.says) {
+			t.Errorf("%s: alerts %q, want one saying %q", c.id, dead, c.says)
+		}
+	}
+	if str(e.record("MailDeadLetterQueue", "msg-chat"), "job") != string(valid) {
+		t.Error("the valid job is not kept whole for a redrive")
+	}
+	for where, text := range map[string]string{"alerts": strings.Join(alerts, "\n"), "logs": e.logs.String()} {
+		if strings.Contains(text, addr) {
+			t.Errorf("the %s show the address", where)
+		}
+	}
+	if !strings.Contains(e.logs.String(), `"nonce":"req_0123456789"`) {
+		t.Error("no log line names the chat job's nonce")
+	}
+}
+
 // SQS delivers at least once: the same dead message again, in turn or ten
 // times at once, keeps its one record and raises no second alert.
 func TestRedeliveredDeadMessageAlertsOnce(t *testing.T) {

@@ -72,10 +72,11 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	session, kind := ev.Tag(mail.TagSession), oracle.MailKind(ev.Tag(mail.TagKind))
 	log := h.Log.With(obs.Session(session), "kind", kind, "event", string(ev.EventType))
-	if kind == oracle.MailAutoresponse {
-		// An acknowledgement answers no order: only a complaint about it
-		// matters, and it keeps every later email from that address.
-		log.Info("mail event for an autoresponse", "state", string(stateOf(ev)))
+	if kind == oracle.MailAutoresponse || oracle.ChatMail(kind) {
+		// An acknowledgement or a chat account's email answers no order:
+		// only a complaint about it matters, and it keeps every later email
+		// from that address.
+		log.Info("mail event for an email of no order", "state", string(stateOf(ev)))
 		if stateOf(ev) == oracle.MailComplained {
 			return h.suppress(ctx, ev)
 		}

@@ -186,28 +186,31 @@ func TestComplaintSuppressesTheAddress(t *testing.T) {
 	}
 }
 
-// An autoresponse answers no order: a complaint about it still suppresses
-// the address, and its other events change nothing.
-func TestComplaintAboutAnAutoresponseSuppressesTheAddress(t *testing.T) {
+// An autoresponse or a chat account's email answers no order: a complaint
+// about it still suppresses the address, and its other events change
+// nothing.
+func TestComplaintAboutAnEmailOfNoOrderSuppressesTheAddress(t *testing.T) {
 	e := newEnv(t)
-	const addr = "annoyed@example.com"
-	autoresponse := func(typ sesevent.EventType) events.SQSMessage {
-		m := notification(t, typ, "", "0100019a-autoresponse", addr)
-		m.Body = strings.ReplaceAll(m.Body, `\"verdict\"`, `\"autoresponse\"`)
-		return m
-	}
-	if n := e.run(autoresponse(sesevent.Delivery), autoresponse(sesevent.Bounce)); n != 0 {
-		t.Fatalf("%d events failed", n)
-	}
-	hash := e.h.Hasher.Email(addr)
-	if ok, _ := e.ledger.Suppressed(context.Background(), hash); ok {
-		t.Fatal("a delivery or bounce suppressed the address")
-	}
-	if n := e.run(autoresponse(sesevent.Complaint)); n != 0 {
-		t.Fatal("the complaint failed")
-	}
-	if ok, err := e.ledger.Suppressed(context.Background(), hash); !ok || err != nil {
-		t.Fatalf("not suppressed after the complaint: %v %v", ok, err)
+	for _, kind := range []oracle.MailKind{oracle.MailAutoresponse, oracle.MailChatSignIn, oracle.MailChatPaymentFailed} {
+		addr := "annoyed-" + string(kind) + "@example.com"
+		event := func(typ sesevent.EventType) events.SQSMessage {
+			m := notification(t, typ, "", "0100019a-"+string(kind), addr)
+			m.Body = strings.ReplaceAll(m.Body, `\"verdict\"`, `\"`+string(kind)+`\"`)
+			return m
+		}
+		if n := e.run(event(sesevent.Delivery), event(sesevent.Bounce)); n != 0 {
+			t.Fatalf("%s: %d events failed", kind, n)
+		}
+		hash := e.h.Hasher.Email(addr)
+		if ok, _ := e.ledger.Suppressed(context.Background(), hash); ok {
+			t.Fatalf("%s: a delivery or bounce suppressed the address", kind)
+		}
+		if n := e.run(event(sesevent.Complaint)); n != 0 {
+			t.Fatalf("%s: the complaint failed", kind)
+		}
+		if ok, err := e.ledger.Suppressed(context.Background(), hash); !ok || err != nil {
+			t.Fatalf("%s: not suppressed after the complaint: %v %v", kind, ok, err)
+		}
 	}
 	if a := e.alerts(); len(a) != 0 {
 		t.Fatalf("alerts %q", a)

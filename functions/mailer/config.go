@@ -26,7 +26,10 @@ type settings struct {
 	// GenerateQueue takes the repair of a stored verdict found corrupt.
 	GenerateQueue string
 	// InboxBucket holds the received messages autoresponses answer.
-	InboxBucket   string
+	InboxBucket string
+	// ChatTable holds the chat accounts (their addresses) and the sign-in
+	// tokens the mailer mints.
+	ChatTable     string
 	BaseURL       string
 	StripeLive    *secret.Value // the key for live sessions, if any
 	StripeTest    *secret.Value // the key for test sessions, if any
@@ -60,6 +63,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		MailQueue:        env.String("MAIL_QUEUE_URL"),
 		GenerateQueue:    env.String("GENERATE_QUEUE_URL"),
 		InboxBucket:      env.String("INBOX_BUCKET"),
+		ChatTable:        env.String("CHAT_TABLE"),
 		BaseURL:          env.URL("BASE_URL"),
 		StripeAPIBase:    env.Optional("STRIPE_API_BASE", ""),
 		Brand: letter.Brand{

@@ -14,7 +14,7 @@ import (
 func TestConfigTransportAndSchedule(t *testing.T) {
 	base := map[string]string{
 		"ORDERS_TABLE": "orders", "LEDGER_TABLE": "ledger", "AUDIT_BUCKET": "audit", "ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:1:alerts",
-		"QUARANTINE_BUCKET": "q", "MAIL_QUEUE_URL": "http://q/mail", "GENERATE_QUEUE_URL": "http://q/generate", "INBOX_BUCKET": "inbox", "BASE_URL": "https://42sisters.ai",
+		"QUARANTINE_BUCKET": "q", "MAIL_QUEUE_URL": "http://q/mail", "GENERATE_QUEUE_URL": "http://q/generate", "INBOX_BUCKET": "inbox", "CHAT_TABLE": "chat", "BASE_URL": "https://42sisters.ai",
 		"STRIPE_SECRET_KEY": "sk_test_x", "HASH_PEPPER": "a-pepper-of-at-least-16-bytes",
 	}
 	const creds = `{"tenant_id":"t","client_id":"c","client_secret":"s"}`
@@ -25,7 +25,7 @@ func TestConfigTransportAndSchedule(t *testing.T) {
 		check   func(t *testing.T, s settings)
 	}{
 		{"defaults", nil, "", func(t *testing.T, s settings) {
-			if s.Graph != nil || len(s.Schedule) != 4 || s.Schedule[3] != 2*time.Hour || s.BlockedRetry != DefaultBlockedRetry {
+			if s.Graph != nil || len(s.Schedule) != 4 || s.Schedule[3] != 2*time.Hour || s.BlockedRetry != DefaultBlockedRetry || s.ChatTable != "chat" {
 				t.Errorf("defaults %+v", s)
 			}
 		}},
@@ -42,6 +42,7 @@ func TestConfigTransportAndSchedule(t *testing.T) {
 		{"unknown transport", map[string]string{"MAIL_TRANSPORT": "smtp"}, "MAIL_TRANSPORT", nil},
 		{"graph without credentials", map[string]string{"MAIL_TRANSPORT": "graph"}, "GRAPH_CREDENTIALS", nil},
 		{"graph with unreadable credentials", map[string]string{"MAIL_TRANSPORT": "graph", "GRAPH_CREDENTIALS": `{"tenant_id":"t"}`}, "GRAPH_CREDENTIALS", nil},
+		{"no chat table", map[string]string{"CHAT_TABLE": ""}, "CHAT_TABLE", nil},
 		{"a schedule that waits first", map[string]string{"MAIL_RETRY_SCHEDULE": "5m,30m"}, "MAIL_RETRY_SCHEDULE", nil},
 	}
 	for _, tc := range cases {

@@ -107,3 +107,48 @@ func (d inboxReply) release(ctx context.Context, token string) error {
 func (d inboxReply) what() string {
 	return "the autoresponse to inbox message " + oracle.Clip(d.key, 12)
 }
+
+// chatDeliveries are the chat's emails' deliveries, one per kind, account
+// and nonce (store.Ledger).
+type chatDeliveries interface {
+	ClaimChatMail(ctx context.Context, m store.ChatMail, attempt int, lease, ttl time.Duration) (string, time.Time, error)
+	ChatMailSent(ctx context.Context, m store.ChatMail, token, result string) error
+	ChatMailFailed(ctx context.Context, m store.ChatMail, token string, try store.Try, nextAt time.Time) ([]store.Try, error)
+	ReleaseChatMail(ctx context.Context, m store.ChatMail, token string) error
+}
+
+// chatMail is the delivery of an email owed to a chat account, on a
+// Ledger record its first claim creates, kept for ttl; the claim notes
+// when that was, which dates the delivery's audit records.
+type chatMail struct {
+	ledger  chatDeliveries
+	mail    store.ChatMail
+	ttl     time.Duration
+	created time.Time
+}
+
+func (d *chatMail) claim(ctx context.Context, attempt int, lease time.Duration) (string, error) {
+	token, created, err := d.ledger.ClaimChatMail(ctx, d.mail, attempt, lease, d.ttl)
+	if err == nil {
+		d.created = created
+	}
+	return token, err
+}
+
+// sent keeps no state: the feedback function follows orders' emails only
+// (a complaint about a chat email suppresses the address all the same).
+func (d *chatMail) sent(ctx context.Context, token, result string, _ oracle.MailState) error {
+	return d.ledger.ChatMailSent(ctx, d.mail, token, result)
+}
+
+func (d *chatMail) failed(ctx context.Context, token string, try store.Try, nextAt time.Time) ([]store.Try, error) {
+	return d.ledger.ChatMailFailed(ctx, d.mail, token, try, nextAt)
+}
+
+func (d *chatMail) release(ctx context.Context, token string) error {
+	return d.ledger.ReleaseChatMail(ctx, d.mail, token)
+}
+
+func (d *chatMail) what() string {
+	return "the " + string(d.mail.Kind) + " email " + d.mail.Nonce
+}

@@ -30,6 +30,12 @@ var deliveryOwners = []struct {
 		_, _ = rand.Read(b)
 		return inboxReply{ledger: e.ledger, key: "test-" + hex.EncodeToString(b), ttl: time.Hour}
 	}},
+	{"a chat account's email", func(e *env, _ string) delivery {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		return &chatMail{ledger: e.ledger, ttl: time.Hour,
+			mail: store.ChatMail{Kind: oracle.MailChatSignIn, Account: "hmac-sha256:0123456789abcdef0123456789abcdef", Nonce: "req_" + hex.EncodeToString(b)}}
+	}},
 }
 
 // deliveryStep is one operation on a record: a claim of attempt (and the

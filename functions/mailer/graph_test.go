@@ -90,7 +90,11 @@ func (e *graphEnv) order(tier oracle.Tier) (string, string) {
 // job is the message of a mail job.
 func job(j queue.Job) events.SQSMessage {
 	b, _ := json.Marshal(j)
-	return events.SQSMessage{MessageId: "m-" + j.SessionID[len(j.SessionID)-6:], Body: string(b)}
+	name := j.Nonce // a chat account's email names no session
+	if j.SessionID != "" {
+		name = j.SessionID[len(j.SessionID)-6:]
+	}
+	return events.SQSMessage{MessageId: "m-" + name, Body: string(b)}
 }
 
 // follow runs the session's verdict mail job, then each job the mailer
@@ -98,8 +102,14 @@ func job(j queue.Job) events.SQSMessage {
 // hops would), until none is queued; it returns the clock at each send.
 func (e *graphEnv) follow(id string) []time.Time {
 	e.t.Helper()
+	return e.followJob(queue.Job{SessionID: id, Kind: oracle.MailVerdict})
+}
+
+// followJob is follow from the job first.
+func (e *graphEnv) followJob(first queue.Job) []time.Time {
+	e.t.Helper()
 	var at []time.Time
-	pending := []queue.Job{{SessionID: id, Kind: oracle.MailVerdict}}
+	pending := []queue.Job{first}
 	seen := 0
 	for steps := 0; len(pending) > 0; steps++ {
 		if steps > 50 {

@@ -32,12 +32,14 @@ type Orders interface {
 }
 
 // Ledger keeps the mail dead letters, the suppression list, which session
-// each sent email was, and the autoresponses' deliveries (shared/store).
+// each sent email was, and the deliveries of the autoresponses and of the
+// chat's emails (shared/store).
 type Ledger interface {
 	RecordMailDeadLetter(ctx context.Context, d store.MailDeadLetter, ttl time.Duration) (bool, error)
 	Suppressed(ctx context.Context, emailHash string) (bool, error)
 	RecordSentMessage(ctx context.Context, messageID, sessionID string, ttl time.Duration) error
 	replyDeliveries
+	chatDeliveries
 }
 
 // Received reads a message the support inbox received (shared/inbox).
@@ -109,6 +111,11 @@ type Handler struct {
 	SentRetention, ReplyRetention time.Duration
 	// Inbox reads the received messages autoresponses answer.
 	Inbox Received
+	// Chat reads the chat accounts' addresses and mints their sign-in
+	// links; ChatMailRetention is how long a chat email's delivery record
+	// is kept.
+	Chat              Accounts
+	ChatMailRetention time.Duration
 	// Audit writes the mailer's records, alerting when one is lost.
 	Audit  *audit.Recorder
 	Alerts Alerter
@@ -164,6 +171,8 @@ type task struct {
 	// reply is set on an autoresponse's task, which answers a received
 	// message instead of an order.
 	reply *reply
+	// chat is set on the task of a chat account's email: its delivery.
+	chat *chatMail
 }
 
 // Handle processes a batch and reports the records that failed, so that
@@ -185,8 +194,12 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
 	t := &task{job: job, started: h.Now(), log: h.Log.With(obs.Session(job.SessionID), "kind", job.Kind, "attempt", job.Attempt)}
-	if job.Kind == oracle.MailAutoresponse {
+	switch {
+	case job.Kind == oracle.MailAutoresponse:
 		t.log = h.Log.With("kind", job.Kind, "attempt", job.Attempt)
+	case oracle.ChatMail(job.Kind):
+		// The account is a keyed hash; the address never reaches a log.
+		t.log = h.Log.With("kind", job.Kind, "attempt", job.Attempt, "account", job.Account, "nonce", job.Nonce)
 	}
 	return h.run(ctx, t)
 }
@@ -201,8 +214,11 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 		t.log.Debug("mail job not due yet; sent on", "attempt", t.job.Attempt, "not_before", t.job.NotBefore.UTC().Format(time.RFC3339))
 		return nil
 	}
-	if t.job.Kind == oracle.MailAutoresponse {
+	switch {
+	case t.job.Kind == oracle.MailAutoresponse:
 		return h.autorespond(ctx, t)
+	case oracle.ChatMail(t.job.Kind):
+		return h.sendChat(ctx, t)
 	}
 	order, found, err := h.Orders.Get(ctx, t.job.SessionID)
 	if err != nil {

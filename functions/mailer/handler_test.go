@@ -33,6 +33,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/obs"
@@ -59,6 +60,10 @@ type env struct {
 	logs     *testkit.Buffer
 	mailSent *recorder
 	metrics  *testkit.Metrics
+	// chat is the chat table's store, on the handler's clock; minted
+	// keeps the sign-in tokens the handler mints through it.
+	chat   *chat.Store
+	minted *minted
 }
 
 // recorder keeps the jobs it sends.
@@ -118,6 +123,9 @@ func newEnv(t *testing.T) *env {
 		Metrics: e.metrics, Log: log, Now: time.Now, Lease: time.Minute,
 	}
 	e.h.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.h.Alerts, Log: log}
+	e.chat = chat.NewStore(db, f.Ref("ChatTable"), hasher, func() time.Time { return e.h.Now() })
+	e.minted = &minted{Accounts: e.chat}
+	e.h.Chat, e.h.ChatMailRetention = e.minted, DefaultChatMailRetention
 	e.h.Verdicts = &repair.Guard{Orders: e.orders, Hash: hasher.Hash, Generate: queue.NewSender(e.queues, f.Ref("GenerateQueue"), time.Now), Alerts: e.h.Alerts, Log: log}
 	return e
 }

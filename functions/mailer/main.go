@@ -1,7 +1,10 @@
 // Command mailer is the Lambda function on the mail queue: it renders the
 // stored verdict (or a notice) for the session, reads the recipient from
 // Stripe at send time and sends it through SES or Microsoft Graph, at most
-// once per session and mail kind, on the retry schedule.
+// once per session and mail kind, on the retry schedule; likewise the
+// support inbox's acknowledgements and Sisters Chat's emails (a chat
+// account's address read from the chat table, a sign-in link minted as
+// the email leaves).
 package main
 
 import (
@@ -11,6 +14,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
@@ -51,6 +55,8 @@ func main() {
 		SentRetention:       DefaultSentRetention,
 		ReplyRetention:      DefaultReplyRetention,
 		Inbox:               inbox.NewMessages(buckets, cfg.InboxBucket),
+		Chat:                chat.NewStore(db, cfg.ChatTable, cfg.Hasher, time.Now),
+		ChatMailRetention:   DefaultChatMailRetention,
 		Audit:               &audit.Recorder{Writer: audit.NewWriter(buckets, cfg.AuditBucket), Alerts: alerts, Log: log},
 		Alerts:              alerts,
 		Verdicts:            &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash, Generate: queue.NewSender(queues, cfg.GenerateQueue, time.Now), Alerts: alerts, Log: log},

@@ -152,7 +152,7 @@ func (l *memLedger) RecordSentMessage(_ context.Context, messageID, sessionID st
 	return nil
 }
 
-var errNoReplies = errors.New("memLedger keeps no autoresponses")
+var errNoReplies = errors.New("memLedger keeps no autoresponses and no chat emails")
 
 func (l *memLedger) ClaimReply(context.Context, string, int, time.Duration, time.Duration) (string, error) {
 	return "", errNoReplies
@@ -162,6 +162,19 @@ func (l *memLedger) ReplyFailed(context.Context, string, string, store.Try, time
 	return nil, errNoReplies
 }
 func (l *memLedger) ReleaseReply(context.Context, string, string) error { return errNoReplies }
+
+func (l *memLedger) ClaimChatMail(context.Context, store.ChatMail, int, time.Duration, time.Duration) (string, time.Time, error) {
+	return "", time.Time{}, errNoReplies
+}
+func (l *memLedger) ChatMailSent(context.Context, store.ChatMail, string, string) error {
+	return errNoReplies
+}
+func (l *memLedger) ChatMailFailed(context.Context, store.ChatMail, string, store.Try, time.Time) ([]store.Try, error) {
+	return nil, errNoReplies
+}
+func (l *memLedger) ReleaseChatMail(context.Context, store.ChatMail, string) error {
+	return errNoReplies
+}
 
 func (l *memLedger) RecordMailDeadLetter(_ context.Context, d store.MailDeadLetter, _ time.Duration) (bool, error) {
 	l.mu.Lock()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -566,6 +567,32 @@ func TestRedriveSendsWhatWasGivenUpOnOnce(t *testing.T) {
 	}
 }
 
+// TestRedriveSendsDeadChatMailJobsBack: a chat account's mail job names
+// no session; one the dead-letter queue kept goes back to the mail queue
+// whole (its account and nonce), so the mailer's record of it still sends
+// it at most once.
+func TestRedriveSendsDeadChatMailJobsBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ledger := store.NewLedger(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
+	e.h.DeadQueues = map[string]DeadQueue{"mail-jobs": {Name: "oracle-mail-dlq", Source: e.h.Mail}}
+	dead := queue.Job{Kind: oracle.MailChatPaymentFailed, Account: "hmac-sha256:0123456789abcdef0123456789abcdef", Nonce: "in_1MtHbELkdIwHu7ix", Attempt: 1}
+	body, _ := json.Marshal(dead)
+	if _, err := ledger.RecordDeadLetter(ctx, store.DeadLetter{Queue: "oracle-mail-dlq", MessageID: "m-chat", Kind: string(dead.Kind), Attempt: 1, Job: string(body)}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r := Request{Action: "redrive", Queue: "mail-jobs", AuthorisedBy: by, Reason: why}
+	if a := e.do(r); !a.OK || !a.Changed || !strings.HasPrefix(a.Message, "1 jobs of oracle-mail-dlq sent again") {
+		t.Fatalf("redrive: %+v", a)
+	}
+	if a := e.do(r); !a.OK || a.Changed {
+		t.Fatalf("redrive again: %+v", a)
+	}
+	if jobs := e.jobs("MailQueue"); len(jobs) != 1 || jobs[0] != dead {
+		t.Fatalf("mail jobs %+v, want %+v", jobs, dead)
+	}
+}
+
 // TestReportGivesTheFiguresOfItsRange: report reads the audit records of
 // the range it is given (the last 30 days by default), refuses a range it
 // cannot read, and shows no session id.
@@ -611,6 +638,23 @@ func TestReportGivesTheFiguresOfItsRange(t *testing.T) {
 	} {
 		if a := e.do(c.r); a.OK || !strings.Contains(a.Message, c.says) {
 			t.Errorf("%+v: %+v", c.r, a)
+		}
+	}
+}
+
+// A redrive's error names the job it could not send: by its session's
+// name, or by what a mail job of no session answers.
+func TestJobName(t *testing.T) {
+	for _, tc := range []struct {
+		job  queue.Job
+		want string
+	}{
+		{queue.Job{SessionID: "cs_test_a1b2c3d4e5f6g7h8i9j0", Reason: queue.ReasonPaid}, oracle.ShortID("cs_test_a1b2c3d4e5f6g7h8i9j0") + "'s job"},
+		{queue.Job{Kind: oracle.MailChatSignIn, Account: "hmac-sha256:0123456789abcdef0123456789abcdef", Nonce: "req_0123456789"}, "the chat_signin job req_0123456789"},
+		{queue.Job{Kind: oracle.MailAutoresponse, Inbox: "inbound/m1"}, "the autoresponse job of inbound/m1"},
+	} {
+		if got := jobName(tc.job); got != tc.want {
+			t.Errorf("jobName(%+v) = %q, want %q", tc.job, got, tc.want)
 		}
 	}
 }

@@ -64,7 +64,7 @@ func (h *Handler) redrive(ctx context.Context, r Request) (Answer, error) {
 		}
 		j.NotBefore = nil
 		if err := dq.Source.Send(ctx, j); err != nil {
-			return Answer{}, fmt.Errorf("send %s's job again: %w", oracle.ShortID(d.SessionID), err)
+			return Answer{}, fmt.Errorf("send %s again: %w", jobName(j), err)
 		}
 		if err := h.Ledger.Release(ctx, d.Key); err != nil {
 			return Answer{}, err
@@ -81,6 +81,18 @@ func (h *Handler) redrive(ctx context.Context, r Request) (Answer, error) {
 		outcome += fmt.Sprintf("; %d messages were no job and stay recorded", unreadable)
 	}
 	return Answer{Changed: sent > 0, Message: outcome + "; their consumers act only on orders still owing them"}, nil
+}
+
+// jobName names a job in an error: by its session (oracle.ShortID), or,
+// for the mail jobs that name none, by what they answer.
+func jobName(j queue.Job) string {
+	switch {
+	case oracle.ChatMail(j.Kind):
+		return "the " + string(j.Kind) + " job " + j.Nonce
+	case j.Kind == oracle.MailAutoresponse:
+		return "the autoresponse job of " + j.Inbox
+	}
+	return oracle.ShortID(j.SessionID) + "'s job"
 }
 
 func (h *Handler) redriveMail(ctx context.Context, r Request) (Answer, error) {

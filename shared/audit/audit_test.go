@@ -63,6 +63,15 @@ func chat(h *audit.Hasher, event audit.Event, subscription string) func(*audit.R
 	}
 }
 
+// chatMail makes a record the mailer's record of a chat account's email,
+// then applies set.
+func chatMail(h *audit.Hasher, set func(*audit.Record)) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Source, r.SessionID, r.Email, r.Status = audit.SourceEmailService, "", h.Email("Person@example.com"), audit.StatusEmailSent
+		set(r)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	h := hasher(t)
 	cases := []struct {
@@ -152,6 +161,33 @@ func TestValidate(t *testing.T) {
 			r.Chat = nil
 		}, false},
 		{"chat block on an order's record", func(r *audit.Record) { r.Chat = &audit.Chat{Plan: audit.ChatPlanTrial} }, false},
+		// The mailer's records of a chat account's email: the account in
+		// the email field, no session, whatever the record is of.
+		{"chat email delivered", chatMail(h, func(r *audit.Record) { r.Event = audit.MailEvent(oracle.MailChatSignIn) }), true},
+		{"chat email attempt", chatMail(h, func(r *audit.Record) {
+			r.Event, r.Status, r.ErrorDetail = audit.EventMailAttempt, audit.StatusEmailFailed, audit.Detail("503")
+			r.Mail = &audit.MailAttempt{Kind: oracle.MailChatPaymentFailed, Attempt: 1, MessageHash: h.Hash("m"), Transport: "SES", Class: "transient"}
+		}), true},
+		{"chat email filtered", chatMail(h, func(r *audit.Record) {
+			r.Event, r.Status = audit.EventFilter, audit.StatusOK
+			r.Filter = &audit.Filter{Gate: "mailer", Action: "PASS", TermIDs: []string{}, Version: "v", MailKind: oracle.MailChatSignIn}
+		}), true},
+		{"chat email naming a session", chatMail(h, func(r *audit.Record) {
+			r.Event, r.SessionID = audit.MailEvent(oracle.MailChatSignIn), "cs_test_abc"
+		}), false},
+		{"chat email without its account", chatMail(h, func(r *audit.Record) {
+			r.Event, r.Email = audit.MailEvent(oracle.MailChatSignIn), ""
+		}), false},
+		{"chat email with the address in the clear", chatMail(h, func(r *audit.Record) {
+			r.Event, r.Email = audit.MailEvent(oracle.MailChatSignIn), "person@example.com"
+		}), false},
+		{"an order's email naming no session", func(r *audit.Record) {
+			r.Source, r.Event, r.SessionID = audit.SourceEmailService, audit.MailEvent(oracle.MailVerdict), ""
+		}, false},
+		{"an order's attempt naming no session", func(r *audit.Record) {
+			r.Source, r.Event, r.SessionID = audit.SourceEmailService, audit.EventMailAttempt, ""
+			r.Mail = &audit.MailAttempt{Kind: oracle.MailVerdict, MessageHash: h.Hash("m"), Transport: "SES"}
+		}, false},
 		{"inbox message without event", func(r *audit.Record) {
 			r.Source, r.SessionID, r.Event = audit.SourceInbox, "", ""
 			r.Inbox = &audit.InboxMessage{MessageKey: "k", Domain: "example.com", Via: "ses", Outcome: "acknowledged"}

@@ -350,6 +350,7 @@ func (r Record) encode() ([]byte, error) {
 	// inbox message that names no order.
 	optional := r.Source == SourceOperator || r.Source == SourceInbox || (r.Source == SourceX402 && r.Status == StatusInvalid)
 	chat := r.Source == SourceChat
+	chatMail := r.Source == SourceEmailService && r.chatMail()
 	switch {
 	case r.Timestamp.IsZero() || r.SessionCreated.IsZero():
 		return nil, fmt.Errorf("audit record: timestamp or session_created is missing")
@@ -363,7 +364,9 @@ func (r Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("audit record: only a chat record has a chat block")
 	case chat && (r.Event == EventChatExchange) == (r.Chat.Subscription != ""):
 		return nil, fmt.Errorf("audit record: a chat exchange names no subscription, a subscription event names one")
-	case r.Source != SourceHealth && !chat && !(optional && r.SessionID == "") && !oracle.ValidSessionID(r.SessionID):
+	case chatMail && (r.SessionID != "" || !isHash(r.Email)):
+		return nil, fmt.Errorf("audit record: a chat account's email names its account and no session")
+	case r.Source != SourceHealth && !chat && !chatMail && !(optional && r.SessionID == "") && !oracle.ValidSessionID(r.SessionID):
 		return nil, fmt.Errorf("audit record: session_id is invalid")
 	case !sources[r.Source]:
 		return nil, fmt.Errorf("audit record: unknown source %q", r.Source)
@@ -403,6 +406,19 @@ func (r Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("audit record: contains an email address")
 	}
 	return b, nil
+}
+
+// chatMail reports whether r records an email owed to a chat account (its
+// delivery, an attempt, or gate 2's decision on it), which names the
+// account instead of an order.
+func (r Record) chatMail() bool {
+	switch {
+	case r.Mail != nil:
+		return oracle.ChatMail(r.Mail.Kind)
+	case r.Filter != nil:
+		return oracle.ChatMail(r.Filter.MailKind)
+	}
+	return r.Event == MailEvent(oracle.MailChatSignIn) || r.Event == MailEvent(oracle.MailChatPaymentFailed)
 }
 
 var hashPattern = regexp.MustCompile(`^` + regexp.QuoteMeta(HashPrefix) + `[0-9a-f]{32}$`)

@@ -126,6 +126,13 @@ const (
 	NameReceived RecordName = "received"
 )
 
+// ChatMailRecordID is the id of a record of the email of kind owed to a
+// chat account for nonce (the request or invoice it answers):
+// "chat-<kind>-<account's hex>-<nonce>.<name>", then "-<part>" for each.
+func ChatMailRecordID(kind oracle.MailKind, account, nonce string, name RecordName, parts ...any) string {
+	return RecordID("chat-"+string(kind)+"-"+strings.TrimPrefix(account, HashPrefix)+"-"+nonce, name, parts...)
+}
+
 // InboxRecordID is the id of a record of the inbox message whose key is
 // messageKey: "inbox-<key>.<name>", then "-<part>" for each part.
 func InboxRecordID(messageKey string, name RecordName, parts ...any) string {

@@ -35,6 +35,14 @@ type delivery struct {
 
 // claim is ClaimMail for d.
 func (d delivery) claim(ctx context.Context, attempt int, lease time.Duration) (string, error) {
+	token, _, err := d.claimSince(ctx, attempt, lease)
+	return token, err
+}
+
+// claimSince is claim, also returning when the item's first claim created
+// it (zero for an item that keeps no created_at): the same on every
+// attempt, so the records of a delivery that names no order share it.
+func (d delivery) claimSince(ctx context.Context, attempt int, lease time.Duration) (string, time.Time, error) {
 	a := d.a
 	now := d.now().UTC()
 	cond := "attribute_not_exists(#sent) AND (attribute_not_exists(#until) OR #until < :nowms) AND (attribute_not_exists(#next) OR #next <= :attempt)"
@@ -54,32 +62,40 @@ func (d delivery) claim(ctx context.Context, attempt int, lease time.Duration) (
 	}
 	// The token is the claim's lease, so a retried request whose first
 	// attempt took the claim still gets it.
-	r, err := condwrite.UpdateLease(ctx, d.db, &dynamodb.UpdateItemInput{
+	in := &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(d.table),
 		Key:                       d.key,
 		UpdateExpression:          aws.String(set),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#sent": a.sent, "#until": a.leaseUntil, "#tok": a.lease, "#next": a.nextAttempt},
 		ExpressionAttributeValues: values,
-	}, a.lease)
+	}
+	if d.ttl > 0 {
+		in.ReturnValues = types.ReturnValueAllNew // a small record of its own, never a whole order
+	}
+	r, err := condwrite.UpdateLease(ctx, d.db, in, a.lease)
 	if err != nil {
-		return "", fmt.Errorf("claim %s: %w", d.name, err)
+		return "", time.Time{}, fmt.Errorf("claim %s: %w", d.name, err)
 	}
 	if r.Applied {
-		return r.Token, nil
+		var created time.Time
+		if v, ok := r.Current["created_at"].(*types.AttributeValueMemberS); ok {
+			created, _ = time.Parse(time.RFC3339Nano, v.Value)
+		}
+		return r.Token, created, nil
 	}
 	if r.Current == nil {
-		return "", fmt.Errorf("claim %s: no such order", d.name)
+		return "", time.Time{}, fmt.Errorf("claim %s: no such order", d.name)
 	}
 	if _, done := r.Current[a.sent]; done {
-		return "", ErrAlreadySent
+		return "", time.Time{}, ErrAlreadySent
 	}
 	if next, ok := r.Current[a.nextAttempt].(*types.AttributeValueMemberN); ok {
 		if n, err := strconv.Atoi(next.Value); err == nil && n > attempt {
-			return "", ErrAttemptSpent
+			return "", time.Time{}, ErrAttemptSpent
 		}
 	}
-	return "", ErrMailInFlight
+	return "", time.Time{}, ErrMailInFlight
 }
 
 // sent is MailSent for d.

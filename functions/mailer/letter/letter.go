@@ -1,6 +1,7 @@
 // Package letter renders the customer-facing emails: the verdict letter of
-// each tier, the silent-drop notice and the order notices (failure, review,
-// divergence, payment review, refund), as plain text in the specs' exact
+// each tier, the silent-drop notice, the order notices (failure, review,
+// divergence, payment review, refund), the support inbox's acknowledgement
+// and Sisters Chat's emails (sign-in link, failed renewal), as plain text in the specs' exact
 // format with an HTML alternative carrying the same content. The texts live
 // in templates/ next to this file.
 package letter
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -342,6 +344,50 @@ func Autoresponse(b Brand, subject string) (Message, error) {
 	}
 	d := linkData{Brand: b.withDefaults(), Subject: inbox.ReplySubject(subject)}
 	return message(d.Subject, autoresponseTemplate+".txt", autoresponseTemplate+".html", d)
+}
+
+// The chat's emails, each named for its template files (<name>.txt with
+// its "<name> subject", and <name>.html).
+const (
+	chatSignIn        = "chat_signin"
+	chatPaymentFailed = "chat_payment_failed"
+)
+
+// chatData is what the chat's emails show: the brand, the link, and how
+// many minutes a sign-in link works.
+type chatData struct {
+	Brand   Brand
+	Subject string
+	URL     string
+	Minutes int
+}
+
+// ChatSignIn renders the sign-in email of Sisters Chat carrying link, which
+// works once and for valid (whole minutes).
+func ChatSignIn(b Brand, link string, valid time.Duration) (Message, error) {
+	if valid < time.Minute {
+		return Message{}, fmt.Errorf("sign-in email: a link valid for %s", valid)
+	}
+	return chatMessage(chatSignIn, chatData{Brand: b.withDefaults(), URL: link, Minutes: int(valid / time.Minute)})
+}
+
+// ChatPaymentFailed renders the notice that a Sisters Chat subscription's
+// renewal failed, linking to the chat page at chatURL, where the person
+// opens the billing portal.
+func ChatPaymentFailed(b Brand, chatURL string) (Message, error) {
+	return chatMessage(chatPaymentFailed, chatData{Brand: b.withDefaults(), URL: chatURL})
+}
+
+func chatMessage(name string, d chatData) (Message, error) {
+	if err := checkURL(d.URL); err != nil {
+		return Message{}, fmt.Errorf("%s email: %w", name, err)
+	}
+	subject, err := render(texts, name+" subject", d)
+	if err != nil {
+		return Message{}, err
+	}
+	d.Subject = subject
+	return message(subject, name+".txt", name+".html", d)
 }
 
 // noticeData is what the silent-drop notice templates see.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"text/template/parse"
+	"time"
 	"unicode/utf8"
 
 	"42sisters.ai/oracle/infra/testkit"
@@ -41,7 +42,7 @@ func TestGolden(t *testing.T) {
 	// One golden letter per tier and the notice; strategy is shown with NULL
 	// so the golden files also show the NULL marker.
 	all := samples(t)
-	for _, name := range []string{"quick/AMBER", "full/GREEN", "strategy/NULL", "notice", Failed, Review, Divergence, PaymentReview, Refund} {
+	for _, name := range []string{"quick/AMBER", "full/GREEN", "strategy/NULL", "notice", Failed, Review, Divergence, PaymentReview, Refund, chatSignIn, chatPaymentFailed} {
 		m, ok := all[name]
 		if !ok {
 			t.Fatalf("no sample %s", name)
@@ -293,7 +294,7 @@ func TestHTMLCarriesTheTextContent(t *testing.T) {
 
 func TestLinkIsPresent(t *testing.T) {
 	for name, m := range samples(t) {
-		if name == "notice" || name == "autoresponse" { // they answer no order
+		if name == "notice" || name == "autoresponse" || name == chatSignIn || name == chatPaymentFailed { // they answer no order
 			continue
 		}
 		line := "\n\nView your verdict online: "
@@ -498,7 +499,7 @@ func TestBrand(t *testing.T) {
 
 func TestSamplesCoverEveryTierAndVerdict(t *testing.T) {
 	all := samples(t)
-	if len(all) != len(oracle.Tiers())*4+1+len(Notices())+1 {
+	if len(all) != len(oracle.Tiers())*4+1+len(Notices())+1+2 {
 		t.Fatalf("%d samples", len(all))
 	}
 	for _, tier := range oracle.Tiers() {
@@ -517,8 +518,9 @@ func TestSamplesCoverEveryTierAndVerdict(t *testing.T) {
 
 // roots are the templates the code executes, by template set.
 var roots = map[string][]string{
-	".txt":  {verdictSubject, verdictText, noticeSubject, noticeText, autoresponseTemplate + ".txt"},
-	".html": {verdictHTML, noticeHTML, autoresponseTemplate + ".html"},
+	".txt": {verdictSubject, verdictText, noticeSubject, noticeText, autoresponseTemplate + ".txt",
+		chatSignIn + " subject", chatSignIn + ".txt", chatPaymentFailed + " subject", chatPaymentFailed + ".txt"},
+	".html": {verdictHTML, noticeHTML, autoresponseTemplate + ".html", chatSignIn + ".html", chatPaymentFailed + ".html"},
 }
 
 func init() {
@@ -625,5 +627,57 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The chat's emails say what the issue asks of them, in both parts: the
+// sign-in link works once and for 15 minutes and may be ignored; a failed
+// renewal keeps access while Stripe retries and sends the person to the
+// chat page, never to a portal session (its URL expires).
+func TestChatEmailsSayWhatTheyMust(t *testing.T) {
+	all := samples(t)
+	for _, tc := range []struct {
+		name, subject, link string
+		says                []string
+	}{
+		{chatSignIn, "Your sign-in link for Sisters Chat", sampleSignInURL,
+			[]string{"It works once, and only for the next 15 minutes.", "If you did not ask to sign in, you can ignore this email"}},
+		{chatPaymentFailed, "Your Sisters Chat payment did not go through", sampleChatURL,
+			[]string{"the payment for your next month did not go through", "Your access continues while Stripe, our payment processor, tries your card again",
+				"update your card"}},
+	} {
+		m := all[tc.name]
+		if m.Subject != tc.subject {
+			t.Errorf("%s: subject %q", tc.name, m.Subject)
+		}
+		visible := visibleText(m.HTML)
+		for _, s := range append(tc.says, tc.link, "— 42 Sisters AI") {
+			if !strings.Contains(m.Text, s) || !strings.Contains(visible, s) {
+				t.Errorf("%s: a part lacks %q", tc.name, s)
+			}
+		}
+		if !strings.Contains(m.Text, "\n\n"+tc.link+"\n\n") && !strings.Contains(m.Text, "Chat page: "+tc.link+"\n\n") {
+			t.Errorf("%s: the link is not on a line of its own:\n%s", tc.name, m.Text)
+		}
+		if !strings.Contains(m.HTML, `<a href="`+tc.link+`"`) {
+			t.Errorf("%s: the HTML does not link %s", tc.name, tc.link)
+		}
+		if strings.Contains(m.Text+m.HTML, "billing.stripe.com") {
+			t.Errorf("%s: links to a portal session", tc.name)
+		}
+	}
+	if m, err := ChatSignIn(DefaultBrand(), sampleSignInURL, 30*time.Minute); err != nil || !strings.Contains(m.Text, "next 30 minutes") {
+		t.Errorf("a 30-minute link: %v\n%s", err, m.Text)
+	}
+	for _, bad := range []string{"javascript:alert(1)", "/chat/signin?token=x", "https://42sisters.ai/chat/signin?token=a b"} {
+		if _, err := ChatSignIn(DefaultBrand(), bad, 15*time.Minute); err == nil {
+			t.Errorf("a sign-in email linking %q was rendered", bad)
+		}
+		if _, err := ChatPaymentFailed(DefaultBrand(), bad); err == nil {
+			t.Errorf("a failed renewal linking %q was rendered", bad)
+		}
+	}
+	if _, err := ChatSignIn(DefaultBrand(), sampleSignInURL, 0); err == nil {
+		t.Error("a sign-in email for a link valid for no time was rendered")
 	}
 }

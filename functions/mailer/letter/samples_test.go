@@ -2,6 +2,7 @@ package letter
 
 import (
 	"fmt"
+	"time"
 
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -16,6 +17,13 @@ type Sample struct {
 // sampleURL is the result page link the samples carry (the session of the
 // spec's examples).
 const sampleURL = "https://42sisters.ai/oracle/result?session_id=cs_live_abc123"
+
+// sampleSignInURL and sampleChatURL are the chat emails' links: a sign-in
+// link with a token of the minted form, and the chat page.
+const (
+	sampleSignInURL = "https://42sisters.ai/chat/signin?token=q3Zx9vB0kLm4Rt7YwE2sN8aHc5Jd1Pf6Gu0Ii3Oo9Kl"
+	sampleChatURL   = "https://42sisters.ai/chat"
+)
 
 // sampleQueries and sampleAnalyses are SPEC_ORACLE_VERDICT_PIPELINE Examples
 // 1-3; Example 3 gives only the strategy, so its summary and breakdown are
@@ -66,7 +74,8 @@ func sampleAnalysis(tier oracle.Tier, v oracle.Verdict) oracle.Analysis {
 }
 
 // Samples renders every letter with the default brand: each tier with each
-// of the four verdicts, then the silent-drop notice. Tests that must see
+// of the four verdicts, then the silent-drop notice, the order notices, the
+// acknowledgement and the chat's emails. Tests that must see
 // every customer-facing text (the content filter's) run over these.
 func Samples() ([]Sample, error) {
 	var out []Sample
@@ -96,5 +105,13 @@ func Samples() ([]Sample, error) {
 		return nil, fmt.Errorf("sample autoresponse: %w", err)
 	}
 	out = append(out, Sample{Name: "autoresponse", Message: m})
+	if m, err = ChatSignIn(DefaultBrand(), sampleSignInURL, 15*time.Minute); err != nil {
+		return nil, fmt.Errorf("sample sign-in email: %w", err)
+	}
+	out = append(out, Sample{Name: chatSignIn, Message: m})
+	if m, err = ChatPaymentFailed(DefaultBrand(), sampleChatURL); err != nil {
+		return nil, fmt.Errorf("sample failed renewal: %w", err)
+	}
+	out = append(out, Sample{Name: chatPaymentFailed, Message: m})
 	return out, nil
 }
