@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"42sisters.ai/oracle/shared/condwrite"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // SignInTTL is how long a sign-in link works.
@@ -31,8 +31,13 @@ var (
 	ErrSignInExpired = errors.New("chat: sign-in link has expired")
 )
 
-// tokenForm is a minted token: 32 random bytes, base64url without padding.
-var tokenForm = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+// tokenLen is a minted token's length: 43 base62 characters, 256 bits.
+// Letters and digits only: a separator would cut the token into short
+// words that the content filter reads in the email that carries it.
+const tokenLen = 43
+
+// tokenForm is a minted token.
+var tokenForm = regexp.MustCompile(`^[0-9A-Za-z]{43}$`)
 
 // signInPK names a token's item by the token's SHA-256: the table never
 // holds a working token, so reading it signs no one in.
@@ -45,11 +50,10 @@ func signInPK(token string) string {
 // SignInTTL: the mailer calls it as it sends the link, so that each email
 // carries its own.
 func (s *Store) IssueSignIn(ctx context.Context, account string) (token string, expires time.Time, err error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	token, err = oracle.RandomBase62(rand.Reader, tokenLen)
+	if err != nil {
 		return "", time.Time{}, fmt.Errorf("mint sign-in token: %w", err)
 	}
-	token = base64.RawURLEncoding.EncodeToString(b)
 	now := s.now()
 	expires = now.Add(SignInTTL)
 	r, err := condwrite.Put(ctx, s.db, &dynamodb.PutItemInput{

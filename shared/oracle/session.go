@@ -67,32 +67,42 @@ func ValidSessionID(id string) bool {
 // Stripe session stands behind it and no email goes with it.
 func IsAgentOrder(id string) bool { return agentOrderIDPattern.MatchString(id) }
 
-// agentOrderAlphabet is base62: an agent order's id is 32 of these, 190
-// bits, since the id alone opens the verdict (as a session id does).
-const agentOrderAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+// base62 is the alphabet of the random ids: letters and digits only, so
+// that no separator cuts an id into words the content filter would read.
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// RandomBase62 draws n base62 characters from random, each uniform over the
+// alphabet (rejection sampling): 5.95 bits each.
+func RandomBase62(random io.Reader, n int) (string, error) {
+	b := make([]byte, n)
+	out := make([]byte, 0, n)
+	for len(out) < n {
+		if _, err := io.ReadFull(random, b); err != nil {
+			return "", err
+		}
+		for _, c := range b {
+			if c < 248 && len(out) < n { // 248 = 4 * 62
+				out = append(out, base62[c%62])
+			}
+		}
+	}
+	return string(out), nil
+}
 
 // NewAgentOrderID draws the id of an order paid over x402 from random:
 // x402_live_… for a payment on a mainnet, x402_test_… on a test network,
-// as Stripe marks its sessions' mode.
+// as Stripe marks its sessions' mode. Its 32 base62 characters are 190
+// bits, since the id alone opens the verdict (as a session id does).
 func NewAgentOrderID(random io.Reader, livemode bool) (string, error) {
 	mode := "test"
 	if livemode {
 		mode = "live"
 	}
-	b := make([]byte, 32)
-	// Rejection sampling keeps each character uniform over the alphabet.
-	out := make([]byte, 0, 32)
-	for len(out) < 32 {
-		if _, err := io.ReadFull(random, b); err != nil {
-			return "", fmt.Errorf("draw an agent order id: %w", err)
-		}
-		for _, c := range b {
-			if c < 248 && len(out) < 32 { // 248 = 4 * 62
-				out = append(out, agentOrderAlphabet[c%62])
-			}
-		}
+	id, err := RandomBase62(random, 32)
+	if err != nil {
+		return "", fmt.Errorf("draw an agent order id: %w", err)
 	}
-	return "x402_" + mode + "_" + string(out), nil
+	return "x402_" + mode + "_" + id, nil
 }
 
 // ShortID is the name alerts, logs and reports give a session: its mode
