@@ -194,8 +194,15 @@ type invoiceObject struct {
 	Status             string              `json:"status"`
 	StatusTransitions  statusTransitions   `json:"status_transitions"`
 	Subscription       string              `json:"subscription"`
-	Subtotal           int64               `json:"subtotal"`
-	Total              int64               `json:"total"`
+	// SubscriptionDetails copies the subscription's metadata, as Stripe
+	// does for invoices created since 2023-06-29.
+	SubscriptionDetails subscriptionDetails `json:"subscription_details"`
+	Subtotal            int64               `json:"subtotal"`
+	Total               int64               `json:"total"`
+}
+
+type subscriptionDetails struct {
+	Metadata map[string]string `json:"metadata"`
 }
 
 type statusTransitions struct {
@@ -369,6 +376,7 @@ func (s *Server) newInvoice(sub *subscriptionRecord, reason string, start, end t
 		Status:           invoiceDraft,
 		Subscription:     sub.s.ID,
 	}}
+	inv.i.SubscriptionDetails.Metadata = maps.Clone(sub.s.Metadata)
 	for i, it := range sub.s.Items.Data {
 		ilID, err := s.newID("il_", objectIDLen)
 		if err != nil {
