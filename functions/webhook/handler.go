@@ -97,6 +97,7 @@ type Handler struct {
 	Ledger  Ledger
 	Fulfil  Fulfiller
 	Money   *Money
+	Chat    *Chat
 	Alerts  Alerter
 	Metrics Counter
 	Log     *slog.Logger
@@ -106,8 +107,9 @@ type Handler struct {
 var received = map[string]bool{"received": true}
 
 // Handle verifies the event's signature over the raw body and its API
-// version, then hands the Checkout Session events to the claim and the
-// money events (refunds, disputes, fraud warnings) to Money. Nothing is
+// version, then hands the Checkout Session events to the claim, the money
+// events (refunds, disputes, fraud warnings) to Money, and Sisters Chat's
+// subscription events (and its subscription-mode sessions) to Chat. Nothing is
 // written for a request that fails verification, nor for an event in
 // another API version than the one read (see wrongVersion).
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
@@ -139,8 +141,12 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
 
+	// A Checkout Session in mode subscription is the chat's; every other
+	// completed session is a verdict's, as before the chat.
+	chatEvent := chatEvents[event.Type] ||
+		(event.Type == stripe.EventTypeCheckoutSessionCompleted && stripex.CheckoutMode(event.Data.Raw) == string(stripe.CheckoutSessionModeSubscription))
 	switch t := audit.Event(event.Type); {
-	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t]:
+	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t], chatEvent:
 	default:
 		log.Info("event type ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
@@ -163,8 +169,8 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		log.Info("duplicate event ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
-	if moneyEvents[audit.Event(event.Type)] {
-		if err := h.Money.handle(ctx, log, event, arrived); err != nil {
+	if handle := h.sideHandler(event.Type, chatEvent); handle != nil {
+		if err := handle(ctx, log, event, arrived); err != nil {
 			if errors.Is(err, errUnreadable) {
 				return h.unreadable(ctx, log, event.ID, err), nil
 			}
@@ -193,6 +199,18 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	h.processed(ctx, log.With("outcome", res.Outcome.String(), "status", string(res.Status)), key)
 	return httpapi.JSON(http.StatusOK, received), nil
+}
+
+// sideHandler is what handles an event that is no verdict's claim: the
+// money events and the chat's; nil for a verdict's session.
+func (h *Handler) sideHandler(t stripe.EventType, chat bool) func(context.Context, *slog.Logger, stripe.Event, time.Time) error {
+	switch {
+	case chat:
+		return h.Chat.handle
+	case moneyEvents[audit.Event(t)]:
+		return h.Money.handle
+	}
+	return nil
 }
 
 // processed remembers the event under key, so that a redelivery is
@@ -262,7 +280,7 @@ func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 	if err := json.Unmarshal(body, &env); err != nil {
 		return stripe.Event{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
-	event := stripe.Event{ID: env.ID, Type: env.Type, Livemode: env.Livemode, Request: env.Request, APIVersion: env.APIVersion}
+	event := stripe.Event{ID: env.ID, Type: env.Type, Livemode: env.Livemode, Request: env.Request, APIVersion: env.APIVersion, Created: env.Created}
 	if env.Data != nil {
 		event.Data = &stripe.EventData{Raw: env.Data.Object}
 	}
@@ -284,6 +302,7 @@ type envelope struct {
 	ID         string               `json:"id"`
 	Type       stripe.EventType     `json:"type"`
 	Livemode   bool                 `json:"livemode"`
+	Created    int64                `json:"created"`
 	APIVersion string               `json:"api_version"`
 	Request    *stripe.EventRequest `json:"request"`
 	Data       *struct {

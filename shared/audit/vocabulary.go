@@ -124,7 +124,17 @@ const (
 	// and the delivery of its autoresponse (NameMail-autoresponse, with
 	// NameMailAttempt-autoresponse-<attempt> for each attempt).
 	NameReceived RecordName = "received"
+
+	// NameChatSubscription: -<event id>: one of Stripe's events about a
+	// chat subscription, as applied (with ChatRecordID).
+	NameChatSubscription RecordName = "subscription-event"
 )
+
+// ChatRecordID is the id of a record of the chat subscription id:
+// "chat-<subscription>.<name>", then "-<part>" for each part.
+func ChatRecordID(subscription string, name RecordName, parts ...any) string {
+	return RecordID("chat-"+subscription, name, parts...)
+}
 
 // InboxRecordID is the id of a record of the inbox message whose key is
 // messageKey: "inbox-<key>.<name>", then "-<part>" for each part.

@@ -87,9 +87,9 @@ func (s State) Grants(now time.Time) bool {
 }
 
 var (
-	idForm      = regexp.MustCompile(`^sub_[A-Za-z0-9]{1,250}$`)
-	customerID  = regexp.MustCompile(`^cus_[A-Za-z0-9]{1,250}$`)
-	eventIDForm = regexp.MustCompile(`^evt_[A-Za-z0-9]{1,250}$`)
+	idForm      = regexp.MustCompile(`^sub_[A-Za-z0-9_]{1,250}$`)
+	customerID  = regexp.MustCompile(`^cus_[A-Za-z0-9_]{1,250}$`)
+	eventIDForm = regexp.MustCompile(`^evt_[A-Za-z0-9_]{1,250}$`)
 	accountForm = regexp.MustCompile(`^hmac-sha256:[0-9a-f]{32}$`)
 )
 
