@@ -323,4 +323,25 @@ func TestPaymentSessionIsStillAVerdict(t *testing.T) {
 	if jobs := c.jobs("GenerateQueue"); len(jobs) != 1 || jobs[0].SessionID != s.ID {
 		t.Fatalf("generate jobs %+v", jobs)
 	}
+
+	// A subscription session's delayed payment is its subscription's
+	// events' to tell: no order, no silent-drop notice, no job.
+	sub := paidSession("cs_test_chatasync", oracle.TierQuick, "")
+	sub.Meta = map[string]string{}
+	obj := sub.object()
+	obj["mode"] = "subscription"
+	body, err := json.Marshal(map[string]any{"id": "evt_chatasync", "object": "event", "api_version": stripe.APIVersion,
+		"type": audit.EventAsyncSucceeded, "created": time.Now().Unix(), "livemode": false, "data": map[string]any{"object": obj}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := c.send(body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s", status(resp))
+	}
+	if _, ok := c.order(sub.ID); ok {
+		t.Fatal("a subscription session became an order")
+	}
+	if jobs := append(c.jobs("GenerateQueue"), c.jobs("MailQueue")...); len(jobs) != 0 {
+		t.Fatalf("jobs %+v", jobs)
+	}
 }

@@ -141,12 +141,8 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
 
-	// A Checkout Session in mode subscription is the chat's; every other
-	// completed session is a verdict's, as before the chat.
-	chatEvent := chatEvents[event.Type] ||
-		(event.Type == stripe.EventTypeCheckoutSessionCompleted && stripex.CheckoutMode(event.Data.Raw) == string(stripe.CheckoutSessionModeSubscription))
 	switch t := audit.Event(event.Type); {
-	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t], chatEvent:
+	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t], chatEvents[event.Type]:
 	default:
 		log.Info("event type ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
@@ -169,22 +165,29 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		log.Info("duplicate event ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
-	if handle := h.sideHandler(event.Type, chatEvent); handle != nil {
-		if err := handle(ctx, log, event, arrived); err != nil {
-			if errors.Is(err, errUnreadable) {
-				return h.unreadable(ctx, log, event.ID, err), nil
-			}
-			return httpapi.Error(ctx, log, err), nil
-		}
-		h.processed(ctx, log, key)
-		return httpapi.JSON(http.StatusOK, received), nil
+	switch {
+	case moneyEvents[audit.Event(event.Type)]:
+		return h.handOff(ctx, log, key, h.Money.handle, event, arrived), nil
+	case chatEvents[event.Type]:
+		return h.handOff(ctx, log, key, h.Chat.handle, event, arrived), nil
 	}
-	session, err := stripex.SessionFromJSON(event.Data.Raw)
+	session, mode, err := stripex.SessionModeFromJSON(event.Data.Raw)
 	if err == nil && session.Livemode != event.Livemode {
 		err = errors.New("event and session disagree on livemode")
 	}
 	if err != nil {
 		return h.unreadable(ctx, log, event.ID, fmt.Errorf("%w: %w", errUnreadable, err)), nil
+	}
+	// A Checkout Session in mode subscription is Sisters Chat's: its
+	// completion links the subscription to its account, and its delayed
+	// payment's outcome is the subscription's own events'. Every other
+	// session is a verdict's, as it was before the chat.
+	if mode == string(stripe.CheckoutSessionModeSubscription) {
+		if event.Type == stripe.EventTypeCheckoutSessionCompleted {
+			return h.handOff(ctx, log, key, h.Chat.handle, event, arrived), nil
+		}
+		h.processed(ctx, log.With("subscription_session", true), key)
+		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	log = log.With(obs.Session(session.ID))
 	res, err := h.Fulfil.Fulfil(ctx, session, fulfil.Trigger{
@@ -201,16 +204,19 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	return httpapi.JSON(http.StatusOK, received), nil
 }
 
-// sideHandler is what handles an event that is no verdict's claim: the
-// money events and the chat's; nil for a verdict's session.
-func (h *Handler) sideHandler(t stripe.EventType, chat bool) func(context.Context, *slog.Logger, stripe.Event, time.Time) error {
-	switch {
-	case chat:
-		return h.Chat.handle
-	case moneyEvents[audit.Event(t)]:
-		return h.Money.handle
+// handOff has an event that is no verdict's claim (the money events, the
+// chat's) handled, and answers for it: 200 and the event remembered once
+// handled, 500 alerted when it cannot be read, the error's status else.
+func (h *Handler) handOff(ctx context.Context, log *slog.Logger, key string,
+	handle func(context.Context, *slog.Logger, stripe.Event, time.Time) error, event stripe.Event, arrived time.Time) httpapi.Response {
+	if err := handle(ctx, log, event, arrived); err != nil {
+		if errors.Is(err, errUnreadable) {
+			return h.unreadable(ctx, log, event.ID, err)
+		}
+		return httpapi.Error(ctx, log, err)
 	}
-	return nil
+	h.processed(ctx, log, key)
+	return httpapi.JSON(http.StatusOK, received)
 }
 
 // processed remembers the event under key, so that a redelivery is

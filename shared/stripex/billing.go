@@ -381,19 +381,6 @@ type ChatSession struct {
 	Livemode     bool
 }
 
-// CheckoutMode reads a Checkout Session's mode from an event's
-// data.object: "payment" (a verdict), "subscription" (the chat), or what
-// else it says.
-func CheckoutMode(raw json.RawMessage) string {
-	var s struct {
-		Mode string `json:"mode"`
-	}
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s.Mode
-}
-
 // ChatSessionFromJSON decodes a subscription-mode Checkout Session.
 func ChatSessionFromJSON(raw json.RawMessage) (ChatSession, error) {
 	var s stripe.CheckoutSession
