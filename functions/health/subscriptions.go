@@ -24,7 +24,7 @@ type ChatBilling interface {
 // (subscription.Store).
 type ChatSubscriptions interface {
 	Get(ctx context.Context, account string) (subscription.State, bool, error)
-	Apply(ctx context.Context, st subscription.State) (bool, error)
+	Apply(ctx context.Context, st subscription.State) (subscription.State, bool, error)
 }
 
 // SubscriptionReconciler compares the chat's subscriptions Stripe has not
@@ -122,7 +122,7 @@ func (r *SubscriptionReconciler) one(ctx context.Context, s stripex.Subscription
 	}
 	st := subscription.State{Account: s.Account, ID: s.ID, Customer: s.Customer, Status: s.Status, PeriodEnd: s.PeriodEnd,
 		CancelAtPeriodEnd: s.CancelAtPeriodEnd, EventCreated: asOf, EventID: "evt_reconcile_" + strconv.FormatInt(asOf.Unix(), 10)}
-	applied, err := r.Store.Apply(ctx, st)
+	_, applied, err := r.Store.Apply(ctx, st)
 	switch {
 	case errors.Is(err, subscription.ErrNoAccount), errors.Is(err, subscription.ErrOtherAccount):
 		return false, false, r.alertOnce(ctx, alert.ChatSubscriptionUnknown, s, "names an account that does not exist, or not its own: "+err.Error())

@@ -154,7 +154,7 @@ func TestReconcileRepairsLostSubscriptionEvents(t *testing.T) {
 	// An event newer than the listing is kept, even when it disagrees.
 	newer := subscription.State{Account: account, ID: id, Customer: customer, Status: subscription.Canceled, PeriodEnd: st.PeriodEnd,
 		EventCreated: e.clock.Now().Add(time.Hour), EventID: "evt_newer"}
-	if _, err := e.subs.Apply(ctx, newer); err != nil {
+	if _, _, err := e.subs.Apply(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
 	if c := e.run(t); c.Status != health.OK {

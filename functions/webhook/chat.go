@@ -20,7 +20,8 @@ import (
 
 // Subscriptions keeps the chat's subscriptions (subscription.Store).
 type Subscriptions interface {
-	Apply(ctx context.Context, st subscription.State) (bool, error)
+	Get(ctx context.Context, account string) (subscription.State, bool, error)
+	Apply(ctx context.Context, st subscription.State) (subscription.State, bool, error)
 	Link(ctx context.Context, account, id string) error
 	AccountOf(ctx context.Context, id string) (string, bool, error)
 }
@@ -101,11 +102,31 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 	if err := ev.state.Validate(); err != nil && !ev.linkOnly {
 		return fmt.Errorf("%w: %w", errUnreadable, err)
 	}
+	// The record says the subscription's state after the event: the
+	// event's own, or the newer one stored before it (an event that came
+	// late changes nothing), so the audit log's last record of a
+	// subscription is its state.
+	after := ev.state
 	if ev.linkOnly {
-		err = c.Subscriptions.Link(ctx, account, ev.state.ID)
+		after.Status = ""
+		if err = c.Subscriptions.Link(ctx, account, ev.state.ID); err == nil {
+			stored, found, gerr := c.Subscriptions.Get(ctx, account)
+			if gerr != nil {
+				return gerr
+			}
+			if found && stored.ID == ev.state.ID {
+				after = stored
+			}
+		}
 	} else {
-		var applied bool
-		applied, err = c.Subscriptions.Apply(ctx, ev.state)
+		var (
+			stored  subscription.State
+			applied bool
+		)
+		stored, applied, err = c.Subscriptions.Apply(ctx, ev.state)
+		if err == nil && stored.ID == ev.state.ID {
+			after = stored
+		}
 		log = log.With("applied", applied)
 	}
 	switch {
@@ -118,7 +139,7 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 	case err != nil:
 		return err
 	}
-	if err := c.record(ctx, event, ev, arrived); err != nil {
+	if err := c.record(ctx, event, ev, after, arrived); err != nil {
 		return err
 	}
 	if ev.paymentFailed {
@@ -192,13 +213,12 @@ func (c *Chat) unknown(ctx context.Context, log *slog.Logger, event stripe.Event
 	log.Warn("subscription event for no known chat account", "why", why)
 }
 
-// record writes the event's audit record, once per event (a redelivery
-// finds it written).
-func (c *Chat) record(ctx context.Context, event stripe.Event, ev chatEvent, arrived time.Time) error {
-	st := ev.state
+// record writes the event's audit record, with st the subscription's
+// state after it, once per event (a redelivery finds it written).
+func (c *Chat) record(ctx context.Context, event stripe.Event, ev chatEvent, st subscription.State, arrived time.Time) error {
 	r := audit.Record{
 		Timestamp:      c.Now().UTC(),
-		SessionCreated: st.EventCreated,
+		SessionCreated: time.Unix(event.Created, 0).UTC(),
 		Email:          st.Account,
 		LatencyMS:      max(c.Now().Sub(arrived).Milliseconds(), 0),
 		Status:         audit.StatusOK,

@@ -201,6 +201,16 @@ func TestChatSubscriptionEventsOutOfOrderAndTwice(t *testing.T) {
 		t.Fatalf("mail jobs after %d failed payments of the renewal: %+v, want one chat_payment_failed", failures, jobs)
 	}
 
+	// The renewal came last (reversed): its record says the state after
+	// it, past_due, not the active it carried; the audit log's last word
+	// on a subscription is its state.
+	renewed := c.stored(t).PeriodEnd
+	for _, r := range c.auditRecords() {
+		if r.Source == audit.SourceChat && r.Chat.PeriodEnd != nil && r.Chat.PeriodEnd.Equal(renewed) && r.Chat.SubscriptionStatus != subscription.PastDue {
+			t.Errorf("the record of %s says %s after the renewal failed", r.EventID, r.Chat.SubscriptionStatus)
+		}
+	}
+
 	// The next retry, five days on, is paid: active again.
 	c.fake.SetControl(twiceReversed)
 	c.advance(t, `{"advance":"121h"}`)

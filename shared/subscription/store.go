@@ -161,20 +161,22 @@ func (s *Store) accountExists(ctx context.Context, account string) error {
 
 // Apply stores st when it comes from a newer event than the stored state
 // (see State.order: the event's created second, then the documented order
-// of states), and reports whether it did. An older event, or one applied
-// already (a duplicate delivery), changes nothing: the stored state never
-// regresses. The subscription is linked to st.Account first (Link).
+// of states), and reports whether it did, with the account's state as it
+// stands after the write: st's, or the newer one that refused it. An
+// older event, or one applied already (a duplicate delivery), changes
+// nothing: the stored state never regresses. The subscription is linked to
+// st.Account first (Link).
 //
 // The write is conditional on the stored order, so that concurrent events
 // leave the newest whatever the interleaving; a retried request whose
 // first attempt was applied is recognised by its write token and reported
 // applied.
-func (s *Store) Apply(ctx context.Context, st State) (applied bool, err error) {
+func (s *Store) Apply(ctx context.Context, st State) (stored State, applied bool, err error) {
 	if err := st.Validate(); err != nil {
-		return false, err
+		return State{}, false, err
 	}
 	if err := s.Link(ctx, st.Account, st.ID); err != nil {
-		return false, err
+		return State{}, false, err
 	}
 	set := "SET subscription = :id, customer = :cus, #status = :st, current_period_end = :end, event_created = :c, event_id = :ev, event_order = :o, write_id = :wid"
 	values := map[string]types.AttributeValue{
@@ -204,11 +206,16 @@ func (s *Store) Apply(ctx context.Context, st State) (applied bool, err error) {
 		ConditionExpression:       aws.String("attribute_not_exists(event_order) OR event_order < :o"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status"},
 		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if err != nil {
-		return false, fmt.Errorf("apply subscription %s: %w", st.ID, err)
+		return State{}, false, fmt.Errorf("apply subscription %s: %w", st.ID, err)
 	}
-	return r.Applied, nil
+	if r.Current == nil {
+		return st, r.Applied, nil
+	}
+	stored, err = decode(st.Account, r.Current)
+	return stored, r.Applied, err
 }
 
 func stringOf(item map[string]types.AttributeValue, name string) string {

@@ -80,11 +80,11 @@ func TestApplyKeepsTheNewestInAnyOrder(t *testing.T) {
 			order = []int{6, 5, 4, 3, 2, 1, 0} // newest first
 		}
 		for _, i := range order {
-			if _, err := s.Apply(ctx, events[i]); err != nil {
+			if _, _, err := s.Apply(ctx, events[i]); err != nil {
 				t.Fatalf("round %d, event %s: %v", round, events[i].EventID, err)
 			}
 			// Each one twice: a duplicate delivery.
-			if applied, err := s.Apply(ctx, events[i]); err != nil || applied {
+			if _, applied, err := s.Apply(ctx, events[i]); err != nil || applied {
 				t.Fatalf("round %d, %s again: applied=%v %v", round, events[i].EventID, applied, err)
 			}
 		}
@@ -105,19 +105,20 @@ func TestApplyNeverRegresses(t *testing.T) {
 	ctx := context.Background()
 	s, account, _ := newStore(t)
 	events := life(account)
-	if applied, err := s.Apply(ctx, events[4]); err != nil || !applied {
+	if _, applied, err := s.Apply(ctx, events[4]); err != nil || !applied {
 		t.Fatalf("past_due: applied=%v %v", applied, err)
 	}
 	for _, old := range events[:4] {
-		if applied, err := s.Apply(ctx, old); err != nil || applied {
-			t.Fatalf("older %s: applied=%v %v", old.EventID, applied, err)
+		stored, applied, err := s.Apply(ctx, old)
+		if err != nil || applied || stored.EventID != "evt_pastdue" || stored.Status != subscription.PastDue {
+			t.Fatalf("older %s: applied=%v %v, the state after it %+v", old.EventID, applied, err, stored)
 		}
 	}
 	if got := get(t, s, account); got.EventID != "evt_pastdue" || got.Status != subscription.PastDue {
 		t.Fatalf("stored %+v after older events", got)
 	}
-	if applied, err := s.Apply(ctx, events[5]); err != nil || !applied {
-		t.Fatalf("newer: applied=%v %v", applied, err)
+	if stored, applied, err := s.Apply(ctx, events[5]); err != nil || !applied || stored.EventID != "evt_cancel" || !stored.CancelAtPeriodEnd {
+		t.Fatalf("newer: applied=%v %v, the state after it %+v", applied, err, stored)
 	}
 }
 
@@ -137,7 +138,7 @@ func TestConcurrentEventsLeaveTheNewest(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.Apply(ctx, e); err != nil {
+			if _, _, err := s.Apply(ctx, e); err != nil {
 				errs <- err
 			}
 		}()
@@ -157,13 +158,13 @@ func TestInvoiceStateKeepsTheCancellation(t *testing.T) {
 	ctx := context.Background()
 	s, account, _ := newStore(t)
 	events := life(account)
-	if _, err := s.Apply(ctx, events[5]); err != nil { // cancellation scheduled
+	if _, _, err := s.Apply(ctx, events[5]); err != nil { // cancellation scheduled
 		t.Fatal(err)
 	}
 	paid := subscription.State{Account: account, ID: "sub_life", Status: subscription.Active, PeriodEnd: events[5].PeriodEnd,
 		CancelUnknown: true, EventCreated: events[5].EventCreated.Add(time.Hour), EventID: "evt_invoicepaid"}
-	if applied, err := s.Apply(ctx, paid); err != nil || !applied {
-		t.Fatalf("invoice state: applied=%v %v", applied, err)
+	if stored, applied, err := s.Apply(ctx, paid); err != nil || !applied || !stored.CancelAtPeriodEnd || stored.Customer != "cus_life" {
+		t.Fatalf("invoice state: applied=%v %v, the state after it %+v", applied, err, stored)
 	}
 	if got := get(t, s, account); !got.CancelAtPeriodEnd || got.Customer != "cus_life" || got.Status != subscription.Active {
 		t.Fatalf("stored %+v: the cancellation or the customer was lost", got)
@@ -179,14 +180,14 @@ func TestApplyRefusals(t *testing.T) {
 
 	stranger := st
 	stranger.Account = accounts.AccountOf("nobody@example.com")
-	if _, err := s.Apply(ctx, stranger); !errors.Is(err, subscription.ErrNoAccount) {
+	if _, _, err := s.Apply(ctx, stranger); !errors.Is(err, subscription.ErrNoAccount) {
 		t.Fatalf("unknown account: %v, want ErrNoAccount", err)
 	}
 	if _, found, _ := s.AccountOf(ctx, st.ID); found {
 		t.Fatal("the unknown account's subscription was linked")
 	}
 
-	if _, err := s.Apply(ctx, st); err != nil {
+	if _, _, err := s.Apply(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	other, _, err := accounts.SignUp(ctx, "bea@example.com")
@@ -194,7 +195,7 @@ func TestApplyRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	theft := life(other)[6]
-	if _, err := s.Apply(ctx, theft); !errors.Is(err, subscription.ErrOtherAccount) {
+	if _, _, err := s.Apply(ctx, theft); !errors.Is(err, subscription.ErrOtherAccount) {
 		t.Fatalf("another account's subscription: %v, want ErrOtherAccount", err)
 	}
 	if _, found, _ := s.Get(ctx, other); found {
@@ -212,7 +213,7 @@ func TestApplyRefusals(t *testing.T) {
 	} {
 		bad := st
 		mutate(&bad)
-		if _, err := s.Apply(ctx, bad); err == nil {
+		if _, _, err := s.Apply(ctx, bad); err == nil {
 			t.Errorf("%s: applied", name)
 		}
 	}
