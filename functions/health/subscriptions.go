@@ -47,13 +47,18 @@ type SubscriptionReconciler struct {
 const repairAlertTTL = 35 * 24 * time.Hour
 
 // Run reconciles the subscriptions and returns the check
-// "chat_subscriptions": OK, WARN when it repaired one or Stripe has no
-// chat price yet, CRITICAL when Stripe or the table could not be read.
+// "chat_subscriptions": OK, WARN when it repaired one or found one naming
+// no account, or the Price under the chat's lookup key is another price,
+// CRITICAL when Stripe or the table could not be read. Without
+// the chat's Price in Stripe (make chat-price not run yet) there is no
+// subscription to reconcile: OK, and the detail says so.
 func (r *SubscriptionReconciler) Run(ctx context.Context) health.Check {
 	start := r.Now()
 	c := health.Check{Name: "chat_subscriptions", Status: health.OK}
 	listed, repaired, unknown, err := r.reconcile(ctx)
 	switch {
+	case errors.Is(err, stripex.ErrNoChatPrice):
+		c.Detail = "nothing to reconcile: " + err.Error()
 	case errors.Is(err, stripex.ErrChatPrice):
 		c.Status, c.Detail = health.Warn, err.Error()
 	case err != nil:

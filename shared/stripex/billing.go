@@ -34,6 +34,10 @@ const MetaAccount = "account"
 // fixed price (or there is none): nothing is sold at it.
 var ErrChatPrice = errors.New("the Sisters Chat price in Stripe is missing or not C$5.00 a month")
 
+// ErrNoChatPrice is ErrChatPrice when Stripe has no Price under the lookup
+// key at all (make chat-price has not been run).
+var ErrNoChatPrice = fmt.Errorf("%w: none has the lookup key %s (make chat-price)", ErrChatPrice, oracle.ChatPriceLookupKey)
+
 // Billing makes the chat's Checkout and portal sessions, its Price, and
 // lists its subscriptions, with one key.
 type Billing struct {
@@ -108,7 +112,7 @@ func (b *Billing) ChatPriceID(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if p == nil {
-		return "", fmt.Errorf("%w: none has the lookup key %s (make chat-price)", ErrChatPrice, oracle.ChatPriceLookupKey)
+		return "", ErrNoChatPrice
 	}
 	if err := checkChatPrice(p); err != nil {
 		return "", err

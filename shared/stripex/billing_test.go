@@ -41,8 +41,8 @@ func TestCreateChatPriceOnce(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeStripe(t)
 	b := f.billing()
-	if _, err := b.ChatPriceID(ctx); !errors.Is(err, stripex.ErrChatPrice) {
-		t.Fatalf("ChatPriceID before the price is made: %v, want ErrChatPrice", err)
+	if _, err := b.ChatPriceID(ctx); !errors.Is(err, stripex.ErrNoChatPrice) {
+		t.Fatalf("ChatPriceID before the price is made: %v, want ErrNoChatPrice", err)
 	}
 	first, err := b.CreateChatPrice(ctx)
 	if err != nil || !first.Created || !strings.HasPrefix(first.ID, "price_") {
@@ -89,7 +89,7 @@ func TestAnotherPriceUnderTheLookupKeyIsRefused(t *testing.T) {
 			if code := f.api(t, http.MethodPost, "/v1/prices", form); code != http.StatusOK {
 				t.Fatalf("create the wrong price: %d", code)
 			}
-			if _, err := f.billing().ChatPriceID(ctx); !errors.Is(err, stripex.ErrChatPrice) {
+			if _, err := f.billing().ChatPriceID(ctx); !errors.Is(err, stripex.ErrChatPrice) || errors.Is(err, stripex.ErrNoChatPrice) {
 				t.Fatalf("ChatPriceID: %v, want ErrChatPrice", err)
 			}
 			if _, err := f.billing().CreateChatPrice(ctx); !errors.Is(err, stripex.ErrChatPrice) {
