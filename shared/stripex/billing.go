@@ -138,13 +138,7 @@ func (b *Billing) CreateChatPrice(ctx context.Context) (ChatPrice, error) {
 	if existing != nil {
 		return ChatPrice{ID: existing.ID}, checkChatPrice(existing)
 	}
-	p := &stripe.PriceParams{
-		Currency:    stripe.String(oracle.Currency),
-		UnitAmount:  stripe.Int64(oracle.ChatPriceCents),
-		Recurring:   &stripe.PriceRecurringParams{Interval: stripe.String(oracle.ChatInterval), IntervalCount: stripe.Int64(1)},
-		ProductData: &stripe.PriceProductDataParams{Name: stripe.String(oracle.ChatPlanName)},
-		LookupKey:   stripe.String(oracle.ChatPriceLookupKey),
-	}
+	p := chatPriceParams()
 	p.Context = ctx
 	p.SetIdempotencyKey(ChatPriceKey)
 	made, err := withKey(ctx, b.key, func(key string) (*stripe.Price, error) { return b.prices(key).New(p) })
@@ -153,6 +147,18 @@ func (b *Billing) CreateChatPrice(ctx context.Context) (ChatPrice, error) {
 	}
 	replayed := made.LastResponse != nil && made.LastResponse.Header.Get("Idempotent-Replayed") == "true"
 	return ChatPrice{ID: made.ID, Created: !replayed}, checkChatPrice(made)
+}
+
+// chatPriceParams is the chat's Price as it is made: the fixed price, a
+// product of the plan's name, the lookup key.
+func chatPriceParams() *stripe.PriceParams {
+	return &stripe.PriceParams{
+		Currency:    stripe.String(oracle.Currency),
+		UnitAmount:  stripe.Int64(oracle.ChatPriceCents),
+		Recurring:   &stripe.PriceRecurringParams{Interval: stripe.String(oracle.ChatInterval), IntervalCount: stripe.Int64(1)},
+		ProductData: &stripe.PriceProductDataParams{Name: stripe.String(oracle.ChatPlanName)},
+		LookupKey:   stripe.String(oracle.ChatPriceLookupKey),
+	}
 }
 
 // ChatCheckout is what a chat subscription's Checkout Session is made for:
