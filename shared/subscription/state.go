@@ -70,17 +70,18 @@ type State struct {
 }
 
 // Grants reports whether the state gives the chat at now (CHAT.md's
-// access rule): active, trialing and past_due (Stripe is retrying the
-// payment: access is kept meanwhile) grant; canceled, unpaid and
-// incomplete_expired grant until the end of the period paid for; a
-// subscription to be cancelled grants until its period's end; incomplete
-// and paused grant nothing.
+// access rule): active and trialing grant; past_due grants while Stripe
+// retries the renewal's payment, within the period it bills (the retries
+// end before it does, and then Stripe cancels the subscription);
+// canceled, unpaid and incomplete_expired grant until the end of the
+// period; a subscription to be cancelled grants until its period's end;
+// incomplete and paused grant nothing.
 func (s State) Grants(now time.Time) bool {
 	inPeriod := now.Before(s.PeriodEnd)
 	switch s.Status {
-	case Active, Trialing, PastDue:
+	case Active, Trialing:
 		return !s.CancelAtPeriodEnd || inPeriod
-	case Canceled, Unpaid, IncompleteExpired:
+	case PastDue, Canceled, Unpaid, IncompleteExpired:
 		return inPeriod
 	}
 	return false

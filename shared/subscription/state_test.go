@@ -16,8 +16,9 @@ func TestGrants(t *testing.T) {
 	}{
 		{Active, false, true, true},
 		{Trialing, false, true, true},
-		// Stripe is retrying the payment: access is kept meanwhile.
-		{PastDue, false, true, true},
+		// Stripe is retrying the payment: access is kept meanwhile, within
+		// the period the renewal bills.
+		{PastDue, false, true, false},
 		// Cancelled at the period's end: until then.
 		{Active, true, true, false},
 		{PastDue, true, true, false},
