@@ -17,7 +17,7 @@ import (
 // ChatBilling lists the chat's subscriptions with one Stripe key
 // (stripex.Billing).
 type ChatBilling interface {
-	ChatSubscriptions(ctx context.Context, each func(stripex.Subscription) error) error
+	ChatSubscriptions(ctx context.Context, endedSince time.Time, each func(stripex.Subscription) error) error
 }
 
 // ChatSubscriptions reads and repairs the stored subscriptions
@@ -28,10 +28,10 @@ type ChatSubscriptions interface {
 }
 
 // SubscriptionReconciler compares the chat's subscriptions Stripe has not
-// ended with the chat table, as Reconciler compares paid sessions with the
-// orders: a subscription the table lacks, or holds in another status,
-// period or cancellation, is stored as Stripe has it (an event was lost or
-// refused) and alerted once.
+// ended, and those it cancelled within EndedWindow, with the chat table, as
+// Reconciler compares paid sessions with the orders: a subscription the
+// table lacks, or holds in another status, period or cancellation, is
+// stored as Stripe has it (an event was lost or refused) and alerted once.
 type SubscriptionReconciler struct {
 	Billing map[bool]ChatBilling // by livemode; a mode without a key is absent
 	Store   ChatSubscriptions
@@ -40,6 +40,12 @@ type SubscriptionReconciler struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 }
+
+// EndedWindow is how far back the reconciliation looks at subscriptions
+// Stripe cancelled, by the end of their last period: a cancellation whose
+// event was lost within it is repaired on the next run (the job runs every
+// few minutes), however long ago the table's state was stored.
+const EndedWindow = 35 * 24 * time.Hour
 
 // repairAlertTTL is how long a repair is remembered as alerted: a
 // subscription repaired to the same state again within it (its events
@@ -64,7 +70,7 @@ func (r *SubscriptionReconciler) Run(ctx context.Context) health.Check {
 	case err != nil:
 		c.Status, c.Detail = health.Critical, err.Error()
 	default:
-		c.Detail = fmt.Sprintf("%d chat subscription(s) in Stripe, %d repaired from Stripe's state, %d naming no account", listed, repaired, unknown)
+		c.Detail = fmt.Sprintf("%d chat subscription(s) in Stripe (live or ended lately), %d repaired from Stripe's state, %d naming no account", listed, repaired, unknown)
 		if repaired > 0 || unknown > 0 {
 			c.Status = health.Warn
 		}
@@ -84,7 +90,7 @@ func (r *SubscriptionReconciler) reconcile(ctx context.Context) (listed, repaire
 		// is newer and wins over the repair (Apply's order), one made before
 		// it is in what the listing shows.
 		asOf := r.Now().Truncate(time.Second)
-		err := b.ChatSubscriptions(ctx, func(s stripex.Subscription) error {
+		err := b.ChatSubscriptions(ctx, asOf.Add(-EndedWindow), func(s stripex.Subscription) error {
 			listed++
 			fixed, known, err := r.one(ctx, s, asOf)
 			if err != nil {

@@ -75,7 +75,7 @@ func (e *subsEnv) subscribe(t *testing.T, account string) (string, string) {
 	}
 	resp.Body.Close()
 	var id, customer string
-	err = e.billing.ChatSubscriptions(ctx, func(s stripex.Subscription) error {
+	err = e.billing.ChatSubscriptions(ctx, time.Time{}, func(s stripex.Subscription) error {
 		if s.Account == account {
 			id, customer = s.ID, s.Customer
 		}
@@ -185,5 +185,46 @@ func TestReconcileAlertsASubscriptionOfNoAccount(t *testing.T) {
 	}
 	if _, found, _ := e.subs.AccountOf(ctx, id); found {
 		t.Fatal("linked to no account")
+	}
+}
+
+// A subscription Stripe cancelled whose customer.subscription.deleted was
+// lost is stored canceled on the next run: an active state left in the
+// table would grant the chat for ever.
+func TestReconcileRepairsALostCancellation(t *testing.T) {
+	ctx := context.Background()
+	e := newSubsEnv(t)
+	if _, err := e.billing.CreateChatPrice(ctx); err != nil {
+		t.Fatal(err)
+	}
+	account, _, err := e.accounts.SignUp(ctx, "ana@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := e.subscribe(t, account)
+	e.run(t)
+	e.alerts.take()
+
+	req, _ := http.NewRequest(http.MethodDelete, e.stripe+"/v1/subscriptions/"+id, nil)
+	req.Header.Set("Authorization", "Bearer sk_test_health_subs")
+	resp, err := stayOnThePage.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("cancel: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if c := e.run(t); c.Status != health.Warn || !strings.Contains(c.Detail, "1 repaired") {
+		t.Fatalf("check %+v", c)
+	}
+	st, _, err := e.subs.Get(ctx, account)
+	if err != nil || st.Status != subscription.Canceled || st.Grants(st.PeriodEnd) {
+		t.Fatalf("stored %+v %v, want canceled", st, err)
+	}
+	if got := e.alerts.take(); !slices.Equal(got, []string{"WARN " + string(alert.ChatSubscriptionRepaired) + " "}) {
+		t.Fatalf("alerts %v", got)
+	}
+	// Past the window, a cancelled subscription is no longer listed.
+	e.clock.Add(EndedWindow + 32*24*time.Hour)
+	if c := e.run(t); c.Status != health.OK || !strings.HasPrefix(c.Detail, "0 chat subscription(s)") {
+		t.Fatalf("long after: %+v", c)
 	}
 }

@@ -114,7 +114,7 @@ func (c *chatEnv) advance(t *testing.T, body string) {
 func (c *chatEnv) stripeSub(t *testing.T, id string) stripex.Subscription {
 	t.Helper()
 	var found *stripex.Subscription
-	err := c.billing.ChatSubscriptions(context.Background(), func(s stripex.Subscription) error {
+	err := c.billing.ChatSubscriptions(context.Background(), time.Unix(0, 0), func(s stripex.Subscription) error {
 		if s.ID == id {
 			found = &s
 		}

@@ -295,33 +295,43 @@ func SubscriptionFromJSON(raw json.RawMessage) (Subscription, error) {
 }
 
 // ChatSubscriptions calls each, newest first, with every subscription to
-// the chat's Price that Stripe has not ended (any status but canceled).
-// The listing stops at the first error from each, which it returns.
-func (b *Billing) ChatSubscriptions(ctx context.Context, each func(Subscription) error) error {
+// the chat's Price that Stripe has not ended (any status but canceled),
+// then with those it cancelled whose period ends at endedSince or later
+// (zero: none of them): the ones whose cancellation may not have reached
+// the chat table yet. The listing stops at the first error from each,
+// which it returns.
+func (b *Billing) ChatSubscriptions(ctx context.Context, endedSince time.Time, each func(Subscription) error) error {
 	priceID, err := b.ChatPriceID(ctx)
 	if err != nil {
 		return err
 	}
-	p := &stripe.SubscriptionListParams{Price: stripe.String(priceID)}
-	p.Context = ctx
-	p.Limit = stripe.Int64(100)
-	// As CompletedSessions: a refusal comes with the first page.
-	var eachErr error
-	_, err = withKey(ctx, b.key, func(key string) (struct{}, error) {
-		it := (&subscription.Client{B: b.backend, Key: key}).List(p)
-		for it.Next() {
-			if err := each(subscriptionOf(it.Subscription())); err != nil {
-				eachErr = err
-				return struct{}{}, nil
-			}
-		}
-		return struct{}{}, it.Err()
-	})
-	if eachErr != nil {
-		return eachErr
+	live := &stripe.SubscriptionListParams{Price: stripe.String(priceID)}
+	lists := []*stripe.SubscriptionListParams{live}
+	if !endedSince.IsZero() {
+		lists = append(lists, &stripe.SubscriptionListParams{Price: stripe.String(priceID), Status: stripe.String(string(stripe.SubscriptionStatusCanceled)),
+			CurrentPeriodEndRange: &stripe.RangeQueryParams{GreaterThanOrEqual: endedSince.Unix()}})
 	}
-	if err != nil {
-		return classify(err, "list chat subscriptions")
+	for _, p := range lists {
+		p.Context = ctx
+		p.Limit = stripe.Int64(100)
+		// As CompletedSessions: a refusal comes with the first page.
+		var eachErr error
+		_, err = withKey(ctx, b.key, func(key string) (struct{}, error) {
+			it := (&subscription.Client{B: b.backend, Key: key}).List(p)
+			for it.Next() {
+				if err := each(subscriptionOf(it.Subscription())); err != nil {
+					eachErr = err
+					return struct{}{}, nil
+				}
+			}
+			return struct{}{}, it.Err()
+		})
+		if eachErr != nil {
+			return eachErr
+		}
+		if err != nil {
+			return classify(err, "list chat subscriptions")
+		}
 	}
 	return nil
 }

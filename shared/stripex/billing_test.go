@@ -158,7 +158,7 @@ func TestChatCheckoutPortalAndListing(t *testing.T) {
 	}
 	resp.Body.Close()
 	var subs []stripex.Subscription
-	if err := b.ChatSubscriptions(ctx, func(s stripex.Subscription) error { subs = append(subs, s); return nil }); err != nil {
+	if err := b.ChatSubscriptions(ctx, time.Time{}, func(s stripex.Subscription) error { subs = append(subs, s); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(subs) != 1 || subs[0].Account != chatAccount || subs[0].Status != "active" || !strings.HasPrefix(subs[0].Customer, "cus_") ||
@@ -194,7 +194,7 @@ func TestBillingReadsARolledKeyAgain(t *testing.T) {
 			return err
 		},
 		"ChatSubscriptions": func(ctx context.Context, b *stripex.Billing, _ string) error {
-			return b.ChatSubscriptions(ctx, func(stripex.Subscription) error { return nil })
+			return b.ChatSubscriptions(ctx, time.Now().Add(-time.Hour), func(stripex.Subscription) error { return nil })
 		},
 	}
 	for name, op := range ops {

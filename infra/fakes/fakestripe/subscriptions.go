@@ -634,11 +634,15 @@ func (s *Server) cancelSubscription(r *http.Request, _ url.Values) (any, error) 
 }
 
 // listSubscriptions serves GET /v1/subscriptions: newest first, by status
-// (default: all but canceled), customer and price.
+// (default: all but canceled), customer, price and current_period_end[gte].
 func (s *Server) listSubscriptions(_ *http.Request, form url.Values) (any, error) {
 	status, customer, price := form.Get("status"), form.Get("customer"), form.Get("price")
 	if status != "" && !subscriptionStatuses[status] {
 		return nil, invalidParam("", "status", "Invalid status: must be one of active, all, canceled, ended, incomplete, incomplete_expired, past_due, paused, trialing, or unpaid")
+	}
+	endFrom, _, err := parseInt(form, "current_period_end[gte]", 0, 1<<40)
+	if err != nil {
+		return nil, err
 	}
 	all := slices.SortedFunc(maps.Values(s.subscriptions), func(a, b *subscriptionRecord) int {
 		return cmp.Or(cmp.Compare(b.s.Created, a.s.Created), strings.Compare(b.s.ID, a.s.ID))
@@ -658,6 +662,8 @@ func (s *Server) listSubscriptions(_ *http.Request, form url.Values) (any, error
 		case customer != "" && o.Customer != customer:
 			return false
 		case price != "" && !slices.ContainsFunc(o.Items.Data, func(it subItem) bool { return it.Price.ID == price }):
+			return false
+		case o.CurrentPeriodEnd < endFrom:
 			return false
 		}
 		return true
