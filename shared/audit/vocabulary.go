@@ -124,17 +124,7 @@ const (
 	// and the delivery of its autoresponse (NameMail-autoresponse, with
 	// NameMailAttempt-autoresponse-<attempt> for each attempt).
 	NameReceived RecordName = "received"
-
-	// NameChatSubscription: -<event id>: one of Stripe's events about a
-	// chat subscription, as applied (with ChatRecordID).
-	NameChatSubscription RecordName = "subscription-event"
 )
-
-// ChatRecordID is the id of a record of the chat subscription id:
-// "chat-<subscription>.<name>", then "-<part>" for each part.
-func ChatRecordID(subscription string, name RecordName, parts ...any) string {
-	return RecordID("chat-"+subscription, name, parts...)
-}
 
 // InboxRecordID is the id of a record of the inbox message whose key is
 // messageKey: "inbox-<key>.<name>", then "-<part>" for each part.
@@ -153,4 +143,14 @@ func RecordID(session string, name RecordName, parts ...any) string {
 		fmt.Fprintf(&b, "-%v", p)
 	}
 	return b.String()
+}
+
+// NameChatSubscription: -<event id>: one of Stripe's events about a chat
+// subscription, as applied (with ChatRecordID).
+const NameChatSubscription RecordName = "subscription-event"
+
+// ChatRecordID is the id of a record of the chat subscription id:
+// "chat-<subscription>.<name>", then "-<part>" for each part.
+func ChatRecordID(subscription string, name RecordName, parts ...any) string {
+	return RecordID("chat-"+subscription, name, parts...)
 }
