@@ -355,3 +355,32 @@ func TestPaymentSessionIsStillAVerdict(t *testing.T) {
 		t.Fatalf("jobs %+v", jobs)
 	}
 }
+
+// Subscription events from an endpoint in a later API version (where a
+// subscription's current_period_end moved onto its items, and would read
+// as zero) are refused 409 and read not at all: nothing linked or stored.
+func TestChatEventsOfAnotherAPIVersionAreRefused(t *testing.T) {
+	c := newChatEnv(t)
+	id := c.subscribe(t, c.account, fakestripe.Control{APIVersion: "2024-09-30.acacia"})
+	deliveries := c.fake.Deliveries()
+	if len(deliveries) != 3 {
+		t.Fatalf("%d deliveries, want the subscription's three", len(deliveries))
+	}
+	for _, d := range deliveries {
+		if d.Status != http.StatusConflict {
+			t.Errorf("%s answered %d, want 409", d.Type, d.Status)
+		}
+		if c.eventRecorded(d.EventID) {
+			t.Errorf("%s recorded as processed", d.Type)
+		}
+	}
+	if _, found, _ := c.subs.Get(context.Background(), c.account); found {
+		t.Fatal("a state was stored from another version's event")
+	}
+	if _, found, _ := c.subs.AccountOf(context.Background(), id); found {
+		t.Fatal("the subscription was linked from another version's event")
+	}
+	if alerts := strings.Join(c.alertTexts(), "\n"); !strings.Contains(alerts, string(alert.WebhookAPIVersion)) {
+		t.Fatalf("alerts: %s", alerts)
+	}
+}
