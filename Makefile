@@ -20,7 +20,7 @@ X402CLIENT          := infra/x402client/node_modules/.package-lock.json
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke smoke-wallet ops inbox-replay x402-pay invoke tools clean
+.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke smoke-wallet ops inbox-replay chat-price x402-pay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -187,6 +187,11 @@ else
 	@$(GO) build -o .build/local ./infra/local
 	@set -o pipefail; .build/local invoke InboxFunction -e .build/inbox-replay.json 2>.build/inbox-replay.log | python3 infra/opsverb/ops.py answer inbox || { echo "(the function's log: .build/inbox-replay.log)"; exit 1; }
 endif
+
+## chat-price: makes Sisters Chat's Stripe Price (C$5.00 a month, lookup key sisters_chat_monthly_cad) once, in `make run`'s fake Stripe, or with REMOTE=1 in the Stripe account of the deployed stack (STACK; its keys, or STRIPE_SECRET_KEY from the environment); a Price already there is reported, one at another price refused (exit 1)
+chat-price:
+	@$(GO) build -o .build/chatprice ./infra/chatprice
+	@$(if $(REGION),AWS_REGION=$(REGION)) .build/chatprice $(if $(REMOTE),-stack $(STACK),-local $(CURDIR)/.build/stack-local.json)
 
 ## smoke: the smoke test's twelve stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
 smoke:

@@ -34,6 +34,7 @@ const (
 type settings struct {
 	OrdersTable string
 	LedgerTable string
+	ChatTable   string
 	AuditBucket string
 	AlertsTopic string
 	// Queues by the name the record gives them; DeadLetters likewise,
@@ -87,6 +88,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	s := settings{
 		OrdersTable: env.String("ORDERS_TABLE"),
 		LedgerTable: env.String("LEDGER_TABLE"),
+		ChatTable:   env.String("CHAT_TABLE"),
 		AuditBucket: env.String("AUDIT_BUCKET"),
 		AlertsTopic: env.String("ALERTS_TOPIC_ARN"),
 		Queues: []queueRef{

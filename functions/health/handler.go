@@ -68,6 +68,9 @@ type Handler struct {
 	FailCritical int
 	// History is how long each run's record is kept.
 	History time.Duration
+
+	// Subscriptions reconciles Sisters Chat's subscriptions with Stripe's.
+	Subscriptions *SubscriptionReconciler
 }
 
 // Handle runs the job once; its event (the schedule's) carries nothing it
@@ -79,6 +82,9 @@ func (h *Handler) Handle(ctx context.Context, _ any) (health.Record, error) {
 	rec.Checks = h.runChecks(ctx, &rec)
 	if h.Reconcile != nil {
 		rec.Checks = append(rec.Checks, h.Reconcile.Run(ctx, &rec)...)
+	}
+	if h.Subscriptions != nil {
+		rec.Checks = append(rec.Checks, h.Subscriptions.Run(ctx))
 	}
 	rec.Overall = health.OverallOf(rec.Checks)
 	h.lifecycle(ctx, rec.Checks)

@@ -2,9 +2,10 @@
 // checks the stores, the queues, the email transport, the model, Stripe and,
 // with the agent rail on, the x402 facilitator; samples the stored
 // verdicts, finds the paid orders left behind and sends what they are owed
-// again, claims the paid sessions whose webhook never arrived, reminds the
-// operator of the orders waiting for them, and keeps the run's record for
-// the health endpoint.
+// again, claims the paid sessions whose webhook never arrived, repairs the
+// chat subscriptions whose events were lost, reminds the operator of the
+// orders waiting for them, and keeps the run's record for the health
+// endpoint.
 package main
 
 import (
@@ -27,6 +28,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
 	"42sisters.ai/oracle/shared/wait"
 	"42sisters.ai/oracle/shared/x402rail"
 )
@@ -52,13 +54,16 @@ func main() {
 
 	sessions := map[bool]Sessions{}
 	pingers := map[string]StripePinger{}
+	billing := map[bool]ChatBilling{}
 	if cfg.StripeLive != nil {
 		c := stripex.NewWithKey(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
 		sessions[true], pingers["live"] = c, c
+		billing[true] = stripex.NewBilling(cfg.StripeLive, stripex.Options{BaseURL: cfg.StripeAPIBase})
 	}
 	if cfg.StripeTest != nil {
 		c := stripex.NewWithKey(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
 		sessions[false], pingers["test"] = c, c
+		billing[false] = stripex.NewBilling(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase})
 	}
 
 	h := &Handler{States: ledger, Alerts: alerts, Metrics: fn.Metrics, Log: log, Now: time.Now, Sleep: wait.Sleep,
@@ -120,6 +125,14 @@ func main() {
 		WebhookGrace:    cfg.WebhookGrace,
 		RealertEvery:    cfg.RealertEvery,
 		Retention:       cfg.Retention,
+	}
+	h.Subscriptions = &SubscriptionReconciler{
+		Billing: billing,
+		Store:   subscription.NewStore(db, cfg.ChatTable),
+		Ledger:  ledger,
+		Alerts:  alerts,
+		Log:     log,
+		Now:     time.Now,
 	}
 	lambda.Start(h.Handle)
 }

@@ -15,6 +15,7 @@ import (
 type settings struct {
 	OrdersTable   string
 	LedgerTable   string
+	ChatTable     string
 	GenerateQueue string
 	MailQueue     string
 	AuditBucket   string
@@ -39,6 +40,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	s := settings{
 		OrdersTable:    env.String("ORDERS_TABLE"),
 		LedgerTable:    env.String("LEDGER_TABLE"),
+		ChatTable:      env.String("CHAT_TABLE"),
 		GenerateQueue:  env.String("GENERATE_QUEUE_URL"),
 		MailQueue:      env.String("MAIL_QUEUE_URL"),
 		AuditBucket:    env.String("AUDIT_BUCKET"),

@@ -97,6 +97,7 @@ type Handler struct {
 	Ledger  Ledger
 	Fulfil  Fulfiller
 	Money   *Money
+	Chat    *Chat
 	Alerts  Alerter
 	Metrics Counter
 	Log     *slog.Logger
@@ -106,8 +107,9 @@ type Handler struct {
 var received = map[string]bool{"received": true}
 
 // Handle verifies the event's signature over the raw body and its API
-// version, then hands the Checkout Session events to the claim and the
-// money events (refunds, disputes, fraud warnings) to Money. Nothing is
+// version, then hands the Checkout Session events to the claim, the money
+// events (refunds, disputes, fraud warnings) to Money, and Sisters Chat's
+// subscription events (and its subscription-mode sessions) to Chat. Nothing is
 // written for a request that fails verification, nor for an event in
 // another API version than the one read (see wrongVersion).
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
@@ -140,7 +142,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
 
 	switch t := audit.Event(event.Type); {
-	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t]:
+	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t], chatEvents[event.Type]:
 	default:
 		log.Info("event type ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
@@ -163,22 +165,29 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		log.Info("duplicate event ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
-	if moneyEvents[audit.Event(event.Type)] {
-		if err := h.Money.handle(ctx, log, event, arrived); err != nil {
-			if errors.Is(err, errUnreadable) {
-				return h.unreadable(ctx, log, event.ID, err), nil
-			}
-			return httpapi.Error(ctx, log, err), nil
-		}
-		h.processed(ctx, log, key)
-		return httpapi.JSON(http.StatusOK, received), nil
+	switch {
+	case moneyEvents[audit.Event(event.Type)]:
+		return h.handOff(ctx, log, key, h.Money.handle, event, arrived), nil
+	case chatEvents[event.Type]:
+		return h.handOff(ctx, log, key, h.Chat.handle, event, arrived), nil
 	}
-	session, err := stripex.SessionFromJSON(event.Data.Raw)
+	session, mode, err := stripex.SessionModeFromJSON(event.Data.Raw)
 	if err == nil && session.Livemode != event.Livemode {
 		err = errors.New("event and session disagree on livemode")
 	}
 	if err != nil {
 		return h.unreadable(ctx, log, event.ID, fmt.Errorf("%w: %w", errUnreadable, err)), nil
+	}
+	// A Checkout Session in mode subscription is Sisters Chat's: its
+	// completion links the subscription to its account, and its delayed
+	// payment's outcome is the subscription's own events'. Every other
+	// session is a verdict's, as it was before the chat.
+	if mode == string(stripe.CheckoutSessionModeSubscription) {
+		if event.Type == stripe.EventTypeCheckoutSessionCompleted {
+			return h.handOff(ctx, log, key, h.Chat.handle, event, arrived), nil
+		}
+		h.processed(ctx, log.With("subscription_session", true), key)
+		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	log = log.With(obs.Session(session.ID))
 	res, err := h.Fulfil.Fulfil(ctx, session, fulfil.Trigger{
@@ -193,6 +202,21 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	h.processed(ctx, log.With("outcome", res.Outcome.String(), "status", string(res.Status)), key)
 	return httpapi.JSON(http.StatusOK, received), nil
+}
+
+// handOff has an event that is no verdict's claim (the money events, the
+// chat's) handled, and answers for it: 200 and the event remembered once
+// handled, 500 alerted when it cannot be read, the error's status else.
+func (h *Handler) handOff(ctx context.Context, log *slog.Logger, key string,
+	handle func(context.Context, *slog.Logger, stripe.Event, time.Time) error, event stripe.Event, arrived time.Time) httpapi.Response {
+	if err := handle(ctx, log, event, arrived); err != nil {
+		if errors.Is(err, errUnreadable) {
+			return h.unreadable(ctx, log, event.ID, err)
+		}
+		return httpapi.Error(ctx, log, err)
+	}
+	h.processed(ctx, log, key)
+	return httpapi.JSON(http.StatusOK, received)
 }
 
 // processed remembers the event under key, so that a redelivery is
@@ -262,7 +286,7 @@ func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 	if err := json.Unmarshal(body, &env); err != nil {
 		return stripe.Event{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
-	event := stripe.Event{ID: env.ID, Type: env.Type, Livemode: env.Livemode, Request: env.Request, APIVersion: env.APIVersion}
+	event := stripe.Event{ID: env.ID, Type: env.Type, Livemode: env.Livemode, Request: env.Request, APIVersion: env.APIVersion, Created: env.Created}
 	if env.Data != nil {
 		event.Data = &stripe.EventData{Raw: env.Data.Object}
 	}
@@ -284,6 +308,7 @@ type envelope struct {
 	ID         string               `json:"id"`
 	Type       stripe.EventType     `json:"type"`
 	Livemode   bool                 `json:"livemode"`
+	Created    int64                `json:"created"`
 	APIVersion string               `json:"api_version"`
 	Request    *stripe.EventRequest `json:"request"`
 	Data       *struct {

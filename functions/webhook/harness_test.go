@@ -33,6 +33,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
 )
 
 const (
@@ -109,6 +110,8 @@ func newEnvWith(t testing.TB, secrets Secrets, instrument func(*aws.Config)) *en
 		Retention: 90 * 24 * time.Hour,
 	}
 	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now,
+		Chat: &Chat{Subscriptions: subscription.NewStore(e.db, f.Ref("ChatTable")), Mail: e.svc.Mail, Ledger: ledger, Audit: e.svc.Audit,
+			Alerts: alerts, Now: e.clock.Now},
 		Money: &Money{
 			Index:    store.NewOrderIndex(awsenv.NewQueries(cfg), f.Ref("OrdersTable")),
 			Orders:   store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),

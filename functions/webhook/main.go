@@ -1,6 +1,6 @@
 // Command webhook is the Lambda function behind POST /api/webhook: it
 // verifies Stripe's events and turns paid Checkout Sessions into orders with
-// one queued generation job each.
+// one queued generation job each, and keeps Sisters Chat's subscriptions.
 package main
 
 import (
@@ -16,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/subscription"
 )
 
 func main() {
@@ -51,6 +52,14 @@ func main() {
 			Hasher:   cfg.Hasher,
 			BaseURL:  cfg.BaseURL,
 			Now:      time.Now,
+		},
+		Chat: &Chat{
+			Subscriptions: subscription.NewStore(db, cfg.ChatTable),
+			Mail:          mailQueue,
+			Ledger:        ledger,
+			Audit:         recorder,
+			Alerts:        alerts,
+			Now:           time.Now,
 		},
 		Fulfil: &fulfil.Service{
 			Orders:    orders,

@@ -175,6 +175,21 @@ const (
 	// payment no order has. Look it up in Stripe's Dashboard: another
 	// product on the account, or an order lost before its claim.
 	ChargeUnknown Kind = "CHARGE_UNKNOWN"
+	// ChatSubscriptionUnknown (ERROR): an event about a subscription names
+	// no chat account that exists (no account in its metadata, or one the
+	// chat table does not have), or one other than the account the
+	// subscription belongs to. It is answered 200 and nothing is stored.
+	// Look the subscription up in Stripe's Dashboard: another product on
+	// the account needs nothing; a chat subscriber's needs the account
+	// found (make ops ACTION=chat) and the subscription's metadata fixed.
+	ChatSubscriptionUnknown Kind = "CHAT_SUBSCRIPTION_UNKNOWN"
+	// ChatSubscriptionRepaired (WARN): the health job found a chat
+	// subscription Stripe has in another state (status, period, or
+	// cancellation) than the chat table, or not at all, and stored
+	// Stripe's: an event was lost or refused. Nothing to do for the
+	// subscriber; many point at the webhook endpoint (its events, its
+	// version).
+	ChatSubscriptionRepaired Kind = "CHAT_SUBSCRIPTION_REPAIRED"
 
 	// InboxMessage (WARN): a message reached the support inbox. The
 	// detail shows the sender's keyed hash and domain, the subject
@@ -242,6 +257,7 @@ func Kinds() []Kind {
 		EmailFailed, EmailBlocked, EmailDeadLetter, EmailBounced, EmailComplaint, JobDeadLettered,
 		HealthCheckFailed, HealthDegraded, Recovered, OrderStuck, WebhookMissed, OrderUnresolved, VerdictCorrupt,
 		SmokePassed, SmokeFailed, Refunded, PartialRefund, DisputeOpened, EarlyFraudWarning, ChargeUnknown,
+		ChatSubscriptionUnknown, ChatSubscriptionRepaired,
 		InboxMessage, InboxSeeded, InboxUnreadable, InboxFailed, AutoresponseFailed,
 		X402SettleFailed, X402SettleUnconfirmed, X402RefundOwed, X402FacilitatorDown,
 		ChatReplyFiltered,

@@ -151,3 +151,13 @@ func RecordID(session string, name RecordName, parts ...any) string {
 	}
 	return b.String()
 }
+
+// NameChatSubscription: -<event id>: one of Stripe's events about a chat
+// subscription, as applied (with ChatRecordID).
+const NameChatSubscription RecordName = "subscription-event"
+
+// ChatRecordID is the id of a record of the chat subscription id:
+// "chat-<subscription>.<name>", then "-<part>" for each part.
+func ChatRecordID(subscription string, name RecordName, parts ...any) string {
+	return RecordID("chat-"+subscription, name, parts...)
+}

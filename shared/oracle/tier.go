@@ -37,6 +37,18 @@ var tiers = map[Tier]tierInfo{
 	TierStrategy: {name: "Strategy Session", cents: 2500, usdc: 1_000_000},
 }
 
+// Sisters Chat is sold beside the tiers as a subscription at a price fixed
+// here as theirs are: C$5.00 (ChatPriceCents, in Currency) every month.
+// Stripe holds it as a recurring Price found by ChatPriceLookupKey, which
+// `make chat-price` creates; a Price found there with another amount,
+// currency or interval is refused, never charged.
+const (
+	ChatPlanName             = "Sisters Chat"
+	ChatPriceCents     int64 = 500
+	ChatInterval             = "month"
+	ChatPriceLookupKey       = "sisters_chat_monthly_cad"
+)
+
 // Tiers lists the tiers in price order.
 func Tiers() []Tier { return []Tier{TierQuick, TierFull, TierStrategy} }
 

@@ -13,6 +13,7 @@ import (
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/tools"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/secret"
 )
 
 // stripeMock starts stripe-mock, Stripe's own server that validates requests
@@ -97,5 +98,35 @@ func TestListRequestContract(t *testing.T) {
 	}
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatalf("stripe-mock refused the ping: %v", err)
+	}
+}
+
+// TestBillingRequestContract: the chat's calls (its Price made, its
+// Checkout in mode subscription, the portal, the subscriptions listed)
+// are requests the published API accepts. stripe-mock answers any price
+// list with a fixture that is not the chat's price, so the Price found is
+// set here, as the lookup would find it.
+func TestBillingRequestContract(t *testing.T) {
+	url := stripeMock(t)
+	b := NewBilling(secret.Static("sk_test_123"), Options{BaseURL: url, Timeout: 5 * time.Second})
+	ctx := context.Background()
+	p := chatPriceParams()
+	p.Context = ctx
+	if _, err := b.prices("sk_test_123").New(p); err != nil {
+		t.Fatalf("stripe-mock refused the price: %v", err)
+	}
+	if _, err := b.findChatPrice(ctx); err != nil {
+		t.Fatalf("stripe-mock refused the price lookup: %v", err)
+	}
+	b.priceID = "price_123"
+	if _, err := b.CreateChatCheckout(ctx, ChatCheckout{Account: "hmac-sha256:0123456789abcdef0123456789abcdef", Email: "ada@example.com", SiteURL: "https://42sisters.ai"}, time.Now()); err != nil {
+		t.Fatalf("stripe-mock refused the subscription checkout: %v", err)
+	}
+	if _, err := b.CreatePortal(ctx, "cus_123", "https://42sisters.ai"); err != nil {
+		t.Fatalf("stripe-mock refused the portal session: %v", err)
+	}
+	n := 0
+	if err := b.ChatSubscriptions(ctx, time.Now().Add(-time.Hour), func(Subscription) error { n++; return nil }); err != nil || n == 0 {
+		t.Fatalf("stripe-mock refused the subscription list (%d listed): %v", n, err)
 	}
 }

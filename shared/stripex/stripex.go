@@ -322,14 +322,22 @@ func Session(s *stripe.CheckoutSession) oracle.Session {
 
 // SessionFromJSON decodes a session object from an event's data.object.
 func SessionFromJSON(raw json.RawMessage) (oracle.Session, error) {
+	s, _, err := SessionModeFromJSON(raw)
+	return s, err
+}
+
+// SessionModeFromJSON is SessionFromJSON that also says the session's
+// mode ("payment" for a verdict, "subscription" for Sisters Chat), from
+// the one decoding.
+func SessionModeFromJSON(raw json.RawMessage) (oracle.Session, string, error) {
 	var s stripe.CheckoutSession
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return oracle.Session{}, fmt.Errorf("decode checkout session: %w", err)
+		return oracle.Session{}, "", fmt.Errorf("decode checkout session: %w", err)
 	}
 	if !oracle.ValidSessionID(s.ID) {
-		return oracle.Session{}, fmt.Errorf("decode checkout session: invalid id")
+		return oracle.Session{}, "", fmt.Errorf("decode checkout session: invalid id")
 	}
-	return Session(&s), nil
+	return Session(&s), string(s.Mode), nil
 }
 
 // quiet discards stripe-go's own log lines: they can quote request

@@ -194,8 +194,15 @@ type invoiceObject struct {
 	Status             string              `json:"status"`
 	StatusTransitions  statusTransitions   `json:"status_transitions"`
 	Subscription       string              `json:"subscription"`
-	Subtotal           int64               `json:"subtotal"`
-	Total              int64               `json:"total"`
+	// SubscriptionDetails copies the subscription's metadata, as Stripe
+	// does for invoices created since 2023-06-29.
+	SubscriptionDetails subscriptionDetails `json:"subscription_details"`
+	Subtotal            int64               `json:"subtotal"`
+	Total               int64               `json:"total"`
+}
+
+type subscriptionDetails struct {
+	Metadata map[string]string `json:"metadata"`
 }
 
 type statusTransitions struct {
@@ -369,6 +376,7 @@ func (s *Server) newInvoice(sub *subscriptionRecord, reason string, start, end t
 		Status:           invoiceDraft,
 		Subscription:     sub.s.ID,
 	}}
+	inv.i.SubscriptionDetails.Metadata = maps.Clone(sub.s.Metadata)
 	for i, it := range sub.s.Items.Data {
 		ilID, err := s.newID("il_", objectIDLen)
 		if err != nil {
@@ -626,11 +634,15 @@ func (s *Server) cancelSubscription(r *http.Request, _ url.Values) (any, error) 
 }
 
 // listSubscriptions serves GET /v1/subscriptions: newest first, by status
-// (default: all but canceled), customer and price.
+// (default: all but canceled), customer, price and current_period_end[gte].
 func (s *Server) listSubscriptions(_ *http.Request, form url.Values) (any, error) {
 	status, customer, price := form.Get("status"), form.Get("customer"), form.Get("price")
 	if status != "" && !subscriptionStatuses[status] {
 		return nil, invalidParam("", "status", "Invalid status: must be one of active, all, canceled, ended, incomplete, incomplete_expired, past_due, paused, trialing, or unpaid")
+	}
+	endFrom, _, err := parseInt(form, "current_period_end[gte]", 0, 1<<40)
+	if err != nil {
+		return nil, err
 	}
 	all := slices.SortedFunc(maps.Values(s.subscriptions), func(a, b *subscriptionRecord) int {
 		return cmp.Or(cmp.Compare(b.s.Created, a.s.Created), strings.Compare(b.s.ID, a.s.ID))
@@ -650,6 +662,8 @@ func (s *Server) listSubscriptions(_ *http.Request, form url.Values) (any, error
 		case customer != "" && o.Customer != customer:
 			return false
 		case price != "" && !slices.ContainsFunc(o.Items.Data, func(it subItem) bool { return it.Price.ID == price }):
+			return false
+		case o.CurrentPeriodEnd < endFrom:
 			return false
 		}
 		return true

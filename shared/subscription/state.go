@@ -1,0 +1,135 @@
+// Package subscription keeps Sisters Chat's subscriptions: the state
+// Stripe's events last said of each (stored in the chat table under its
+// account, never regressing when events arrive out of order or twice),
+// and the rule by which a state grants the chat.
+package subscription
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Stripe's subscription statuses (API version 2023-10-16).
+const (
+	Incomplete        = "incomplete"
+	IncompleteExpired = "incomplete_expired"
+	Trialing          = "trialing"
+	Active            = "active"
+	PastDue           = "past_due"
+	Unpaid            = "unpaid"
+	Canceled          = "canceled"
+	Paused            = "paused"
+)
+
+// rank orders the statuses as a subscription's life passes through them
+// within one period: it breaks ties between events created in the same
+// second (Stripe's created has whole seconds). A subscription starts
+// incomplete (or trialing), is active, falls past_due when a renewal's
+// payment fails, and ends unpaid, paused or canceled; incomplete_expired
+// ends one that never started. A later rank is the later state. The one
+// step back it cannot see, past_due to active when a retry succeeds, comes
+// a retry's delay (days) after the failure, never in its second.
+var rank = map[string]int{
+	Incomplete:        0,
+	Trialing:          1,
+	Active:            2,
+	PastDue:           3,
+	Paused:            4,
+	Unpaid:            4,
+	Canceled:          5,
+	IncompleteExpired: 5,
+}
+
+// KnownStatus reports whether status is one of Stripe's.
+func KnownStatus(status string) bool {
+	_, ok := rank[status]
+	return ok
+}
+
+// State is a subscription as the newest applied event of Stripe's left it.
+type State struct {
+	// Account is the chat account it belongs to (audit.Hasher.Email).
+	Account string
+	// ID and Customer are Stripe's (sub_…, cus_…).
+	ID       string
+	Customer string
+	// Status is Stripe's subscription status.
+	Status string
+	// PeriodEnd is the end of the period paid for (current_period_end).
+	PeriodEnd time.Time
+	// CancelAtPeriodEnd: the subscription ends at PeriodEnd.
+	CancelAtPeriodEnd bool
+	// CancelUnknown marks a state read from an invoice, which does not say
+	// whether the subscription is to end: the stored CancelAtPeriodEnd is
+	// kept (false when none is stored).
+	CancelUnknown bool
+	// EventCreated and EventID name the event the state was read from.
+	EventCreated time.Time
+	EventID      string
+}
+
+// Grants reports whether the state gives the chat at now (CHAT.md's
+// access rule): active and trialing grant; past_due grants while Stripe
+// retries the renewal's payment, within the period it bills (the retries
+// end before it does, and then Stripe cancels the subscription);
+// canceled, unpaid and incomplete_expired grant until the end of the
+// period; a subscription to be cancelled grants until its period's end;
+// incomplete and paused grant nothing.
+func (s State) Grants(now time.Time) bool {
+	inPeriod := now.Before(s.PeriodEnd)
+	switch s.Status {
+	case Active, Trialing:
+		return !s.CancelAtPeriodEnd || inPeriod
+	case PastDue, Canceled, Unpaid, IncompleteExpired:
+		return inPeriod
+	}
+	return false
+}
+
+var (
+	idForm      = regexp.MustCompile(`^sub_[A-Za-z0-9_]{1,250}$`)
+	customerID  = regexp.MustCompile(`^cus_[A-Za-z0-9_]{1,250}$`)
+	eventIDForm = regexp.MustCompile(`^evt_[A-Za-z0-9_]{1,250}$`)
+	accountForm = regexp.MustCompile(`^hmac-sha256:[0-9a-f]{32}$`)
+)
+
+// ValidID reports whether id has the form of a subscription's id.
+func ValidID(id string) bool { return idForm.MatchString(id) }
+
+// ValidAccount reports whether account has the form of an account's name
+// (a keyed hash of its address).
+func ValidAccount(account string) bool { return accountForm.MatchString(account) }
+
+// Validate checks that s can be stored: every id in its form, a known
+// status, an event and, unless it ends with nothing paid for, a period.
+func (s State) Validate() error {
+	switch {
+	case !ValidAccount(s.Account):
+		return fmt.Errorf("subscription state: invalid account")
+	case !ValidID(s.ID):
+		return fmt.Errorf("subscription state: invalid subscription id")
+	case s.Customer != "" && !customerID.MatchString(s.Customer):
+		return fmt.Errorf("subscription state of %s: invalid customer id", s.ID)
+	case !KnownStatus(s.Status):
+		return fmt.Errorf("subscription state of %s: unknown status %.40q", s.ID, s.Status)
+	case !eventIDForm.MatchString(s.EventID) || s.EventCreated.Unix() <= 0:
+		return fmt.Errorf("subscription state of %s: no event", s.ID)
+	case s.PeriodEnd.Unix() < 0:
+		return fmt.Errorf("subscription state of %s: negative period end", s.ID)
+	}
+	return nil
+}
+
+// order is the key by which a state is newer than another: the event's
+// created second, then (for events of one second) the period's end, the
+// status's rank, a cancellation scheduled after one not, and last the
+// event's id, so that the same events give the same state in any order of
+// arrival. Fixed-width numbers make the strings compare as the tuples do.
+func (s State) order() string {
+	cancel := 0
+	if s.CancelAtPeriodEnd && !s.CancelUnknown {
+		cancel = 1
+	}
+	return fmt.Sprintf("%012d#%012d#%d#%d#%s", s.EventCreated.Unix(), max(s.PeriodEnd.Unix(), 0), rank[s.Status], cancel, s.EventID)
+}
