@@ -69,19 +69,22 @@ type State struct {
 	EventID      string
 }
 
-// Grants reports whether the state gives the chat at now (CHAT.md's
-// access rule): active and trialing grant; past_due grants while Stripe
-// retries the renewal's payment, within the period it bills (the retries
-// end before it does, and then Stripe cancels the subscription);
-// canceled, unpaid and incomplete_expired grant until the end of the
-// period; a subscription to be cancelled grants until its period's end;
-// incomplete and paused grant nothing.
+// Grants reports whether the state gives the chat at now: active and
+// trialing grant, a subscription to be cancelled until its period's end;
+// past_due grants while Stripe retries the renewal's payment, within the
+// period it bills; canceled, unpaid and incomplete_expired grant nothing.
+// Stripe ends a subscription itself, at the period's end for one the person
+// cancelled and after the last retry for one that could not be paid, so its
+// status, not our clock, says when a paid period is over: a status that
+// ends access comes when that period has ended (an immediate cancellation
+// is the operator's, with a refund), and a Stripe test clock or the local
+// fake, whose time runs ahead of ours, ends access when it says so.
 func (s State) Grants(now time.Time) bool {
 	inPeriod := now.Before(s.PeriodEnd)
 	switch s.Status {
 	case Active, Trialing:
 		return !s.CancelAtPeriodEnd || inPeriod
-	case PastDue, Canceled, Unpaid, IncompleteExpired:
+	case PastDue:
 		return inPeriod
 	}
 	return false

@@ -22,9 +22,12 @@ func TestGrants(t *testing.T) {
 		// Cancelled at the period's end: until then.
 		{Active, true, true, false},
 		{PastDue, true, true, false},
-		{Canceled, false, true, false},
-		{Unpaid, false, true, false},
-		{IncompleteExpired, false, true, false},
+		// Ended by Stripe: at once, whatever the period says (Stripe ends
+		// a cancelled subscription at its period's end, an unpaid one after
+		// its last retry).
+		{Canceled, false, false, false},
+		{Unpaid, false, false, false},
+		{IncompleteExpired, false, false, false},
 		{Incomplete, false, false, false},
 		{Paused, false, false, false},
 		{"", false, false, false},
