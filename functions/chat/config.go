@@ -32,6 +32,11 @@ type settings struct {
 	CookieKey     []byte
 	Hasher        *audit.Hasher
 
+	// StripeKey is read again when Stripe refuses it; StripeAPIBase is
+	// empty in production (the real Stripe API).
+	StripeKey     *secret.Value
+	StripeAPIBase string
+
 	// The model's, as the generator's: the same key, model, timeouts and
 	// circuit (the breaker's state is shared through the Ledger).
 	GeminiKey   *secret.Value
@@ -73,6 +78,8 @@ func loadFrom(ctx context.Context, env *config.Env) (settings, error) {
 		DailyCap:      env.Int("CHAT_DAILY_CAP", defaultDailyCap, 1, 10000),
 		ReplyTimeout:  env.Duration("CHAT_REPLY_TIMEOUT", defaultReplyTimeout),
 		Hasher:        audit.HasherFrom(ctx, env),
+		StripeKey:     env.Credential(ctx, "STRIPE_SECRET_KEY", true),
+		StripeAPIBase: env.Optional("STRIPE_API_BASE", ""),
 		GeminiKey:     env.Credential(ctx, "GEMINI_API_KEY", true),
 		GeminiModel:   env.Optional("GEMINI_MODEL", gemini.DefaultModel),
 		GeminiBase:    env.Optional("GEMINI_API_BASE", ""),

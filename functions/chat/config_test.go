@@ -14,7 +14,7 @@ func TestConfig(t *testing.T) {
 		"CHAT_TABLE": "chat", "LEDGER_TABLE": "ledger", "MAIL_QUEUE_URL": "https://sqs.test/mail", "AUDIT_BUCKET": "audit",
 		"ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alerts", "BASE_URL": "https://42sisters.ai/oracle",
 		"HASH_PEPPER": "a pepper of sixteen bytes or more", "CHAT_COOKIE_KEY": strings.Repeat("k", MinCookieKey),
-		"GEMINI_API_KEY": "a model key",
+		"GEMINI_API_KEY": "a model key", "STRIPE_SECRET_KEY": "sk_test_123",
 	}
 	load := func(change map[string]string) (settings, error) {
 		env := map[string]string{}
@@ -46,6 +46,7 @@ func TestConfig(t *testing.T) {
 		"a reply timeout of 1m": {"CHAT_REPLY_TIMEOUT": "1m"},
 		"no base URL":           {"BASE_URL": ""},
 		"no model key":          {"GEMINI_API_KEY": ""},
+		"no Stripe key":         {"STRIPE_SECRET_KEY": ""},
 	} {
 		if _, err := load(change); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -15,6 +14,8 @@ import (
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/sosfilter"
+	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
 )
 
 // wired is what other pieces of Sisters Chat provide this function, as
@@ -28,7 +29,7 @@ type wired struct {
 // wire makes the production Replier (shared/chatreply on the Gemini
 // client and the generator's circuit), Subscriptions (shared/subscription
 // on the chat table) and Billing (shared/stripex's subscription Checkout
-// and portal sessions).
+// and portal sessions) from the settings read at cold start.
 func wire(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *alert.Alerter) (wired, error) {
 	var w wired
 	r, err := replier(ctx, fn, cfg, alerts)
@@ -36,17 +37,41 @@ func wire(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *ale
 		return wired{}, err
 	}
 	w.Replier = r
-	var missing []string
-	if w.Subscriptions == nil {
-		missing = append(missing, "the subscriptions (Subscriptions)")
-	}
-	if w.Billing == nil {
-		missing = append(missing, "Stripe's Checkout and portal (Billing)")
-	}
-	if len(missing) > 0 {
-		return wired{}, fmt.Errorf("not wired in wire.go: %s", strings.Join(missing, ", "))
-	}
+	w.Subscriptions = subscriptions{store: subscription.NewStore(awsenv.NewTables(fn.AWS), cfg.ChatTable), now: time.Now}
+	w.Billing = billing{stripe: stripex.NewBilling(cfg.StripeKey, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}), site: cfg.BaseURL, now: time.Now}
 	return w, nil
+}
+
+// subscriptions reads an account's subscription as Stripe's events left
+// it (shared/subscription).
+type subscriptions struct {
+	store *subscription.Store
+	now   func() time.Time
+}
+
+func (s subscriptions) Subscription(ctx context.Context, account string) (Subscription, error) {
+	st, found, err := s.store.Get(ctx, account)
+	if err != nil || !found {
+		return Subscription{}, err
+	}
+	return Subscription{Grants: st.Grants(s.now()), Status: st.Status, PeriodEnd: st.PeriodEnd,
+		CancelAtPeriodEnd: st.CancelAtPeriodEnd, Customer: st.Customer}, nil
+}
+
+// billing makes the chat's Stripe sessions (shared/stripex).
+type billing struct {
+	stripe *stripex.Billing
+	site   string
+	now    func() time.Time
+}
+
+func (b billing) CheckoutURL(ctx context.Context, account, email string) (string, error) {
+	s, err := b.stripe.CreateChatCheckout(ctx, stripex.ChatCheckout{Account: account, Email: email, SiteURL: b.site}, b.now())
+	return s.URL, err
+}
+
+func (b billing) PortalURL(ctx context.Context, customer string) (string, error) {
+	return b.stripe.CreatePortal(ctx, customer, b.site)
 }
 
 // replier is chatreply's Replier on the model's primary client: the

@@ -40,6 +40,7 @@ import (
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
 	"42sisters.ai/oracle/shared/x402"
 )
@@ -173,6 +174,12 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			Logger:         slog.New(slog.NewTextHandler(prefixed(o.Log, "[stripe] "), nil)),
 		})
 		s.serve(stripeLn, fake)
+		// The chat's Price, as `make chat-price` makes it in a real
+		// account: Checkout in subscription mode needs it.
+		chatPrice := stripex.NewBilling(secret.Static(FakeStripeKey), stripex.Options{BaseURL: env["STRIPE_API_BASE"]})
+		if _, err := chatPrice.CreateChatPrice(ctx); err != nil {
+			return s, fmt.Errorf("create the chat's price in the fake Stripe: %w", err)
+		}
 	} else {
 		fmt.Fprintf(o.Log, "using the real Stripe test mode: run `stripe listen --forward-to localhost:%d/api/webhook` and set STRIPE_WEBHOOK_SECRET to the whsec_ it prints (it forwards events in the account's API version: the webhook reads %s only, and refuses others with WEBHOOK_API_VERSION)\n", o.Port, stripex.APIVersion)
 	}
