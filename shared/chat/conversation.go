@@ -160,6 +160,7 @@ func (c *Conversation) Recent(ctx context.Context, account string, maxChars int)
 		out   []Turn
 		chars int
 		start map[string]types.AttributeValue
+		limit int32 = firstPage
 	)
 	for {
 		page, err := c.spans.Query(ctx, &dynamodb.QueryInput{
@@ -172,7 +173,7 @@ func (c *Conversation) Recent(ctx context.Context, account string, maxChars int)
 			},
 			ScanIndexForward:  aws.Bool(false),
 			ConsistentRead:    aws.Bool(true),
-			Limit:             aws.Int32(50),
+			Limit:             aws.Int32(limit),
 			ExclusiveStartKey: start,
 		})
 		if err != nil {
@@ -194,8 +195,27 @@ func (c *Conversation) Recent(ctx context.Context, account string, maxChars int)
 			return oldestFirst(out), nil
 		}
 		start = page.LastEvaluatedKey
+		limit = nextPage(len(out), chars, maxChars)
 	}
 }
+
+// firstPage is how many messages Recent reads first: a consistent read is
+// paid for by the size of what it reads, and a page of 50 messages of up
+// to 2,000 characters is about 100 KB for the 8,000 the model is given.
+const firstPage = 8
+
+// nextPage is how many messages to read next, having read n that hold
+// chars characters of the maxChars wanted: as many as the rest should
+// take at the length read so far, and one more to see the bound crossed.
+func nextPage(n, chars, maxChars int) int32 {
+	if n == 0 || chars == 0 {
+		return maxPage
+	}
+	return int32(min((maxChars-chars)/max(chars/n, 1)+1, maxPage))
+}
+
+// maxPage bounds one page of the conversation.
+const maxPage = 50
 
 // oldestFirst turns the newest-first turns around, dropping a reply whose
 // message did not fit.

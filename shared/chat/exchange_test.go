@@ -403,3 +403,54 @@ func TestSignOutIsRecorded(t *testing.T) {
 		t.Fatalf("sign out of no account: %v", err)
 	}
 }
+
+// countingSpans counts the messages the conversation's queries read.
+type countingSpans struct {
+	chat.Spans
+	mu    sync.Mutex
+	items int
+}
+
+func (c *countingSpans) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.Spans.Query(ctx, in, optFns...)
+	if err == nil {
+		c.mu.Lock()
+		c.items += len(out.Items)
+		c.mu.Unlock()
+	}
+	return out, err
+}
+
+// The model's history is read without reading the whole conversation:
+// a consistent read is paid for by the size of the items it reads.
+func TestRecentReadsLittleMoreThanTheBound(t *testing.T) {
+	ctx := context.Background()
+	s, clock, db, _ := newStore(t)
+	spans := &countingSpans{Spans: db}
+	conv := s.Conversation(spans, 30*24*time.Hour)
+	account, _, err := s.SignUp(ctx, "ana@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := strings.Repeat("x", 1000)
+	for range 20 {
+		clock.Add(time.Minute)
+		if err := conv.Append(ctx, account, turn, turn, clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ bound, turns, mostRead int }{
+		{8000, 8, 9},    // the first page holds them; one more shows the bound
+		{12500, 12, 13}, // a second page sized by the first
+		{1 << 20, 40, 40},
+	} {
+		spans.items = 0
+		got, err := conv.Recent(ctx, account, c.bound)
+		if err != nil || len(got) != c.turns {
+			t.Fatalf("Recent(%d): %d turns %v, want %d", c.bound, len(got), err, c.turns)
+		}
+		if spans.items > c.mostRead {
+			t.Errorf("Recent(%d) read %d messages for %d turns, want at most %d", c.bound, spans.items, c.turns, c.mostRead)
+		}
+	}
+}
