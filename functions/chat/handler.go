@@ -114,9 +114,9 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		}
 		return h.signIn(ctx, req), nil
 	}
-	serve, known := h.api()[route{method, path}]
+	serve, known := api[route{method, path}]
 	if !known {
-		for r := range h.api() {
+		for r := range api {
 			if r.path == path {
 				return httpapi.JSON(http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"}), nil
 			}
@@ -128,20 +128,19 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 			return h.fail(ctx, err), nil
 		}
 	}
-	return serve(ctx, req), nil
+	return serve(h, ctx, req), nil
 }
 
-// api is every API route and what serves it.
-func (h *Handler) api() map[route]func(context.Context, httpapi.Request) httpapi.Response {
-	return map[route]func(context.Context, httpapi.Request) httpapi.Response{
-		{http.MethodPost, "/api/chat/signin"}:    h.requestSignIn,
-		{http.MethodPost, "/api/chat"}:           h.signedIn(h.message),
-		{http.MethodGet, "/api/chat"}:            h.signedIn(h.conversation),
-		{http.MethodDelete, "/api/chat"}:         h.signedIn(h.forget),
-		{http.MethodPost, "/api/chat/subscribe"}: h.signedIn(h.subscribe),
-		{http.MethodPost, "/api/chat/portal"}:    h.signedIn(h.portal),
-		{http.MethodPost, "/api/chat/signout"}:   h.signedIn(h.signOut),
-	}
+// api is every API route and what serves it: made once, not on every
+// request.
+var api = map[route]func(*Handler, context.Context, httpapi.Request) httpapi.Response{
+	{http.MethodPost, "/api/chat/signin"}:    (*Handler).requestSignIn,
+	{http.MethodPost, "/api/chat"}:           signedIn((*Handler).message),
+	{http.MethodGet, "/api/chat"}:            signedIn((*Handler).conversation),
+	{http.MethodDelete, "/api/chat"}:         signedIn((*Handler).forget),
+	{http.MethodPost, "/api/chat/subscribe"}: signedIn((*Handler).subscribe),
+	{http.MethodPost, "/api/chat/portal"}:    signedIn((*Handler).portal),
+	{http.MethodPost, "/api/chat/signout"}:   signedIn((*Handler).signOut),
 }
 
 // sameOrigin is the CSRF defence of every state-changing route: a JSON
@@ -167,8 +166,8 @@ func (h *Handler) sameOrigin(req httpapi.Request) error {
 
 // signedIn wraps a route that needs a session: a missing, forged,
 // expired or signed-out cookie is a 401 that also clears it.
-func (h *Handler) signedIn(serve func(context.Context, httpapi.Request, session, chat.Usage) httpapi.Response) func(context.Context, httpapi.Request) httpapi.Response {
-	return func(ctx context.Context, req httpapi.Request) httpapi.Response {
+func signedIn(serve func(*Handler, context.Context, httpapi.Request, session, chat.Usage) httpapi.Response) func(*Handler, context.Context, httpapi.Request) httpapi.Response {
+	return func(h *Handler, ctx context.Context, req httpapi.Request) httpapi.Response {
 		s, u, err := h.session(ctx, req)
 		if errors.Is(err, errNoSession) {
 			resp := httpapi.JSON(http.StatusUnauthorized, map[string]any{"error": "please sign in: your session is missing or has expired", "signin": true})
@@ -180,7 +179,7 @@ func (h *Handler) signedIn(serve func(context.Context, httpapi.Request, session,
 		if err != nil {
 			return h.fail(ctx, err)
 		}
-		return serve(ctx, req, s, u)
+		return serve(h, ctx, req, s, u)
 	}
 }
 

@@ -50,6 +50,13 @@ var Budgets = []budget{
 		judge: ownShare("BenchmarkAgentPaidRequest"),
 	},
 	{
+		// The model a Replier that answers at once: its own work is the
+		// chat reply's budget below.
+		name:  "chat exchange: own work / its store and audit calls",
+		limit: "≤ 1 %",
+		judge: ownShare("BenchmarkChatExchange"),
+	},
+	{
 		// The fake model answers a call in about half a millisecond, where
 		// Gemini takes seconds: a quarter of the fake's time is well under a
 		// thousandth of the model's.

@@ -80,6 +80,8 @@ func TestParseRefusesAMangledResult(t *testing.T) {
 
 const chatLine = "BenchmarkChatReply-2 \t 300 \t 1625728 ns/op \t 1494 calls-µs/op \t 8.808 own-% \t 131.6 own-µs/op \t 794653 B/op \t 1824 allocs/op\n"
 
+const exchangeLine = "BenchmarkChatExchange-2 \t 100 \t 55353991 ns/op \t 55179 calls-µs/op \t 0.3161 own-% \t 174.4 own-µs/op \t 511897 B/op \t 4864 allocs/op\n"
+
 const hangLine = "BenchmarkHangingCallTimeout-2 \t 4 \t 269964994 ns/op \t 69.2 overshoot-max-ms\n"
 
 // verdictOf is the verdict of the budget named prefix, from output.
@@ -133,6 +135,9 @@ func TestVerdicts(t *testing.T) {
 		{"a chat reply's own work within", "chat reply", chatLine, Pass, "8.8 % (132 µs of own work, 1.49 ms of calls)"},
 		{"a chat reply's own work over (changed)", "chat reply", strings.Replace(chatLine, "8.808 own-%", "31.2 own-%", 1), Fail, "31.2 %"},
 		{"the chat reply not measured", "chat reply", hangLine, Missing, "no BenchmarkChatReply"},
+		{"a chat exchange's own work within", "chat exchange", exchangeLine, Pass, "0.32 % (174 µs of own work, 55.2 ms of calls)"},
+		{"a chat exchange's own work over (changed)", "chat exchange", strings.Replace(exchangeLine, "0.3161 own-%", "1.2 own-%", 1), Fail, "1.20 %"},
+		{"the chat exchange not measured", "chat exchange", chatLine, Missing, "no BenchmarkChatExchange"},
 		{"a hanging call returns soon after its timeout", "model call that hangs", hangLine, Pass, "69 ms at most"},
 		{"a hanging call returns late (changed)", "model call that hangs", strings.Replace(hangLine, "69.2 overshoot", "612.0 overshoot", 1), Fail, "612 ms at most"},
 		{"the hanging call not measured", "model call that hangs", healthLine, Missing, "no BenchmarkHangingCallTimeout"},
@@ -187,10 +192,10 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 13 budgets failed, 13 missing their benchmark"}},
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 14 budgets failed, 14 missing their benchmark"}},
 		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + agentLine + "\n" + storeDownLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 11.88 max-MB\n" +
-			hangLine + chatLine), 0, []string{"all 13 budgets met"}},
+			hangLine + chatLine + exchangeLine), 0, []string{"all 14 budgets met"}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},
