@@ -72,7 +72,7 @@ func BenchmarkChatExchange(b *testing.B) {
 		Subscriptions: timedSubscriptions{subscriptions{store: subs, now: time.Now}, t},
 		Audit: timedAuditor{&audit.Recorder{Writer: audit.NewWriter(awsenv.S3(f.AWS), f.Ref("AuditBucket")),
 			Alerts: &testkit.Alerts{}, Log: obs.NewLogger(io.Discard, "INFO")}, t},
-		Hasher: hasher, Log: obs.NewLogger(io.Discard, "INFO"), Now: time.Now, Random: rand.Reader,
+		Metrics: &testkit.Metrics{}, Hasher: hasher, Log: obs.NewLogger(io.Discard, "INFO"), Now: time.Now, Random: rand.Reader,
 	}
 	cookie := sign([]byte(cookieKey), session{Account: account, Issued: now})
 	message, _ := json.Marshal(map[string]string{"message": strings.Repeat("Is this plan sound? ", 100)[:MaxMessageChars]})

@@ -117,6 +117,9 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 		h.giveBack(ctx, spent)
 		x.outcome, x.failure = audit.ChatModelFailed, "model unavailable"
 		h.Log.WarnContext(ctx, "no reply; the exchange is given back", "account", s.Account, "error", err.Error())
+		// A 503: API Gateway's 5xx, and ApiServerErrorsAlarm, count it
+		// with every route's; this tells the chat's apart.
+		h.Metrics.Count("ChatModelFailures", 1)
 		h.record(ctx, x)
 		return httpapi.JSON(http.StatusServiceUnavailable, map[string]any{
 			"error": "the Oracle could not answer just now: please try again in a moment (this message did not count)",
@@ -127,6 +130,8 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 	left := spent.Left
 	if reply.Filter == FilterApology {
 		// The apology is not a reply: nothing spent, nothing stored.
+		// Each also raised CHAT_REPLY_FILTERED.
+		h.Metrics.Count("ChatApologies", 1)
 		if h.giveBack(ctx, spent) {
 			left++
 		}

@@ -50,6 +50,13 @@ type Auditor interface {
 	Record(ctx context.Context, r audit.Record, id string)
 }
 
+// Counter counts a metric (obs.Metrics): the chat counts only its
+// failures, for the dashboard's Sisters Chat chart, so that a chat that is
+// well costs no metric.
+type Counter interface {
+	Count(name string, n float64)
+}
+
 // Handler serves Sisters Chat: the page at GET /chat, the sign-in link at
 // GET /chat/signin and the API under /api/chat.
 type Handler struct {
@@ -82,6 +89,7 @@ type Handler struct {
 	Subscriptions Subscriptions
 	Billing       Billing
 	Audit         Auditor
+	Metrics       Counter
 	Hasher        *audit.Hasher
 	Log           *slog.Logger
 	Now           func() time.Time

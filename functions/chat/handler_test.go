@@ -180,6 +180,7 @@ type harness struct {
 	billing *fakeBilling
 	mail    *fakeMail
 	audit   *auditSpy
+	metrics *testkit.Metrics
 	logs    *safeBuffer
 	db      *dynamodb.Client
 	table   string
@@ -196,7 +197,7 @@ func newHarness(t *testing.T) *harness {
 	x := &harness{
 		clock:   testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)),
 		replier: &fakeReplier{}, subs: &fakeSubscriptions{}, billing: &fakeBilling{}, mail: &fakeMail{},
-		audit: &auditSpy{t: t}, logs: &safeBuffer{},
+		audit: &auditSpy{t: t}, metrics: &testkit.Metrics{}, logs: &safeBuffer{},
 		db: dynamodb.NewFromConfig(f.AWS), table: f.Ref("ChatTable"), aws: f.AWS,
 	}
 	x.store = chat.NewStore(awsenv.NewTables(f.AWS), x.table, hasher, x.clock.Now)
@@ -205,7 +206,7 @@ func newHarness(t *testing.T) *harness {
 		RetentionDays: 30, DailyCap: 100, HistoryChars: HistoryChars, ShowChars: ShowChars, ReplyTimeout: 5 * time.Second,
 		SignInPerAccount: chat.SignInPerAccount, SignInPerClient: chat.SignInPerClient,
 		Accounts: x.store, Conversations: x.store.Conversation(x.db, 30*24*time.Hour),
-		Mail: x.mail, Replier: x.replier, Subscriptions: x.subs, Billing: x.billing, Audit: x.audit,
+		Mail: x.mail, Replier: x.replier, Subscriptions: x.subs, Billing: x.billing, Audit: x.audit, Metrics: x.metrics,
 		Hasher: hasher, Log: obs.NewLogger(x.logs, "DEBUG"), Now: x.clock.Now, Random: rand.Reader,
 	}
 	return x
@@ -638,6 +639,10 @@ func TestModelFailureAndApologyGiveTheExchangeBack(t *testing.T) {
 	}
 	if x.audit.records[3].Chat.Filter != audit.ChatFilterApology || x.audit.records[4].Chat.Filter != audit.ChatFilterRegenerated {
 		t.Fatalf("filter outcomes %+v %+v", x.audit.records[3].Chat, x.audit.records[4].Chat)
+	}
+	// The dashboard's Sisters Chat chart counts both kinds of failure.
+	if got := x.metrics.Counts(); got["ChatModelFailures"] != 3 || got["ChatApologies"] != 1 || len(got) != 2 {
+		t.Fatalf("metrics %v, want 3 ChatModelFailures and 1 ChatApologies", got)
 	}
 }
 

@@ -45,6 +45,7 @@ func main() {
 		Subscriptions: deps.Subscriptions,
 		Billing:       deps.Billing,
 		Audit:         &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log},
+		Metrics:       fn.Metrics,
 		Hasher:        cfg.Hasher,
 		Log:           log,
 		Now:           time.Now,
