@@ -2,14 +2,18 @@ package stack_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -24,6 +28,7 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
 )
 
 // The suite's privacy sweep: once every end-to-end test has run, every
@@ -91,11 +96,42 @@ var payloadPlaces = []struct{ bucket, prefix, what string }{
 // exemptAttributes of an order are where the service keeps the query.
 var exemptAttributes = []string{"query", "verdict"}
 
+// chatPlaces are where ChatTable keeps a person's words by design: one
+// attribute of one kind of item (by its sort key, or the sort key's
+// prefix when it ends in "#"), holding one kind of secret.
+var chatPlaces = []struct{ sk, attr, what string }{
+	{"account", "email", "each Sisters Chat account's address, its only copy (sign-in links, billing notices)"},
+	{"msg#", "text", "each Sisters Chat message and reply, until its retention"},
+}
+
+// chatPlace is the attribute of a ChatTable item that keeps words by
+// design, or "" for an item that keeps none.
+func chatPlace(item map[string]ddbtypes.AttributeValue) string {
+	sk, _ := item["sk"].(*ddbtypes.AttributeValueMemberS)
+	if sk == nil {
+		return ""
+	}
+	for _, p := range chatPlaces {
+		if sk.Value == p.sk || strings.HasSuffix(p.sk, "#") && strings.HasPrefix(sk.Value, p.sk) {
+			return p.attr
+		}
+	}
+	return ""
+}
+
+// sessionCookie is the shape of a chat session cookie's value (the
+// account, its issue time in milliseconds, and their HMAC): a bearer
+// credential, which no item, object or log line may hold.
+var sessionCookie = regexp.MustCompile(`hmac-sha256:[0-9a-f]{32}\.[0-9]+\.[A-Za-z0-9_-]{43}`)
+
 // byDesign says what the sweep leaves out, for its report.
 func byDesign() string {
 	parts := []string{"each order's " + strings.Join(exemptAttributes, " and ")}
 	for _, p := range payloadPlaces {
 		parts = append(parts, fmt.Sprintf("%s/%s (%s)", p.bucket, p.prefix, p.what))
+	}
+	for _, p := range chatPlaces {
+		parts = append(parts, fmt.Sprintf("chattable %s items' %s (%s)", p.sk, p.attr, p.what))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -126,6 +162,9 @@ func sweep(ctx context.Context, endpoint string, prefixes []string, logs []strin
 				found = append(found, fmt.Sprintf("%s holds %.40q", where, s))
 			}
 		}
+		if c := sessionCookie.FindString(text); c != "" {
+			found = append(found, fmt.Sprintf("%s holds a chat session cookie (%.24s…)", where, c))
+		}
 	}
 	db := dynamodb.NewFromConfig(cfg)
 	tables := dynamodb.NewListTablesPaginator(db, &dynamodb.ListTablesInput{})
@@ -147,6 +186,11 @@ func sweep(ctx context.Context, endpoint string, prefixes []string, logs []strin
 				for _, item := range p.Items {
 					if strings.HasSuffix(table, "OrdersTable") {
 						find("an item of "+table, itemText(without(item, exemptAttributes)), linked...)
+						continue
+					}
+					if strings.HasSuffix(table, "ChatTable") {
+						// chatFinds checks what these places may hold.
+						find("an item of "+table, itemText(without(item, []string{chatPlace(item)})))
 						continue
 					}
 					find("an item of "+table, itemText(item))
@@ -348,5 +392,231 @@ func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 	found, _, err := sweep(ctx, endpoint, clean, []string{`[MailerFunction#1] {"msg":"sent to ` + addr + `"}`, "[stripe] " + addr}, []string{addr}, nil)
 	if err != nil || len(found) != 4 || !strings.Contains(strings.Join(found, "\n"), "stack log 0") {
 		t.Fatalf("a planted log line: %v %v", found, err)
+	}
+}
+
+// chatPrivacySweep checks a stack a Sisters Chat test ran on, at once, and
+// adds addrs and messages to the suite's sweep (sweepSuite), which then
+// searches every stack for them. Its contract:
+//
+//   - addrs are the addresses the test signed in with; messages the texts
+//     it sent (those shorter than minSecret are not searched: they are
+//     everywhere). The sign-in links are read from the stack's mailbox (every
+//     email to one of addrs), so the test passes no token.
+//   - An address may be only in an account item's `email` attribute in
+//     ChatTable, and a message only in a message item's `text` (chatPlaces):
+//     nowhere else in any table, in no S3 object (the audit log included),
+//     in no log line of any function. The local mailbox is not searched, and
+//     the fakes' own lines ([stripe], [gemini]) are theirs, as in sweep.
+//   - No sign-in token is anywhere, those two places included: each is
+//     stored as its SHA-256 only (`signin#<64 hex>`, which must be there),
+//     and no item, object or line holds a session cookie's value.
+//
+// Call it once the test's requests are done (the stack still running, or
+// closed: it reads moto and the log); it reports each find with t.Errorf.
+func chatPrivacySweep(t *testing.T, s *stack.Stack, o stack.Options, addrs, messages []string) {
+	t.Helper()
+	for _, a := range addrs {
+		used.address(a)
+	}
+	for _, m := range messages {
+		used.query(m)
+	}
+	ctx := context.Background()
+	tokens, err := signInTokens(ctx, o.MotoEndpoint, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := o.Log.(*testkit.Buffer)
+	if log == nil {
+		t.Fatal("the stack's log is not kept (options gives a testkit.Buffer)")
+	}
+	found, read, err := chatFinds(ctx, o.MotoEndpoint, o.Prefix, log.String(), addrs, messages, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		t.Errorf("chat privacy sweep: %s", f)
+	}
+	testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) // fails on any address
+	t.Logf("chat privacy sweep: %d addresses, %d messages and %d sign-in tokens searched in %d items, objects and log lines", len(addrs), len(messages), len(tokens), read)
+}
+
+// signInLink is a sign-in link's token in an email.
+var signInLink = regexp.MustCompile(`/chat/signin\?token=([A-Za-z0-9_-]{20,})`)
+
+// signInTokens are the tokens of every sign-in link emailed to addrs
+// through the moto server at endpoint.
+func signInTokens(ctx context.Context, endpoint string, addrs []string) ([]string, error) {
+	sent, err := motoserver.Mailbox{}.Sent(ctx, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("read the mailbox: %w", err)
+	}
+	var tokens []string
+	for _, m := range sent {
+		if !slices.ContainsFunc(m.To, func(to string) bool {
+			return slices.ContainsFunc(addrs, func(a string) bool { return strings.EqualFold(a, to) })
+		}) {
+			continue
+		}
+		for _, l := range signInLink.FindAllStringSubmatch(m.Text+"\n"+m.HTML, -1) {
+			if !slices.Contains(tokens, l[1]) {
+				tokens = append(tokens, l[1])
+			}
+		}
+	}
+	return tokens, nil
+}
+
+// signInItem is how ChatTable names a sign-in token: by its SHA-256.
+var signInItem = regexp.MustCompile(`^signin#[0-9a-f]{64}$`)
+
+// chatFinds is chatPrivacySweep's search of the stack whose resources
+// start with prefix on the moto server at endpoint, and of its log: sweep,
+// for addrs, messages and tokens everywhere but chatPlaces, then each
+// chat place for what it may not hold, and the sign-in items' names.
+func chatFinds(ctx context.Context, endpoint, prefix, log string, addrs, messages, tokens []string) (found []string, read int, err error) {
+	messages = slices.DeleteFunc(slices.Clone(messages), func(m string) bool { return len(m) < minSecret })
+	secrets := slices.Concat(addrs, messages, tokens)
+	found, read, err = sweep(ctx, endpoint, []string{prefix}, []string{log}, secrets, nil)
+	if err != nil {
+		return nil, read, err
+	}
+	// What each place may not hold: an account's address no message, a
+	// message no address; neither a token.
+	notIn := map[string][]string{"email": slices.Concat(messages, tokens), "text": slices.Concat(addrs, tokens)}
+	db := dynamodb.NewFromConfig(awsenv.ForEndpoint(endpoint, provision.TestRegion))
+	tables, err := db.ListTables(ctx, &dynamodb.ListTablesInput{})
+	if err != nil {
+		return nil, read, fmt.Errorf("list tables: %w", err)
+	}
+	stored := map[string]bool{}
+	for _, table := range tables.TableNames {
+		if !strings.HasPrefix(strings.ToLower(table), strings.ToLower(prefix)) || !strings.HasSuffix(table, "ChatTable") {
+			continue
+		}
+		items := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table)})
+		for items.HasMorePages() {
+			page, err := items.NextPage(ctx)
+			if err != nil {
+				return nil, read, fmt.Errorf("scan %s: %w", table, err)
+			}
+			for _, item := range page.Items {
+				pk, _ := item["pk"].(*ddbtypes.AttributeValueMemberS)
+				if pk != nil && strings.HasPrefix(pk.Value, "signin#") {
+					stored[pk.Value] = true
+					if !signInItem.MatchString(pk.Value) {
+						found = append(found, fmt.Sprintf("a sign-in item of %s is not named by a token's SHA-256: %.60q", table, pk.Value))
+					}
+				}
+				place := chatPlace(item)
+				v, _ := item[place].(*ddbtypes.AttributeValueMemberS)
+				if v == nil {
+					continue
+				}
+				for _, secret := range notIn[place] {
+					if strings.Contains(strings.ToLower(v.Value), strings.ToLower(secret)) {
+						found = append(found, fmt.Sprintf("the %s of an item of %s holds %.40q", place, table, secret))
+					}
+				}
+			}
+		}
+	}
+	for _, token := range tokens {
+		sum := sha256.Sum256([]byte(token))
+		if !stored["signin#"+hex.EncodeToString(sum[:])] {
+			found = append(found, fmt.Sprintf("an emailed sign-in token (%.6s…) has no item named by its SHA-256", token))
+		}
+	}
+	return found, read, nil
+}
+
+// The chat sweep leaves the chat's own places alone (an account, its
+// sign-in token's item, its conversation, all written by shared/chat) and
+// finds each thing planted where it may not be: a message in an account's
+// address, an address in a message, a token in the Ledger, a sign-in item
+// named by its token, a message in an audit object, an address or a
+// session cookie in a function's log line; a fake's line is the fake's.
+func TestChatPrivacySweepFindsWhatIsPlanted(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	endpoint := motoserver.ForTest(t)
+	// Its own prefix, as in TestPrivacySweepFindsWhatIsPlanted.
+	prefix, _, _ := strings.Cut(f.Ref("OrdersTable"), "OrdersTable")
+	h, err := audit.NewHasher(stack.LocalHashPepper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := awsenv.NewTables(f.AWS)
+	table := f.Ref("ChatTable")
+	store := chat.NewStore(db, table, h, time.Now)
+	const addr, message = "planted.chatter@example.com", "Is my planted orchard a sound idea?"
+	account, _, err := store.SignUp(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := store.IssueSignIn(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Conversation(chat.NewClient(f.AWS), time.Hour).Append(ctx, account, message, "It may be: "+message, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	addrs, messages, tokens := []string{addr}, []string{message, "hi"}, []string{token}
+	clean := `[ChatFunction#1] {"msg":"exchange","account":"` + account + `"}` + "\n[gemini] prompt: " + message
+	if found, read, err := chatFinds(ctx, endpoint, prefix, clean, addrs, messages, tokens); err != nil || len(found) != 0 || read == 0 {
+		t.Fatalf("the chat's own places were reported, or nothing read (%d): %v %v", read, found, err)
+	}
+	cookie := account + ".1795000000000." + strings.Repeat("A", 43)
+	item := func(pk, sk string, attrs ...string) func() error {
+		return func() error {
+			it := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk}}
+			for i := 0; i+1 < len(attrs); i += 2 {
+				it[attrs[i]] = &ddbtypes.AttributeValueMemberS{Value: attrs[i+1]}
+			}
+			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it})
+			return err
+		}
+	}
+	s3c := awsenv.S3(f.AWS)
+	for _, c := range []struct {
+		name  string
+		plant func() error
+		log   string
+		says  string
+	}{
+		{"a message in an account's address", item("acct#other", "account", "email", message), "", "the email of an item"},
+		{"an address in a message", item("acct#other", "msg#00000000000000000001#u", "text", "write to "+addr), "", "the text of an item"},
+		{"the address beside an account", item("acct#other2", "account", "email", "other@example.com", "note", addr), "", addr},
+		{"a token in the Ledger", func() error {
+			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Ref("LedgerTable")), Item: map[string]ddbtypes.AttributeValue{
+				"pk": &ddbtypes.AttributeValueMemberS{Value: "chatmail#" + token}}})
+			return err
+		}, "", token[:6]},
+		{"a sign-in item named by its token", item("signin#"+token, "signin"), "", "not named by a token's SHA-256"},
+		{"a message in an audit object", func() error {
+			_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(f.Ref("AuditBucket")), Key: aws.String("records/chat.json"),
+				ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256, Body: strings.NewReader(`{"detail":"` + message + `"}`)})
+			return err
+		}, "", "s3://"},
+		{"an address in a function's log line", nil, `[ChatFunction#1] {"msg":"signed in ` + addr + `"}`, "stack log"},
+		{"a session cookie in a log line", nil, `[gateway] cookie oracle_chat=` + cookie, "session cookie"},
+	} {
+		before, _, err := chatFinds(ctx, endpoint, prefix, clean, addrs, messages, tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.plant != nil {
+			if err := c.plant(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		found, _, err := chatFinds(ctx, endpoint, prefix, clean+"\n"+c.log, addrs, messages, tokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if news := slices.DeleteFunc(found, func(f string) bool { return slices.Contains(before, f) }); len(news) == 0 || !strings.Contains(strings.Join(news, "\n"), c.says) {
+			t.Errorf("%s: found %q, want a find saying %q", c.name, news, c.says)
+		}
 	}
 }
