@@ -7,6 +7,7 @@ package subscription
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -90,15 +91,27 @@ func (s State) Grants(now time.Time) bool {
 	return false
 }
 
-var (
-	idForm      = regexp.MustCompile(`^sub_[A-Za-z0-9_]{1,250}$`)
-	customerID  = regexp.MustCompile(`^cus_[A-Za-z0-9_]{1,250}$`)
-	eventIDForm = regexp.MustCompile(`^evt_[A-Za-z0-9_]{1,250}$`)
-	accountForm = regexp.MustCompile(`^hmac-sha256:[0-9a-f]{32}$`)
-)
+var accountForm = regexp.MustCompile(`^hmac-sha256:[0-9a-f]{32}$`)
+
+// stripeID reports whether id is prefix and 1 to 250 of [A-Za-z0-9_]: the
+// form of Stripe's ids. Not a regular expression: `{1,250}` compiles into
+// 250 nested copies, about 0.3 ms and 2,800 allocations each at every cold
+// start of the functions that link this package.
+func stripeID(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(rest) < 1 || len(rest) > 250 {
+		return false
+	}
+	for _, c := range []byte(rest) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidID reports whether id has the form of a subscription's id.
-func ValidID(id string) bool { return idForm.MatchString(id) }
+func ValidID(id string) bool { return stripeID("sub_", id) }
 
 // ValidAccount reports whether account has the form of an account's name
 // (a keyed hash of its address).
@@ -112,11 +125,11 @@ func (s State) Validate() error {
 		return fmt.Errorf("subscription state: invalid account")
 	case !ValidID(s.ID):
 		return fmt.Errorf("subscription state: invalid subscription id")
-	case s.Customer != "" && !customerID.MatchString(s.Customer):
+	case s.Customer != "" && !stripeID("cus_", s.Customer):
 		return fmt.Errorf("subscription state of %s: invalid customer id", s.ID)
 	case !KnownStatus(s.Status):
 		return fmt.Errorf("subscription state of %s: unknown status %.40q", s.ID, s.Status)
-	case !eventIDForm.MatchString(s.EventID) || s.EventCreated.Unix() <= 0:
+	case !stripeID("evt_", s.EventID) || s.EventCreated.Unix() <= 0:
 		return fmt.Errorf("subscription state of %s: no event", s.ID)
 	case s.PeriodEnd.Unix() < 0:
 		return fmt.Errorf("subscription state of %s: negative period end", s.ID)

@@ -1,6 +1,8 @@
 package subscription
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,6 +69,22 @@ func TestOrder(t *testing.T) {
 	} {
 		if !(c.older.order() < c.newer.order()) {
 			t.Errorf("%s: %q is not before %q", c.name, c.older.order(), c.newer.order())
+		}
+	}
+}
+
+// stripeID takes exactly what `^<prefix>[A-Za-z0-9_]{1,250}$` takes.
+func TestStripeIDIsTheIDForm(t *testing.T) {
+	for _, prefix := range []string{"sub_", "cus_", "evt_"} {
+		form := regexp.MustCompile(`^` + prefix + `[A-Za-z0-9_]{1,250}$`)
+		for _, id := range []string{
+			prefix, prefix + "a", prefix + "1MZ_x9", prefix + strings.Repeat("z", 250), prefix + strings.Repeat("z", 251),
+			prefix + "a-b", prefix + "a b", prefix + "é", prefix + "a\n", "x" + prefix + "a", strings.ToUpper(prefix) + "a",
+			"sub_a", "cus_a", "evt_a", "", prefix + "a\x00", prefix + "Z09_",
+		} {
+			if got, want := stripeID(prefix, id), form.MatchString(id); got != want {
+				t.Errorf("stripeID(%q, %q) = %v, the form says %v", prefix, id, got, want)
+			}
 		}
 	}
 }
