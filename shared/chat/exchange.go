@@ -165,14 +165,19 @@ func (s *Store) TakeExchange(ctx context.Context, account string, subscribed boo
 		sp.Plan, sp.Left = PlanTrial, usageOf(item, "").FreeLeft
 		return sp, nil
 	}
-	ok, item, err = s.spend(ctx, account, token, "granted = granted - :one", "granted > :zero",
-		map[string]types.AttributeValue{":zero": num(0), ":one": num(1)})
-	if err != nil {
-		return Spent{}, err
-	}
-	if ok {
-		sp.Plan, sp.Left = PlanGranted, usageOf(item, "").FreeLeft
-		return sp, nil
+	// The refused update returned the item: with no grant on it, asking
+	// for one is a write that cannot apply, which every subscriber's
+	// exchange would pay for.
+	if intOf(item, "granted") > 0 {
+		ok, item, err = s.spend(ctx, account, token, "granted = granted - :one", "granted > :zero",
+			map[string]types.AttributeValue{":zero": num(0), ":one": num(1)})
+		if err != nil {
+			return Spent{}, err
+		}
+		if ok {
+			sp.Plan, sp.Left = PlanGranted, usageOf(item, "").FreeLeft
+			return sp, nil
+		}
 	}
 	if !subscribed {
 		return Spent{}, ErrTrialUsed

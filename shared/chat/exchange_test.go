@@ -13,6 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/chat"
 )
 
@@ -452,5 +456,52 @@ func TestRecentReadsLittleMoreThanTheBound(t *testing.T) {
 		if spans.items > c.mostRead {
 			t.Errorf("Recent(%d) read %d messages for %d turns, want at most %d", c.bound, spans.items, c.turns, c.mostRead)
 		}
+	}
+}
+
+// countingTables counts the conditional updates the store makes.
+type countingTables struct {
+	chat.Tables
+	mu      sync.Mutex
+	updates int
+}
+
+func (c *countingTables) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.mu.Lock()
+	c.updates++
+	c.mu.Unlock()
+	return c.Tables.UpdateItem(ctx, in, optFns...)
+}
+
+// A subscriber with no grant spends an exchange in two updates (the trial
+// refused, the day's count), not three: the refused trial's item shows
+// there is no grant to ask for. With a grant, the grant is taken first.
+func TestSubscriberExchangeSkipsTheGrantItHasNot(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	h, err := audit.NewHasher("a pepper of sixteen bytes or more")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &countingTables{Tables: awsenv.NewTables(f.AWS)}
+	s := chat.NewStore(db, f.Ref("ChatTable"), h, testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)).Now)
+	account, _, err := s.SignUp(ctx, "ana@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range chat.TrialExchanges + 1 { // the trial, then the day's first
+		if _, err := s.TakeExchange(ctx, account, true, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.updates = 0
+	if sp, err := s.TakeExchange(ctx, account, true, 10); err != nil || sp.Plan != chat.PlanSubscriber || db.updates != 2 {
+		t.Fatalf("a subscriber's exchange: %+v %v in %d updates, want 2", sp, err, db.updates)
+	}
+	if _, err := s.Grant(ctx, account, 1); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err := s.TakeExchange(ctx, account, true, 10); err != nil || sp.Plan != chat.PlanGranted {
+		t.Fatalf("with a grant: %+v %v, want the grant taken", sp, err)
 	}
 }
