@@ -193,7 +193,7 @@ chat-price:
 	@$(GO) build -o .build/chatprice ./infra/chatprice
 	@$(if $(REGION),AWS_REGION=$(REGION)) .build/chatprice $(if $(REMOTE),-stack $(STACK),-local $(CURDIR)/.build/stack-local.json)
 
-## smoke: the smoke test's twelve stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
+## smoke: the smoke test's thirteen stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
 smoke:
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@$(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET)
