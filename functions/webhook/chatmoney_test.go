@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/refund"
@@ -15,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
 )
 
 // paidInvoice is the subscription's paid invoice as Stripe lists it.
@@ -42,7 +44,8 @@ func (c *chatEnv) chatMoneyRecords(event audit.Event) []audit.Record {
 // webhook (the fake Stripe over HTTP) as charge.refunded and
 // charge.dispute.created naming a payment intent no order has: they are
 // the chat's, recorded as such (source chat, the account, the
-// subscription) and never CHARGE_UNKNOWN. The operator's refund (make ops
+// subscription) and never CHARGE_UNKNOWN; the operator's cancellation that
+// follows ends access at once. The operator's refund (make ops
 // ACTION=chat-refund's idempotency key) is not alerted; one made in the
 // Dashboard is, as a dispute is.
 func TestAChatPaymentsRefundAndDisputeAreTheChats(t *testing.T) {
@@ -62,6 +65,15 @@ func TestAChatPaymentsRefundAndDisputeAreTheChats(t *testing.T) {
 	c.delivered(t)
 	if got := c.alertTexts(); len(got) != 0 {
 		t.Fatalf("the operator's refund of the chat was alerted: %q", got)
+	}
+	// chat-refund then cancels at once: Stripe's customer.subscription.deleted
+	// ends access, the period paid for notwithstanding.
+	if _, canceled, err := c.billing.CancelNow(ctx, byOps); err != nil || !canceled {
+		t.Fatalf("cancel now: %v, %v", canceled, err)
+	}
+	c.delivered(t)
+	if st := c.stored(t); st.Status != subscription.Canceled || st.Grants(time.Now()) {
+		t.Fatalf("after the operator's refund and cancellation: %+v", st)
 	}
 	recs := c.chatMoneyRecords(audit.EventChargeRefunded)
 	if len(recs) != 1 || recs[0].Email != c.account || recs[0].Chat.Subscription != byOps || recs[0].AmountRefunded != 500 || recs[0].SessionID != "" {
