@@ -160,7 +160,8 @@ func days(a, b time.Time) []time.Time {
 }
 
 // signInSent waits for the mailer's last word on a sign-in email to the
-// smoke account that was not there before the request: sent, or why not.
+// smoke account that was not there before the request: sent, or why not,
+// and flagged smoke.
 func (r *Runner) signInSent(ctx context.Context, account string, asked time.Time, before map[string]audit.Record) (audit.Status, error) {
 	var rec *audit.Record
 	err := r.until(ctx, func() (bool, error) {
@@ -185,6 +186,9 @@ func (r *Runner) signInSent(ctx context.Context, account string, asked time.Time
 			detail = ": " + oracle.Clip(*rec.ErrorDetail, 200)
 		}
 		return "", fmt.Errorf("the sign-in email is %s%s", rec.Status, detail)
+	}
+	if !rec.Smoke {
+		return "", errors.New("the sign-in email's audit record is not flagged smoke: the mailer counts it as a person's")
 	}
 	return rec.Status, nil
 }

@@ -35,6 +35,7 @@ type fakeChat struct {
 	removed int
 	// What the test changes.
 	mailStatus   audit.Status // "" records no email (a limit reached)
+	mailNotSmoke bool         // the mailer does not flag the email smoke
 	linkStatus   int          // the link's answer; 0: 303 with the cookie
 	startLeft    int          // a fresh account's exchanges
 	subscription string       // GET /api/chat's subscription, JSON
@@ -115,7 +116,7 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.exists, f.left = true, f.startLeft
 		}
 		if f.mailStatus != "" {
-			rec := audit.Record{Status: f.mailStatus}
+			rec := audit.Record{Status: f.mailStatus, Smoke: !f.mailNotSmoke}
 			if f.mailStatus == audit.StatusEmailFailed {
 				rec.ErrorDetail = audit.Detail("refused: the address is on the suppression list")
 			}
@@ -208,6 +209,8 @@ func TestAFailingChatStageFailsTheRun(t *testing.T) {
 			"the sign-in email is not recorded sent (the mail queue and the mailer; or the account's 5 sign-in requests an hour are used): not within the stage's 500ms"},
 		{"the sign-in email failed", func(f *fakeChat) { f.mailStatus = audit.StatusEmailFailed },
 			"the sign-in email is EMAIL_FAILED: refused: the address is on the suppression list"},
+		{"the email counted as a person's", func(f *fakeChat) { f.mailNotSmoke = true },
+			"the sign-in email's audit record is not flagged smoke: the mailer counts it as a person's"},
 		{"the link refused", func(f *fakeChat) { f.linkStatus = http.StatusGone },
 			`GET /chat/signin → 410 (Location ""), want 303 to /chat: This sign-in link was already used`},
 		{"a trial not whole", func(f *fakeChat) { f.startLeft = 2 }, "the fresh smoke account has 2 free exchanges, want 3"},

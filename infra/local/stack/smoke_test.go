@@ -197,16 +197,22 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 				agent++
 			}
 		}
-		// The stack's chat exchanges are the smoke test's alone.
-		exchanges := 0
+		// The stack's chat exchanges and chat emails are the smoke test's
+		// alone.
+		exchanges, signIns := 0, 0
 		for _, r := range testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) {
 			if r.Source == audit.SourceChat {
 				records = append(records, r)
 				exchanges++
 			}
+			if r.Source == audit.SourceEmailService && (r.Event == audit.MailEvent(oracle.MailChatSignIn) ||
+				(r.Mail != nil && r.Mail.Kind == oracle.MailChatSignIn) || (r.Filter != nil && r.Filter.MailKind == oracle.MailChatSignIn)) {
+				records = append(records, r) // the sign-in emails
+				signIns++
+			}
 		}
-		if len(records) == 0 || agent < 2 || exchanges < 2 {
-			t.Fatalf("the runs left %d audit records, %d of them x402 payments and %d chat exchanges; want the payments and exchanges of both runs", len(records), agent, exchanges)
+		if len(records) == 0 || agent < 2 || exchanges < 2 || signIns < 2 {
+			t.Fatalf("the runs left %d audit records, %d of them x402 payments, %d chat exchanges and %d of sign-in emails; want those of both runs", len(records), agent, exchanges, signIns)
 		}
 		if left := chatItems(t, s); len(left) != 0 {
 			t.Errorf("the chat table holds the smoke account's items after the run: %q", left)
