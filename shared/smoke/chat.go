@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -21,8 +22,8 @@ const ChatMessage = "Is Sisters Chat operational? This is an automated smoke tes
 // chatCookie is the chat's session cookie (functions/chat's CookieName).
 const chatCookie = "oracle_chat"
 
-// chatTrial is a fresh account's free exchanges (chat.TrialExchanges).
-const chatTrial = 3
+// chatTrial is a fresh account's free exchanges.
+const chatTrial = chat.TrialExchanges
 
 // ChatAccounts is the chat table's accounts (chat.Store): the smoke
 // account's name, a sign-in token minted as the mailer mints one, and the
@@ -194,8 +195,8 @@ func (r *Runner) signInSent(ctx context.Context, account string, asked time.Time
 }
 
 // signInsPerHour is the chat's limit of sign-in links an account may ask
-// for an hour (chat.SignInPerAccount), named when none comes.
-const signInsPerHour = 5
+// for an hour, named when none comes.
+var signInsPerHour = chat.SignInPerAccount.Limit
 
 // openSignIn opens the sign-in link as a browser does and returns the
 // session cookie it sets. Its errors never show the token.
