@@ -119,7 +119,7 @@ func (r *Runner) chat(ctx context.Context, st *run) (string, error) {
 	switch {
 	case strings.TrimSpace(ex.Reply) == "":
 		return "", errors.New("POST /api/chat answered an empty reply")
-	case ex.Plan != "trial" || hasSubscription(ex.Subscription):
+	case ex.Plan != string(chat.PlanTrial) || hasSubscription(ex.Subscription):
 		return "", fmt.Errorf("the exchange was paid by %q, want the trial and no subscription", oracle.Clip(ex.Plan, 40))
 	case ex.ExchangesLeft == nil || *ex.ExchangesLeft != chatTrial-1:
 		return "", fmt.Errorf("after one exchange the trial has %s left, want %d", count(ex.ExchangesLeft), chatTrial-1)
