@@ -163,7 +163,7 @@ deploy:
 	*) echo "deploy: deployed, but the smoke test could not run (exit $$code): see docs/deploying.md, the smoke test";; \
 	esac; exit $$code
 
-## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY SHOW EMAIL
+## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; make ops ACTION=chat EMAIL=ada@example.com; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY (or AUTHORISED_BY) REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY SHOW EMAIL N TX
 ops:
 	@mkdir -p .build && python3 infra/opsverb/ops.py request > .build/ops-request.json
 ifdef REMOTE
@@ -193,7 +193,7 @@ chat-price:
 	@$(GO) build -o .build/chatprice ./infra/chatprice
 	@$(if $(REGION),AWS_REGION=$(REGION)) .build/chatprice $(if $(REMOTE),-stack $(STACK),-local $(CURDIR)/.build/stack-local.json)
 
-## smoke: the smoke test's twelve stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
+## smoke: the smoke test's thirteen stages against the deployed stack (STACK), or with LOCAL=1 against `make run`'s; the command (.build/smoke) exits 0 passed, 1 a stage failed, 2 the environment check failed
 smoke:
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@$(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET)

@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/chatreply"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // MaxMessageChars is the longest message, in visible characters: the
@@ -208,6 +209,9 @@ func (h *Handler) record(ctx context.Context, x *exchange) {
 		Timestamp: now, SessionCreated: now, Source: audit.SourceChat, Event: audit.EventChatExchange,
 		Email: x.account, Status: audit.StatusOK, LatencyMS: max(now.Sub(x.started).Milliseconds(), 0),
 		Chat: &audit.Chat{Plan: string(x.plan), Outcome: x.outcome, MessageChars: x.message, ReplyChars: x.reply, Filter: string(x.filter)},
+		// The smoke test's account (SES's mailbox simulator, which no
+		// person reads) is flagged so that no figure counts its exchanges.
+		Smoke: x.account == h.Hasher.Email(stripex.SmokeEmail),
 	}
 	if x.failure != "" {
 		r.Status, r.ErrorDetail = audit.StatusError, audit.Detail(x.failure)

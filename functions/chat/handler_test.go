@@ -25,6 +25,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 const (
@@ -883,5 +884,27 @@ func TestNoAddressOrTextInLogsOrAudit(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the table holds the address %d times, want once (the account item)", n)
+	}
+}
+
+// TestSmokeAccountsExchangesAreFlaggedSmoke: the smoke test's account
+// (stripex.SmokeEmail) has its exchanges' records flagged smoke, so that
+// no figure counts them; a person's are not.
+func TestSmokeAccountsExchangesAreFlaggedSmoke(t *testing.T) {
+	x := newHarness(t)
+	for _, c := range []struct {
+		addr  string
+		smoke bool
+	}{{address, false}, {strings.ToUpper(stripex.SmokeEmail), true}} {
+		_, cookie := x.signIn(t, c.addr)
+		if resp, _ := x.send(t, cookie, "Is it working?"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", c.addr, resp.StatusCode)
+		}
+		x.audit.mu.Lock()
+		r := x.audit.records[len(x.audit.records)-1]
+		x.audit.mu.Unlock()
+		if r.Smoke != c.smoke || r.Chat.Outcome != audit.ChatAnswered {
+			t.Errorf("the exchange of %s: smoke=%v outcome %q, want smoke=%v", c.addr, r.Smoke, r.Chat.Outcome, c.smoke)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // Accounts are Sisters Chat's accounts (chat.Store): the address each
@@ -189,7 +190,10 @@ func (h *Handler) chatRecord(t *task, event audit.Event, status audit.Status, de
 		created = t.started
 	}
 	return audit.Record{Timestamp: now.UTC(), Email: t.job.Account, LatencyMS: max(now.Sub(t.started).Milliseconds(), 0), Status: status,
-		Source: audit.SourceEmailService, ErrorDetail: detail, SessionCreated: created.UTC(), Event: event}
+		Source: audit.SourceEmailService, ErrorDetail: detail, SessionCreated: created.UTC(), Event: event,
+		// The smoke test's chat account (SES's mailbox simulator): its
+		// sign-in emails are counted in no figure.
+		Smoke: t.job.Account == h.Hasher.Email(stripex.SmokeEmail)}
 }
 
 // chatRecordID is the id of the task's record of name.

@@ -24,6 +24,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/stripex"
 )
 
 // Sisters Chat's emails through the mailer, against moto (the Ledger, the
@@ -405,5 +406,31 @@ func TestChatEmailGoesToTheTrimmedAddress(t *testing.T) {
 	e.followJob(chatJob(oracle.MailChatPaymentFailed, e.account(" "+addr)))
 	if n := e.graph.CountCalls(fakegraph.KindSend); n != 1 {
 		t.Fatalf("%d sends, want none to the suppressed address", n)
+	}
+}
+
+// The smoke test's chat account (stripex.SmokeEmail) has every record of
+// its sign-in email flagged smoke (the delivery, the attempt, gate 2's
+// decision), so no figure counts it; a person's are not.
+func TestSmokeAccountsChatEmailsAreFlaggedSmoke(t *testing.T) {
+	e := newEnv(t)
+	smoke := e.account(stripex.SmokeEmail)
+	person := e.account(uniqueAddress(t))
+	for _, account := range []string{smoke, person} {
+		if n := e.run(job(chatJob(oracle.MailChatSignIn, account))); n != 0 {
+			t.Fatalf("%d records failed", n)
+		}
+	}
+	events := map[string]map[audit.Event]bool{smoke: {}, person: {}}
+	for _, r := range e.chatRecords() {
+		if r.Smoke != (r.Email == smoke) {
+			t.Errorf("the %s record %s of %s: smoke=%v", r.Event, r.Status, r.Email, r.Smoke)
+		}
+		events[r.Email][r.Event] = true
+	}
+	for account, seen := range events {
+		if !seen[audit.MailEvent(oracle.MailChatSignIn)] || !seen[audit.EventMailAttempt] || !seen[audit.EventFilter] {
+			t.Errorf("the records of %s: %v, want the delivery, the attempt and the filter's", account, seen)
+		}
 	}
 }

@@ -21,6 +21,8 @@ type settings struct {
 	AuditBucket      string
 	QuarantineBucket string
 	InboxBucket      string
+	ChatTable        string
+	ChatDailyCap     int
 	AlertsTopic      string
 	GenerateQueue    string
 	MailQueue        string
@@ -36,6 +38,10 @@ type settings struct {
 	StuckAfter          time.Duration
 }
 
+// chatDailyCap is the chat function's default CHAT_DAILY_CAP, which `chat`
+// shows an account's day against.
+const chatDailyCap = 25
+
 // loadConfig reads and validates every setting once, at cold start.
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
@@ -45,6 +51,8 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		AuditBucket:         env.String("AUDIT_BUCKET"),
 		QuarantineBucket:    env.String("QUARANTINE_BUCKET"),
 		InboxBucket:         env.String("INBOX_BUCKET"),
+		ChatTable:           env.String("CHAT_TABLE"),
+		ChatDailyCap:        env.Int("CHAT_DAILY_CAP", chatDailyCap, 1, 10000),
 		AlertsTopic:         env.String("ALERTS_TOPIC_ARN"),
 		GenerateQueue:       env.String("GENERATE_QUEUE_URL"),
 		MailQueue:           env.String("MAIL_QUEUE_URL"),

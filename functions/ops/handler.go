@@ -59,6 +59,8 @@ type Request struct {
 	// TX is a transaction hash: `x402-confirm`'s settlement found on the
 	// chain, or `refund`'s transfer back to an agent.
 	TX string `json:"tx,omitempty"`
+	// N is chat-grant's: how many free exchanges to give.
+	N int `json:"n,omitempty"`
 }
 
 // Answer is what an action did: Message in a sentence, Text for a
@@ -155,6 +157,15 @@ type Handler struct {
 	// was left unconfirmed.
 	Payer  Payer
 	Claims Claimer
+	// Sisters Chat's accounts, conversations and subscriptions, and its
+	// Stripe billing (nil when no Stripe key is configured).
+	Chat         ChatAccounts
+	ChatMessages ChatMessages
+	ChatSubs     ChatSubscriptions
+	ChatBilling  ChatBilling
+	ChatRefunds  ChatRefunder
+	// ChatDailyCap is the chat's fair-use cap (CHAT_DAILY_CAP), for show.
+	ChatDailyCap int
 }
 
 // errRefused marks a request the action does not apply to: answered with
@@ -186,6 +197,9 @@ var actions = map[string]action{
 	"inbox":        {(*Handler).inboxShow, false},
 	"x402-confirm": {(*Handler).x402Confirm, true},
 	"x402-void":    {(*Handler).x402Void, true},
+	"chat":         {(*Handler).chatShow, false},
+	"chat-grant":   {(*Handler).chatGrant, true},
+	"chat-refund":  {(*Handler).chatRefund, true},
 }
 
 // Actions lists the action names.
@@ -275,22 +289,41 @@ func (h *Handler) resolve(ctx context.Context, r Request) (oracle.Order, error) 
 // order): one record per distinct request, so the same request twice is
 // recorded once, with the first outcome.
 func (h *Handler) record(ctx context.Context, r Request, o oracle.Order, outcome string) error {
+	return h.recordOn(ctx, r, o, "", outcome)
+}
+
+// recordOn is record, on a chat account (its keyed hash) when account is
+// set: the record names it as its email, never the address.
+func (h *Handler) recordOn(ctx context.Context, r Request, o oracle.Order, account, outcome string) error {
 	now := h.Now()
 	rec := audit.OfOrder(h.Hasher, o, audit.SourceOperator, audit.EventOperator, audit.StatusOK, now, now)
 	if o.SessionID == "" {
 		rec.SessionCreated, rec.QueryHash = now.UTC(), ""
 	}
+	rec.Email = account
 	rec.Operator = &audit.Operator{Action: r.Action, AuthorisedBy: r.AuthorisedBy, Reason: r.Reason, Outcome: outcome}
-	sum := sha256.Sum256([]byte(strings.Join([]string{r.Action, o.SessionID, r.AuthorisedBy, r.Reason, r.Mode, r.Tier,
-		h.Hasher.Hash(r.Query), r.Kind, fmt.Sprint(r.Force), fmt.Sprint(r.Reveal), r.Queue, r.Day, r.TX}, "\x00")))
-	id := "operator-" + r.Action + "-" + hex.EncodeToString(sum[:8])
+	digest := h.digest(r, o.SessionID)
+	id := "operator-" + r.Action + "-" + digest
 	if o.SessionID != "" {
-		id = audit.RecordID(o.SessionID, audit.NameOperator, r.Action, hex.EncodeToString(sum[:8]))
+		id = audit.RecordID(o.SessionID, audit.NameOperator, r.Action, digest)
 	}
 	if err := h.Audit.Require(ctx, rec, id); err != nil {
 		return fmt.Errorf("record the action: %w", err)
 	}
 	return nil
+}
+
+// digest names the request r on session: what it asks, so that the same
+// request twice is one (one record, one grant). A chat action adds its
+// account (the address's keyed hash) and its number.
+func (h *Handler) digest(r Request, session string) string {
+	parts := []string{r.Action, session, r.AuthorisedBy, r.Reason, r.Mode, r.Tier,
+		h.Hasher.Hash(r.Query), r.Kind, fmt.Sprint(r.Force), fmt.Sprint(r.Reveal), r.Queue, r.Day, r.TX}
+	if strings.HasPrefix(r.Action, "chat") {
+		parts = append(parts, h.Hasher.Email(r.Email), fmt.Sprint(r.N))
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:8])
 }
 
 // age is how long ago t was, rounded for a terminal.

@@ -1,12 +1,14 @@
 // Command ops is the operator's hands: actions on orders (list, show,
 // deliver, rerun, refund, resend, redrive), on the audit log (report,
-// seal, verify-seal) and on the support inbox (inbox: print a message),
+// seal, verify-seal), on the support inbox (inbox: print a message) and on
+// Sisters Chat's accounts (chat, chat-grant, chat-refund),
 // invoked with `sam remote invoke OpsFunction -e events/ops/<action>.json`
 // or `make ops ACTION=…`, and daily, to seal the audit log's previous day.
 // It has no HTTP route.
 package main
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"42sisters.ai/oracle/shared/auditfigures"
 	"42sisters.ai/oracle/shared/auditseal"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/inbox"
@@ -26,6 +29,7 @@ import (
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
 )
 
 func main() {
@@ -81,6 +85,14 @@ func main() {
 		Claims:     orders,
 		Payer: &fulfil.Service{Orders: orders, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: fn.Metrics,
 			Hasher: cfg.Hasher, Log: log, Now: time.Now, Lease: fulfil.DefaultLease, Retention: cfg.Retention},
+	}
+	// Sisters Chat's accounts, and its billing with the main key
+	// (STRIPE_SECRET_KEY), the one the chat function subscribes with.
+	accounts := chat.NewStore(db, cfg.ChatTable, cfg.Hasher, time.Now)
+	h.Chat, h.ChatSubs, h.ChatDailyCap = accounts, subscription.NewStore(db, cfg.ChatTable), cfg.ChatDailyCap
+	h.ChatMessages = accounts.Conversation(chat.NewClient(aws), 0)
+	if key := cmp.Or(cfg.StripeLive, cfg.StripeTest); key != nil {
+		h.ChatBilling, h.ChatRefunds = stripex.NewBilling(key, opts), stripex.NewRefundsWithKey(key, opts)
 	}
 	if cfg.StripeLive != nil {
 		h.Live, h.LiveCustomers = stripex.NewRefundsWithKey(cfg.StripeLive, opts), clients[true]

@@ -56,7 +56,7 @@ func TestEveryRunIsAnnounced(t *testing.T) {
 		detail   string
 		metric   float64
 	}{
-		{"pass", report(0), alert.Info, alert.SmokePassed, "12/12 PASS", 1},
+		{"pass", report(0), alert.Info, alert.SmokePassed, "13/13 PASS", 1},
 		{"stage 6 fails", report(6), alert.Critical, alert.SmokeFailed, "Stage 6", 0},
 		{"environment fails", report(1), alert.Critical, alert.SmokeFailed, "Stage 1", 0},
 	} {
@@ -82,7 +82,7 @@ func TestEveryRunIsAnnounced(t *testing.T) {
 			if got := metrics["SmokePassed"]; len(got) != 1 || got[0] != tc.metric {
 				t.Errorf("SmokePassed %v, want [%v]", got, tc.metric)
 			}
-			if !strings.Contains(logs.String(), "RESULT: ") || !strings.Contains(logs.String(), "[STAGE 12]") {
+			if !strings.Contains(logs.String(), "RESULT: ") || !strings.Contains(logs.String(), "[STAGE 13]") {
 				t.Errorf("the report is not in the log:\n%s", logs.String())
 			}
 		})

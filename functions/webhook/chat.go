@@ -24,6 +24,7 @@ type Subscriptions interface {
 	Apply(ctx context.Context, st subscription.State) (subscription.State, bool, error)
 	Link(ctx context.Context, account, id string) error
 	AccountOf(ctx context.Context, id string) (string, bool, error)
+	RecordPayment(ctx context.Context, p subscription.Payment, paidAt time.Time) error
 }
 
 // Chat handles Stripe's events about Sisters Chat's subscriptions: it
@@ -62,6 +63,8 @@ type chatEvent struct {
 	invoice        string
 	amount         int64
 	currency       string
+	paymentIntent  string // invoice.paid's: what paid it, and its charge
+	charge         string
 	paymentFailed  bool
 	linkOnly       bool // checkout.session.completed: links, stores no state
 	accountFromObj string
@@ -139,6 +142,15 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 	case err != nil:
 		return err
 	}
+	// A paid invoice is kept under its payment intent, by which its
+	// refund, dispute or fraud warning (Money) is known for the chat's.
+	if ev.paymentIntent != "" {
+		p := subscription.Payment{PaymentIntent: ev.paymentIntent, Charge: ev.charge, Invoice: ev.invoice, Subscription: ev.state.ID,
+			Account: account, Amount: ev.amount, Currency: ev.currency}
+		if err := c.Subscriptions.RecordPayment(ctx, p, ev.state.EventCreated); err != nil {
+			return err
+		}
+	}
 	if err := c.record(ctx, event, ev, after, arrived); err != nil {
 		return err
 	}
@@ -183,6 +195,7 @@ func readChatEvent(event stripe.Event) (chatEvent, bool, error) {
 		if event.Type == stripe.EventTypeInvoicePaid {
 			base.Status = subscription.Active
 			ev.amount, ev.currency = in.AmountPaid, in.Currency
+			ev.paymentIntent, ev.charge = in.PaymentIntent, in.Charge
 		} else {
 			base.Status = subscription.PastDue
 			if in.FirstInvoice {

@@ -113,16 +113,17 @@ func newEnvWith(t testing.TB, secrets Secrets, instrument func(*aws.Config)) *en
 		Chat: &Chat{Subscriptions: subscription.NewStore(e.db, f.Ref("ChatTable")), Mail: e.svc.Mail, Ledger: ledger, Audit: e.svc.Audit,
 			Alerts: alerts, Now: e.clock.Now},
 		Money: &Money{
-			Index:    store.NewOrderIndex(awsenv.NewQueries(cfg), f.Ref("OrdersTable")),
-			Orders:   store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
-			Records:  audit.NewReader(e.s3, f.Ref("AuditBucket")),
-			Evidence: casefile.NewEvidenceStore(e.s3, f.Ref("EvidenceBucket")),
-			Mail:     e.svc.Mail,
-			Audit:    e.svc.Audit,
-			Alerts:   alerts,
-			Hasher:   hasher,
-			BaseURL:  "https://oracle.example",
-			Now:      e.clock.Now,
+			Index:        store.NewOrderIndex(awsenv.NewQueries(cfg), f.Ref("OrdersTable")),
+			Orders:       store.NewOrders(e.db, f.Ref("OrdersTable"), e.clock.Now),
+			Records:      audit.NewReader(e.s3, f.Ref("AuditBucket")),
+			Evidence:     casefile.NewEvidenceStore(e.s3, f.Ref("EvidenceBucket")),
+			Mail:         e.svc.Mail,
+			Audit:        e.svc.Audit,
+			Alerts:       alerts,
+			Hasher:       hasher,
+			BaseURL:      "https://oracle.example",
+			Now:          e.clock.Now,
+			ChatPayments: subscription.NewStore(e.db, f.Ref("ChatTable")),
 		}}
 	return e
 }

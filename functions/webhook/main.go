@@ -32,6 +32,7 @@ func main() {
 	}
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
 	mailQueue := queue.NewSender(sq, cfg.MailQueue, time.Now)
+	subs := subscription.NewStore(db, cfg.ChatTable)
 	recorder := &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log}
 	h := &Handler{
 		Secrets: cfg.Secrets,
@@ -52,9 +53,11 @@ func main() {
 			Hasher:   cfg.Hasher,
 			BaseURL:  cfg.BaseURL,
 			Now:      time.Now,
+			// A refund or dispute no order has may be a chat invoice's.
+			ChatPayments: subs,
 		},
 		Chat: &Chat{
-			Subscriptions: subscription.NewStore(db, cfg.ChatTable),
+			Subscriptions: subs,
 			Mail:          mailQueue,
 			Ledger:        ledger,
 			Audit:         recorder,

@@ -18,6 +18,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
 )
 
 // PaymentIndex finds the order of a payment intent (store.OrderIndex).
@@ -58,6 +59,9 @@ type Money struct {
 	// BaseURL is the site's, for the result page named in the evidence.
 	BaseURL string
 	Now     func() time.Time
+	// ChatPayments knows the payments of Sisters Chat's invoices: an event
+	// no order has may be the chat's.
+	ChatPayments ChatPayments
 }
 
 // moneyEvents are the event types Money handles.
@@ -75,6 +79,8 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 	var (
 		p   payment
 		act func(context.Context, *slog.Logger, oracle.Order, time.Time) error
+		// chat is act for a chat invoice's payment.
+		chat func(context.Context, *slog.Logger, subscription.Payment) error
 	)
 	switch audit.Event(event.Type) {
 	case audit.EventChargeRefunded:
@@ -89,6 +95,10 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 			byOperator := event.Request != nil && event.Request.IdempotencyKey == stripex.RefundKey(o.SessionID)
 			return m.refunded(ctx, log, o, c, byOperator, event.ID, arrived)
 		}
+		chat = func(ctx context.Context, log *slog.Logger, pay subscription.Payment) error {
+			byOperator := event.Request != nil && event.Request.IdempotencyKey == stripex.ChatRefundKey(pay.Invoice)
+			return m.chatRefunded(ctx, log, pay, c, byOperator, event, arrived)
+		}
 	case audit.EventDisputeCreated:
 		var d stripe.Dispute
 		if err := json.Unmarshal(event.Data.Raw, &d); err != nil || d.ID == "" {
@@ -97,6 +107,9 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 		p = payment{intent: intentOf(d.PaymentIntent), charge: chargeOf(d.Charge), livemode: d.Livemode}
 		act = func(ctx context.Context, log *slog.Logger, o oracle.Order, arrived time.Time) error {
 			return m.disputed(ctx, log, o, d, event.ID, arrived)
+		}
+		chat = func(ctx context.Context, log *slog.Logger, pay subscription.Payment) error {
+			return m.chatDisputed(ctx, log, pay, d, event, arrived)
 		}
 	case audit.EventEarlyFraudWarned:
 		var w stripe.RadarEarlyFraudWarning
@@ -107,6 +120,9 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 		act = func(ctx context.Context, log *slog.Logger, o oracle.Order, arrived time.Time) error {
 			return m.warned(ctx, o, w, event.ID, arrived)
 		}
+		chat = func(ctx context.Context, log *slog.Logger, pay subscription.Payment) error {
+			return m.chatWarned(ctx, log, pay, w, event, arrived)
+		}
 	default:
 		return fmt.Errorf("not a money event: %s", event.Type)
 	}
@@ -116,6 +132,15 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 	session, found, err := m.Index.SessionOfPaymentIntent(ctx, p.intent)
 	if err != nil {
 		return err
+	}
+	if !found && m.ChatPayments != nil {
+		pay, isChat, err := m.ChatPayments.PaymentOf(ctx, p.intent)
+		if err != nil {
+			return err
+		}
+		if isChat {
+			return chat(ctx, log.With("subscription", pay.Subscription), pay)
+		}
 	}
 	if !found {
 		m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.ChargeUnknown, Session: event.ID,

@@ -170,7 +170,7 @@ func perVerdict(r measuredRun, lines []line) float64 {
 // it makes.
 var scheduledSeconds = map[string]float64{
 	"HealthFunction": 1,  // about 0.4 s a run against moto (docs/performance.md)
-	"SmokeFunction":  10, // twelve stages, mostly waiting on the pipeline
+	"SmokeFunction":  10, // thirteen stages, mostly waiting on the pipeline
 	"OpsFunction":    5,  // the day's seal reads the day's audit records
 	"InboxFunction":  1,  // one Graph poll
 }

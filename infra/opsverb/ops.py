@@ -16,6 +16,7 @@ FIELDS = {
     "ACTION": "action", "SESSION": "session", "BY": "authorised_by", "REASON": "reason",
     "MODE": "mode", "TIER": "tier", "QUERY": "query", "KIND": "kind", "QUEUE": "queue",
     "FROM": "from", "TO": "to", "DAY": "day", "SHOW": "show", "EMAIL": "email", "TX": "tx",
+    "AUTHORISED_BY": "authorised_by",
 }
 FLAGS = {"REVEAL": "reveal", "FORCE": "force"}
 
@@ -25,8 +26,13 @@ def request():
     for var, field in FLAGS.items():
         if os.environ.get(var, "") not in ("", "0", "false"):
             req[field] = True
+    if os.environ.get("N"):
+        try:
+            req["n"] = int(os.environ["N"])
+        except ValueError:
+            sys.exit("make ops: N is a whole number, e.g. N=5")
     if "action" not in req:
-        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal|inbox|x402-confirm|x402-void")
+        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal|inbox|x402-confirm|x402-void|chat|chat-grant|chat-refund")
     json.dump(req, sys.stdout)
 
 

@@ -248,10 +248,11 @@ func TestDashboardChartsEveryFunction(t *testing.T) {
 }
 
 // TestTheSmokeTestIsScheduledAndWatched: the smoke function runs daily at
-// 07:00 UTC, one run at a time, within the three minutes its twelve stages
-// may take; an alarm fires when no run has passed for 26 hours, a run
-// that never happened included; and its role may delete orders but not
-// write them, scan them or touch the queues.
+// 07:00 UTC, one run at a time, within the three minutes its thirteen
+// stages may take; an alarm fires when no run has passed for 26 hours, a
+// run that never happened included; and its role may delete orders but
+// not write them, scan them or touch the queues, and in the chat table may
+// only put sign-in tokens and delete accounts' items.
 func TestTheSmokeTestIsScheduledAndWatched(t *testing.T) {
 	tmpl, err := sam.Load(provision.TemplatePath())
 	if err != nil {
@@ -296,6 +297,19 @@ func TestTheSmokeTestIsScheduledAndWatched(t *testing.T) {
 	}
 	if !strings.Contains(string(policy), `{"Action":["dynamodb:GetItem","dynamodb:DeleteItem"],"Effect":"Allow","Resource":{"Name":"Fn::GetAtt","Arg":["OrdersTable","Arn"]}`) {
 		t.Errorf("the smoke function may not read and delete its order: %s", policy)
+	}
+	chat := 0
+	for _, m := range regexp.MustCompile(`\{"Action":(\[[^\]]*\])(,"Condition":\{[^}]*\}\})?,"Effect":"Allow","Resource":\{"Name":"Fn::GetAtt","Arg":\["ChatTable","Arn"\]\}`).FindAllStringSubmatch(string(policy), -1) {
+		chat++
+		switch m[1] + m[2] {
+		case `["dynamodb:PutItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["signin#*"]}}`,
+			`["dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["acct#*"]}}`:
+		default:
+			t.Errorf("the smoke function may %s%s on the chat table", m[1], m[2])
+		}
+	}
+	if chat != 2 {
+		t.Errorf("%d statements on the chat table, want the sign-in token's and the account's: %s", chat, policy)
 	}
 }
 

@@ -13,11 +13,14 @@ var (
 	fromOutputs = map[string]string{
 		"API_URL":          "ApiUrl",
 		"ORDERS_TABLE":     "OrdersTableName",
+		"CHAT_TABLE":       "ChatTableName",
 		"LEDGER_TABLE":     "LedgerTableName",
 		"AUDIT_BUCKET":     "AuditBucketName",
 		"ALERTS_TOPIC_ARN": "AlertsTopicArn",
 	}
 	fromParameters = map[string]string{
+		"BASE_URL":                       "BaseUrl",
+		"HASH_PEPPER_ARN":                "HashPepperArn",
 		"MAIL_TRANSPORT":                 "MailTransport",
 		"GRAPH_CREDENTIALS_ARN":          "GraphCredentialsArn",
 		"STRIPE_SECRET_KEY_ARN":          "StripeSecretKeyArn",

@@ -22,9 +22,10 @@ func described() deployment.Deployment {
 		Name: "oracle", Region: "ca-central-1",
 		Outputs: map[string]string{
 			"ApiUrl": "https://abc.execute-api.ca-central-1.amazonaws.com", "OrdersTableName": "oracle-Orders",
-			"LedgerTableName": "oracle-Ledger", "AuditBucketName": "oracle-audit", "AlertsTopicArn": "arn:aws:sns:ca-central-1:1:alerts",
+			"LedgerTableName": "oracle-Ledger", "ChatTableName": "oracle-Chat", "AuditBucketName": "oracle-audit", "AlertsTopicArn": "arn:aws:sns:ca-central-1:1:alerts",
 		},
 		Parameters: map[string]string{
+			"BaseUrl": "https://oracle.42sisters.ai", "HashPepperArn": "arn:pepper",
 			"MailTransport": "ses", "MailSender": "oracle@42sisters.ai", "GraphSender": "", "GraphCredentialsArn": "",
 			"StripeSecretKeyArn": "arn:key", "StripeTestSecretKeyArn": "arn:test-key", "StripeTestWebhookSecretArn": "arn:test-whsec",
 			"X402PayTo": "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", "X402Networks": "testnet",

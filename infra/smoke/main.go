@@ -1,4 +1,4 @@
-// Command smoke runs the smoke test's twelve stages from a workstation
+// Command smoke runs the smoke test's thirteen stages from a workstation
 // against one deployment, exactly as the scheduled smoke function runs
 // them: after `sam deploy` against the deployed stack, found through
 // CloudFormation, or with -local against `make run`'s stack.

@@ -148,7 +148,7 @@ const (
 	// sets it aside (shared/repair), saying whether it is generated again
 	// or held; by the health job's sample until a reader meets it.
 	VerdictCorrupt Kind = "VERDICT_CORRUPT"
-	// SmokePassed (INFO): the smoke test's twelve stages passed; the report
+	// SmokePassed (INFO): the smoke test's thirteen stages passed; the report
 	// is the detail. Nothing to do.
 	SmokePassed Kind = "SMOKE_PASSED"
 	// SmokeFailed (CRITICAL): a smoke test stage failed; the detail names

@@ -344,6 +344,45 @@ func TestReaderReadsOneSessionsRecords(t *testing.T) {
 	}
 }
 
+// TestReaderFindsAChatAccountsEmails: ChatMail finds the delivery records
+// of one account's emails of one kind begun on one day, by their nonces,
+// and neither their attempts' records nor another account's, kind's or
+// day's.
+func TestReaderFindsAChatAccountsEmails(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, nil)
+	c := awsenv.S3(f.AWS)
+	w := audit.NewWriter(c, f.Ref("AuditBucket"))
+	h := hasher(t)
+	day := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	account, other := h.Email("smoke@example.com"), h.Email("person@example.com")
+	write := func(kind oracle.MailKind, acct, nonce string, name audit.RecordName, created time.Time, status audit.Status) {
+		t.Helper()
+		rec := audit.Record{Timestamp: created, SessionCreated: created, Email: acct, Status: status,
+			Source: audit.SourceEmailService, Event: audit.MailEvent(kind)}
+		if status == audit.StatusEmailFailed {
+			rec.ErrorDetail = audit.Detail("refused")
+		}
+		if _, err := w.Write(ctx, rec, audit.ChatMailRecordID(kind, acct, nonce, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(oracle.MailChatSignIn, account, "nonce-sent", audit.NameMail, day, audit.StatusEmailSent)
+	write(oracle.MailChatSignIn, account, "nonce-sent", audit.NameMailAttempt, day, audit.StatusEmailSent)
+	write(oracle.MailChatSignIn, account, "nonce-failed", audit.NameMail, day.Add(time.Hour), audit.StatusEmailFailed)
+	write(oracle.MailChatSignIn, account, "nonce-pending", audit.NameMailAttempt, day, audit.StatusEmailSent)
+	write(oracle.MailChatSignIn, other, "nonce-other", audit.NameMail, day, audit.StatusEmailSent)
+	write(oracle.MailChatPaymentFailed, account, "in_1", audit.NameMail, day, audit.StatusEmailSent)
+	write(oracle.MailChatSignIn, account, "nonce-yesterday", audit.NameMail, day.AddDate(0, 0, -1), audit.StatusEmailSent)
+	got, err := audit.NewReader(c, f.Ref("AuditBucket")).ChatMail(ctx, oracle.MailChatSignIn, account, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["nonce-sent"].Status != audit.StatusEmailSent || got["nonce-failed"].Status != audit.StatusEmailFailed {
+		t.Errorf("records %+v, want nonce-sent (sent) and nonce-failed (failed)", got)
+	}
+}
+
 // TestHealthHistoryIsBounded: the health job writes one record a period;
 // each is locked only for the health history and tagged for the bucket's
 // rule that expires it then, while every other record keeps the bucket's

@@ -78,3 +78,33 @@ func (r *Reader) get(ctx context.Context, key, name string) (Record, error) {
 	}
 	return rec, nil
 }
+
+// ChatMail returns the delivery records (NameMail: the mailer's last word
+// on each, sent or failed) of the emails of kind owed to account whose
+// delivery began on day, by the nonce of the request each answers: one
+// listing of that day's email records by the ids' prefix.
+func (r *Reader) ChatMail(ctx context.Context, kind oracle.MailKind, account string, day time.Time) (map[string]Record, error) {
+	prefix := strings.TrimSuffix(Key(Record{SessionCreated: day, Source: SourceEmailService}, chatMailPrefix(kind, account)), ".json")
+	suffix := "." + string(NameMail) + ".json"
+	out := map[string]Record{}
+	p := s3.NewListObjectsV2Paginator(r.s3, &s3.ListObjectsV2Input{Bucket: aws.String(r.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the %s emails' records: %w", kind, err)
+		}
+		for _, o := range page.Contents {
+			key := aws.ToString(o.Key)
+			nonce, ok := strings.CutSuffix(strings.TrimPrefix(key, prefix), suffix)
+			if !ok || strings.Contains(nonce, ".") {
+				continue // an attempt's or gate 2's record
+			}
+			rec, err := r.get(ctx, key, string(kind)+" email "+nonce)
+			if err != nil {
+				return nil, err
+			}
+			out[nonce] = rec
+		}
+	}
+	return out, nil
+}

@@ -130,7 +130,13 @@ const (
 // chat account for nonce (the request or invoice it answers):
 // "chat-<kind>-<account's hex>-<nonce>.<name>", then "-<part>" for each.
 func ChatMailRecordID(kind oracle.MailKind, account, nonce string, name RecordName, parts ...any) string {
-	return RecordID("chat-"+string(kind)+"-"+strings.TrimPrefix(account, HashPrefix)+"-"+nonce, name, parts...)
+	return RecordID(chatMailPrefix(kind, account)+nonce, name, parts...)
+}
+
+// chatMailPrefix begins the id of every record of the emails of kind owed
+// to account.
+func chatMailPrefix(kind oracle.MailKind, account string) string {
+	return "chat-" + string(kind) + "-" + strings.TrimPrefix(account, HashPrefix) + "-"
 }
 
 // InboxRecordID is the id of a record of the inbox message whose key is

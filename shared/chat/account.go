@@ -61,3 +61,22 @@ func (s *Store) Address(ctx context.Context, account string) (string, error) {
 	}
 	return email, nil
 }
+
+// RemoveAccount deletes the account's item (its address, counts and
+// grants), reporting whether there was one: the smoke test's cleanup, so
+// that its next run starts with a whole trial. Its messages are forgotten
+// apart (Conversation.Forget) and its sign-in tokens expire on their own.
+func (s *Store) RemoveAccount(ctx context.Context, account string) (removed bool, err error) {
+	if account == "" {
+		return false, fmt.Errorf("remove account: no account named")
+	}
+	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:    aws.String(s.table),
+		Key:          key(accountPK(account), skAccount),
+		ReturnValues: types.ReturnValueAllOld,
+	})
+	if err != nil {
+		return false, fmt.Errorf("remove account: %w", err)
+	}
+	return len(out.Attributes) > 0, nil
+}

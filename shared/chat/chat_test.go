@@ -153,3 +153,45 @@ func TestSignInLinkOpenedTenTimesAtOnceSignsInOnce(t *testing.T) {
 		t.Fatalf("signed in %d times, refused %d, errors %v: want 1 and 9", signedIn, refusals, otherErrs)
 	}
 }
+
+// TestRemoveAccountStartsTheTrialAfresh: a removed account is gone (its
+// address with it) and signs up again with its whole trial; removing it
+// twice says there was nothing the second time, and another account stays.
+func TestRemoveAccountStartsTheTrialAfresh(t *testing.T) {
+	ctx := context.Background()
+	s, _, _, _ := newStore(t)
+	account, _, err := s.SignUp(ctx, "smoke@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := s.SignUp(ctx, "other@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeExchange(ctx, account, false, 100); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.Usage(ctx, account); err != nil || u.FreeLeft != chat.TrialExchanges-1 {
+		t.Fatalf("usage before: %+v %v", u, err)
+	}
+	for i, want := range []bool{true, false} {
+		if removed, err := s.RemoveAccount(ctx, account); err != nil || removed != want {
+			t.Fatalf("removal %d: removed=%v %v, want %v", i+1, removed, err, want)
+		}
+	}
+	if _, err := s.Address(ctx, account); !errors.Is(err, chat.ErrNoAccount) {
+		t.Fatalf("Address after removal: %v, want ErrNoAccount", err)
+	}
+	if _, err := s.Address(ctx, other); err != nil {
+		t.Fatalf("the other account: %v", err)
+	}
+	if _, created, err := s.SignUp(ctx, "smoke@example.com"); err != nil || !created {
+		t.Fatalf("sign-up after removal: created=%v %v", created, err)
+	}
+	if u, err := s.Usage(ctx, account); err != nil || u.FreeLeft != chat.TrialExchanges {
+		t.Fatalf("usage after: %+v %v, want the whole trial", u, err)
+	}
+	if _, err := s.RemoveAccount(ctx, ""); err == nil {
+		t.Fatal("removing no account named succeeded")
+	}
+}

@@ -283,3 +283,52 @@ func (c *Conversation) Forget(ctx context.Context, account string) (int, error) 
 	}
 	return len(reqs), nil
 }
+
+// Stored is what an account's stored conversation holds, without a word
+// of it: how many messages, and when the first and the last were written.
+type Stored struct {
+	Messages    int
+	First, Last time.Time
+}
+
+// Stored counts the account's stored messages, reading their keys alone
+// (the operator's view, which shows no text): those past their retention
+// that the table has not yet removed count too, as they are still held.
+func (c *Conversation) Stored(ctx context.Context, account string) (Stored, error) {
+	var (
+		out   Stored
+		start map[string]types.AttributeValue
+	)
+	for {
+		page, err := c.spans.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(c.store.table),
+			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :msg)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(accountPK(account)), ":msg": str(skMessage),
+			},
+			ProjectionExpression: aws.String("sk"),
+			ConsistentRead:       aws.Bool(true),
+			ExclusiveStartKey:    start,
+		})
+		if err != nil {
+			return Stored{}, fmt.Errorf("count the conversation: %w", err)
+		}
+		for _, it := range page.Items {
+			t, ok := turnOf(it)
+			if !ok {
+				continue
+			}
+			out.Messages++
+			if out.First.IsZero() || t.At.Before(out.First) {
+				out.First = t.At
+			}
+			if t.At.After(out.Last) {
+				out.Last = t.At
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}

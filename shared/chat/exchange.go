@@ -65,6 +65,8 @@ type Usage struct {
 	// SignedOutAt is when the person last signed out: a session cookie
 	// issued no later is refused.
 	SignedOutAt time.Time
+	// Created is when the account was made (its first sign-in request).
+	Created time.Time
 }
 
 // day is the UTC day of t as the account item keeps it.
@@ -95,6 +97,9 @@ func usageOf(item map[string]types.AttributeValue, today string) Usage {
 	}
 	if ms := intOf(item, "signed_out_at"); ms > 0 {
 		u.SignedOutAt = time.UnixMilli(int64(ms)).UTC()
+	}
+	if t, err := time.Parse(time.RFC3339Nano, stringOf(item, "created_at")); err == nil {
+		u.Created = t.UTC()
 	}
 	return u
 }
@@ -303,12 +308,23 @@ const MaxGrant = 1000
 // ops), returning how many granted exchanges it now has: once per call,
 // even when the SDK retries it. ErrNoAccount when there is none.
 func (s *Store) Grant(ctx context.Context, account string, n int) (int, error) {
-	if n < 1 || n > MaxGrant {
-		return 0, fmt.Errorf("grant: %d exchanges: between 1 and %d", n, MaxGrant)
-	}
 	id, err := condwrite.Token()
 	if err != nil {
 		return 0, err
+	}
+	granted, _, err := s.GrantOnce(ctx, account, n, id)
+	return granted, err
+}
+
+// GrantOnce is Grant named by id: the grant of one id is made once, however
+// often it is asked (the operator's request run again), and made reports
+// whether this call made it.
+func (s *Store) GrantOnce(ctx context.Context, account string, n int, id string) (granted int, made bool, err error) {
+	if n < 1 || n > MaxGrant {
+		return 0, false, fmt.Errorf("grant: %d exchanges: between 1 and %d", n, MaxGrant)
+	}
+	if id == "" {
+		return 0, false, fmt.Errorf("grant: no id")
 	}
 	r, err := condwrite.Update(ctx, s.db, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
@@ -323,11 +339,11 @@ func (s *Store) Grant(ctx context.Context, account string, n int) (int, error) {
 	})
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("grant: %w", err)
+		return 0, false, fmt.Errorf("grant: %w", err)
 	case r.Applied || holds(r.Current, "grant_ids", id):
-		return intOf(r.Current, "granted"), nil
+		return intOf(r.Current, "granted"), r.Applied, nil
 	default:
-		return 0, ErrNoAccount
+		return 0, false, ErrNoAccount
 	}
 }
 

@@ -408,6 +408,33 @@ func TestSignOutIsRecorded(t *testing.T) {
 	}
 }
 
+// A grant named by an id is made once however often it is asked; another
+// id grants again.
+func TestGrantOnceGrantsOncePerID(t *testing.T) {
+	ctx := context.Background()
+	s, _, _, _ := newStore(t)
+	account, _, err := s.SignUp(ctx, "ana@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		id      string
+		granted int
+		made    bool
+	}{{"req-1", 3, true}, {"req-1", 3, false}, {"req-2", 6, true}, {"req-1", 6, false}} {
+		g, made, err := s.GrantOnce(ctx, account, 3, want.id)
+		if err != nil || g != want.granted || made != want.made {
+			t.Fatalf("grant %d (%s) = %d %v %v, want %d %v", i, want.id, g, made, err, want.granted, want.made)
+		}
+	}
+	if _, _, err := s.GrantOnce(ctx, account, 3, ""); err == nil {
+		t.Fatal("a grant without an id was made")
+	}
+	if u, err := s.Usage(ctx, account); err != nil || u.Granted != 6 || u.Created.IsZero() {
+		t.Fatalf("usage %+v, %v", u, err)
+	}
+}
+
 // countingSpans counts the messages the conversation's queries read.
 type countingSpans struct {
 	chat.Spans

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/store"
@@ -21,8 +23,12 @@ import (
 // reads them from its environment; `make smoke` from the stack's outputs
 // and parameters, through the same LoadSettings.
 type Settings struct {
-	APIURL        string
+	APIURL string
+	// Origin is the site's (BASE_URL's scheme and host, as the chat has
+	// it): the chat stage sends its requests from it, as the page does.
+	Origin        string
 	OrdersTable   string
+	ChatTable     string
 	LedgerTable   string
 	AuditBucket   string
 	AlertsTopic   string
@@ -34,6 +40,9 @@ type Settings struct {
 	StripeKey     string
 	SigningSecret string
 	Graph         *mail.GraphConfig
+	// Hasher names the smoke chat account as the chat names it
+	// (HASH_PEPPER).
+	Hasher *audit.Hasher
 	// Agent is the agent rail as the agent function has it (X402_PAY_TO,
 	// X402_NETWORKS) and the smoke wallet that pays it (X402_SMOKE_KEY,
 	// X402_SMOKE_PAYER); the environment check says what is missing.
@@ -45,6 +54,7 @@ func LoadSettings(ctx context.Context, env *config.Env) (Settings, error) {
 	s := Settings{
 		APIURL:        env.URL("API_URL"),
 		OrdersTable:   env.String("ORDERS_TABLE"),
+		ChatTable:     env.String("CHAT_TABLE"),
 		LedgerTable:   env.String("LEDGER_TABLE"),
 		AuditBucket:   env.String("AUDIT_BUCKET"),
 		AlertsTopic:   env.String("ALERTS_TOPIC_ARN"),
@@ -53,10 +63,15 @@ func LoadSettings(ctx context.Context, env *config.Env) (Settings, error) {
 	main := env.Secret(ctx, "STRIPE_SECRET_KEY", true)
 	test := env.Secret(ctx, "STRIPE_TEST_SECRET_KEY", false)
 	testWebhook := env.Secret(ctx, "STRIPE_TEST_WEBHOOK_SECRET", false)
+	base := env.URL("BASE_URL")
 	_, s.Graph = mail.TransportFrom(ctx, env, "oracle@42sisters.ai")
+	s.Hasher = audit.HasherFrom(ctx, env)
 	s.Agent = loadAgent(ctx, env)
 	if err := env.Err(); err != nil {
 		return Settings{}, err
+	}
+	if u, err := url.Parse(base); err == nil {
+		s.Origin = u.Scheme + "://" + u.Host // env.URL has checked it is absolute
 	}
 	var ok bool
 	if s.StripeKey, s.SigningSecret, ok = stripex.SmokeSecrets(main, test, testWebhook); !ok && stripex.IsLiveKey(main) && test == "" {
@@ -102,15 +117,18 @@ func NewRunner(s Settings, cfg aws.Config, ses SESAccount) (*Runner, error) {
 		}
 		email = GraphProbe(g)
 	}
+	reader := audit.NewReader(s3, s.AuditBucket)
 	return &Runner{
-		StripeKey: s.StripeKey, SigningSecret: s.SigningSecret, APIURL: s.APIURL,
+		StripeKey: s.StripeKey, SigningSecret: s.SigningSecret, APIURL: s.APIURL, Origin: s.Origin,
 		HTTP:     &http.Client{Timeout: 10 * time.Second},
 		Sessions: stripex.New(s.StripeKey, stripex.Options{BaseURL: s.StripeAPIBase, Retries: 1}),
 		Stores:   StoresProbe(orders, ledger, s3, s.AuditBucket),
 		Email:    email,
 		Orders:   orders,
-		Audit:    audit.NewReader(s3, s.AuditBucket),
+		Audit:    reader,
 		Agent:    s.Agent,
+		Chat:     chat.NewStore(db, s.ChatTable, s.Hasher, time.Now),
+		ChatMail: reader,
 	}, nil
 }
 

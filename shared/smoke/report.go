@@ -1,8 +1,9 @@
 // Package smoke is the end-to-end smoke test of the deployed pipeline:
-// twelve stages from the environment to the cleanup, each with its own
-// deadline, a card payment's path in Stripe test mode and an agent's over
-// x402 on Base Sepolia, run by the scheduled smoke function and by `make
-// smoke` alike, and the report they print.
+// thirteen stages from the environment to the cleanup, each with its own
+// deadline, a card payment's path in Stripe test mode, an agent's over
+// x402 on Base Sepolia and one exchange of Sisters Chat's trial, run by
+// the scheduled smoke function and by `make smoke` alike, and the report
+// they print.
 package smoke
 
 import (
@@ -15,7 +16,7 @@ import (
 // verdict is known for one wherever it shows.
 const Query = "Is the Oracle pipeline operational? This is an automated smoke test."
 
-// Stages are the twelve stages, in order.
+// Stages are the thirteen stages, in order.
 var Stages = [...]string{
 	"Environment check",
 	"Stores",
@@ -28,6 +29,7 @@ var Stages = [...]string{
 	"Crosscheck and filter",
 	"Agent payment (x402)",
 	"Agent verdict (x402)",
+	"Sisters Chat",
 	"Cleanup",
 }
 
@@ -46,7 +48,7 @@ const (
 // Result is one stage's outcome, its figure (session=..., verdict=...) and,
 // when it failed, why.
 type Result struct {
-	Stage    int // 1 to 12
+	Stage    int // 1 to 13
 	Outcome  Outcome
 	Figure   string
 	Err      string

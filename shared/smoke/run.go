@@ -46,7 +46,7 @@ type AuditLog interface {
 // Probe checks a dependency and says what it saw.
 type Probe func(ctx context.Context) (figure string, err error)
 
-// Runner runs the twelve stages against one deployment.
+// Runner runs the thirteen stages against one deployment.
 type Runner struct {
 	// StripeKey is the test-mode secret key; SigningSecret the test-mode
 	// webhook signing secret (stripex.SmokeSecrets picks both).
@@ -64,6 +64,12 @@ type Runner struct {
 	// Agent is the agent rail's part (stages 10 and 11); its zero value
 	// is a rail that is off.
 	Agent Agent
+	// Chat and ChatMail are the chat stage's (12): the chat table's
+	// accounts and the mailer's records of their emails. Origin is the
+	// site's (BASE_URL's), which the chat's page sends its requests from.
+	Chat     ChatAccounts
+	ChatMail ChatMailLog
+	Origin   string
 
 	Now          func() time.Time
 	StageTimeout time.Duration
@@ -79,23 +85,25 @@ type run struct {
 	// agentNA says why the agent stages do not apply.
 	agent   *agentRun
 	agentNA string
+	// chat is the smoke account's sign-in, once it was asked for.
+	chat *chatRun
 }
 
-// Run runs the twelve stages and returns the report. A failed environment
+// Run runs the thirteen stages and returns the report. A failed environment
 // check ends the run at once (nothing is created); any other failure lets
 // the later stages try what does not depend on it, and the cleanup always
-// runs when a session or an agent order was made.
+// runs when a session, an agent order or the smoke chat account was made.
 func (r *Runner) Run(ctx context.Context) Report {
 	now := r.now()
 	rep := Report{Started: now}
 	st := &run{}
 	stages := []func(context.Context, *run) (string, error){
 		r.environment, r.stores, r.email, r.checkout, r.webhook, r.stored, r.verdictAPI, r.verdictEmail, r.decisions,
-		r.agentPayment, r.agentVerdict, r.cleanup,
+		r.agentPayment, r.agentVerdict, r.chat, r.cleanup,
 	}
 	// needs says which stage's work each stage builds on (0: none); the
 	// cleanup needs whatever was made.
-	needs := [...]int{0, 0, 0, 0, 4, 5, 6, 6, 6, 0, 10, 0}
+	needs := [...]int{0, 0, 0, 0, 4, 5, 6, 6, 6, 0, 10, 0, 0}
 	for i, stage := range stages {
 		n := i + 1
 		res := Result{Stage: n}
@@ -104,7 +112,7 @@ func (r *Runner) Run(ctx context.Context) Report {
 			rep.Results = append(rep.Results, res)
 			continue
 		}
-		if n == len(stages) && st.session == "" && st.agent == nil {
+		if n == len(stages) && st.session == "" && st.agent == nil && st.chat == nil {
 			res.Outcome, res.Err = Skip, "nothing was made to clean up"
 			rep.Results = append(rep.Results, res)
 			continue
@@ -383,9 +391,10 @@ var expectedRecords = []audit.Event{
 	audit.EventFilter, audit.EventVerdictServed, audit.EventMailAttempt,
 }
 
-// cleanup removes the smoke order and expires the session, and removes the
-// agent order, so nothing of the run stays where a customer or a count
-// could see it; its audit records stay, flagged smoke, as the log is
+// cleanup removes the smoke order and expires the session, removes the
+// agent order, and forgets the smoke chat's conversation and removes its
+// account, so nothing of the run stays where a customer or a count could
+// see it; its audit records stay, flagged smoke, as the log is
 // append-only.
 func (r *Runner) cleanup(ctx context.Context, st *run) (string, error) {
 	var done, failed []string
@@ -406,6 +415,13 @@ func (r *Runner) cleanup(ctx context.Context, st *run) (string, error) {
 			done = append(done, oracle.ShortID(st.agent.order)+" deleted")
 		default:
 			done = append(done, "no agent order to delete")
+		}
+	}
+	if st.chat != nil {
+		if fig, err := r.cleanChat(ctx, st.chat); err != nil {
+			failed = append(failed, err.Error())
+		} else {
+			done = append(done, fig)
 		}
 	}
 	if len(failed) > 0 {

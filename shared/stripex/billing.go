@@ -13,6 +13,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	portalsession "github.com/stripe/stripe-go/v76/billingportal/session"
 	"github.com/stripe/stripe-go/v76/checkout/session"
+	"github.com/stripe/stripe-go/v76/invoice"
 	"github.com/stripe/stripe-go/v76/price"
 	"github.com/stripe/stripe-go/v76/subscription"
 
@@ -356,6 +357,10 @@ type Invoice struct {
 	Currency    string
 	Livemode    bool
 	AttemptNext time.Time // zero when no further attempt is planned
+	// PaymentIntent and Charge are what paid it (empty until paid): a
+	// refund, dispute or fraud warning names them.
+	PaymentIntent string
+	Charge        string
 }
 
 // InvoiceFromJSON decodes an invoice from an event's data.object.
@@ -367,6 +372,11 @@ func InvoiceFromJSON(raw json.RawMessage) (Invoice, error) {
 	if !strings.HasPrefix(in.ID, "in_") {
 		return Invoice{}, errors.New("decode invoice: no id")
 	}
+	return invoiceOf(&in), nil
+}
+
+// invoiceOf converts Stripe's object.
+func invoiceOf(in *stripe.Invoice) Invoice {
 	out := Invoice{ID: in.ID, FirstInvoice: in.BillingReason == stripe.InvoiceBillingReasonSubscriptionCreate,
 		AmountPaid: in.AmountPaid, AmountDue: in.AmountDue, Currency: string(in.Currency), Livemode: in.Livemode}
 	if in.Subscription != nil {
@@ -381,6 +391,12 @@ func InvoiceFromJSON(raw json.RawMessage) (Invoice, error) {
 	if in.NextPaymentAttempt > 0 {
 		out.AttemptNext = time.Unix(in.NextPaymentAttempt, 0).UTC()
 	}
+	if in.PaymentIntent != nil {
+		out.PaymentIntent = in.PaymentIntent.ID
+	}
+	if in.Charge != nil {
+		out.Charge = in.Charge.ID
+	}
 	if in.Lines != nil {
 		for _, l := range in.Lines.Data {
 			if l != nil && l.Period != nil && l.Type == stripe.InvoiceLineItemTypeSubscription && l.Period.End > out.PeriodEnd.Unix() {
@@ -388,7 +404,7 @@ func InvoiceFromJSON(raw json.RawMessage) (Invoice, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // ChatSession is what a subscription-mode Checkout Session's completion
@@ -418,4 +434,59 @@ func ChatSessionFromJSON(raw json.RawMessage) (ChatSession, error) {
 		out.Customer = s.Customer.ID
 	}
 	return out, nil
+}
+
+// LatestPaidInvoice is the newest paid invoice of subscription id; found is
+// false when it has none.
+func (b *Billing) LatestPaidInvoice(ctx context.Context, id string) (in Invoice, found bool, err error) {
+	p := &stripe.InvoiceListParams{Subscription: stripe.String(id), Status: stripe.String(string(stripe.InvoiceStatusPaid))}
+	p.Context = ctx
+	p.Limit = stripe.Int64(1) // newest first
+	got, err := withKey(ctx, b.key, func(key string) (*stripe.Invoice, error) {
+		it := (&invoice.Client{B: b.backend, Key: key}).List(p)
+		if it.Next() {
+			return it.Invoice(), nil
+		}
+		return nil, it.Err()
+	})
+	if err != nil {
+		return Invoice{}, false, classify(err, "list the subscription's invoices")
+	}
+	if got == nil {
+		return Invoice{}, false, nil
+	}
+	return invoiceOf(got), true, nil
+}
+
+// ChatCancelKey is the idempotency key of the operator's cancellation of
+// subscription id.
+func ChatCancelKey(id string) string { return "oracle-chat-cancel-" + id }
+
+// CancelNow ends subscription id at once (not at its period's end), as a
+// refund does: Stripe then sends customer.subscription.deleted, which ends
+// access. One already canceled is returned as it is; canceled reports
+// whether this call ended it.
+func (b *Billing) CancelNow(ctx context.Context, id string) (sub Subscription, canceled bool, err error) {
+	s, err := withKey(ctx, b.key, func(key string) (*stripe.Subscription, error) {
+		p := &stripe.SubscriptionParams{}
+		p.Context = ctx
+		return (&subscription.Client{B: b.backend, Key: key}).Get(id, p)
+	})
+	if err != nil {
+		return Subscription{}, false, classify(err, "retrieve subscription")
+	}
+	if s.Status == stripe.SubscriptionStatusCanceled {
+		return subscriptionOf(s), false, nil
+	}
+	p := &stripe.SubscriptionCancelParams{}
+	p.Context = ctx
+	p.SetIdempotencyKey(ChatCancelKey(id))
+	s, err = withKey(ctx, b.key, func(key string) (*stripe.Subscription, error) {
+		return (&subscription.Client{B: b.backend, Key: key}).Cancel(id, p)
+	})
+	if err != nil {
+		return Subscription{}, false, classify(err, "cancel subscription")
+	}
+	replayed := s.LastResponse != nil && s.LastResponse.Header.Get("Idempotent-Replayed") == "true"
+	return subscriptionOf(s), !replayed, nil
 }

@@ -50,10 +50,29 @@ func RefundKey(sessionID string) string { return "oracle-refund-" + sessionID }
 // intent is pi. It returns ErrAlreadyRefunded when nothing is left to
 // refund.
 func (c *Refunds) RefundSession(ctx context.Context, sessionID, pi string) (Refund, error) {
+	return c.refund(ctx, pi, RefundKey(sessionID), "session_id", sessionID)
+}
+
+// ChatRefundKey is the idempotency key of the full refund of a chat
+// subscription's invoice (see RefundKey).
+func ChatRefundKey(invoice string) string { return "oracle-chat-refund-" + invoice }
+
+// RefundInvoice refunds the whole payment of a chat subscription's paid
+// invoice: ErrAlreadyRefunded when nothing is left to refund.
+func (c *Refunds) RefundInvoice(ctx context.Context, in Invoice) (Refund, error) {
+	if in.PaymentIntent == "" {
+		return Refund{}, fmt.Errorf("refund invoice %s: it names no payment", in.ID)
+	}
+	return c.refund(ctx, in.PaymentIntent, ChatRefundKey(in.ID), "invoice", in.ID)
+}
+
+// refund refunds payment intent pi in full under idempotency key, with one
+// metadata entry naming what it refunds.
+func (c *Refunds) refund(ctx context.Context, pi, key, metaKey, metaValue string) (Refund, error) {
 	p := &stripe.RefundParams{PaymentIntent: stripe.String(pi), Reason: stripe.String(string(stripe.RefundReasonRequestedByCustomer))}
 	p.Context = ctx
-	p.SetIdempotencyKey(RefundKey(sessionID))
-	p.AddMetadata("session_id", sessionID)
+	p.SetIdempotencyKey(key)
+	p.AddMetadata(metaKey, metaValue)
 	r, err := withKey(ctx, c.key, func(key string) (*stripe.Refund, error) { return (&refund.Client{B: c.backend, Key: key}).New(p) })
 	if err != nil {
 		var se *stripe.Error

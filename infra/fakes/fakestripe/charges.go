@@ -35,6 +35,7 @@ type chargeObject struct {
 	Disputed       bool              `json:"disputed"`
 	FailureCode    *string           `json:"failure_code"`
 	FailureMessage *string           `json:"failure_message"`
+	Invoice        *string           `json:"invoice"`
 	Livemode       bool              `json:"livemode"`
 	Metadata       map[string]string `json:"metadata"`
 	Paid           bool              `json:"paid"`
@@ -79,7 +80,12 @@ func (s *Server) succeed(pi *paymentIntent, email string) error {
 func renderCharge(pi *paymentIntent) chargeObject {
 	ch := pi.charge
 	email := ch.email
+	var invoice *string
+	if pi.invoice != "" {
+		invoice = &pi.invoice
+	}
 	return chargeObject{
+		Invoice:        invoice,
 		ID:             ch.id,
 		Object:         "charge",
 		Amount:         pi.amount,

@@ -23,6 +23,7 @@ type paymentIntent struct {
 	refunded  int64
 	succeeded bool    // false while a delayed payment is pending, and after it failed
 	charge    *charge // the successful charge, made when the payment succeeds
+	invoice   string  // the subscription invoice it pays, if any
 }
 
 // Errors of completing a session from the pay page.

@@ -182,6 +182,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/subscriptions/{id}", s.api(retrieveParamNames, s.retrieveSubscription))
 	s.mux.HandleFunc("POST /v1/subscriptions/{id}", s.api(subscriptionParamNames, s.updateSubscription))
 	s.mux.HandleFunc("DELETE /v1/subscriptions/{id}", s.api(subscriptionCancelParamNames, s.cancelSubscription))
+	s.mux.HandleFunc("GET /v1/invoices", s.api(invoiceListParamNames, s.listInvoices))
 	s.mux.HandleFunc("GET /v1/invoices/{id}", s.api(retrieveParamNames, s.retrieveInvoice))
 	s.mux.HandleFunc("POST /v1/billing_portal/sessions", s.api(portalParamNames, s.createPortalSession))
 	s.mux.HandleFunc("/v1/", s.api(nil, unknownAPIRoute))

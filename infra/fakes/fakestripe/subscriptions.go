@@ -47,6 +47,8 @@ var (
 	subscriptionParamNames       = formNames(reflect.TypeFor[stripe.SubscriptionParams]())
 	subscriptionCancelParamNames = formNames(reflect.TypeFor[stripe.SubscriptionCancelParams]())
 	subscriptionListParamNames   = formNames(reflect.TypeFor[stripe.SubscriptionListParams]())
+	invoiceListParamNames        = formNames(reflect.TypeFor[stripe.InvoiceListParams]())
+	invoiceStatuses              = setOf([]string{"draft", "open", "paid", "uncollectible", "void"})
 	subscriptionStatuses         = setOf([]string{"active", "all", "canceled", "ended", "incomplete", "incomplete_expired", "past_due", "paused", "trialing", "unpaid"})
 )
 
@@ -421,7 +423,7 @@ func (s *Server) charge(sub *subscriptionRecord, inv *invoiceRecord, ok bool) er
 		if err != nil {
 			return fmt.Errorf("charge invoice %s: %w", inv.i.ID, err)
 		}
-		inv.pi = &paymentIntent{id: piID, sessionID: sub.sessionID, livemode: inv.i.Livemode, currency: inv.i.Currency, amount: inv.i.AmountDue}
+		inv.pi = &paymentIntent{id: piID, sessionID: sub.sessionID, livemode: inv.i.Livemode, currency: inv.i.Currency, amount: inv.i.AmountDue, invoice: inv.i.ID}
 		s.intents[piID] = inv.pi
 		inv.i.PaymentIntent = &piID
 	}
@@ -677,4 +679,23 @@ func (s *Server) retrieveInvoice(r *http.Request, _ url.Values) (any, error) {
 		return nil, noSuch(http.StatusNotFound, "invoice", clip(id), "invoice")
 	}
 	return inv.i, nil
+}
+
+// listInvoices serves GET /v1/invoices: newest first, by subscription,
+// customer and status.
+func (s *Server) listInvoices(_ *http.Request, form url.Values) (any, error) {
+	status, customer, subscription := form.Get("status"), form.Get("customer"), form.Get("subscription")
+	if status != "" && !invoiceStatuses[status] {
+		return nil, invalidParam("", "status", "Invalid status: must be one of draft, open, paid, uncollectible, or void")
+	}
+	all := slices.SortedFunc(maps.Values(s.invoices), func(a, b *invoiceRecord) int {
+		return cmp.Or(cmp.Compare(b.i.Created, a.i.Created), strings.Compare(b.i.ID, a.i.ID))
+	})
+	objs := make([]invoiceObject, len(all))
+	for i, inv := range all {
+		objs[i] = inv.i
+	}
+	return listPage(form, "/v1/invoices", "invoice", objs, func(o invoiceObject) string { return o.ID }, func(o invoiceObject) bool {
+		return (status == "" || o.Status == status) && (customer == "" || o.Customer == customer) && (subscription == "" || o.Subscription == subscription)
+	})
 }

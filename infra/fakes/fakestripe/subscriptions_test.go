@@ -721,3 +721,57 @@ func TestPortalPaysAFailedRenewal(t *testing.T) {
 		t.Fatalf("a retry after the invoice was paid: %v", evs)
 	}
 }
+
+// A subscription's invoices are listed newest first, by subscription and
+// status, and the charge that paid one names it, in the API and in
+// charge.refunded: what the operator's refund of the chat finds and the
+// webhook recognises.
+func TestInvoicesListedAndTheirChargesNameThem(t *testing.T) {
+	f := newFixture(t, fakestripe.Options{})
+	price := f.createPrice(t)
+	cs := f.subscribe(t, price.ID)
+	other := f.subscribe(t, price.ID).Subscription.ID
+	if resp, body := f.do(t, http.MethodPost, "/_control", "application/json", `{"fail_renewals":4}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /_control: status %d: %s", resp.StatusCode, body)
+	}
+	f.advance(t, `{"next_period":true}`) // a renewal whose payment failed: open
+
+	list := func(p *stripe.InvoiceListParams) []*stripe.Invoice {
+		t.Helper()
+		var out []*stripe.Invoice
+		it := f.sc.Invoices.List(p)
+		for it.Next() {
+			out = append(out, it.Invoice())
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("list invoices: %v", err)
+		}
+		return out
+	}
+	all := list(&stripe.InvoiceListParams{Subscription: stripe.String(cs.Subscription.ID)})
+	if len(all) != 2 || all[0].Status != stripe.InvoiceStatusOpen || all[1].ID != cs.Invoice.ID {
+		t.Fatalf("the subscription's invoices: %d, first %s", len(all), all[0].Status)
+	}
+	paid := list(&stripe.InvoiceListParams{Subscription: stripe.String(cs.Subscription.ID), Status: stripe.String("paid")})
+	if len(paid) != 1 || paid[0].ID != cs.Invoice.ID || paid[0].Subscription.ID != cs.Subscription.ID || paid[0].PaymentIntent == nil || paid[0].Charge == nil {
+		t.Fatalf("paid invoices: %+v", paid)
+	}
+	if n := len(list(&stripe.InvoiceListParams{Subscription: stripe.String(other), Status: stripe.String("paid")})); n != 1 {
+		t.Fatalf("the other subscription's paid invoices: %d", n)
+	}
+	bad := f.sc.Invoices.List(&stripe.InvoiceListParams{Status: stripe.String("settled")})
+	bad.Next()
+	stripeError(t, bad.Err(), http.StatusBadRequest, "")
+	ch, err := f.sc.Charges.Get(paid[0].Charge.ID, nil)
+	if err != nil || ch.Invoice == nil || ch.Invoice.ID != cs.Invoice.ID {
+		t.Fatalf("the invoice's charge: %+v, %v", ch, err)
+	}
+	n := len(f.hooks.hooks())
+	if _, err := f.sc.Refunds.New(&stripe.RefundParams{PaymentIntent: stripe.String(paid[0].PaymentIntent.ID)}); err != nil {
+		t.Fatalf("refund: %v", err)
+	}
+	hs := f.hooks.since(n)
+	if len(hs) != 1 || hs[0].Event.Type != "charge.refunded" || !strings.Contains(string(hs[0].Event.Data.Raw), `"invoice":"`+cs.Invoice.ID+`"`) {
+		t.Fatalf("refund events %v", typesOf(hs))
+	}
+}

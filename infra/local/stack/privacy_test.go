@@ -443,8 +443,8 @@ func chatPrivacySweep(t *testing.T, s *stack.Stack, o stack.Options, addrs, mess
 	t.Logf("chat privacy sweep: %d addresses, %d messages and %d sign-in tokens searched in %d items, objects and log lines", len(addrs), len(messages), len(tokens), read)
 }
 
-// signInLink is a sign-in link's token in an email.
-var signInLink = regexp.MustCompile(`/chat/signin\?token=([A-Za-z0-9_-]{20,})`)
+// signInTokenOf finds a sign-in link's token in an email.
+var signInTokenOf = regexp.MustCompile(`/chat/signin\?token=([A-Za-z0-9_-]{20,})`)
 
 // signInTokens are the tokens of every sign-in link emailed to addrs
 // through the moto server at endpoint.
@@ -460,7 +460,7 @@ func signInTokens(ctx context.Context, endpoint string, addrs []string) ([]strin
 		}) {
 			continue
 		}
-		for _, l := range signInLink.FindAllStringSubmatch(m.Text+"\n"+m.HTML, -1) {
+		for _, l := range signInTokenOf.FindAllStringSubmatch(m.Text+"\n"+m.HTML, -1) {
 			if !slices.Contains(tokens, l[1]) {
 				tokens = append(tokens, l[1])
 			}
@@ -659,7 +659,7 @@ func TestChatLeavesNoTrace(t *testing.T) {
 		t.Fatalf("sign-in request: %d %s", status, out)
 	}
 	mails := mailbox(t, s.APIURL, addr)
-	link := signInLink.FindStringSubmatch(mails[0].Text)
+	link := signInTokenOf.FindStringSubmatch(mails[0].Text)
 	if len(mails) != 1 || link == nil {
 		t.Fatalf("%d emails, the first without a sign-in link:\n%s", len(mails), mails[0].Text)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,13 +37,17 @@ import (
 //
 //   - with a live Stripe key the command exits 2 at the environment check
 //     and creates nothing: no Stripe session, no order;
-//   - on a healthy stack it prints 12/12 PASS, exits 0 and raises one INFO
+//   - on a healthy stack it prints 13/13 PASS, exits 0 and raises one INFO
 //     SMOKE_PASSED, having paid the agent rail on Base Sepolia with the
-//     stack's smoke wallet through the fake facilitator, and afterwards
-//     the orders table, the customers' mailbox and the audit log's counts
+//     stack's smoke wallet through the fake facilitator and had one
+//     exchange of Sisters Chat's trial as the smoke address (its sign-in
+//     email in the mailbox's smoke list), and afterwards the orders and
+//     chat tables, the customers' mailbox and the audit log's counts
 //     (every record flagged smoke) show nothing of it;
 //   - the scheduled function passes the same way, with a verdict slower
 //     than the agent function's wait polled for at the 202's Location;
+//   - with the smoke address's sign-in links used up for the hour, the
+//     chat stage alone fails, named in the one CRITICAL alert;
 //   - with the fake Gemini answering 503 the command names the failing
 //     stage, exits 1 and raises exactly one CRITICAL alert.
 func TestSmokeTestOnTheLocalStack(t *testing.T) {
@@ -84,7 +89,7 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 	t.Run("a live key exits 2 and creates nothing", func(t *testing.T) {
 		sessions, orders := stripeSessions(t, s), orderCount(t, s)
 		out, code := smokeRun(t, []string{"STRIPE_SECRET_KEY=sk_live_" + strings.Repeat("x", 24)})
-		if code != 2 || !strings.Contains(out, smoke.ErrLiveKey.Error()) || !strings.Contains(out, "RESULT: 0/12") {
+		if code != 2 || !strings.Contains(out, smoke.ErrLiveKey.Error()) || !strings.Contains(out, "RESULT: 0/13") {
 			t.Fatalf("exit %d, output:\n%s\nwant exit 2 and the FATAL line", code, out)
 		}
 		if got := stripeSessions(t, s); got != sessions {
@@ -95,14 +100,26 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		}
 	})
 
-	t.Run("make smoke LOCAL=1 passes 12 of 12", func(t *testing.T) {
+	t.Run("make smoke LOCAL=1 passes 13 of 13", func(t *testing.T) {
 		before := len(s.Alerts())
 		out, code := smokeRun(t, nil)
-		if code != 0 || !strings.Contains(out, "RESULT: 12/12 PASS") {
+		if code != 0 || !strings.Contains(out, "RESULT: 13/13 PASS") {
 			t.Fatalf("exit %d, output:\n%s", code, out)
 		}
-		if n := len(regexp.MustCompile(`(?m)^\[STAGE \d+\] .* PASS`).FindAllString(out, -1)); n != 12 {
-			t.Errorf("%d stage lines say PASS, want 12:\n%s", n, out)
+		if n := len(regexp.MustCompile(`(?m)^\[STAGE \d+\] .* PASS`).FindAllString(out, -1)); n != 13 {
+			t.Errorf("%d stage lines say PASS, want 13:\n%s", n, out)
+		}
+		// One exchange of the trial, as the smoke address, and nothing of
+		// it left: no account, no message, no subscription.
+		if !regexp.MustCompile(`\[STAGE 12\] Sisters Chat \.+ PASS  signin_email=sent exchanges_left=3→2 subscription=none forgotten=2\n`).MatchString(out) ||
+			!regexp.MustCompile(`\[STAGE 13\] Cleanup \.+ PASS  .*chat account removed\n`).MatchString(out) {
+			t.Errorf("the chat stage did not have its exchange and clean it away:\n%s", out)
+		}
+		if left := chatItems(t, s); len(left) != 0 {
+			t.Errorf("the chat table holds the smoke account's items after the run: %q", left)
+		}
+		if got := customerMail(t, s.APIURL, true); !strings.Contains(got, "/chat/signin?token=") {
+			t.Errorf("the smoke list of the mailbox has no sign-in email:\n%s", got)
 		}
 		// The agent stages paid, as an agent does, from the smoke wallet.
 		if !regexp.MustCompile(`\[STAGE 10\] Agent payment \(x402\) \.+ PASS  answer=20[02] order=x402_test_\w{16} tx=0x[0-9a-f]{64}\n`).MatchString(out) ||
@@ -117,7 +134,7 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 			t.Fatalf("no session in the report:\n%s", out)
 		}
 		waitForAlert(t, s, alert.SmokePassed, before)
-		if got := since(alertsOf(s, alert.SmokePassed), s, before); len(got) != 1 || !strings.Contains(got[0], "[ORACLE-ALERT] INFO") || !strings.Contains(got[0], "12/12 PASS") {
+		if got := since(alertsOf(s, alert.SmokePassed), s, before); len(got) != 1 || !strings.Contains(got[0], "[ORACLE-ALERT] INFO") || !strings.Contains(got[0], "13/13 PASS") {
 			t.Errorf("SMOKE_PASSED alerts %q, want one INFO", got)
 		}
 		// The report shows the session by its name (oracle.ShortID) only:
@@ -180,8 +197,25 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 				agent++
 			}
 		}
-		if len(records) == 0 || agent < 2 {
-			t.Fatalf("the runs left %d audit records, %d of them x402 payments; want the payments of both runs", len(records), agent)
+		// The stack's chat exchanges and chat emails are the smoke test's
+		// alone.
+		exchanges, signIns := 0, 0
+		for _, r := range testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) {
+			if r.Source == audit.SourceChat {
+				records = append(records, r)
+				exchanges++
+			}
+			if r.Source == audit.SourceEmailService && (r.Event == audit.MailEvent(oracle.MailChatSignIn) ||
+				(r.Mail != nil && r.Mail.Kind == oracle.MailChatSignIn) || (r.Filter != nil && r.Filter.MailKind == oracle.MailChatSignIn)) {
+				records = append(records, r) // the sign-in emails
+				signIns++
+			}
+		}
+		if len(records) == 0 || agent < 2 || exchanges < 2 || signIns < 2 {
+			t.Fatalf("the runs left %d audit records, %d of them x402 payments, %d chat exchanges and %d of sign-in emails; want those of both runs", len(records), agent, exchanges, signIns)
+		}
+		if left := chatItems(t, s); len(left) != 0 {
+			t.Errorf("the chat table holds the smoke account's items after the run: %q", left)
 		}
 		for _, r := range records {
 			if !r.Smoke || r.Livemode {
@@ -190,14 +224,51 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		}
 	})
 
+	t.Run("the chat stage failing alone is named in the one critical", func(t *testing.T) {
+		// The smoke address asks for as many sign-in links as an account
+		// may in an hour: the run's request is answered 202 and no email
+		// goes, as when a flood of requests used the links up.
+		for range 5 {
+			req := mustRequest(t, "POST", s.APIURL+"/api/chat/signin")
+			req.Body = io.NopCloser(strings.NewReader(`{"email":"` + stripex.SmokeEmail + `"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Origin", s.Deployment().Parameters["BaseUrl"])
+			if status, body, _ := send(t, http.DefaultClient, req); status != http.StatusAccepted {
+				t.Fatalf("POST /api/chat/signin: %d %s", status, body)
+			}
+		}
+		before := len(s.Alerts())
+		out, code := smokeRun(t, nil, "-stage-timeout", "10s")
+		if code != 1 || !strings.Contains(out, "RESULT: 12/13") ||
+			!regexp.MustCompile(`\[STAGE 12\] Sisters Chat \.+ FAIL\n  Error: the sign-in email is not recorded sent \(the mail queue and the mailer; or the account's 5 sign-in requests an hour are used\): not within the stage's 10s\n`).MatchString(out) {
+			t.Fatalf("exit %d, output:\n%s\nwant exit 1 with stage 12 alone failing", code, out)
+		}
+		waitForAlert(t, s, alert.SmokeFailed, before)
+		var critical []string
+		for _, a := range since(s.Alerts(), s, before) {
+			if strings.HasPrefix(a, "[ORACLE-ALERT] CRITICAL ") {
+				critical = append(critical, a)
+			}
+		}
+		if len(critical) != 1 || !strings.Contains(critical[0], "12/13 FAIL — Stage 12 (Sisters Chat): the sign-in email is not recorded sent") {
+			t.Errorf("CRITICAL alerts %q, want one SMOKE_FAILED naming stage 12 and why", critical)
+		}
+		if left := chatItems(t, s); len(left) != 0 {
+			t.Errorf("the chat table holds the smoke account's items after the run: %q", left)
+		}
+	})
+
 	t.Run("gemini answering 503 fails a named stage and raises one critical", func(t *testing.T) {
 		post(t, s.GeminiURL+"/_control", `{"status":503,"calls":10000}`)
 		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) })
 		before := len(s.Alerts())
 		out, code := smokeRun(t, nil, "-stage-timeout", "10s")
-		// The agent pays (stage 10) and waits in vain for its verdict (11).
-		if code != 1 || !regexp.MustCompile(`\[STAGE 6\] Verdict stored \.+ FAIL`).MatchString(out) || !strings.Contains(out, "RESULT: 7/12") ||
-			!regexp.MustCompile(`\[STAGE 11\] Agent verdict \(x402\) \.+ FAIL`).MatchString(out) {
+		// The agent pays (stage 10) and waits in vain for its verdict (11);
+		// the chat gets no reply (12, or no sign-in link after the subtest
+		// above used them up).
+		if code != 1 || !regexp.MustCompile(`\[STAGE 6\] Verdict stored \.+ FAIL`).MatchString(out) || !strings.Contains(out, "RESULT: 7/13") ||
+			!regexp.MustCompile(`\[STAGE 11\] Agent verdict \(x402\) \.+ FAIL`).MatchString(out) ||
+			!regexp.MustCompile(`\[STAGE 12\] Sisters Chat \.+ FAIL`).MatchString(out) {
 			t.Fatalf("exit %d, output:\n%s\nwant exit 1 with stage 6 failing", code, out)
 		}
 		// Why, without the noise of the read the deadline cut short.
@@ -225,6 +296,25 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 // wholeSessionID matches a session id, or an agent order's, longer than
 // the name (oracle.ShortID) a report, a log line or an alert may show.
 var wholeSessionID = regexp.MustCompile(`(cs|x402)_(test|live)_[A-Za-z0-9]{17,}`)
+
+// chatItems lists the chat table's account and message items (pk and
+// sk): on this stack only the smoke test's account signs in.
+func chatItems(t *testing.T, s *stack.Stack) []string {
+	t.Helper()
+	out, err := dynamodb.NewFromConfig(s.AWS).Scan(context.Background(), &dynamodb.ScanInput{
+		TableName: aws.String(s.Resources.Ref("ChatTable")), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []string
+	for _, item := range out.Items {
+		if pk := stringAttr(item, "pk"); strings.HasPrefix(pk, "acct#") {
+			items = append(items, pk+" "+stringAttr(item, "sk"))
+		}
+	}
+	return items
+}
 
 // buildSmokeCommand builds `make smoke`'s command once per package run.
 func buildSmokeCommand(t *testing.T) string {

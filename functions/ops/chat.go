@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
+)
+
+// ChatAccounts is Sisters Chat's accounts (chat.Store).
+type ChatAccounts interface {
+	AccountOf(email string) string
+	Usage(ctx context.Context, account string) (chat.Usage, error)
+	GrantOnce(ctx context.Context, account string, n int, id string) (int, bool, error)
+}
+
+// ChatMessages is the chat's stored conversations (chat.Conversation).
+type ChatMessages interface {
+	Stored(ctx context.Context, account string) (chat.Stored, error)
+	Recent(ctx context.Context, account string, maxChars int) ([]chat.Turn, error)
+}
+
+// ChatSubscriptions reads an account's subscription as Stripe's events
+// left it (subscription.Store).
+type ChatSubscriptions interface {
+	Get(ctx context.Context, account string) (subscription.State, bool, error)
+}
+
+// ChatBilling finds a chat subscription's paid invoice and cancels it in
+// Stripe (stripex.Billing).
+type ChatBilling interface {
+	LatestPaidInvoice(ctx context.Context, id string) (stripex.Invoice, bool, error)
+	CancelNow(ctx context.Context, id string) (stripex.Subscription, bool, error)
+}
+
+// ChatRefunder refunds a chat invoice's payment (stripex.Refunds).
+type ChatRefunder interface {
+	RefundInvoice(ctx context.Context, in stripex.Invoice) (stripex.Refund, error)
+}
+
+// MaxChatGrant bounds one chat-grant: a larger gift is a subscription.
+const MaxChatGrant = 100
+
+// revealChars bounds the conversation a reveal prints (the latest of it),
+// so that the answer stays within Lambda's response size.
+const revealChars = 100_000
+
+// ChatAccount is what `chat` shows of an account: counts and states, never
+// the address or a message.
+type ChatAccount struct {
+	Account      string     `json:"account"` // the address's keyed hash
+	Created      time.Time  `json:"created"`
+	TrialUsed    int        `json:"trial_used"`
+	TrialLeft    int        `json:"trial_left"`
+	Granted      int        `json:"granted_left"`
+	TodayUsed    int        `json:"today_used"`
+	DailyCap     int        `json:"daily_cap"`
+	SignedOutAt  *time.Time `json:"signed_out_at,omitempty"`
+	Subscription *ChatSub   `json:"subscription,omitempty"`
+	Messages     int        `json:"messages"`
+	FirstMessage *time.Time `json:"first_message,omitempty"`
+	LastMessage  *time.Time `json:"last_message,omitempty"`
+}
+
+// ChatSub is the account's subscription as the chat table holds it.
+type ChatSub struct {
+	ID                string    `json:"id"`
+	Customer          string    `json:"customer"`
+	Status            string    `json:"status"`
+	PeriodEnd         time.Time `json:"current_period_end"`
+	CancelAtPeriodEnd bool      `json:"cancel_at_period_end"`
+	Grants            bool      `json:"grants_access_now"`
+}
+
+// chatAccount finds the account of r's address by its keyed hash: a
+// refusal when the address is not one or no account has it. The address is
+// never echoed.
+func (h *Handler) chatAccount(ctx context.Context, r Request) (string, chat.Usage, error) {
+	if h.Chat == nil {
+		return "", chat.Usage{}, refuse("the chat table is not configured (CHAT_TABLE)")
+	}
+	addr := strings.TrimSpace(r.Email)
+	if addr == "" {
+		return "", chat.Usage{}, refuse("%s needs the account's address: email (make ops EMAIL=...)", r.Action)
+	}
+	if len(addr) > maxAddress || !audit.HasEmail(addr) {
+		return "", chat.Usage{}, refuse("email is not an address")
+	}
+	account := h.Chat.AccountOf(addr)
+	u, err := h.Chat.Usage(ctx, account)
+	if errors.Is(err, chat.ErrNoAccount) {
+		return "", chat.Usage{}, refuse("no chat account has that address (an account is made by its first sign-in request)")
+	}
+	return account, u, err
+}
+
+// chatShow shows an account: its counts, its subscription and how much of
+// its conversation is stored; with reveal (authorised and recorded, with
+// no text in the record) the conversation too.
+func (h *Handler) chatShow(ctx context.Context, r Request) (Answer, error) {
+	account, u, err := h.chatAccount(ctx, r)
+	if err != nil {
+		return Answer{}, err
+	}
+	now := h.Now()
+	v := ChatAccount{Account: account, Created: u.Created, TrialUsed: u.TrialUsed, TrialLeft: max(chat.TrialExchanges-u.TrialUsed, 0),
+		Granted: max(u.Granted, 0), TodayUsed: u.DayUsed, DailyCap: h.ChatDailyCap}
+	if !u.SignedOutAt.IsZero() {
+		v.SignedOutAt = &u.SignedOutAt
+	}
+	st, found, err := h.ChatSubs.Get(ctx, account)
+	if err != nil {
+		return Answer{}, err
+	}
+	if found {
+		v.Subscription = &ChatSub{ID: st.ID, Customer: st.Customer, Status: st.Status, PeriodEnd: st.PeriodEnd,
+			CancelAtPeriodEnd: st.CancelAtPeriodEnd, Grants: st.Grants(now)}
+	}
+	stored, err := h.ChatMessages.Stored(ctx, account)
+	if err != nil {
+		return Answer{}, err
+	}
+	v.Messages = stored.Messages
+	if stored.Messages > 0 {
+		v.FirstMessage, v.LastMessage = &stored.First, &stored.Last
+	}
+	text := chatText(v, now)
+	msg := fmt.Sprintf("chat account %s: %d stored messages", account, v.Messages)
+	if r.Reveal {
+		turns, err := h.ChatMessages.Recent(ctx, account, revealChars)
+		if err != nil {
+			return Answer{}, err
+		}
+		// Recorded before it is shown: a reveal the log lacks never happens.
+		if err := h.recordOn(ctx, r, oracle.Order{}, account, fmt.Sprintf("conversation revealed (%d of %d messages)", len(turns), v.Messages)); err != nil {
+			return Answer{}, err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "\nconversation (the latest %d of %d stored messages, at most %d characters):\n", len(turns), v.Messages, revealChars)
+		for _, t := range turns {
+			fmt.Fprintf(&b, "[%s] %s: %s\n", t.At.Format(time.RFC3339), t.Role, t.Text)
+		}
+		text += b.String()
+		msg += "; the conversation is revealed, and the reveal recorded"
+	}
+	return Answer{Message: msg, Text: text, Data: v}, nil
+}
+
+// chatText is v for a terminal.
+func chatText(v ChatAccount, now time.Time) string {
+	var b strings.Builder
+	day := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
+	fmt.Fprintf(&b, "account        %s\n", v.Account)
+	if !v.Created.IsZero() {
+		fmt.Fprintf(&b, "created        %s (%s ago)\n", day(v.Created), age(now, v.Created))
+	}
+	fmt.Fprintf(&b, "trial          %d of %d used, %d left\n", v.TrialUsed, chat.TrialExchanges, v.TrialLeft)
+	fmt.Fprintf(&b, "granted        %d left\n", v.Granted)
+	fmt.Fprintf(&b, "today          %d of the daily cap of %d (subscriber exchanges, UTC day %s)\n", v.TodayUsed, v.DailyCap, now.UTC().Format(time.DateOnly))
+	if v.SignedOutAt != nil {
+		fmt.Fprintf(&b, "signed out     %s (sessions issued before are refused)\n", day(*v.SignedOutAt))
+	} else {
+		fmt.Fprintf(&b, "signed out     never\n")
+	}
+	if s := v.Subscription; s != nil {
+		fmt.Fprintf(&b, "subscription   %s %s, period ends %s, cancel at period end %t, grants access now %t\n", s.ID, s.Status, day(s.PeriodEnd), s.CancelAtPeriodEnd, s.Grants)
+		fmt.Fprintf(&b, "customer       %s\n", s.Customer)
+	} else {
+		fmt.Fprintf(&b, "subscription   none\n")
+	}
+	if v.Messages > 0 {
+		fmt.Fprintf(&b, "messages       %d stored, from %s to %s\n", v.Messages, day(*v.FirstMessage), day(*v.LastMessage))
+	} else {
+		fmt.Fprintf(&b, "messages       none stored\n")
+	}
+	return b.String()
+}
+
+// chatGrant gives an account n free exchanges, spent after its trial and
+// before a subscription's daily allowance. The same request twice (the
+// same address, n, authorised_by and reason) grants once.
+func (h *Handler) chatGrant(ctx context.Context, r Request) (Answer, error) {
+	if r.N < 1 || r.N > MaxChatGrant {
+		return Answer{}, refuse("chat-grant gives n free exchanges, n from 1 to %d (make ops N=...)", MaxChatGrant)
+	}
+	account, _, err := h.chatAccount(ctx, r)
+	if err != nil {
+		return Answer{}, err
+	}
+	granted, made, err := h.Chat.GrantOnce(ctx, account, r.N, "operator-"+h.digest(r, ""))
+	if errors.Is(err, chat.ErrNoAccount) {
+		return Answer{}, refuse("no chat account has that address")
+	}
+	if err != nil {
+		return Answer{}, err
+	}
+	if err := h.recordOn(ctx, r, oracle.Order{}, account, fmt.Sprintf("granted %d exchanges", r.N)); err != nil {
+		return Answer{}, err
+	}
+	if !made {
+		return Answer{Message: fmt.Sprintf("this grant of %d was made already (the same address, n, authorised_by and reason): %d granted exchanges left; give another reason to grant more", r.N, granted)}, nil
+	}
+	return Answer{Changed: true, Message: fmt.Sprintf("granted %d free exchanges to %s: %d granted exchanges left", r.N, account, granted)}, nil
+}
+
+// chatRefund refunds the subscription's latest paid invoice in full and
+// cancels the subscription at once, so that access ends with Stripe's
+// customer.subscription.deleted event. Run again, it refunds nothing more
+// (the refund's idempotency key, then Stripe's "already refunded") and
+// finds the subscription canceled.
+func (h *Handler) chatRefund(ctx context.Context, r Request) (Answer, error) {
+	account, _, err := h.chatAccount(ctx, r)
+	if err != nil {
+		return Answer{}, err
+	}
+	st, found, err := h.ChatSubs.Get(ctx, account)
+	if err != nil {
+		return Answer{}, err
+	}
+	if !found {
+		return Answer{}, refuse("the account has no subscription: nothing to refund")
+	}
+	if h.ChatBilling == nil || h.ChatRefunds == nil {
+		return Answer{}, refuse("no Stripe key for the chat is configured")
+	}
+	in, paid, err := h.ChatBilling.LatestPaidInvoice(ctx, st.ID)
+	if err != nil {
+		return Answer{}, err
+	}
+	var refunded string
+	made := false
+	switch {
+	case !paid || in.AmountPaid == 0:
+		refunded = "no paid invoice to refund"
+	default:
+		re, err := h.ChatRefunds.RefundInvoice(ctx, in)
+		switch {
+		case errors.Is(err, stripex.ErrAlreadyRefunded):
+			refunded = fmt.Sprintf("invoice %s already refunded in Stripe", in.ID)
+		case err != nil:
+			return Answer{}, err
+		case re.Replayed:
+			refunded = fmt.Sprintf("invoice %s already refunded (%s)", in.ID, re.ID)
+		default:
+			refunded, made = fmt.Sprintf("refunded invoice %s: %s (%s)", in.ID, re.ID, oracle.FormatAmount(re.Amount, in.Currency)), true
+		}
+	}
+	sub, canceled, err := h.ChatBilling.CancelNow(ctx, st.ID)
+	if err != nil {
+		return Answer{}, err
+	}
+	cancelled := fmt.Sprintf("subscription %s canceled now", st.ID)
+	if !canceled {
+		cancelled = fmt.Sprintf("subscription %s was already %s", st.ID, sub.Status)
+	}
+	outcome := refunded + "; " + cancelled
+	if err := h.recordOn(ctx, r, oracle.Order{}, account, outcome); err != nil {
+		return Answer{}, err
+	}
+	return Answer{Changed: made || canceled, Message: outcome + "; access ends when Stripe's customer.subscription.deleted event arrives"}, nil
+}
