@@ -27,7 +27,9 @@ var signInLink = regexp.MustCompile(`http://localhost:\d+/chat/signin\?token=[0-
 // with the offer, the subscription paid on the fake Stripe's page (only
 // Stripe's events grant it), the fourth answered, the plan cancelled in the
 // fake portal with access kept to the period's end, and refused once the
-// fake Stripe's clock has passed it and ended the subscription.
+// fake Stripe's clock has passed it and ended the subscription. Then the
+// chat's privacy sweep: the address, the messages, the emailed link and
+// the cookie are nowhere but where they belong.
 func TestChatEndToEnd(t *testing.T) {
 	t.Parallel()
 	exe := tools.Find(t, "chromium")
@@ -111,7 +113,12 @@ func TestChatEndToEnd(t *testing.T) {
 
 	// The trial: three exchanges, then the offer; a fourth is refused by
 	// the server with 402 whatever the page does.
-	for i, m := range []string{"Should I open a bakery in Leslieville?", "What would make it fail?", "And if I start with a market stall?"} {
+	messages := []string{"Should I open a bakery in Leslieville?", "What would make it fail?", "And if I start with a market stall?",
+		"Now as a subscriber: what first?", "Still here until the end of the month?"}
+	// The address, the messages, the link and the cookie are only where
+	// they belong, whatever happens below.
+	defer func() { chatPrivacySweep(t, s, o, []string{addr}, messages) }()
+	for i, m := range messages[:3] {
 		write(m, i+1)
 	}
 	step("the offer after the trial", chromedp.WaitVisible(chromedp.ID("offer")))
@@ -134,7 +141,7 @@ func TestChatEndToEnd(t *testing.T) {
 		t.Fatal("the subscription never granted access")
 	}
 	step("reload as a subscriber", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("message-form")))
-	write("Now as a subscriber: what first?", 4)
+	write(messages[3], 4)
 	shot("subscriber")
 
 	// Cancel in the fake portal: access is kept to the period's end.
@@ -159,7 +166,7 @@ func TestChatEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(left, "Your subscription is cancelled; you keep access until ") {
 		t.Errorf("after cancelling: %q", left)
 	}
-	write("Still here until the end of the month?", 5)
+	write(messages[4], 5)
 	shot("cancelled")
 
 	// The fake Stripe's clock passes the period's end: Stripe ends the

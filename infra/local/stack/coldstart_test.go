@@ -55,6 +55,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"InboxFunction":      "", // a schedule with no mailbox to poll
 		"OpsFunction":        "", // an unknown action
 		"ChatFunction":       "", // the chat page
+		"AgentFunction":      "events/agent/preflight.json",
 	}
 	// The scheduled functions no customer waits on, whose every event does
 	// their whole work: only their size is measured.
