@@ -486,12 +486,18 @@ func chatFinds(ctx context.Context, endpoint, prefix, log string, addrs, message
 	// message no address; neither a token.
 	notIn := map[string][]string{"email": slices.Concat(messages, tokens), "text": slices.Concat(addrs, tokens)}
 	db := dynamodb.NewFromConfig(awsenv.ForEndpoint(endpoint, provision.TestRegion))
-	tables, err := db.ListTables(ctx, &dynamodb.ListTablesInput{})
-	if err != nil {
-		return nil, read, fmt.Errorf("list tables: %w", err)
+	// The suite's moto holds every stack's tables: more than one page.
+	var names []string
+	tables := dynamodb.NewListTablesPaginator(db, &dynamodb.ListTablesInput{})
+	for tables.HasMorePages() {
+		page, err := tables.NextPage(ctx)
+		if err != nil {
+			return nil, read, fmt.Errorf("list tables: %w", err)
+		}
+		names = append(names, page.TableNames...)
 	}
 	stored := map[string]bool{}
-	for _, table := range tables.TableNames {
+	for _, table := range names {
 		if !strings.HasPrefix(strings.ToLower(table), strings.ToLower(prefix)) || !strings.HasSuffix(table, "ChatTable") {
 			continue
 		}
