@@ -1,15 +1,13 @@
 package main
 
 import (
+	"42sisters.ai/oracle/shared/webpage"
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"fmt"
 	"html/template"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/httpapi"
@@ -21,47 +19,10 @@ var files embed.FS
 // The templates and assets are part of the binary: one that does not
 // parse is a build defect every test catches.
 var (
-	pages  = template.Must(template.New("").ParseFS(files, "templates/*.html"))
-	style  = mustAsset("templates/style.css")
-	chatJS = mustAsset("templates/chat.js")
+	pages  = webpage.MustTemplates(files, "templates/*.html")
+	style  = webpage.MustStyle(files, "templates/style.css")
+	chatJS = webpage.MustAsset(files, "templates/chat.js")
 )
-
-// asset is a stylesheet or script inlined into pages, with the CSP source
-// expression ('sha256-…') that allows exactly that text.
-type asset struct {
-	text   string
-	source string
-}
-
-func mustAsset(name string) asset {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		panic(err)
-	}
-	sum := sha256.Sum256(b)
-	return asset{text: string(b), source: "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"}
-}
-
-// csp is the pages' Content-Security-Policy, as the order form's: only
-// the inlined style and script run, text is only ever inserted as text
-// (Trusted Types with no policy), and the API is the page's own origin.
-func csp(script *asset) string {
-	directives := []string{"default-src 'none'"}
-	if script != nil {
-		directives = append(directives, "script-src "+script.source)
-	}
-	directives = append(directives,
-		"style-src "+style.source,
-		"connect-src 'self'",
-		"img-src 'self' data:",
-		"form-action 'self'",
-		"base-uri 'none'",
-		"frame-ancestors 'none'",
-		"require-trusted-types-for 'script'",
-		"trusted-types 'none'",
-	)
-	return strings.Join(directives, "; ")
-}
 
 // page is one rendered page.
 type page struct {
@@ -108,10 +69,10 @@ const NearCap = 10
 // billing's, fixed in code beside the verdict tiers).
 const Price = "C$5.00 a month"
 
-func (h *Handler) newFrame(title string, script *asset) frame {
-	f := frame{Title: title, Site: h.Site, Support: h.Support, Style: template.CSS(style.text)}
+func (h *Handler) newFrame(title string, script *webpage.Asset) frame {
+	f := frame{Title: title, Site: h.Site, Support: h.Support, Style: template.CSS(style.Text)}
 	if script != nil {
-		f.Script = template.JS(script.text)
+		f.Script = template.JS(script.Text)
 	}
 	return f
 }
@@ -139,13 +100,13 @@ func (h *Handler) signInProblem(status int, heading, message string) page {
 const internalError = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Error</title></head>` +
 	`<body><h1>Something went wrong</h1><p>Please try again in a moment.</p></body></html>`
 
-func (h *Handler) render(name string, status int, script *asset, data any) page {
+func (h *Handler) render(name string, status int, script *webpage.Asset, data any) page {
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
 		h.Log.Error("page not rendered", "page", name, "error", fmt.Sprint(err))
-		return page{Name: name, Status: http.StatusInternalServerError, CSP: csp(nil), Body: internalError}
+		return page{Name: name, Status: http.StatusInternalServerError, CSP: webpage.CSP(style, nil), Body: internalError}
 	}
-	return page{Name: name, Status: status, CSP: csp(script), Body: b.String()}
+	return page{Name: name, Status: status, CSP: webpage.CSP(style, script), Body: b.String()}
 }
 
 // html answers a page with the security headers every page carries.

@@ -1,11 +1,10 @@
 package main
 
 import (
+	"42sisters.ai/oracle/shared/webpage"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -52,49 +51,11 @@ var files embed.FS
 // The templates and assets are part of the binary, so one that does not
 // parse is a build defect that every test catches, not a run-time condition.
 var (
-	pages    = template.Must(template.New("").ParseFS(files, "templates/*.html"))
-	style    = mustAsset("templates/style.css")
-	orderJS  = mustAsset("templates/order.js")
-	resultJS = mustAsset("templates/result.js")
+	pages    = webpage.MustTemplates(files, "templates/*.html")
+	style    = webpage.MustStyle(files, "templates/style.css")
+	orderJS  = webpage.MustAsset(files, "templates/order.js")
+	resultJS = webpage.MustAsset(files, "templates/result.js")
 )
-
-// asset is a stylesheet or script inlined into pages, with the CSP source
-// expression ('sha256-…') that allows exactly that text.
-type asset struct {
-	text   string
-	source string
-}
-
-func mustAsset(name string) asset {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		panic(err)
-	}
-	sum := sha256.Sum256(b)
-	return asset{text: string(b), source: "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"}
-}
-
-// csp is the Content-Security-Policy of a page running script (nil for a
-// page without one). Trusted Types with no policy make any HTML-parsing
-// sink (innerHTML and the like) throw, so the pages' rule of inserting text
-// only is enforced by the browser too.
-func csp(script *asset) string {
-	directives := []string{"default-src 'none'"}
-	if script != nil {
-		directives = append(directives, "script-src "+script.source)
-	}
-	directives = append(directives,
-		"style-src "+style.source,
-		"connect-src 'self'",
-		"img-src 'self' data:",
-		"form-action 'self'",
-		"base-uri 'none'",
-		"frame-ancestors 'none'",
-		"require-trusted-types-for 'script'",
-		"trusted-types 'none'",
-	)
-	return strings.Join(directives, "; ")
-}
 
 // page is one rendered page: what Handle answers and renderAll lists.
 type page struct {
@@ -173,7 +134,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	p, err := h.page(req)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "page not rendered", "path", oracle.Clip(req.RawPath, 64), "error", err.Error())
-		p = page{Status: http.StatusInternalServerError, CSP: csp(nil), Body: internalError}
+		p = page{Status: http.StatusInternalServerError, CSP: webpage.CSP(style, nil), Body: internalError}
 	}
 	resp := httpapi.Response{
 		StatusCode: p.Status,
@@ -217,10 +178,10 @@ func (h *Handler) page(req httpapi.Request) (page, error) {
 }
 
 // newFrame is the layout's data for a page titled title running script.
-func (h *Handler) newFrame(title string, script *asset) frame {
-	f := frame{Title: title, Site: h.Site, Support: h.Support, Style: template.CSS(style.text)}
+func (h *Handler) newFrame(title string, script *webpage.Asset) frame {
+	f := frame{Title: title, Site: h.Site, Support: h.Support, Style: template.CSS(style.Text)}
 	if script != nil {
-		f.Script = template.JS(script.text)
+		f.Script = template.JS(script.Text)
 	}
 	return f
 }
@@ -268,12 +229,12 @@ func (h *Handler) problem(status int, heading, message string) (page, error) {
 	return render("error.html", status, nil, errorView{frame: h.newFrame(heading, nil), Heading: heading, Message: message})
 }
 
-func render(name string, status int, script *asset, data any) (page, error) {
+func render(name string, status int, script *webpage.Asset, data any) (page, error) {
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
 		return page{}, fmt.Errorf("render %s: %w", name, err)
 	}
-	return page{Name: name, Status: status, CSP: csp(script), Body: b.String()}, nil
+	return page{Name: name, Status: status, CSP: webpage.CSP(style, script), Body: b.String()}, nil
 }
 
 // price writes cents as the form shows prices, e.g. "C$1.00".
