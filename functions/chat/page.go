@@ -110,22 +110,6 @@ func (h *Handler) render(name string, status int, script *webpage.Asset, data an
 }
 
 // html answers a page with the security headers every page carries.
-func (h *Handler) html(p page) httpapi.Response {
-	resp := httpapi.Response{
-		StatusCode: p.Status,
-		Headers: map[string]string{
-			"Content-Type":            "text/html; charset=utf-8",
-			"Content-Security-Policy": p.CSP,
-			"X-Content-Type-Options":  "nosniff",
-			"Referrer-Policy":         "no-referrer",
-			"Cache-Control":           "no-store",
-		},
-		Body: p.Body,
-	}
-	if p.Status == http.StatusMethodNotAllowed {
-		resp.Headers["Allow"] = http.MethodGet
-	}
-	return resp
-}
+func (h *Handler) html(p page) httpapi.Response { return webpage.Response(p.Status, p.CSP, p.Body) }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -136,21 +136,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		h.Log.ErrorContext(ctx, "page not rendered", "path", oracle.Clip(req.RawPath, 64), "error", err.Error())
 		p = page{Status: http.StatusInternalServerError, CSP: webpage.CSP(style, nil), Body: internalError}
 	}
-	resp := httpapi.Response{
-		StatusCode: p.Status,
-		Headers: map[string]string{
-			"Content-Type":            "text/html; charset=utf-8",
-			"Content-Security-Policy": p.CSP,
-			"X-Content-Type-Options":  "nosniff",
-			"Referrer-Policy":         "no-referrer",
-			"Cache-Control":           "no-store",
-		},
-		Body: p.Body,
-	}
-	if p.Status == http.StatusMethodNotAllowed {
-		resp.Headers["Allow"] = http.MethodGet
-	}
-	return resp, nil
+	return webpage.Response(p.Status, p.CSP, p.Body), nil
 }
 
 // internalError is the answer when a template fails, which only a defect

@@ -10,7 +10,10 @@ import (
 	"encoding/base64"
 	"html/template"
 	"io/fs"
+	"net/http"
 	"strings"
+
+	"42sisters.ai/oracle/shared/httpapi"
 )
 
 //go:embed frame.html base.css
@@ -80,4 +83,24 @@ func CSP(style Asset, script *Asset) string {
 		"trusted-types 'none'",
 	)
 	return strings.Join(directives, "; ")
+}
+
+// Response answers a page with the headers every page carries: its policy,
+// no sniffing, no referrer, never cached; a 405 says what is allowed.
+func Response(status int, csp, body string) httpapi.Response {
+	resp := httpapi.Response{
+		StatusCode: status,
+		Headers: map[string]string{
+			"Content-Type":            "text/html; charset=utf-8",
+			"Content-Security-Policy": csp,
+			"X-Content-Type-Options":  "nosniff",
+			"Referrer-Policy":         "no-referrer",
+			"Cache-Control":           "no-store",
+		},
+		Body: body,
+	}
+	if status == http.StatusMethodNotAllowed {
+		resp.Headers["Allow"] = http.MethodGet
+	}
+	return resp
 }
