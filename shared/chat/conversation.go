@@ -252,33 +252,14 @@ func turnOf(it map[string]types.AttributeValue) (Turn, bool) {
 // Forget deletes every message of account at once (DELETE /api/chat),
 // returning how many there were. The account and its counts stay.
 func (c *Conversation) Forget(ctx context.Context, account string) (int, error) {
-	var (
-		reqs  []types.WriteRequest
-		start map[string]types.AttributeValue
-	)
-	for {
-		page, err := c.spans.Query(ctx, &dynamodb.QueryInput{
-			TableName:              aws.String(c.store.table),
-			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :msg)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(accountPK(account)), ":msg": str(skMessage),
-			},
-			ProjectionExpression: aws.String("pk, sk"),
-			ConsistentRead:       aws.Bool(true),
-			ExclusiveStartKey:    start,
-		})
-		if err != nil {
-			return 0, fmt.Errorf("forget the conversation: %w", err)
-		}
-		for _, it := range page.Items {
-			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(stringOf(it, "pk"), stringOf(it, "sk"))}})
-		}
-		if page.LastEvaluatedKey == nil {
-			break
-		}
-		start = page.LastEvaluatedKey
+	var reqs []types.WriteRequest
+	err := c.eachMessage(ctx, account, "pk, sk", func(it map[string]types.AttributeValue) {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(stringOf(it, "pk"), stringOf(it, "sk"))}})
+	})
+	if err == nil {
+		err = c.write(ctx, reqs)
 	}
-	if err := c.write(ctx, reqs); err != nil {
+	if err != nil {
 		return 0, fmt.Errorf("forget the conversation: %w", err)
 	}
 	return len(reqs), nil
@@ -295,10 +276,30 @@ type Stored struct {
 // (the operator's view, which shows no text): those past their retention
 // that the table has not yet removed count too, as they are still held.
 func (c *Conversation) Stored(ctx context.Context, account string) (Stored, error) {
-	var (
-		out   Stored
-		start map[string]types.AttributeValue
-	)
+	var out Stored
+	err := c.eachMessage(ctx, account, "sk", func(it map[string]types.AttributeValue) {
+		t, ok := turnOf(it)
+		if !ok {
+			return
+		}
+		out.Messages++
+		if out.First.IsZero() || t.At.Before(out.First) {
+			out.First = t.At
+		}
+		if t.At.After(out.Last) {
+			out.Last = t.At
+		}
+	})
+	if err != nil {
+		return Stored{}, fmt.Errorf("count the conversation: %w", err)
+	}
+	return out, nil
+}
+
+// eachMessage calls fn with every message item of account, read with
+// projection, page after page.
+func (c *Conversation) eachMessage(ctx context.Context, account, projection string, fn func(map[string]types.AttributeValue)) error {
+	var start map[string]types.AttributeValue
 	for {
 		page, err := c.spans.Query(ctx, &dynamodb.QueryInput{
 			TableName:              aws.String(c.store.table),
@@ -306,28 +307,18 @@ func (c *Conversation) Stored(ctx context.Context, account string) (Stored, erro
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":pk": str(accountPK(account)), ":msg": str(skMessage),
 			},
-			ProjectionExpression: aws.String("sk"),
+			ProjectionExpression: aws.String(projection),
 			ConsistentRead:       aws.Bool(true),
 			ExclusiveStartKey:    start,
 		})
 		if err != nil {
-			return Stored{}, fmt.Errorf("count the conversation: %w", err)
+			return err
 		}
 		for _, it := range page.Items {
-			t, ok := turnOf(it)
-			if !ok {
-				continue
-			}
-			out.Messages++
-			if out.First.IsZero() || t.At.Before(out.First) {
-				out.First = t.At
-			}
-			if t.At.After(out.Last) {
-				out.Last = t.At
-			}
+			fn(it)
 		}
 		if page.LastEvaluatedKey == nil {
-			return out, nil
+			return nil
 		}
 		start = page.LastEvaluatedKey
 	}
