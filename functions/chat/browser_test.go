@@ -253,8 +253,59 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // fitsWidth fails when the page scrolls sideways.
 func fitsWidth(t *testing.T, ctx context.Context) {
 	t.Helper()
+	accessible(t, ctx)
 	if w := eval[[]int](t, ctx, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
 		t.Errorf("the page is %d px wide in a %d px viewport", w[0], w[1])
+	}
+}
+
+// wcagAudit lists what a page shows that WCAG 2.1 AA would refuse, among
+// the checks a script can make: a visible form control without an
+// accessible name, a section named by no heading, a document without its
+// language, and visible text whose contrast with the background behind it
+// is under 4.5:1 (3:1 for large text: 24 px, or 18.66 px bold).
+const wcagAudit = `(() => {
+  const out = [];
+  if (!document.documentElement.lang) out.push('the document has no lang');
+  const visible = el => !!(el.offsetWidth || el.offsetHeight || el.getClientRects().length);
+  for (const el of document.querySelectorAll('input:not([type=hidden]), textarea, select, button')) {
+    if (!visible(el)) continue;
+    const named = (el.labels && el.labels.length) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby') || el.textContent.trim();
+    if (!named) out.push('a ' + el.tagName.toLowerCase() + ' without a name: ' + el.outerHTML.slice(0, 80));
+  }
+  for (const el of document.querySelectorAll('[aria-labelledby]')) {
+    for (const id of el.getAttribute('aria-labelledby').split(/\s+/)) {
+      if (!document.getElementById(id)) out.push('aria-labelledby names a missing ' + id);
+    }
+  }
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = el => {
+    for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  for (const el of document.querySelectorAll('body *')) {
+    if (!visible(el) || ![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    const st = getComputedStyle(el);
+    const fg = rgb(st.color).slice(0, 3), bg = background(el);
+    const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    const size = parseFloat(st.fontSize), bold = Number(st.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need) out.push('contrast ' + ratio.toFixed(2) + ' under ' + need + ': ' + el.textContent.trim().slice(0, 40));
+  }
+  return out;
+})()`
+
+// accessible fails t with every finding of wcagAudit on the page.
+func accessible(t *testing.T, ctx context.Context) {
+	t.Helper()
+	for _, f := range eval[[]string](t, ctx, wcagAudit) {
+		t.Errorf("accessibility: %s", f)
 	}
 }
 
