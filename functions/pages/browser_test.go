@@ -1,6 +1,7 @@
 package main
 
 import (
+	"42sisters.ai/oracle/infra/browsertest"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,12 +18,8 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
-	cdplog "github.com/chromedp/cdproto/log"
-	cdppage "github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"42sisters.ai/oracle/infra/tools"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -40,10 +36,6 @@ var artifacts = filepath.Join("..", "..", "test-artifacts", "pages")
 // TestBrowser drives both pages in headless Chromium against stub checkout
 // and verdict APIs, one browser for every subtest, one tab each.
 func TestBrowser(t *testing.T) {
-	exe := tools.Find(t, "chromium")
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	api := newStubAPI()
 	// Short polling, so the tests see pending, backoff and giving up in
 	// a few seconds; the page reads these from the server as in production.
@@ -62,22 +54,7 @@ func TestBrowser(t *testing.T) {
 	// The flags keep Chromium off the network it would otherwise try to
 	// reach in the background (this and CI machines have none), which can
 	// stall it; the profile is fresh each run.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	browser, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(browser); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	browser := browsertest.Start(t)
 	s := &suite{browser: browser, url: srv.URL, api: api}
 
 	t.Run("order form", s.orderForm)
@@ -103,108 +80,21 @@ type suite struct {
 	api     *stubAPI
 }
 
-// tab opens a new tab for one subtest. JavaScript dialogs are recorded and
-// dismissed; at the end, the subtest fails on any dialog, uncaught
-// exception or Content-Security-Policy violation the pages caused.
+// tab opens a new tab for one subtest (browsertest.Tab).
 func (s *suite) tab(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(s.browser)
-	t.Cleanup(cancel)
-	var (
-		mu       sync.Mutex
-		problems []string
-	)
-	err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *cdppage.EventJavascriptDialogOpening:
-			problems = append(problems, "dialog: "+ev.Message)
-			go chromedp.Call(ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{})
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+exceptionText(ev.ExceptionDetails))
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Source == cdplog.EntrySourceSecurity || strings.Contains(ev.Entry.Text, "Content Security Policy") {
-				problems = append(problems, "security: "+ev.Entry.Text)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("open tab: %v", err)
-	}
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, p := range problems {
-			t.Error(p)
-		}
-	})
-	ctx, cancelTimeout := context.WithTimeout(ctx, 20*time.Second)
-	t.Cleanup(cancelTimeout)
-	return ctx
-}
-
-func exceptionText(d *runtime.ExceptionDetails) string {
-	if d.Exception != nil && d.Exception.Description != "" {
-		return d.Exception.Description
-	}
-	return d.Text
-}
-
-func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
-func text(t *testing.T, ctx context.Context, sel string) string {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
-	}
-	return v
-}
-
-// screenshot saves the whole page as test-artifacts/pages/<name>.png.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(artifacts, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// fitsWidth fails when the page scrolls sideways.
-func fitsWidth(t *testing.T, ctx context.Context) {
-	t.Helper()
-	if w := eval[[]int](t, ctx, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
-		t.Errorf("the page is %d px wide in a %d px viewport", w[0], w[1])
-	}
+	return browsertest.Tab(t, s.browser, 20*time.Second)
 }
 
 // ---------------------------------------------------------------- order form
 
 func (s *suite) orderForm(t *testing.T) {
 	ctx := s.tab(t)
-	do(t, ctx, "load", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")))
+	browsertest.Do(t, ctx, "load", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")))
 	type tier struct {
 		Key, Name, Price, Label string
 	}
-	got := eval[[]tier](t, ctx, `[...document.querySelectorAll('input[name="tier"]')].map(i => ({
+	got := browsertest.Eval[[]tier](t, ctx, `[...document.querySelectorAll('input[name="tier"]')].map(i => ({
 		Key: i.value,
 		Name: i.closest('label').querySelector('.tier-name').textContent,
 		Price: i.closest('label').querySelector('.tier-price').textContent,
@@ -223,77 +113,79 @@ func (s *suite) orderForm(t *testing.T) {
 	// The counter counts UTF-16 units, as the API does: an emoji is two.
 	max := oracle.MaxQueryUnits
 	left := func(n int) string { return thousands(n) + " characters left" }
-	if c := text(t, ctx, "#counter"); c != left(max) {
+	if c := browsertest.Text(t, ctx, "#counter"); c != left(max) {
 		t.Errorf("counter starts at %q", c)
 	}
-	do(t, ctx, "type", chromedp.SendKeys(chromedp.ID("query"), "abc"))
-	if c := text(t, ctx, "#counter"); c != left(max-3) {
+	browsertest.Do(t, ctx, "type", chromedp.SendKeys(chromedp.ID("query"), "abc"))
+	if c := browsertest.Text(t, ctx, "#counter"); c != left(max-3) {
 		t.Errorf("after abc: %q, want %q", c, left(max-3))
 	}
-	do(t, ctx, "insert an emoji", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+	browsertest.Do(t, ctx, "insert an emoji", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, input.InsertText, input.InsertTextParams{Text: "😀"})
 		return err
 	}))
-	if c := text(t, ctx, "#counter"); c != left(max-5) {
+	if c := browsertest.Text(t, ctx, "#counter"); c != left(max-5) {
 		t.Errorf("after an emoji: %q, want %q", c, left(max-5))
 	}
-	if v := eval[string](t, ctx, `document.getElementById('query').value`); v != "abc😀" {
+	if v := browsertest.Eval[string](t, ctx, `document.getElementById('query').value`); v != "abc😀" {
 		t.Errorf("query %q", v)
 	}
 	// Labels are wired: clicking the words selects the tier.
-	do(t, ctx, "choose", chromedp.Click(chromedp.CSS(`label[for="tier-full"] .tier-name`)))
-	if !eval[bool](t, ctx, `document.getElementById('tier-full').checked`) {
+	browsertest.Do(t, ctx, "choose", chromedp.Click(chromedp.CSS(`label[for="tier-full"] .tier-name`)))
+	if !browsertest.Eval[bool](t, ctx, `document.getElementById('tier-full').checked`) {
 		t.Error("clicking the label did not choose the tier")
 	}
-	fitsWidth(t, ctx)
-	screenshot(t, ctx, "order-form")
+	browsertest.FitsWidth(t, ctx)
+	browsertest.Accessible(t, ctx)
+	browsertest.Screenshot(t, ctx, artifacts, "order-form")
 }
 
 func (s *suite) orderFormPhone(t *testing.T) {
 	ctx := s.tab(t)
-	do(t, ctx, "load", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile),
+	browsertest.Do(t, ctx, "load", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile),
 		chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")))
-	fitsWidth(t, ctx)
-	screenshot(t, ctx, "order-form-375")
+	browsertest.FitsWidth(t, ctx)
+	browsertest.Accessible(t, ctx)
+	browsertest.Screenshot(t, ctx, artifacts, "order-form-375")
 }
 
 func (s *suite) orderValidation(t *testing.T) {
 	ctx := s.tab(t)
 	before := s.api.checkouts()
-	do(t, ctx, "load", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")))
+	browsertest.Do(t, ctx, "load", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")))
 	submit := func(want string) {
 		t.Helper()
-		do(t, ctx, "submit", chromedp.Click(chromedp.ID("submit")))
-		if got := text(t, ctx, "#form-message"); got != want {
+		browsertest.Do(t, ctx, "submit", chromedp.Click(chromedp.ID("submit")))
+		if got := browsertest.Text(t, ctx, "#form-message"); got != want {
 			t.Errorf("message %q, want %q", got, want)
 		}
 	}
 	submit("Choose a tier.")
-	do(t, ctx, "choose", chromedp.Click(chromedp.ID("tier-quick")))
+	browsertest.Do(t, ctx, "choose", chromedp.Click(chromedp.ID("tier-quick")))
 	submit("Describe your idea or question.")
-	if f := eval[string](t, ctx, `document.activeElement.id`); f != "query" {
+	if f := browsertest.Eval[string](t, ctx, `document.activeElement.id`); f != "query" {
 		t.Errorf("focus on %q, want the query", f)
 	}
 	// Only invisible characters: empty to the form as to the server
 	// (oracle.Blank), which would answer 400.
-	do(t, ctx, "invisible", chromedp.Evaluate[chromedp.Void](
+	browsertest.Do(t, ctx, "invisible", chromedp.Evaluate[chromedp.Void](
 		`(q => { q.value = '\u200b\u200d\ufeff \u2060\u3164\u0301'; q.dispatchEvent(new Event('input')); })(document.getElementById('query'))`))
 	submit("Describe your idea or question.")
 	// One unit over: a paste the counter and the check both see.
-	do(t, ctx, "overfill", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+	browsertest.Do(t, ctx, "overfill", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
 		`(q => { q.value = 'x'.repeat(%d); q.dispatchEvent(new Event('input')); })(document.getElementById('query'))`, oracle.MaxQueryUnits+1)))
-	if c := text(t, ctx, "#counter"); c != "1 character over the limit" {
+	if c := browsertest.Text(t, ctx, "#counter"); c != "1 character over the limit" {
 		t.Errorf("counter %q", c)
 	}
 	submit("Your question is too long: shorten it by 1 character.")
-	if inv := eval[string](t, ctx, `document.getElementById('query').getAttribute('aria-invalid')`); inv != "true" {
+	if inv := browsertest.Eval[string](t, ctx, `document.getElementById('query').getAttribute('aria-invalid')`); inv != "true" {
 		t.Errorf("aria-invalid %q", inv)
 	}
-	do(t, ctx, "shorten", chromedp.Evaluate[chromedp.Void](
+	browsertest.Do(t, ctx, "shorten", chromedp.Evaluate[chromedp.Void](
 		`(q => { q.value = 'Open a bakery'; q.dispatchEvent(new Event('input')); })(document.getElementById('query'))`),
 		chromedp.SendKeys(chromedp.ID("referral"), "not valid!"))
 	submit("A referral code has at most 64 letters, digits, dashes and underscores.")
-	screenshot(t, ctx, "order-invalid")
+	browsertest.Screenshot(t, ctx, artifacts, "order-invalid")
 	if s.api.checkouts() != before {
 		t.Error("the API was called for a form the page should have refused")
 	}
@@ -301,19 +193,19 @@ func (s *suite) orderValidation(t *testing.T) {
 
 func (s *suite) orderSubmit(t *testing.T) {
 	ctx := s.tab(t)
-	do(t, ctx, "fill", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")),
+	browsertest.Do(t, ctx, "fill", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")),
 		chromedp.Click(chromedp.ID("tier-strategy")),
 		chromedp.SendKeys(chromedp.ID("query"), "Turn the garage into a pottery studio"),
 		chromedp.SendKeys(chromedp.ID("referral"), "HOLD"),
 		chromedp.Click(chromedp.ID("submit")))
 	// The stub holds the answer, so the page is seen mid-flight.
-	do(t, ctx, "busy", chromedp.WaitReady(chromedp.CSS(`#submit:disabled`)))
-	if got := text(t, ctx, "#form-message"); got != "Taking you to secure payment…" {
+	browsertest.Do(t, ctx, "busy", chromedp.WaitReady(chromedp.CSS(`#submit:disabled`)))
+	if got := browsertest.Text(t, ctx, "#form-message"); got != "Taking you to secure payment…" {
 		t.Errorf("message while submitting %q", got)
 	}
-	screenshot(t, ctx, "order-submitting")
+	browsertest.Screenshot(t, ctx, artifacts, "order-submitting")
 	s.api.releaseCheckout()
-	do(t, ctx, "redirect", chromedp.WaitVisible(chromedp.ID("stub-pay")))
+	browsertest.Do(t, ctx, "redirect", chromedp.WaitVisible(chromedp.ID("stub-pay")))
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != s.url+"/stub-stripe/pay" {
 		t.Errorf("redirected to %q", loc)
 	}
@@ -324,41 +216,41 @@ func (s *suite) orderSubmit(t *testing.T) {
 
 	// Stripe's cancel link brings the customer back: a gentle note, and
 	// the form as they left it.
-	do(t, ctx, "cancel", chromedp.Navigate(s.url+"/?cancelled=1"), chromedp.WaitVisible(chromedp.ID("order")))
-	if note := text(t, ctx, ".note"); !strings.HasPrefix(note, "Payment cancelled") {
+	browsertest.Do(t, ctx, "cancel", chromedp.Navigate(s.url+"/?cancelled=1"), chromedp.WaitVisible(chromedp.ID("order")))
+	if note := browsertest.Text(t, ctx, ".note"); !strings.HasPrefix(note, "Payment cancelled") {
 		t.Errorf("note %q", note)
 	}
 	type form struct {
 		Tier, Query, Referral string
 	}
-	f := eval[form](t, ctx, `({Tier: document.getElementById('order').elements.tier.value,
+	f := browsertest.Eval[form](t, ctx, `({Tier: document.getElementById('order').elements.tier.value,
 		Query: document.getElementById('query').value, Referral: document.getElementById('referral').value})`)
 	if f != (form{"strategy", "Turn the garage into a pottery studio", "HOLD"}) {
 		t.Errorf("draft not restored: %+v", f)
 	}
-	screenshot(t, ctx, "order-cancelled")
+	browsertest.Screenshot(t, ctx, artifacts, "order-cancelled")
 }
 
 func (s *suite) orderErrors(t *testing.T) {
 	ctx := s.tab(t)
-	do(t, ctx, "fill", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")),
+	browsertest.Do(t, ctx, "fill", chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("order")),
 		chromedp.Click(chromedp.ID("tier-quick")),
 		chromedp.SendKeys(chromedp.ID("query"), "Sell umbrellas in the desert"),
 		chromedp.SendKeys(chromedp.ID("referral"), "ERROR"),
 		chromedp.Click(chromedp.ID("submit")),
 		chromedp.WaitEnabled(chromedp.ID("submit")))
-	if got := text(t, ctx, "#form-message"); got != "Query is too long: at most 22540 characters." {
+	if got := browsertest.Text(t, ctx, "#form-message"); got != "Query is too long: at most 22540 characters." {
 		t.Errorf("API error shown as %q", got)
 	}
-	screenshot(t, ctx, "order-api-error")
+	browsertest.Screenshot(t, ctx, artifacts, "order-api-error")
 
-	do(t, ctx, "network failure", chromedp.SetValue(chromedp.ID("referral"), "DROP"),
+	browsertest.Do(t, ctx, "network failure", chromedp.SetValue(chromedp.ID("referral"), "DROP"),
 		chromedp.Click(chromedp.ID("submit")),
 		chromedp.WaitEnabled(chromedp.ID("submit")))
-	if got := text(t, ctx, "#form-message"); got != "We could not reach the payment service. Check your connection and try again." {
+	if got := browsertest.Text(t, ctx, "#form-message"); got != "We could not reach the payment service. Check your connection and try again." {
 		t.Errorf("network failure shown as %q", got)
 	}
-	if live := eval[string](t, ctx, `document.getElementById('form-message').getAttribute('aria-live')`); live == "" {
+	if live := browsertest.Eval[string](t, ctx, `document.getElementById('form-message').getAttribute('aria-live')`); live == "" {
 		t.Error("the message region is not aria-live")
 	}
 }
@@ -436,9 +328,9 @@ var colours = map[oracle.Verdict]string{
 
 func (s *suite) openResult(t *testing.T, ctx context.Context, id string) shown {
 	t.Helper()
-	do(t, ctx, "load", chromedp.Navigate(s.url+"/oracle/result?session_id="+id),
+	browsertest.Do(t, ctx, "load", chromedp.Navigate(s.url+"/oracle/result?session_id="+id),
 		chromedp.WaitVisible(chromedp.CSS(`section[data-state="ready"]`)))
-	return eval[shown](t, ctx, readShown)
+	return browsertest.Eval[shown](t, ctx, readShown)
 }
 
 func (s *suite) verdicts(t *testing.T) {
@@ -453,7 +345,7 @@ func (s *suite) verdicts(t *testing.T) {
 				if n := s.api.polls(id); n < 2 {
 					t.Errorf("the page asked %d times; the first answer was pending", n)
 				}
-				screenshot(t, ctx, "result-"+name)
+				browsertest.Screenshot(t, ctx, artifacts, "result-"+name)
 			})
 		}
 	}
@@ -464,9 +356,9 @@ func (s *suite) verdicts(t *testing.T) {
 func (s *suite) atItsPath(t *testing.T) {
 	id := s.api.addReady(oracle.TierFull, oracle.VerdictAmber, "Should I open a second bakery across town?")
 	ctx := s.tab(t)
-	do(t, ctx, "load", chromedp.Navigate(s.url+"/result/"+id),
+	browsertest.Do(t, ctx, "load", chromedp.Navigate(s.url+"/result/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`section[data-state="ready"]`)))
-	checkVerdict(t, eval[shown](t, ctx, readShown), oracle.TierFull, oracle.VerdictAmber)
+	checkVerdict(t, browsertest.Eval[shown](t, ctx, readShown), oracle.TierFull, oracle.VerdictAmber)
 	if n := s.api.polls(id); n < 1 {
 		t.Errorf("the page never asked the verdict API for %s", id)
 	}
@@ -516,10 +408,11 @@ func checkVerdict(t *testing.T, got shown, tier oracle.Tier, v oracle.Verdict) {
 func (s *suite) verdictPhone(t *testing.T) {
 	id := s.api.addReady(oracle.TierStrategy, oracle.VerdictAmber, "Should I open a second bakery across town?")
 	ctx := s.tab(t)
-	do(t, ctx, "phone", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
+	browsertest.Do(t, ctx, "phone", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
 	checkVerdict(t, s.openResult(t, ctx, id), oracle.TierStrategy, oracle.VerdictAmber)
-	fitsWidth(t, ctx)
-	screenshot(t, ctx, "result-strategy-amber-375")
+	browsertest.FitsWidth(t, ctx)
+	browsertest.Accessible(t, ctx)
+	browsertest.Screenshot(t, ctx, artifacts, "result-strategy-amber-375")
 }
 
 // regenerated: every regenerated verdict says that it was prepared again,
@@ -582,7 +475,7 @@ func (s *suite) regenerated(t *testing.T) {
 			if got.Original != string(tc.original) || (tc.original != "" && got.OriginalColour != colours[tc.original]) {
 				t.Errorf("original %q in %q, want %q in %q", got.Original, got.OriginalColour, tc.original, colours[tc.original])
 			}
-			screenshot(t, ctx, "result-regenerated-"+strings.ReplaceAll(tc.name, " ", "-"))
+			browsertest.Screenshot(t, ctx, artifacts, "result-regenerated-"+strings.ReplaceAll(tc.name, " ", "-"))
 		})
 	}
 }
@@ -620,7 +513,7 @@ func (s *suite) undelivered(t *testing.T) {
 			})
 			ctx := s.tab(t)
 			if tc.phone {
-				do(t, ctx, "phone", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
+				browsertest.Do(t, ctx, "phone", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
 			}
 			got := s.openResult(t, ctx, id)
 			want := ""
@@ -636,8 +529,9 @@ func (s *suite) undelivered(t *testing.T) {
 			// The verdict is shown as ever.
 			got.Undelivered = ""
 			checkVerdict(t, got, tc.tier, oracle.VerdictAmber)
-			fitsWidth(t, ctx)
-			screenshot(t, ctx, "result-email-"+strings.ReplaceAll(tc.name, " ", "-"))
+			browsertest.FitsWidth(t, ctx)
+			browsertest.Accessible(t, ctx)
+			browsertest.Screenshot(t, ctx, artifacts, "result-email-"+strings.ReplaceAll(tc.name, " ", "-"))
 		})
 	}
 }
@@ -645,36 +539,36 @@ func (s *suite) undelivered(t *testing.T) {
 func (s *suite) pendingTimeout(t *testing.T) {
 	id := s.api.addHeld(answer{http.StatusAccepted, map[string]string{"status": "pending", "message": "Your verdict is being prepared."}})
 	ctx := s.tab(t)
-	do(t, ctx, "load", chromedp.Navigate(s.url+"/oracle/result?session_id="+id),
+	browsertest.Do(t, ctx, "load", chromedp.Navigate(s.url+"/oracle/result?session_id="+id),
 		chromedp.WaitVisible(chromedp.CSS(`section[data-state="pending"] progress`)))
-	if h := text(t, ctx, "#pending-title"); h != "Your verdict is being prepared…" {
+	if h := browsertest.Text(t, ctx, "#pending-title"); h != "Your verdict is being prepared…" {
 		t.Errorf("pending heading %q", h)
 	}
-	if l := eval[string](t, ctx, `document.querySelector('progress').getAttribute('aria-label')`); l == "" {
+	if l := browsertest.Eval[string](t, ctx, `document.querySelector('progress').getAttribute('aria-label')`); l == "" {
 		t.Error("the progress bar has no accessible name")
 	}
-	screenshot(t, ctx, "result-pending")
-	do(t, ctx, "give up", chromedp.WaitVisible(chromedp.CSS(`section[data-state="timeout"]`)))
+	browsertest.Screenshot(t, ctx, artifacts, "result-pending")
+	browsertest.Do(t, ctx, "give up", chromedp.WaitVisible(chromedp.CSS(`section[data-state="timeout"]`)))
 	// Backoff: 50, 100, 200, 200 … ms within 2 s is about a dozen asks, not
 	// the forty a fixed 50 ms would make.
 	if n := s.api.polls(id); n < 4 || n > 16 {
 		t.Errorf("%d polls in the give-up window", n)
 	}
-	screenshot(t, ctx, "result-timeout")
+	browsertest.Screenshot(t, ctx, artifacts, "result-timeout")
 	s.api.release(id)
-	do(t, ctx, "check again", chromedp.Click(chromedp.ID("retry")),
+	browsertest.Do(t, ctx, "check again", chromedp.Click(chromedp.ID("retry")),
 		chromedp.WaitVisible(chromedp.CSS(`section[data-state="ready"]`)))
-	checkVerdict(t, eval[shown](t, ctx, readShown), oracle.TierQuick, oracle.VerdictGreen)
+	checkVerdict(t, browsertest.Eval[shown](t, ctx, readShown), oracle.TierQuick, oracle.VerdictGreen)
 }
 
 func (s *suite) trouble(t *testing.T) {
 	id := s.api.addHeld(answer{status: http.StatusBadGateway}) // not JSON, as a gateway answers
 	ctx := s.tab(t)
-	do(t, ctx, "load", chromedp.Navigate(s.url+"/oracle/result?session_id="+id),
+	browsertest.Do(t, ctx, "load", chromedp.Navigate(s.url+"/oracle/result?session_id="+id),
 		chromedp.WaitVisible(chromedp.ID("trouble")))
-	screenshot(t, ctx, "result-trouble")
+	browsertest.Screenshot(t, ctx, artifacts, "result-trouble")
 	s.api.release(id)
-	do(t, ctx, "recover", chromedp.WaitVisible(chromedp.CSS(`section[data-state="ready"]`)))
+	browsertest.Do(t, ctx, "recover", chromedp.WaitVisible(chromedp.CSS(`section[data-state="ready"]`)))
 }
 
 func (s *suite) states(t *testing.T) {
@@ -710,22 +604,22 @@ func (s *suite) states(t *testing.T) {
 			before := s.api.totalPolls()
 			ctx := s.tab(t)
 			sel := `section[data-state="` + c.state + `"]`
-			do(t, ctx, "load", chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS(sel)))
-			if h := text(t, ctx, sel+" h2"); h != c.heading {
+			browsertest.Do(t, ctx, "load", chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS(sel)))
+			if h := browsertest.Text(t, ctx, sel+" h2"); h != c.heading {
 				t.Errorf("heading %q, want %q", h, c.heading)
 			}
 			if c.message != "" {
-				if m := text(t, ctx, sel+" .message"); m != c.message {
+				if m := browsertest.Text(t, ctx, sel+" .message"); m != c.message {
 					t.Errorf("message %q, want %q", m, c.message)
 				}
 			}
-			if n := eval[int](t, ctx, `[...document.querySelectorAll('section.state')].filter(s => !s.hidden).length`); n != 1 {
+			if n := browsertest.Eval[int](t, ctx, `[...document.querySelectorAll('section.state')].filter(s => !s.hidden).length`); n != 1 {
 				t.Errorf("%d states shown at once", n)
 			}
 			if c.path != "" && s.api.totalPolls() != before {
 				t.Error("the page asked the API about a malformed link")
 			}
-			screenshot(t, ctx, "result-"+c.name)
+			browsertest.Screenshot(t, ctx, artifacts, "result-"+c.name)
 		})
 	}
 }
@@ -744,15 +638,15 @@ func (s *suite) hostileText(t *testing.T) {
 	if got.Query != hostile || got.Summary != hostile || got.Tests[1] != hostile || got.Dimensions[0].Analysis != hostile {
 		t.Errorf("hostile text not shown as text: %+v", got)
 	}
-	if n := eval[[]int](t, ctx, `[document.images.length, document.scripts.length]`); n[0] != 0 || n[1] != 1 {
+	if n := browsertest.Eval[[]int](t, ctx, `[document.images.length, document.scripts.length]`); n[0] != 0 || n[1] != 1 {
 		t.Errorf("%d images and %d scripts: markup was injected", n[0], n[1])
 	}
-	screenshot(t, ctx, "result-hostile")
+	browsertest.Screenshot(t, ctx, artifacts, "result-hostile")
 
 	// A hostile link shows the unknown-link state and runs nothing.
-	do(t, ctx, "hostile link", chromedp.Navigate(s.url+"/oracle/result?session_id=cs_test_1%22%3E%3Cscript%3Ealert(3)%3C/script%3E"),
+	browsertest.Do(t, ctx, "hostile link", chromedp.Navigate(s.url+"/oracle/result?session_id=cs_test_1%22%3E%3Cscript%3Ealert(3)%3C/script%3E"),
 		chromedp.WaitVisible(chromedp.CSS(`section[data-state="unknown"]`)))
-	if n := eval[int](t, ctx, `document.scripts.length`); n != 1 {
+	if n := browsertest.Eval[int](t, ctx, `document.scripts.length`); n != 1 {
 		t.Errorf("%d scripts after a hostile link", n)
 	}
 }
@@ -763,10 +657,10 @@ func (s *suite) notFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status != http.StatusNotFound || text(t, ctx, "h1") != "Page not found" {
-		t.Errorf("status %d, heading %q", resp.Status, text(t, ctx, "h1"))
+	if resp.Status != http.StatusNotFound || browsertest.Text(t, ctx, "h1") != "Page not found" {
+		t.Errorf("status %d, heading %q", resp.Status, browsertest.Text(t, ctx, "h1"))
 	}
-	screenshot(t, ctx, "not-found")
+	browsertest.Screenshot(t, ctx, artifacts, "not-found")
 }
 
 // ---------------------------------------------------------------- the stubs

@@ -1,6 +1,7 @@
 package stack_test
 
 import (
+	"42sisters.ai/oracle/infra/browsertest"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,6 @@ import (
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
-	"42sisters.ai/oracle/infra/tools"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -33,7 +33,6 @@ import (
 // one email with the same verdict in the mailbox.
 func TestBrowserEndToEnd(t *testing.T) {
 	t.Parallel()
-	exe := tools.Find(t, "chromium")
 	o := options(t)
 	watch := watchDispatch(&o)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -48,16 +47,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))...)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
-	if err := chromedp.Do(browser); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	browser := browsertest.Start(t)
 
 	var addrs, queries, sessions []string
 	t.Cleanup(func() { privacySweep(t, s, o, addrs, queries) })
@@ -73,10 +63,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 			addr := fmt.Sprintf("%s-%s-%d@example.com", tier, strings.ToLower(string(v)), time.Now().UnixNano())
 			query := fmt.Sprintf("Should I open a %s bakery? (%s)", strings.ToLower(string(v)), tier)
 			addrs, queries = append(addrs, addr), append(queries, query)
-			tab, cancelTab := chromedp.NewContext(browser)
-			defer cancelTab()
-			tab, cancelTimeout := context.WithTimeout(tab, 60*time.Second)
-			defer cancelTimeout()
+			tab := browsertest.Tab(t, browser, 60*time.Second)
 			err := chromedp.Do(tab,
 				chromedp.Navigate(s.APIURL+"/"),
 				chromedp.WaitVisible(chromedp.ID("order")),

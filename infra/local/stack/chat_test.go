@@ -1,6 +1,7 @@
 package stack_test
 
 import (
+	"42sisters.ai/oracle/infra/browsertest"
 	"context"
 	"fmt"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
-	"42sisters.ai/oracle/infra/tools"
 )
 
 // signInLink finds the sign-in link in a sign-in email's text.
@@ -32,7 +32,6 @@ var signInLink = regexp.MustCompile(`http://localhost:\d+/chat/signin\?token=[0-
 // the cookie are nowhere but where they belong.
 func TestChatEndToEnd(t *testing.T) {
 	t.Parallel()
-	exe := tools.Find(t, "chromium")
 	o := options(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -46,18 +45,7 @@ func TestChatEndToEnd(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))...)
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(alloc)
-	defer cancelTab()
-	// The tab's first run starts it on its own context: a first run on a
-	// step's shorter one would close the tab when that step ends.
-	if err := chromedp.Do(tab); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	tab := browsertest.Tab(t, browsertest.Start(t), 5*time.Minute)
 	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(tab, 60*time.Second)
