@@ -315,23 +315,11 @@ func (b *Billing) ChatSubscriptions(ctx context.Context, endedSince time.Time, e
 	for _, p := range lists {
 		p.Context = ctx
 		p.Limit = stripe.Int64(100)
-		// As CompletedSessions: a refusal comes with the first page.
-		var eachErr error
-		_, err = withKey(ctx, b.key, func(key string) (struct{}, error) {
-			it := (&subscription.Client{B: b.backend, Key: key}).List(p)
-			for it.Next() {
-				if err := each(subscriptionOf(it.Subscription())); err != nil {
-					eachErr = err
-					return struct{}{}, nil
-				}
-			}
-			return struct{}{}, it.Err()
-		})
-		if eachErr != nil {
-			return eachErr
-		}
-		if err != nil {
-			return classify(err, "list chat subscriptions")
+		list := func(key string) *subscription.Iter { return (&subscription.Client{B: b.backend, Key: key}).List(p) }
+		if err := listAll(ctx, b.key, list, (*subscription.Iter).Subscription, func(s *stripe.Subscription) error {
+			return each(subscriptionOf(s))
+		}, "list chat subscriptions"); err != nil {
+			return err
 		}
 	}
 	return nil

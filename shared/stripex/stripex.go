@@ -188,27 +188,12 @@ func (c *Client) CompletedSessions(ctx context.Context, from, to time.Time, each
 	}
 	p.Context = ctx
 	p.Limit = stripe.Int64(100) // Stripe's largest page: the fewest calls
-	// A refusal comes with the first page, before each has seen a session,
-	// so that listing again with a renewed key calls each once per session.
-	var eachErr error
-	_, err := withKey(ctx, c.key, func(key string) (struct{}, error) {
-		it := c.sessions(key).List(p)
-		for it.Next() {
-			s := it.CheckoutSession()
-			if err := each(Session(s)); err != nil {
-				eachErr = fmt.Errorf("list completed checkout sessions: session %s: %w", oracle.ShortID(s.ID), err)
-				return struct{}{}, nil
-			}
+	return listAll(ctx, c.key, func(key string) *session.Iter { return c.sessions(key).List(p) }, (*session.Iter).CheckoutSession, func(cs *stripe.CheckoutSession) error {
+		if err := each(Session(cs)); err != nil {
+			return fmt.Errorf("list completed checkout sessions: session %s: %w", oracle.ShortID(cs.ID), err)
 		}
-		return struct{}{}, it.Err()
-	})
-	if eachErr != nil {
-		return eachErr
-	}
-	if err != nil {
-		return classify(err, "list completed checkout sessions")
-	}
-	return nil
+		return nil
+	}, "list completed checkout sessions")
 }
 
 // SessionsByEmail calls each, newest first, with every session whose
@@ -221,26 +206,9 @@ func (c *Client) SessionsByEmail(ctx context.Context, addr string, each func(ora
 	}
 	p.Context = ctx
 	p.Limit = stripe.Int64(100)
-	// As CompletedSessions: a refusal comes with the first page, so a
-	// renewed key lists from the start without calling each twice.
-	var eachErr error
-	_, err := withKey(ctx, c.key, func(key string) (struct{}, error) {
-		it := c.sessions(key).List(p)
-		for it.Next() {
-			if err := each(Session(it.CheckoutSession())); err != nil {
-				eachErr = err
-				return struct{}{}, nil
-			}
-		}
-		return struct{}{}, it.Err()
-	})
-	if eachErr != nil {
-		return eachErr
-	}
-	if err != nil {
-		return classify(err, "list a customer's checkout sessions")
-	}
-	return nil
+	return listAll(ctx, c.key, func(key string) *session.Iter { return c.sessions(key).List(p) }, (*session.Iter).CheckoutSession, func(cs *stripe.CheckoutSession) error {
+		return each(Session(cs))
+	}, "list a customer's checkout sessions")
 }
 
 // Ping proves the key works with the cheapest read there is: one page of
@@ -266,6 +234,38 @@ var ErrAuth = errors.New("stripe rejected the API key")
 // left out: it can quote the parameter it refused, and the customer's query
 // travels in metadata. So is the URL of a request that failed on the
 // network: it holds the full session id, which logs show only cut short.
+// iterator is what stripe-go's list iterators have in common.
+type iterator interface {
+	Next() bool
+	Err() error
+}
+
+// listAll lists through list with key, read again when Stripe refuses it,
+// calling each with every item as item reads it from the iterator. A
+// refusal comes with the first page, before each has seen an item, so a
+// renewed key lists from the start without calling each twice. It stops
+// at each's first error, which it returns as it is; Stripe's is classified
+// as what.
+func listAll[I iterator, T any](ctx context.Context, key *secret.Value, list func(key string) I, item func(I) T, each func(T) error, what string) error {
+	var eachErr error
+	_, err := withKey(ctx, key, func(k string) (struct{}, error) {
+		it := list(k)
+		for it.Next() {
+			if eachErr = each(item(it)); eachErr != nil {
+				return struct{}{}, nil
+			}
+		}
+		return struct{}{}, it.Err()
+	})
+	if eachErr != nil {
+		return eachErr
+	}
+	if err != nil {
+		return classify(err, what)
+	}
+	return nil
+}
+
 func classify(err error, op string) error {
 	unavailable := "payments are temporarily unavailable; please try again later"
 	var se *stripe.Error
