@@ -8,6 +8,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/crashpoint"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -61,9 +62,10 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		return err
 	}
 	crashpoint.Reach(ctx, crashpoint.GeneratorStored)
-	if !stored.Regen && stored.GeneratedAt != nil && audit.Wait(stored.PaidAt, *stored.GeneratedAt) > audit.WaitBudget {
-		// Counted here, once per stored verdict: CustomerWaitAlarm.
-		h.Metrics.Count("CustomerWaitsOverAMinute", 1)
+	if !stored.Regen && stored.GeneratedAt != nil {
+		// The customer's wait for their first verdict, once per stored
+		// verdict; over a minute, CustomerWaitAlarm's.
+		h.Metrics.Emit(obs.Waited(obs.VerdictWait, audit.Wait(stored.PaidAt, *stored.GeneratedAt), audit.WaitBudget)...)
 	}
 	t.log.Info("verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
 		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(t.started).Milliseconds())
