@@ -91,6 +91,8 @@ func (h *contextHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	return &contextHandler{inner: h.inner.WithAttrs(as), ordered: ordered}
 }
 
+// WithGroup puts a group's lines' context fields inside the group, where
+// the queries would not find them: no function opens one.
 func (h *contextHandler) WithGroup(name string) slog.Handler {
 	return &contextHandler{inner: h.inner.WithGroup(name), ordered: h.ordered}
 }

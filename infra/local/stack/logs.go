@@ -13,6 +13,9 @@ type LogLine struct {
 	Function string         // the function's logical id, e.g. "GeneratorFunction"
 	Fields   map[string]any // the JSON line; nil for a line that is not JSON
 	Text     string         // the line without its prefix
+	// Metric is set on an embedded metric format line (obs.Metrics: it
+	// has "_aws"), which CloudWatch reads as metrics, not as a log line.
+	Metric bool
 }
 
 // Missing returns the keys among keys the line has no non-empty string for.
@@ -47,6 +50,7 @@ func FunctionLogs(output string) []LogLine {
 		if err := json.Unmarshal([]byte(m[2]), &l.Fields); err != nil {
 			l.Fields = nil
 		}
+		_, l.Metric = l.Fields["_aws"]
 		out = append(out, l)
 	}
 	return out

@@ -16,14 +16,18 @@ func TestFunctionLogsReadTheFunctionsLines(t *testing.T) {
 [GeneratorFunction#2] {"level":"INFO","msg":"verdict stored","request_id":"r-2","order":"` + order + `","sqs_message_id":"m-1"}
 [MailerFunction#1] {"level":"WARN","msg":"mail job for an unknown order acknowledged","request_id":"r-3","trace_id":"0af7651916cd43dd8448eb211c80319c"}
 [MailerFunction#1] {not json
+[MailerFunction#1] {"_aws":{"Timestamp":1795756853034,"CloudWatchMetrics":[]},"EmailsSent":1}
 `
 	lines := FunctionLogs(output)
 	var functions []string
 	for _, l := range lines {
 		functions = append(functions, l.Function)
 	}
-	if !slices.Equal(functions, []string{"WebhookFunction", "GeneratorFunction", "MailerFunction", "MailerFunction"}) {
+	if !slices.Equal(functions, []string{"WebhookFunction", "GeneratorFunction", "MailerFunction", "MailerFunction", "MailerFunction"}) {
 		t.Fatalf("functions %v", functions)
+	}
+	if !lines[4].Metric || lines[0].Metric || lines[3].Metric {
+		t.Errorf("only the EMF line is a metric: %+v", lines)
 	}
 	if lines[3].Fields != nil || lines[3].Text != "{not json" {
 		t.Errorf("a line that is not JSON: %+v", lines[3])
