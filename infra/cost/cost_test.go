@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/chatreply"
 )
@@ -219,5 +221,37 @@ func TestChatExchangeIsPriced(t *testing.T) {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("the chat's lines lack %q:\n%s", s, out.String())
 		}
+	}
+}
+
+// TestIdleLinesOfTheTemplate reads template.yaml as make cost does: its
+// credentials are free as the deploy guide makes them (SSM), priced at
+// $0.40 each when given as Secrets Manager ARNs, and it makes no KMS key.
+func TestIdleLinesOfTheTemplate(t *testing.T) {
+	tmpl, err := sam.Load(filepath.Join(filepath.Dir(provision.TemplatePath()), "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := func(params map[string]string) map[string]idleLine {
+		lines, err := idleLines(tmpl, params, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]idleLine{}
+		for _, l := range lines {
+			m[l.Key] = l
+		}
+		return m
+	}
+	now := byKey(map[string]string{})
+	if sm, ssm := now["secretsmanager"], now["ssm"]; sm.Quantity != 0 || ssm.Quantity < 6 || ssm.cost() != 0 {
+		t.Errorf("documented kinds: %v, %v; want every credential an SSM parameter, free", sm, ssm)
+	}
+	if k := now["kms"]; k.cost() != 0 {
+		t.Errorf("%v, want no KMS key", k)
+	}
+	arn := "arn:aws:secretsmanager:us-east-1:123456789012:secret:oracle/gemini-AbCdEf"
+	if sm := byKey(map[string]string{"GeminiApiKeyArn": arn, "HashPepperArn": arn})["secretsmanager"]; !near(sm.cost(), 2*secretPerMonth) {
+		t.Errorf("two Secrets Manager ARNs: %v", sm)
 	}
 }
