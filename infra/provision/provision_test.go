@@ -40,7 +40,7 @@ func TestProvisionFollowsTheTemplate(t *testing.T) {
 		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
 		MaxReceiveCount     any    `json:"maxReceiveCount"`
 	}
-	if err := json.Unmarshal([]byte(a.Attributes["RedrivePolicy"]), &rp); err != nil || rp.DeadLetterTargetArn != f.Attr("GenerateDeadLetterQueue.Arn") {
+	if err := json.Unmarshal([]byte(a.Attributes["RedrivePolicy"]), &rp); err != nil || rp.DeadLetterTargetArn != f.Attr("DeadLetterQueue.Arn") {
 		t.Fatalf("redrive %q: %v", a.Attributes["RedrivePolicy"], err)
 	}
 	if a.Attributes["VisibilityTimeout"] != "900" {

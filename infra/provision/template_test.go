@@ -352,8 +352,9 @@ func TestEveryAlertingFunctionCountsItsFallbacks(t *testing.T) {
 	}
 }
 
-// Every queue the deadletter function drains (the dead-letter queues and
-// the inbox function's on-failure destination) has an alarm that fires
+// Every dead letter ends on the one queue the deadletter function drains
+// (the source queues' redrive and the inbox function's on-failure
+// destination), and every queue it drains has an alarm that fires
 // when the queue does not drain: its messages waiting and in flight,
 // summed, above zero for 15 minutes on end, to the alerts topic. The
 // function's own alerts say nothing when it is the function that fails.
@@ -396,8 +397,29 @@ func TestEveryDrainedQueueHasAnAlarm(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Contains(drained, "InboxFailureQueue") {
-		t.Fatalf("the deadletter function drains %q, not the inbox function's on-failure destination", drained)
+	// What ends on a dead-letter queue: each source queue's redrive, and
+	// the inbox function's on-failure destination.
+	ends := map[string]bool{}
+	for _, fn := range tmpl.Functions() {
+		if fn.Async.OnFailureQueue != "" {
+			ends[fn.Async.OnFailureQueue] = true
+		}
+	}
+	for _, r := range tmpl.OfType("AWS::SQS::Queue") {
+		if target, ok := obj(r.Properties["RedrivePolicy"])["deadLetterTargetArn"].(sam.Intrinsic); ok {
+			parts, _ := target.Arg.([]any)
+			if len(parts) == 2 {
+				ends[fmt.Sprint(parts[0])] = true
+			}
+		}
+	}
+	if !ends["DeadLetterQueue"] || len(ends) != 1 {
+		t.Errorf("dead letters end on %v; want every source's on DeadLetterQueue alone, one event source's idle pollers", ends)
+	}
+	for q := range ends {
+		if !slices.Contains(drained, q) {
+			t.Errorf("the deadletter function drains %q, not %s", drained, q)
+		}
 	}
 	for _, q := range drained {
 		if watched[q] == "" {
