@@ -1,9 +1,10 @@
 // Command cost prices a verdict's infrastructure (everything but the model)
-// and the stack's idle month, from the figures a burst of orders through the
-// local stack measured (`make cost` runs one; `make bench-burst` writes
-// .build/burst-full.json) and the public prices of one region (prices.go);
-// and the model's cost of a Sisters Chat exchange, from the tokens one
-// exchange at its bounds uses against the fake model, at Gemini's prices.
+// and the stack's idle month, each idle line beside its figure before issue
+// 30, from the figures a burst of orders through the local stack measured
+// (`make cost` runs one; `make bench-burst` writes .build/burst-full.json)
+// and the public prices of one region (prices.go); the model's cost of a
+// verdict per tier and of a Sisters Chat exchange, from the tokens the fake
+// model counts, at Gemini's prices; and each sale's margin in one table.
 //
 // Usage: go run ./infra/cost FIGURES.json
 package main
