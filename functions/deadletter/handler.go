@@ -113,6 +113,12 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			about = fmt.Sprintf("an unreadable %s mail job for %s (%d bytes: the account is no keyed hash, or a field is missing)", kind, nonce, d.BodyBytes)
 		}
 	}
+	// Every source's dead letters share one queue: its body says what a
+	// job was, and for the rest (garbage) SQS names the queue it left
+	// (DeadLetterQueueSourceArn, which moto does not set).
+	if src := queueName(rec.Attributes["DeadLetterQueueSourceArn"]); src != "" && d.Job == "" {
+		about += " from " + src
+	}
 	// The message id keys the dedupe window too: jobs of no session (the
 	// autoresponses) would otherwise share one.
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.JobDeadLettered, Session: session, Subject: d.MessageID,

@@ -65,9 +65,14 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		// Counted here, once per stored verdict: CustomerWaitAlarm.
 		h.Metrics.Count("CustomerWaitsOverAMinute", 1)
 	}
-	t.log.InfoContext(ctx, "verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
+	// The tokens Google counted for the reply that became the verdict, by
+	// tier: what a verdict's model cost is summed from (make cost's table
+	// prices the same figures as the fake model counts them).
+	u := g.result.Reply.Usage
+	t.log.InfoContext(ctx, "verdict stored", "verdict", string(g.analysis.Verdict), "tier", string(t.order.Tier), "model", g.result.Model,
 		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(t.started).Milliseconds(),
-		"wait_ms", audit.Wait(stored.PaidAt, h.Now()).Milliseconds()) // payment to verdict stored
+		"wait_ms", audit.Wait(stored.PaidAt, h.Now()).Milliseconds(), // payment to verdict stored
+		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
 	t.order = stored
 	return h.afterStore(ctx, t)
 }
