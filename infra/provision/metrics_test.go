@@ -175,3 +175,34 @@ func sortedKeys(m map[string]bool) []string {
 	slices.Sort(out)
 	return out
 }
+
+// The dashboard costs $3 a month past the account's three free ones, more
+// than the rest of the idle CloudWatch bill: it is made only with
+// Dashboard=true, off by default, and its output only with it.
+func TestTheDashboardIsOptional(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dashboards := tmpl.OfType("AWS::CloudWatch::Dashboard")
+	if len(dashboards) != 1 || dashboards[0].Condition == "" {
+		t.Fatalf("dashboards %+v, want one under a condition", dashboards)
+	}
+	for value, made := range map[string]bool{"": false, "false": false, "true": true} {
+		params := map[string]string{}
+		if value != "" {
+			params["Dashboard"] = value
+		}
+		ok, err := tmpl.Condition(dashboards[0].Condition, &sam.Values{Params: params})
+		if err != nil || ok != made {
+			t.Errorf("Dashboard=%q: made %v (%v), want %v", value, ok, err, made)
+		}
+	}
+	out, err := os.ReadFile(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^  DashboardName:\n    Condition: ` + dashboards[0].Condition + `\n`).Match(out) {
+		t.Error("the DashboardName output is not under the dashboard's condition")
+	}
+}
