@@ -194,17 +194,10 @@ func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 	if table == "" {
 		t.Fatal("docs/configuration.md has no Settings section")
 	}
-	// A global setting is every function's: one that emits no metric
-	// (pages) has no use for METRICS_NAMESPACE. Each global is read by
-	// some function all the same.
-	globalRead := map[string]bool{} // a global set: whether some function reads it
 	for _, fn := range tmpl.Functions() {
 		read := settingsRead(t, filepath.Join(root, fn.CodeURI))
 		for name := range fn.Env {
-			if _, global := tmpl.Globals.Environment[name]; global {
-				globalRead[name] = globalRead[name] || read[name]
-			}
-			if _, global := tmpl.Globals.Environment[name]; !read[name] && !global {
+			if !read[name] {
 				t.Errorf("%s: the template sets %s, which %s never reads", fn.LogicalID, name, fn.CodeURI)
 			}
 		}
@@ -232,11 +225,6 @@ func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 		redrive, _ := queue["RedrivePolicy"].(map[string]any)
 		if got, want := fmt.Sprint(fn.Env["GENERATE_MAX_RECEIVES"]), fmt.Sprint(redrive["maxReceiveCount"]); got != want {
 			t.Errorf("GENERATE_MAX_RECEIVES is %s but %s's maxReceiveCount is %s: the generator would mark orders FAILED too early or never", got, fn.Queues[0].QueueLogicalID, want)
-		}
-	}
-	for name, read := range globalRead {
-		if !read {
-			t.Errorf("the template sets %s for every function, and none reads it", name)
 		}
 	}
 }
