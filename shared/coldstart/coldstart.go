@@ -43,7 +43,7 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 	// What logs without a logger of its own (httpapi.JSON; a secret read
 	// again when refused, package secret) logs as the function does.
 	slog.SetDefault(f.Log)
-	cfg, err := awsenv.Load(ctx)
+	cfg, err := awsenv.LoadLambda(ctx)
 	f.Check(err, "AWS configuration")
 	f.guard, err = storeGuard(config.FromEnviron(nil), f)
 	f.Check(err, "store timeouts")

@@ -32,19 +32,24 @@ func TestMain(m *testing.M) {
 }
 
 func TestStart(t *testing.T) {
+	// Lambda sets the execution role's keys in the environment; a
+	// function reads nothing else (awsenv.LoadLambda).
+	const keys = "test"
 	cases := []struct {
-		child, region string
-		exit          int
-		log           []string
+		child, region, keys string
+		exit                int
+		log                 []string
 	}{
-		{"ok", "ca-central-1", 0, nil},
-		{"settings", "ca-central-1", 1, []string{`"msg":"cold start failed: settings"`, "ORDERS_TABLE is required"}},
-		{"ok", "", 1, []string{`"msg":"cold start failed: AWS configuration"`, "AWS_REGION is not set"}},
+		{"ok", "ca-central-1", keys, 0, nil},
+		{"settings", "ca-central-1", keys, 1, []string{`"msg":"cold start failed: settings"`, "ORDERS_TABLE is required"}},
+		{"ok", "", keys, 1, []string{`"msg":"cold start failed: AWS configuration"`, "AWS_REGION is not set"}},
+		{"ok", "ca-central-1", "", 1, []string{`"msg":"cold start failed: AWS configuration"`, "no credentials in the environment"}},
 	}
 	for _, c := range cases {
-		t.Run(c.child+"/"+c.region, func(t *testing.T) {
+		t.Run(c.child+"/"+c.region+"/"+c.keys, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "COLDSTART_CHILD="+c.child, "AWS_REGION="+c.region, "AWS_DEFAULT_REGION=",
+				"AWS_ACCESS_KEY_ID="+c.keys, "AWS_SECRET_ACCESS_KEY="+c.keys,
 				"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
 			out, err := cmd.CombinedOutput()
 			code := 0
