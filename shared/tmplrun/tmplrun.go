@@ -20,18 +20,21 @@
 // a template that cannot run is a build defect every test catches.
 //
 // In HTML mode every printed value is escaped as html/template escapes text
-// in an element or a quoted attribute. Unlike html/template it does not
-// read the markup around an action: a template must print values only in
-// element text and quoted attributes whose value needs no more than that
-// (no script, style element, or unquoted attribute; a URL attribute only
-// with a URL the code has checked). The letters' tests compare every
-// letter with html/template's rendering.
+// in an element or a quoted attribute, but for html/template's HTML, CSS
+// and JS, content the code marks as safe, printed as it is. Unlike
+// html/template it does not read the markup around an action: a template
+// must print values only in element text and quoted attributes whose
+// value needs no more than that (a URL attribute only with a URL the code
+// has checked), and typed CSS and JS only inside a style or script
+// element. The tests of the templates run here (the letters, the chat's
+// pages) compare every one with html/template's rendering.
 package tmplrun
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	htmltemplate "html/template"
 	"io"
 	"reflect"
 	"strings"
@@ -485,7 +488,17 @@ func (st *state) print(v reflect.Value) error {
 				return errors.New("a nil pointer printed")
 			}
 		}
-		s = fmt.Sprint(v.Interface())
+		x := v.Interface()
+		switch x := x.(type) {
+		case htmltemplate.HTML, htmltemplate.CSS, htmltemplate.JS:
+			// Content the code marked as safe, as html/template trusts it
+			// in its own context (an inlined stylesheet, a script).
+			if st.set.html {
+				_, err := fmt.Fprint(st.w, x)
+				return err
+			}
+		}
+		s = fmt.Sprint(x)
 	}
 	if st.set.html {
 		s = htmlEscaper.Replace(s)
