@@ -46,7 +46,7 @@ func Load(ctx context.Context) (aws.Config, error) {
 // SDK's chain; but it leaves out the rest of that chain (shared profiles,
 // SSO, web identity, the container and instance metadata endpoints), which
 // no function uses and which linked the STS, SSO, SSO OIDC and sign-in
-// clients into every bootstrap: about 1.4 MB each (docs/performance.md).
+// clients into every bootstrap: 1.0 to 1.5 MB each (docs/performance.md).
 // The operator's tools, run with a profile, use Load.
 func LoadLambda(ctx context.Context) (aws.Config, error) {
 	env, err := config.NewEnvConfig()
