@@ -44,7 +44,7 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 	ns, err := metricsNamespace(env)
 	f.Check(err, "metrics namespace")
 	f.Metrics = obs.NewMetrics(os.Stdout, ns, time.Now)
-	cfg, err := awsenv.Load(ctx)
+	cfg, err := awsenv.LoadLambda(ctx)
 	f.Check(err, "AWS configuration")
 	f.guard, err = storeGuard(env, f)
 	f.Check(err, "store timeouts")
