@@ -14,8 +14,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Reason says why a generate job was sent.
@@ -186,11 +190,22 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 	if err != nil {
 		return fmt.Errorf("encode job: %w", err)
 	}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(string(b))}
+	name := s.url[strings.LastIndexByte(s.url, '/')+1:]
+	if j.SessionID != "" {
+		ctx = tracing.WithOrder(ctx, j.SessionID)
+	}
+	// The send is a span, and its context travels in the message's
+	// attributes: the consumer's span is its child, one trace per order.
+	ctx, span := tracing.Tracer().Start(ctx, "send "+name, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.system", "aws_sqs"), attribute.String("messaging.destination.name", name)))
+	defer span.End()
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(string(b)),
+		MessageAttributes: tracing.ToMessage(ctx, nil)}
 	if j.NotBefore != nil {
 		in.DelaySeconds = delaySeconds(j.NotBefore.Sub(s.now()))
 	}
 	if _, err := s.sqs.SendMessage(ctx, in); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("send job for %s: %w", j.subject(), err)
 	}
 	return nil

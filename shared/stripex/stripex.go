@@ -18,6 +18,7 @@ import (
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/secret"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Client is a Stripe API client for one secret key.
@@ -82,7 +83,7 @@ func backend(o Options) stripe.Backend {
 		o.Timeout = 4 * time.Second
 	}
 	cfg := &stripe.BackendConfig{
-		HTTPClient:        &http.Client{Timeout: o.Timeout},
+		HTTPClient:        &http.Client{Timeout: o.Timeout, Transport: tracing.Transport("stripe", nil)},
 		MaxNetworkRetries: stripe.Int64(o.Retries),
 		LeveledLogger:     quiet{},
 	}
@@ -155,6 +156,13 @@ func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (
 		return CheckoutSession{}, err
 	}
 	p.Context = ctx
+	if tp := tracing.Parent(ctx); tp != "" {
+		// The order's trace goes on in the webhook, with Stripe and the
+		// customer between: the session carries the checkout's trace
+		// context in client_reference_id (unused by a verdict's session;
+		// its metadata keys all go to the query's chunks).
+		p.ClientReferenceID = stripe.String(tp)
+	}
 	s, err := withKey(ctx, c.key, func(key string) (*stripe.CheckoutSession, error) { return c.sessions(key).New(p) })
 	if err != nil {
 		return CheckoutSession{}, classify(err, "create checkout session")
@@ -306,6 +314,11 @@ func Session(s *stripe.CheckoutSession) oracle.Session {
 	}
 	if s.PaymentIntent != nil {
 		out.PaymentIntent = s.PaymentIntent.ID
+	}
+	if s.Mode != stripe.CheckoutSessionModeSubscription {
+		// A verdict's session carries the checkout's traceparent there;
+		// a chat session's is its account (ChatSessionFromJSON).
+		out.TraceParent = s.ClientReferenceID
 	}
 	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
 		out.Email = s.CustomerDetails.Email
