@@ -15,12 +15,16 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.opentelemetry.io/otel/trace"
 
+	"42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sqsbatch"
@@ -68,10 +72,10 @@ func receive(t *testing.T, c *sqs.Client, url, arn string) events.SQSEvent {
 // TestOneOrderIsOneTrace follows one paid order through every hop as the
 // functions make them (the checkout's Stripe call, the webhook's claim
 // continuing the checkout's trace through the session, the generate
-// queue, the generator, the mail queue, the mailer), against the fake
-// Stripe and moto's SQS, and reads the spans an OTLP receiver got: one
-// trace, each hop the child of the one before, every span of the order
-// naming it whole.
+// queue, the generator and its model call, the mail queue, the mailer and
+// its SES send), against the fake Stripe, the fake Gemini and moto, and
+// reads the spans an OTLP receiver got: one trace, each hop the child of
+// the one before, every span of the order naming it whole.
 func TestOneOrderIsOneTrace(t *testing.T) {
 	rx := newReceiver(t)
 	base := awsenv.ForEndpoint(motoserver.ForTest(t), "us-east-1")
@@ -135,12 +139,32 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The generator, then the mailer: each a batch of one record.
+	// The generator asks the model and sends the mail job; the mailer
+	// sends the email through SES. Each takes a batch of one record.
+	model := httptest.NewServer(fakegemini.New(fakegemini.Options{}))
+	t.Cleanup(model.Close)
+	if err := motoserver.VerifySender(ctx, sesv2.NewFromConfig(base), "oracle@42sisters.ai"); err != nil {
+		t.Fatal(err)
+	}
 	consumer := func(name, next string) {
 		p, cfg := hop(t, rx, name, base)
-		var send *queue.Sender
+		work := func(ctx context.Context, job queue.Job) error {
+			ses := &mail.SES{Client: mail.NewClient(cfg)}
+			_, err := ses.Send(ctx, mail.Outgoing{From: "oracle@42sisters.ai", To: "customer@example.com", Subject: "Your verdict", Text: "The verdict."})
+			return err
+		}
 		if next != "" {
-			send = queue.NewSender(queue.NewClient(cfg), queueURL[next], nil)
+			send := queue.NewSender(queue.NewClient(cfg), queueURL[next], nil)
+			work = func(ctx context.Context, job queue.Job) error {
+				g, err := gemini.New(ctx, gemini.Options{APIKey: "fake-key", BaseURL: model.URL})
+				if err != nil {
+					return err
+				}
+				if _, err := g.Generate(ctx, gemini.Request{User: "Should I open a bakery?", Text: true}); err != nil {
+					return err
+				}
+				return send.Send(ctx, queue.Job{SessionID: job.SessionID, Kind: oracle.MailVerdict})
+			}
 		}
 		var failed error
 		h := tracing.Invocations(p, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -150,10 +174,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 					return err
 				}
 				ctx = tracing.WithOrder(ctx, job.SessionID)
-				if send == nil {
-					return nil
-				}
-				failed = send.Send(ctx, queue.Job{SessionID: job.SessionID, Kind: oracle.MailVerdict})
+				failed = work(ctx, job)
 				return failed
 			}), nil
 		})
@@ -194,6 +215,8 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 	sendMail := find("generator send trace-mail-" + suffix)
 	mailer := find("mailer mailer")
 	processMail := find("mailer process trace-mail-" + suffix)
+	modelCall := find("generator gemini POST")
+	sesSend := find("mailer SESv2.SendEmail")
 
 	if checkoutSpan.Parent != "" {
 		t.Errorf("the checkout's span has a parent %s: the order's trace starts there", checkoutSpan.Parent)
@@ -220,6 +243,8 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		{sendMail, processGenerate, "the mail job's send under the record"},
 		{mailer, sendMail, "the mailer's invocation under the send"},
 		{processMail, mailer, "the mail record under the mailer's invocation"},
+		{modelCall, processGenerate, "the model's call under the generate record"},
+		{sesSend, processMail, "SES's SendEmail under the mail record"},
 	} {
 		if c.child.TraceID != checkoutSpan.TraceID || c.child.Parent != c.parent.SpanID {
 			t.Errorf("%s: span %q (trace %s) has parent %s, want %q's %s in trace %s",
@@ -227,7 +252,7 @@ func TestOneOrderIsOneTrace(t *testing.T) {
 		}
 	}
 	// Stripe's span aside: the order's id is that call's answer.
-	for _, s := range []span{checkoutSpan, webhookSpan, claim, sendGenerate, sqsSend, generator, processGenerate, sendMail, mailer, processMail} {
+	for _, s := range []span{checkoutSpan, webhookSpan, claim, sendGenerate, sqsSend, generator, processGenerate, sendMail, mailer, processMail, modelCall, sesSend} {
 		if s.Attrs["oracle.order"] != sessionID {
 			t.Errorf("%s %q: oracle.order = %v, want the whole session id %s", s.Service, s.Name, s.Attrs["oracle.order"], sessionID)
 		}

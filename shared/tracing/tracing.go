@@ -168,6 +168,7 @@ func newProvider(name string, x *exporter, log *slog.Logger) *Provider {
 	buf := &buffer{export: x.export, log: log}
 	res := resource.NewSchemaless(attribute.String("service.name", name), attribute.String("cloud.provider", "aws"))
 	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSpanProcessor(OrderNamer{}),
 		sdktrace.WithSpanProcessor(buf),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
@@ -190,9 +191,28 @@ func (p *Provider) Flush(ctx context.Context) {
 // stays bounded in memory.
 const maxHeld = 512
 
-// buffer is the span processor: it holds the ended spans of an invocation
-// and exports them when flushed, in one request. It also gives every span
-// started under WithOrder the order's attribute.
+// OrderNamer is the span processor that gives every span started under
+// WithOrder the order's attribute.
+type OrderNamer struct{}
+
+// OnStart names the order of parent, if any, on s.
+func (OrderNamer) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
+	if id, ok := parent.Value(orderKey{}).(string); ok {
+		s.SetAttributes(Order.String(id))
+	}
+}
+
+// OnEnd does nothing.
+func (OrderNamer) OnEnd(sdktrace.ReadOnlySpan) {}
+
+// Shutdown does nothing.
+func (OrderNamer) Shutdown(context.Context) error { return nil }
+
+// ForceFlush does nothing.
+func (OrderNamer) ForceFlush(context.Context) error { return nil }
+
+// buffer is the span processor that holds the ended spans of an
+// invocation and exports them when flushed, in one request.
 type buffer struct {
 	mu     sync.Mutex
 	held   []sdktrace.ReadOnlySpan
@@ -200,11 +220,7 @@ type buffer struct {
 	log    *slog.Logger
 }
 
-func (b *buffer) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
-	if id, ok := parent.Value(orderKey{}).(string); ok {
-		s.SetAttributes(Order.String(id))
-	}
-}
+func (b *buffer) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
 func (b *buffer) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
