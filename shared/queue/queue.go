@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -199,8 +200,13 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 	ctx, span := tracing.Tracer().Start(ctx, "send "+name, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("messaging.system", "aws_sqs"), attribute.String("messaging.destination.name", name)))
 	defer span.End()
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(string(b)),
-		MessageAttributes: tracing.ToMessage(ctx, nil)}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(string(b))}
+	for k, v := range tracing.ToMessage(ctx) {
+		if in.MessageAttributes == nil {
+			in.MessageAttributes = map[string]types.MessageAttributeValue{}
+		}
+		in.MessageAttributes[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
 	if j.NotBefore != nil {
 		in.DelaySeconds = delaySeconds(j.NotBefore.Sub(s.now()))
 	}

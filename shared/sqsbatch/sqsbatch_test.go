@@ -79,12 +79,12 @@ func TestEachRecordContinuesItsSendersTrace(t *testing.T) {
 
 	sender, send := tracing.Tracer().Start(context.Background(), "send")
 	send.End()
-	sent := tracing.ToMessage(sender, nil)
+	sent := tracing.ToMessage(sender)
 	attr := func(v string) map[string]events.SQSMessageAttribute {
 		return map[string]events.SQSMessageAttribute{"traceparent": {DataType: "String", StringValue: &v}}
 	}
 	ev := events.SQSEvent{Records: []events.SQSMessage{
-		{MessageId: "traced", EventSourceARN: "arn:aws:sqs:us-east-1:1:jobs", MessageAttributes: attr(*sent["traceparent"].StringValue)},
+		{MessageId: "traced", EventSourceARN: "arn:aws:sqs:us-east-1:1:jobs", MessageAttributes: attr(sent["traceparent"])},
 		{MessageId: "bare", EventSourceARN: "arn:aws:sqs:us-east-1:1:jobs"},
 		{MessageId: "malformed", EventSourceARN: "arn:aws:sqs:us-east-1:1:jobs", MessageAttributes: attr("00-zz-yy-01")},
 	}}

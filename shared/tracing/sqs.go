@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -19,21 +17,14 @@ const (
 
 var w3c propagation.TraceContext
 
-// ToMessage adds ctx's trace context to a message's attributes (making
-// the map when needed) and returns them; with no span in ctx it adds
-// nothing.
-func ToMessage(ctx context.Context, attrs map[string]sqstypes.MessageAttributeValue) map[string]sqstypes.MessageAttributeValue {
+// ToMessage is ctx's trace context as the message attributes that carry
+// it (traceparent, and tracestate when set); empty with no span in ctx.
+// The sender makes them SQS's String attributes: this package does not
+// link SQS's types, which the functions that send nothing would carry.
+func ToMessage(ctx context.Context) map[string]string {
 	carrier := propagation.MapCarrier{}
 	w3c.Inject(ctx, carrier)
-	for _, k := range []string{attrParent, attrState} {
-		if v := carrier[k]; v != "" {
-			if attrs == nil {
-				attrs = map[string]sqstypes.MessageAttributeValue{}
-			}
-			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
-		}
-	}
-	return attrs
+	return carrier
 }
 
 // FromMessage is the trace context a received message carries, remote;
