@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/tracing"
@@ -77,9 +78,10 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	}
 	if !first {
 		t.order.SessionID = owner
-		h.Metrics.Count("X402Replays", 1)
+		ctx = obs.WithOrder(ctx, owner)
+		h.Metrics.Count(obs.X402Replays, 1)
 		h.record(ctx, t, audit.StatusReplay, "authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again", "")
-		h.logFor(t).Warn("x402 authorization presented again; refused")
+		h.logFor(t).WarnContext(ctx, "x402 authorization presented again; refused")
 		return h.required(t.tier, t.resource, x402.ReasonNonceAlreadyUsed)
 	}
 	t.order = oracle.Order{
@@ -113,7 +115,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	}
 	if !v.IsValid {
 		h.failed(ctx, t, "verify_refused")
-		h.Metrics.Count("X402Refused", 1)
+		h.Metrics.Count(obs.X402Refused, 1)
 		h.record(ctx, t, audit.StatusVerifyFailed, "the facilitator's /verify refused it: "+reasonOf(v.InvalidReason, v.InvalidMessage), "")
 		return h.required(t.tier, t.resource, v.InvalidReason)
 	}
@@ -124,7 +126,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		return h.unconfirmed(ctx, t, s, err)
 	case !s.Success:
 		h.failed(ctx, t, "settle_refused")
-		h.Metrics.Count("X402Refused", 1)
+		h.Metrics.Count(obs.X402Refused, 1)
 		why := reasonOf(s.ErrorReason, s.ErrorMessage)
 		h.record(ctx, t, audit.StatusSettleFailed, "the facilitator's /settle refused it: "+why, "")
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.X402SettleFailed, Session: t.order.SessionID,
@@ -147,7 +149,7 @@ func (h *Handler) settle(ctx context.Context, t *payment) (s x402.SettleResponse
 			return s, lost, nil
 		}
 		lost = true
-		h.logFor(t).Warn("x402 settlement answer lost", "attempt", attempt, "error", err.Error())
+		h.logFor(t).WarnContext(ctx, "x402 settlement answer lost", "attempt", attempt, "error", err.Error())
 		if attempt >= h.SettleAttempts || h.timeLeft(ctx) < h.Reserve {
 			return s, lost, err
 		}
@@ -164,13 +166,13 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	if _, err := h.Payer.ClaimPaid(ctx, t.order); err != nil {
 		// Money moved and the order could not be recorded as paid: the
 		// operator confirms it by hand; the agent polls meanwhile.
-		h.logFor(t).Error("settled, but the order could not be recorded as paid", "error", err.Error())
+		h.logFor(t).ErrorContext(ctx, "settled, but the order could not be recorded as paid", "error", err.Error())
 		return h.unconfirmed(ctx, t, s, fmt.Errorf("settled in %s, but recording the order as paid failed: %w", s.Transaction, err))
 	}
 	t.order.Status = oracle.StatusPaid
-	h.Metrics.Count("X402Payments", 1)
+	h.Metrics.Count(obs.X402Payments, 1)
 	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
-	h.logFor(t).Info("x402 payment settled; generation queued", "network", string(t.accepted.Network))
+	h.logFor(t).InfoContext(ctx, "x402 payment settled; generation queued", "network", string(t.accepted.Network))
 	return h.answer(ctx, t, s)
 }
 
@@ -184,7 +186,7 @@ func (h *Handler) unconfirmed(ctx context.Context, t *payment, s x402.SettleResp
 	} else if s.ErrorReason != "" {
 		why += " (a retry was refused: " + reasonOf(s.ErrorReason, s.ErrorMessage) + ")"
 	}
-	h.Metrics.Count("X402Unconfirmed", 1)
+	h.Metrics.Count(obs.X402Unconfirmed, 1)
 	h.record(ctx, t, audit.StatusSettleUnconfirmed, why, s.Transaction)
 	auth := t.payload.Payload.Authorization
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.X402SettleUnconfirmed, Session: t.order.SessionID,
@@ -215,7 +217,7 @@ func (h *Handler) failed(ctx context.Context, t *payment, why string) {
 	o := t.order
 	o.Status, o.Failure = oracle.StatusPaymentFailed, why
 	if _, err := h.Orders.ClaimOrder(ctx, o, h.Lease); err != nil {
-		h.logFor(t).Error("recording the failed payment on its order failed", "error", err.Error())
+		h.logFor(t).ErrorContext(ctx, "recording the failed payment on its order failed", "error", err.Error())
 	}
 }
 
@@ -223,7 +225,7 @@ func (h *Handler) failed(ctx context.Context, t *payment, why string) {
 // asked of the facilitator that could move money.
 func (h *Handler) release(ctx context.Context, t *payment) {
 	if err := h.Authorizations.Release(ctx, t.key); err != nil {
-		h.logFor(t).Error("releasing the authorization's claim failed; a retry of it will be refused as a replay", "error", err.Error())
+		h.logFor(t).ErrorContext(ctx, "releasing the authorization's claim failed; a retry of it will be refused as a replay", "error", err.Error())
 	}
 }
 

@@ -57,7 +57,7 @@ type Handler struct {
 // ones it could not record, so that SQS delivers those again: a message
 // leaves its dead-letter queue only once its record is written.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "DeadLetterRecordFailures"}, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: obs.DeadLetterRecordFailures}, ev, h.process), nil
 }
 
 // process records one message and, the first time only, alerts.
@@ -72,13 +72,13 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	case oracle.ChatMail(job.Kind):
 		log = log.With("kind", string(job.Kind), "nonce", job.Nonce) // never the account's address
 	case d.Job != "":
-		log = log.With(obs.Session(d.SessionID))
+		ctx = obs.WithOrder(ctx, d.SessionID)
 	}
 	first, err := h.Records.RecordDeadLetter(ctx, d, h.Retention)
 	if errors.Is(err, store.ErrNotCounted) {
 		// The record stands and its alert is owed; only the health job's
 		// figure of new dead letters is short by one.
-		log.Warn("dead letter recorded but not counted", "error", err.Error())
+		log.WarnContext(ctx, "dead letter recorded but not counted", "error", err.Error())
 		err = nil
 	}
 	if err != nil {
@@ -87,17 +87,17 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		return fmt.Errorf("dead letter from %s%s not recorded; it stays on the queue: %w", d.Queue, shortSession(d), err)
 	}
 	if !first {
-		log.Info("dead letter already recorded; the redelivery is acknowledged", "record", key)
+		log.InfoContext(ctx, "dead letter already recorded; the redelivery is acknowledged", "record", key)
 		return nil
 	}
 	// Counted here, past the put-once record, so a redelivery of the same
 	// message never counts twice; an alarm watches it apart from SNS.
 	if h.Metrics != nil {
-		h.Metrics.Count("DeadLetters", 1)
+		h.Metrics.Count(obs.DeadLetters, 1)
 	}
 	if d.Inbox != "" {
 		h.inboxFailed(ctx, d, rec.Body)
-		log.Warn("failed inbox invocation recorded and alerted", "record", key)
+		log.WarnContext(ctx, "failed inbox invocation recorded and alerted", "record", key)
 		return nil
 	}
 	session, about := d.SessionID, what(d)
@@ -113,11 +113,17 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			about = fmt.Sprintf("an unreadable %s mail job for %s (%d bytes: the account is no keyed hash, or a field is missing)", kind, nonce, d.BodyBytes)
 		}
 	}
+	// Every source's dead letters share one queue: its body says what a
+	// job was, and for the rest (garbage) SQS names the queue it left
+	// (DeadLetterQueueSourceArn, which moto does not set).
+	if src := queueName(rec.Attributes["DeadLetterQueueSourceArn"]); src != "" && d.Job == "" {
+		about += " from " + src
+	}
 	// The message id keys the dedupe window too: jobs of no session (the
 	// autoresponses) would otherwise share one.
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.JobDeadLettered, Session: session, Subject: d.MessageID,
 		Detail: about + " reached " + d.Queue + " as message " + d.MessageID + "; the record " + key + " keeps it"})
-	log.Warn("dead letter recorded and alerted", "record", key)
+	log.WarnContext(ctx, "dead letter recorded and alerted", "record", key)
 	return nil
 }
 

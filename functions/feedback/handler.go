@@ -45,7 +45,8 @@ type Handler struct {
 	Suppression Suppression
 	Alerts      Alerter
 	Hasher      *audit.Hasher
-	// Metrics counts the deliveries that fail (FeedbackRecordFailures).
+	// Metrics counts the deliveries that fail (FeedbackRecordFailures),
+	// and the bounces and complaints.
 	Metrics Counter
 	Log     *slog.Logger
 }
@@ -54,7 +55,7 @@ type Handler struct {
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue, where each raises its own alert).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "FeedbackRecordFailures"}, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: obs.FeedbackRecordFailures}, ev, h.process), nil
 }
 
 // process applies one SES event.
@@ -63,7 +64,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if errors.Is(err, sesevent.ErrNotANotification) {
 		// SNS's subscription confirmation: the template's subscription
 		// needs none, and it carries no event.
-		h.Log.Info("SNS message without an event acknowledged", "message_id", rec.MessageId)
+		h.Log.InfoContext(ctx, "SNS message without an event acknowledged")
 		return nil
 	}
 	if err != nil {
@@ -72,21 +73,26 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
 	session, kind := ev.Tag(mail.TagSession), oracle.MailKind(ev.Tag(mail.TagKind))
-	log := h.Log.With(obs.Session(session), "kind", kind, "event", string(ev.EventType))
+	ctx = obs.WithOrder(ctx, session)
+	log := h.Log.With("kind", kind, "event", string(ev.EventType))
 	if kind == oracle.MailAutoresponse || oracle.ChatMail(kind) {
 		// An acknowledgement or a chat account's email answers no order:
 		// only a complaint about it matters, and it keeps every later email
 		// from that address.
-		log.Info("mail event for an email of no order", "state", string(stateOf(ev)))
-		if stateOf(ev) == oracle.MailComplained {
-			return h.suppress(ctx, ev)
+		state := stateOf(ev)
+		log.InfoContext(ctx, "mail event for an email of no order", "state", string(state))
+		if state == oracle.MailComplained {
+			if err := h.suppress(ctx, ev); err != nil {
+				return err
+			}
 		}
+		h.counted(state)
 		return nil
 	}
 	if !oracle.ValidSessionID(session) || !slices.Contains(oracle.MailKinds(), kind) {
 		// Another sender of the account, or a message sent before tags:
 		// nothing of ours to update.
-		log.Info("mail event for a message without the service's tags acknowledged")
+		log.InfoContext(ctx, "mail event for a message without the service's tags acknowledged")
 		return nil
 	}
 	// SES's event carries no trace context (SNS, then SQS, from SES): its
@@ -94,7 +100,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	ctx = tracing.WithOrder(ctx, session)
 	state := stateOf(ev)
 	if state == "" {
-		log.Debug("mail event changes no state")
+		log.DebugContext(ctx, "mail event changes no state")
 		return nil
 	}
 	// The suppression list first: it must hold even when the state cannot
@@ -108,11 +114,24 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
-	log.Info("mail event applied", "state", string(state), "moved", moved)
+	log.InfoContext(ctx, "mail event applied", "state", string(state), "moved", moved)
 	if moved {
+		h.counted(state)
 		h.alert(ctx, session, kind, state, ev)
 	}
 	return nil
+}
+
+// counted counts a bounce (EmailsBounced) or a complaint
+// (EmailsComplained): the stack's own reputation, beside SES's account-wide
+// one.
+func (h *Handler) counted(state oracle.MailState) {
+	switch state {
+	case oracle.MailBounced:
+		h.Metrics.Count(obs.EmailsBounced, 1)
+	case oracle.MailComplained:
+		h.Metrics.Count(obs.EmailsComplained, 1)
+	}
 }
 
 // stateOf is the mail state an event moves its email to, or "" when it

@@ -78,6 +78,7 @@ type Originals interface {
 // Counter emits a metric (obs.Metrics).
 type Counter interface {
 	Count(name string, n float64)
+	Emit(figs ...obs.Figure)
 }
 
 // Defaults of the Handler's windows; tests and the local stack shorten them.
@@ -144,7 +145,7 @@ type task struct {
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "GeneratorRecordFailures"}, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: obs.GeneratorRecordFailures}, ev, h.process), nil
 }
 
 // process reads one message; run does its work.
@@ -164,7 +165,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	// The order's whole id on this record's span and every span under it.
 	ctx = tracing.WithOrder(ctx, job.SessionID)
 	return h.run(ctx, &task{job: job, receives: receives, started: h.Now(),
-		log: h.Log.With(obs.Session(job.SessionID), "reason", job.Reason, "receive", receives, "attempt", job.Attempt)})
+		log: h.Log.With("reason", job.Reason, "receive", receives, "attempt", job.Attempt)})
 }
 
 // run does what the job calls for, given its order.
@@ -172,7 +173,7 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 	if t.job.Reason == queue.ReasonQuarantineReview {
 		// A reminder of the retired chain, still on the queue when this
 		// deployed: acknowledged at once, neither alerted nor sent on.
-		t.log.Info("quarantine reminder acknowledged; reminders now come from the health job")
+		t.log.InfoContext(ctx, "quarantine reminder acknowledged; reminders now come from the health job")
 		return nil
 	}
 	if t.job.NotBefore != nil && t.job.NotBefore.After(t.started) {
@@ -198,9 +199,9 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 	case stepRenotify:
 		return h.settled(ctx, t)
 	case stepUnknownOrder:
-		t.log.Warn("generate job for an unknown order acknowledged")
+		t.log.WarnContext(ctx, "generate job for an unknown order acknowledged")
 	default:
-		t.log.Info("generation not owed; job acknowledged", "status", string(order.Status))
+		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(order.Status))
 	}
 	return nil
 }
@@ -218,14 +219,14 @@ func (h *Handler) generate(ctx context.Context, t *task) error {
 		return h.park(ctx, t, open.Until, "the circuit is open ("+string(open.Reason)+")")
 	}
 	if err != nil {
-		t.log.Warn("circuit state unreadable; calling the model", "error", err.Error())
+		t.log.WarnContext(ctx, "circuit state unreadable; calling the model", "error", err.Error())
 	}
 
 	order, lease, err := h.Orders.StartGeneration(ctx, t.job.SessionID, h.lease(ctx))
 	var notOwed *store.ErrNotOwed
 	switch {
 	case errors.As(err, &notOwed):
-		t.log.Info("generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
+		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
 		return nil
 	case err != nil:
 		return err

@@ -10,6 +10,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/health"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // Alerter raises operator alerts.
@@ -89,14 +90,14 @@ func (h *Handler) Handle(ctx context.Context, _ any) (health.Record, error) {
 	rec.Overall = health.OverallOf(rec.Checks)
 	h.lifecycle(ctx, rec.Checks)
 	rec.DurationMs = h.Now().Sub(start).Milliseconds()
-	h.Metrics.Count("HealthRuns", 1)
+	h.Metrics.Count(obs.HealthRuns, 1)
 	if rec.Overall == health.Critical {
-		h.Metrics.Count("HealthCritical", 1)
+		h.Metrics.Count(obs.HealthCritical, 1)
 	}
 	if err := h.States.PutHealth(ctx, rec, h.History); err != nil {
 		return rec, fmt.Errorf("keep the health record: %w", err)
 	}
-	h.Log.Info("health run", "overall", string(rec.Overall), "duration_ms", rec.DurationMs, "failing", failing(rec.Checks))
+	h.Log.InfoContext(ctx, "health run", "overall", string(rec.Overall), "duration_ms", rec.DurationMs, "failing", failing(rec.Checks))
 	return rec, nil
 }
 
@@ -151,7 +152,7 @@ func (h *Handler) lifecycle(ctx context.Context, checks []health.Check) {
 	}
 	states, err := h.States.CheckStates(ctx, names)
 	if err != nil {
-		h.Log.Error("check states unreadable; counting from zero", "error", err.Error())
+		h.Log.ErrorContext(ctx, "check states unreadable; counting from zero", "error", err.Error())
 		states = map[string]health.CheckState{}
 	}
 	kinds := map[string]alert.Kind{}
@@ -172,7 +173,7 @@ func (h *Handler) lifecycle(ctx context.Context, checks []health.Check) {
 			continue
 		}
 		if err := h.States.PutCheckState(ctx, c.Name, next, 7*24*time.Hour); err != nil {
-			h.Log.Error("check state not kept", "check", c.Name, "error", err.Error())
+			h.Log.ErrorContext(ctx, "check state not kept", "check", c.Name, "error", err.Error())
 		}
 	}
 }

@@ -18,11 +18,11 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -41,10 +41,17 @@ type Options struct {
 	// Params overrides template parameters (non-secret ones).
 	Params map[string]string
 	// Secrets maps a parameter that takes a secret ARN (e.g.
-	// "StripeSecretKeyArn") to the secret's value. Each is stored in Secrets
-	// Manager and the parameter is set to its ARN, so functions read secrets
+	// "StripeSecretKeyArn") to the secret's value. Each is stored as an SSM
+	// SecureString and the parameter is set to its ARN, so functions read secrets
 	// exactly as in production. An empty value leaves the parameter empty.
 	Secrets map[string]string
+	// StackName is the stack's name (AWS::StackName): "oracle-local" when
+	// empty.
+	StackName string
+	// Alarms also creates the template's CloudWatch alarms (moto keeps
+	// them and fires nothing): what a test of two stacks in one account
+	// compares.
+	Alarms bool
 }
 
 // Stack is what was provisioned: every resource's Ref and attributes.
@@ -57,11 +64,12 @@ type Stack struct {
 // a moto server that already has them changes nothing.
 func Provision(ctx context.Context, o Options) (*Stack, error) {
 	v := &sam.Values{
-		Params:  map[string]string{},
-		Refs:    map[string]string{},
-		Attrs:   map[string]string{},
-		Region:  o.AWS.Region,
-		Account: Account,
+		Params:    map[string]string{},
+		Refs:      map[string]string{},
+		Attrs:     map[string]string{},
+		Region:    o.AWS.Region,
+		Account:   Account,
+		StackName: o.StackName,
 	}
 	for k, val := range o.Params {
 		v.Params[k] = val
@@ -105,6 +113,13 @@ func Provision(ctx context.Context, o Options) (*Stack, error) {
 			return nil, fmt.Errorf("provision %s redrive: %w", r.LogicalID, err)
 		}
 	}
+	if o.Alarms {
+		for _, r := range o.Template.OfType("AWS::CloudWatch::Alarm") {
+			if err := st.alarm(ctx, o, r); err != nil {
+				return nil, fmt.Errorf("provision %s: %w", r.LogicalID, err)
+			}
+		}
+	}
 	for _, r := range o.Template.OfType("AWS::SNS::Subscription") {
 		if ok, err := st.enabled(r); err != nil || !ok {
 			if err != nil {
@@ -132,31 +147,25 @@ func (st *Stack) secrets(ctx context.Context, o Options) error {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	sm := secretsmanager.NewFromConfig(o.AWS)
+	params := ssm.NewFromConfig(o.AWS)
 	for _, param := range names {
 		value := o.Secrets[param]
 		if value == "" {
 			st.Values.Params[param] = ""
 			continue
 		}
-		name := o.Prefix + param
-		out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(value)})
-		var exists *smtypes.ResourceExistsException
-		switch {
-		case errors.As(err, &exists):
-			if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(name), SecretString: aws.String(value)}); err != nil {
-				return fmt.Errorf("update secret %s: %w", name, err)
-			}
-			d, err := sm.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String(name)})
-			if err != nil {
-				return fmt.Errorf("describe secret %s: %w", name, err)
-			}
-			st.Values.Params[param] = aws.ToString(d.ARN)
-		case err != nil:
-			return fmt.Errorf("create secret %s: %w", name, err)
-		default:
-			st.Values.Params[param] = aws.ToString(out.ARN)
+		// The documented kind (docs/deploying.md): a standard-tier
+		// SecureString under the account's aws/ssm key, named by path.
+		name := "/" + strings.TrimSuffix(o.Prefix, "-") + "/" + strings.TrimSuffix(param, "Arn")
+		if _, err := params.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(value),
+			Type: ssmtypes.ParameterTypeSecureString, Tier: ssmtypes.ParameterTierStandard, Overwrite: aws.Bool(true)}); err != nil {
+			return fmt.Errorf("put parameter %s: %w", name, err)
 		}
+		out, err := params.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("read parameter %s: %w", name, err)
+		}
+		st.Values.Params[param] = aws.ToString(out.Parameter.ARN)
 	}
 	return nil
 }

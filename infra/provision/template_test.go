@@ -3,6 +3,9 @@ package provision_test
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,28 +20,45 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 )
 
-// emittedMetrics returns the metric names the functions' code counts:
-// directly, or as the metric sqsbatch counts a function's failed records on.
+// emittedMetrics returns the metrics the code emits: the constants of
+// shared/obs/names.go, by value, which every call site names its metric
+// by (TestMetricsAreNamedInOnePlace).
 func emittedMetrics(t *testing.T, root string) map[string]bool {
 	t.Helper()
-	re := regexp.MustCompile(`\.Count\("([A-Za-z0-9]+)"|sqsbatch\.Failures\{[^}]*Name: "([A-Za-z0-9]+)"`)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "shared", "obs", "names.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]bool{}
-	for _, dir := range []string{"shared", "functions"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return err
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			for _, v := range spec.(*ast.ValueSpec).Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					out[strings.Trim(lit.Value, `"`)] = true
+				}
 			}
-			b, err := os.ReadFile(p)
-			for _, m := range re.FindAllSubmatch(b, -1) {
-				out[string(m[1])+string(m[2])] = true
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
+	if len(out) == 0 {
+		t.Fatal("shared/obs/names.go names no metric")
+	}
 	return out
+}
+
+// stackNamespace is the namespace of the stack's own metrics, as the
+// template writes it for alarms: !Sub "Oracle/${AWS::StackName}".
+func stackNamespace(v any) bool {
+	switch in := v.(type) {
+	case sam.Intrinsic:
+		return in.Name == "Fn::Sub" && in.Arg == "Oracle/${AWS::StackName}"
+	case *sam.Intrinsic:
+		return in.Name == "Fn::Sub" && in.Arg == "Oracle/${AWS::StackName}"
+	}
+	return false
 }
 
 func TestAlarmsCanFire(t *testing.T) {
@@ -48,40 +68,34 @@ func TestAlarmsCanFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := emittedMetrics(t, root)
-	alertCode, err := os.ReadFile(filepath.Join(root, "shared", "alert", "alert.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range tmpl.OfType("AWS::Logs::MetricFilter") {
-		if !strings.Contains(fmt.Sprint(f.Properties["FilterPattern"]), "alert_fallback") || !strings.Contains(string(alertCode), `"alert_fallback", true`) {
-			t.Errorf("%s filters on something shared/alert does not write", f.LogicalID)
-		}
-		for _, m := range f.Properties["MetricTransformations"].([]any) {
-			known[fmt.Sprint(m.(map[string]any)["MetricName"])] = true
-		}
-	}
 	alarms := tmpl.OfType("AWS::CloudWatch::Alarm")
 	if len(alarms) == 0 {
 		t.Fatal("no alarms")
 	}
 	for _, a := range alarms {
 		p := a.Properties
-		if p["Namespace"] == "Oracle" && !known[fmt.Sprint(p["MetricName"])] {
-			t.Errorf("%s watches Oracle/%v, which nothing emits", a.LogicalID, p["MetricName"])
+		if stackNamespace(p["Namespace"]) && !known[fmt.Sprint(p["MetricName"])] {
+			t.Errorf("%s watches %v, which nothing emits", a.LogicalID, p["MetricName"])
+		}
+		if ns, ok := p["Namespace"].(string); ok && !strings.HasPrefix(ns, "AWS/") {
+			t.Errorf("%s watches the namespace %s, which every stack in the account shares", a.LogicalID, ns)
 		}
 		if actions, _ := p["AlarmActions"].([]any); len(actions) == 0 {
 			t.Errorf("%s has no action: it would notify nobody", a.LogicalID)
 		}
 	}
-	// Alarms publish to the alerts topic only if its key lets CloudWatch in.
-	topic := tmpl.Resources["AlertsTopic"].Properties
-	in, ok := topic["KmsMasterKeyId"].(sam.Intrinsic)
-	if !ok || in.Name != "Ref" {
-		t.Fatalf("the alerts topic is not encrypted with a key of the template: %v", topic["KmsMasterKeyId"])
+	// Alarms publish to the alerts topic only if CloudWatch may use its key:
+	// under the AWS-managed SNS key (alias/aws/sns), which lets CloudWatch
+	// in and cannot be changed, they would fail silently. The topics have
+	// no key (docs/architecture.md says why); SES publishes to the mail
+	// events topic under the same rule.
+	for _, topic := range tmpl.OfType("AWS::SNS::Topic") {
+		if key, ok := topic.Properties["KmsMasterKeyId"]; ok {
+			t.Errorf("%s is encrypted with %v: the AWS-managed key stops alarms and SES, a key of the template costs $1 a month", topic.LogicalID, key)
+		}
 	}
-	policy := fmt.Sprint(tmpl.Resources[fmt.Sprint(in.Arg)].Properties["KeyPolicy"])
-	if !strings.Contains(policy, "cloudwatch.amazonaws.com") || !strings.Contains(policy, "kms:GenerateDataKey*") {
-		t.Fatalf("the alerts key does not let CloudWatch alarms publish: %s", policy)
+	if keys := tmpl.OfType("AWS::KMS::Key"); len(keys) != 0 {
+		t.Errorf("the template makes %d KMS keys, at $1 a month each", len(keys))
 	}
 }
 
@@ -122,6 +136,22 @@ func settingsRead(t *testing.T, dir string) map[string]bool {
 		t.Fatalf("go list %s: %v", dir, err)
 	}
 	read := map[string]bool{}
+	// The AWS SDK reads its endpoints' variables itself (an empty one is
+	// unset): every function's config, and the SES v2 client's where linked.
+	sdk := exec.Command("go", "list", "-deps", ".")
+	sdk.Dir = dir
+	deps, err := sdk.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", dir, err)
+	}
+	for _, pkg := range strings.Fields(string(deps)) {
+		switch pkg {
+		case "github.com/aws/aws-sdk-go-v2/config":
+			read["AWS_ENDPOINT_URL"] = true
+		case "github.com/aws/aws-sdk-go-v2/service/sesv2":
+			read["AWS_ENDPOINT_URL_SESV2"] = true
+		}
+	}
 	for _, pkg := range strings.Fields(string(out)) {
 		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
 		if err != nil || len(files) == 0 {
@@ -164,10 +194,17 @@ func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 	if table == "" {
 		t.Fatal("docs/configuration.md has no Settings section")
 	}
+	// A global setting is every function's: one that emits no metric
+	// (pages) has no use for METRICS_NAMESPACE. Each global is read by
+	// some function all the same.
+	globalRead := map[string]bool{} // a global set: whether some function reads it
 	for _, fn := range tmpl.Functions() {
 		read := settingsRead(t, filepath.Join(root, fn.CodeURI))
 		for name := range fn.Env {
-			if !read[name] {
+			if _, global := tmpl.Globals.Environment[name]; global {
+				globalRead[name] = globalRead[name] || read[name]
+			}
+			if _, global := tmpl.Globals.Environment[name]; !read[name] && !global {
 				t.Errorf("%s: the template sets %s, which %s never reads", fn.LogicalID, name, fn.CodeURI)
 			}
 		}
@@ -195,6 +232,11 @@ func TestTemplateSettingsAreReadAndDocumented(t *testing.T) {
 		redrive, _ := queue["RedrivePolicy"].(map[string]any)
 		if got, want := fmt.Sprint(fn.Env["GENERATE_MAX_RECEIVES"]), fmt.Sprint(redrive["maxReceiveCount"]); got != want {
 			t.Errorf("GENERATE_MAX_RECEIVES is %s but %s's maxReceiveCount is %s: the generator would mark orders FAILED too early or never", got, fn.Queues[0].QueueLogicalID, want)
+		}
+	}
+	for name, read := range globalRead {
+		if !read {
+			t.Errorf("the template sets %s for every function, and none reads it", name)
 		}
 	}
 }
@@ -322,35 +364,28 @@ func atoiT(t *testing.T, v any) int {
 	return n
 }
 
-// TestEveryAlertingFunctionCountsItsFallbacks: an alert SNS refused is a
-// log line marked alert_fallback; each function that raises alerts has the
-// metric filter that turns those lines into AlertFallback, which an alarm
-// watches, so no alert is lost unheard.
-func TestEveryAlertingFunctionCountsItsFallbacks(t *testing.T) {
+// TestAlertFallbacksAreHeardWithoutFilters: an alert SNS refused is a log
+// line and an AlertFallback metric line (shared/alert), whichever function
+// raised it; AlertFallbackAlarm watches that metric in the stack's
+// namespace. No metric filter is left: each published a figure on every
+// log event, billed idle.
+func TestAlertFallbacksAreHeardWithoutFilters(t *testing.T) {
 	tmpl, err := sam.Load(provision.TemplatePath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	filtered := map[string]bool{}
 	for _, f := range tmpl.OfType("AWS::Logs::MetricFilter") {
-		if in, ok := f.Properties["LogGroupName"].(sam.Intrinsic); ok && in.Name == "Ref" {
-			filtered[fmt.Sprint(in.Arg)] = true
-		}
+		t.Errorf("%s: a metric filter bills its metric on every log event; emit the figure from the code", f.LogicalID)
 	}
-	for _, fn := range tmpl.Functions() {
-		if _, alerts := fn.Env["ALERTS_TOPIC_ARN"]; !alerts {
-			continue
-		}
-		cfg, _ := tmpl.Resources[fn.LogicalID].Properties["LoggingConfig"].(map[string]any)
-		group, ok := cfg["LogGroup"].(sam.Intrinsic)
-		if !ok || !filtered[fmt.Sprint(group.Arg)] {
-			t.Errorf("%s raises alerts but its log group %v has no alert_fallback filter", fn.LogicalID, cfg["LogGroup"])
-		}
+	a := tmpl.Resources["AlertFallbackAlarm"].Properties
+	if !stackNamespace(a["Namespace"]) || a["MetricName"] != "AlertFallback" || a["Statistic"] != "Sum" || fmt.Sprint(a["Threshold"]) != "0" {
+		t.Errorf("AlertFallbackAlarm does not fire on one AlertFallback of the stack: %v", a)
 	}
 }
 
-// Every queue the deadletter function drains (the dead-letter queues and
-// the inbox function's on-failure destination) has an alarm that fires
+// Every dead letter ends on the one queue the deadletter function drains
+// (the source queues' redrive and the inbox function's on-failure
+// destination), and every queue it drains has an alarm that fires
 // when the queue does not drain: its messages waiting and in flight,
 // summed, above zero for 15 minutes on end, to the alerts topic. The
 // function's own alerts say nothing when it is the function that fails.
@@ -393,8 +428,29 @@ func TestEveryDrainedQueueHasAnAlarm(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Contains(drained, "InboxFailureQueue") {
-		t.Fatalf("the deadletter function drains %q, not the inbox function's on-failure destination", drained)
+	// What ends on a dead-letter queue: each source queue's redrive, and
+	// the inbox function's on-failure destination.
+	ends := map[string]bool{}
+	for _, fn := range tmpl.Functions() {
+		if fn.Async.OnFailureQueue != "" {
+			ends[fn.Async.OnFailureQueue] = true
+		}
+	}
+	for _, r := range tmpl.OfType("AWS::SQS::Queue") {
+		if target, ok := obj(r.Properties["RedrivePolicy"])["deadLetterTargetArn"].(sam.Intrinsic); ok {
+			parts, _ := target.Arg.([]any)
+			if len(parts) == 2 {
+				ends[fmt.Sprint(parts[0])] = true
+			}
+		}
+	}
+	if !ends["DeadLetterQueue"] || len(ends) != 1 {
+		t.Errorf("dead letters end on %v; want every source's on DeadLetterQueue alone, one event source's idle pollers", ends)
+	}
+	for q := range ends {
+		if !slices.Contains(drained, q) {
+			t.Errorf("the deadletter function drains %q, not %s", drained, q)
+		}
 	}
 	for _, q := range drained {
 		if watched[q] == "" {

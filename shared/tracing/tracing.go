@@ -34,6 +34,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // Order is the attribute naming the order a span works on: its whole id
@@ -197,7 +198,7 @@ type OrderNamer struct{}
 
 // OnStart names the order of parent, if any, on s.
 func (OrderNamer) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {
-	if id, ok := parent.Value(orderKey{}).(string); ok {
+	if id := obs.OrderOf(parent); id != "" {
 		s.SetAttributes(Order.String(id))
 	}
 }
@@ -248,12 +249,11 @@ func (b *buffer) flush(ctx context.Context) {
 func (b *buffer) ForceFlush(ctx context.Context) error { b.flush(ctx); return nil }
 func (b *buffer) Shutdown(ctx context.Context) error   { b.flush(ctx); return nil }
 
-type orderKey struct{}
-
 // WithOrder names the order the work under ctx is for: the current span
 // and every span started under the returned context carry oracle.order =
 // id, the order's whole id; so does the invocation's span when this is
-// the only order it worked on.
+// the only order it worked on; and so does every log line written with
+// the returned context (obs.WithOrder).
 func WithOrder(ctx context.Context, id string) context.Context {
 	if id == "" {
 		return ctx
@@ -262,7 +262,7 @@ func WithOrder(ctx context.Context, id string) context.Context {
 	if inv, ok := ctx.Value(invocationKey{}).(*invocation); ok {
 		inv.order(id)
 	}
-	return context.WithValue(ctx, orderKey{}, id)
+	return obs.WithOrder(ctx, id)
 }
 
 type invocationKey struct{}

@@ -112,6 +112,8 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 	if want := fmt.Sprintf("http://localhost:%d", o.Port); s.APIURL != want {
 		t.Errorf("APIURL = %s, want %s", s.APIURL, want)
 	}
+	// What make run writes for sam local invoke, from this stack.
+	checkSAMEnv(t, s, o)
 	client := &http.Client{
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -264,7 +266,7 @@ func drained(ctx context.Context, t *testing.T, q *sqs.Client, s *stack.Stack) {
 	busy := ""
 	if !testkit.Eventually(60*time.Second, 100*time.Millisecond, func() bool {
 		busy = ""
-		for _, queueID := range []string{"GenerateQueue", "MailQueue", "GenerateDeadLetterQueue", "MailDeadLetterQueue"} {
+		for _, queueID := range []string{"GenerateQueue", "MailQueue", "DeadLetterQueue"} {
 			attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 				QueueUrl: aws.String(s.Resources.Ref(queueID)),
 				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
