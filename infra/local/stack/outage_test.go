@@ -315,7 +315,7 @@ type logLine struct {
 	env     string // the execution environment, e.g. "GeneratorFunction#2"
 	at      time.Time
 	msg     string
-	session string // as logged: oracle.ShortID
+	session string // the order, by its whole id
 	why     string
 }
 
@@ -335,13 +335,13 @@ func generatorLines(logs string) []logLine {
 		var rec struct {
 			Time    time.Time `json:"time"`
 			Msg     string    `json:"msg"`
-			Session string    `json:"session"`
+			Order   string    `json:"order"`
 			Why     string    `json:"why"`
 		}
 		if json.Unmarshal([]byte(m[2]), &rec) != nil || rec.Time.IsZero() {
 			continue // a metric line
 		}
-		out = append(out, logLine{env: m[1], at: rec.Time, msg: rec.Msg, session: rec.Session, why: rec.Why})
+		out = append(out, logLine{env: m[1], at: rec.Time, msg: rec.Msg, session: rec.Order, why: rec.Why})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
@@ -390,7 +390,7 @@ func seenOpenByAnother(lines []logLine) openSeen {
 func unparked(lines []logLine, orders []order) []string {
 	var missing []string
 	for _, o := range orders {
-		if !slices.ContainsFunc(lines, func(l logLine) bool { return l.msg == msgParked && l.session == oracle.ShortID(o.session) }) {
+		if !slices.ContainsFunc(lines, func(l logLine) bool { return l.msg == msgParked && l.session == o.session }) {
 			missing = append(missing, o.tier+" "+oracle.ShortID(o.session))
 		}
 	}
@@ -437,7 +437,7 @@ func circuitAccounting(t *testing.T, lines []logLine, deliveries []delivery, cal
 			closed = k
 		case parkedOpen(l):
 			parks++
-			if k < 0 || oracle.ShortID(deliveries[k].session) != l.session {
+			if k < 0 || deliveries[k].session != l.session {
 				t.Errorf("%s parked %s at %s outside the invocation of its job: generate invocations overlapped", l.env, l.session, l.at.Format(time.RFC3339Nano))
 				continue
 			}
