@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
+	"42sisters.ai/oracle/infra/awsprofile"
 	"42sisters.ai/oracle/infra/deployment"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/config"
@@ -110,7 +111,7 @@ func find(ctx context.Context, stackName, local string) (deployment.Deployment, 
 		}
 		return d, awsenv.ForEndpoint(d.AWSEndpoint, d.Region), nil
 	}
-	cfg, err := awsenv.Load(ctx)
+	cfg, err := awsprofile.Load(ctx)
 	if err != nil {
 		return deployment.Deployment{}, cfg, err
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"42sisters.ai/oracle/infra/awsprofile"
 	"42sisters.ai/oracle/infra/deployment"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -145,7 +146,7 @@ func find(ctx context.Context, stackName, local string) (deployment.Deployment, 
 		}
 		return d, awsenv.ForEndpoint(d.AWSEndpoint, d.Region), nil
 	}
-	cfg, err := awsenv.Load(ctx)
+	cfg, err := awsprofile.Load(ctx)
 	if err != nil {
 		return deployment.Deployment{}, cfg, err
 	}

@@ -9,76 +9,103 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
 )
 
-// Load reads the standard AWS environment (region, credentials, and
-// AWS_ENDPOINT_URL when a local endpoint such as moto is set).
-func Load(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+// LoadLambda reads the AWS configuration as Lambda gives it to a function,
+// from the environment alone: the region, the execution role's keys and
+// session token, any endpoint (AWS_ENDPOINT_URL, and a service's own
+// AWS_ENDPOINT_URL_<SERVICE>, unless AWS_IGNORE_CONFIGURED_ENDPOINT_URLS),
+// AWS_MAX_ATTEMPTS and AWS_RETRY_MODE. It is what the SDK's default chain
+// finds inside Lambda, where the environment's credentials come first; it
+// does not import the SDK's config package, whose providers (shared
+// profiles, SSO, web identity, the metadata endpoints) no function uses and
+// whose packages' initialisation alone linked the STS, SSO, SSO OIDC and
+// sign-in clients' schemas into every bootstrap (docs/performance.md). The
+// operator's tools, run with a profile, use infra/awsprofile.
+func LoadLambda(ctx context.Context) (aws.Config, error) {
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
+	}
+	if region == "" {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_REGION is not set")
+	}
+	keys := aws.Credentials{
+		AccessKeyID:     os.Getenv("AWS_ACCESS_KEY_ID"),
+		SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		SessionToken:    os.Getenv("AWS_SESSION_TOKEN"),
+		Source:          "Lambda's environment",
+	}
+	if !keys.HasKeys() {
+		return aws.Config{}, fmt.Errorf("load AWS configuration: no credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+	}
+	cfg := aws.Config{
+		Region:      region,
+		Credentials: aws.NewCredentialsCache(credentials.StaticCredentialsProvider{Value: keys}),
+		HTTPClient:  awshttp.NewBuildableClient(),
+		Logger:      logging.NewStandardLogger(os.Stderr),
+		Retryer:     NewRetryer,
+		// The clients ask their configuration's sources for a service's own
+		// endpoint.
+		ConfigSources: []any{environment{}},
+	}
+	if v := os.Getenv("AWS_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_MAX_ATTEMPTS must be a positive number, got %q", v)
+		}
+		cfg.RetryMaxAttempts = n
+	}
+	if v := os.Getenv("AWS_RETRY_MODE"); v != "" {
+		mode, err := aws.ParseRetryMode(v)
+		if err != nil {
+			return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+		}
+		cfg.RetryMode = mode
+	}
+	ignore, _, err := environment{}.GetIgnoreConfiguredEndpoints(ctx)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	// Set after loading, not with config.WithRetryer, which would make the
-	// SDK ignore AWS_MAX_ATTEMPTS; each client still caps this retryer's
-	// attempts by it.
-	cfg.Retryer = NewRetryer
-	if cfg.Region == "" {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_REGION is not set")
+	if !ignore {
+		if base := os.Getenv("AWS_ENDPOINT_URL"); base != "" {
+			cfg.BaseEndpoint = aws.String(base)
+		}
 	}
 	return cfg, nil
 }
 
-// LoadLambda reads the AWS configuration as Lambda gives it to a function:
-// the region, the execution role's credentials and any endpoint
-// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>), AWS_MAX_ATTEMPTS and the
-// other AWS_* settings, all from the environment. It is what Load finds
-// inside Lambda, where the environment's credentials come first in the
-// SDK's chain; but it leaves out the rest of that chain (shared profiles,
-// SSO, web identity, the container and instance metadata endpoints), which
-// no function uses and which linked the STS, SSO, SSO OIDC and sign-in
-// clients into every bootstrap: 1.0 to 1.5 MB each (docs/performance.md).
-// The operator's tools, run with a profile, use Load.
-func LoadLambda(ctx context.Context) (aws.Config, error) {
-	env, err := config.NewEnvConfig()
+// environment is the configuration source of a service's own endpoint, as
+// the SDK's config package reads it: AWS_ENDPOINT_URL_<SERVICE ID>, the
+// id upper-cased with its spaces as underscores (AWS_ENDPOINT_URL_SESV2).
+type environment struct{}
+
+func (environment) GetServiceBaseEndpoint(_ context.Context, sdkID string) (string, bool, error) {
+	v := os.Getenv("AWS_ENDPOINT_URL_" + strings.ReplaceAll(strings.ToUpper(sdkID), " ", "_"))
+	return v, v != "", nil
+}
+
+func (environment) GetIgnoreConfiguredEndpoints(context.Context) (bool, bool, error) {
+	v := os.Getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+	if v == "" {
+		return false, false, nil
+	}
+	ignore, err := strconv.ParseBool(v)
 	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+		return false, false, fmt.Errorf("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS must be true or false, got %q", v)
 	}
-	if env.Region == "" {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: AWS_REGION is not set")
-	}
-	if !env.Credentials.HasKeys() {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: no credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
-	}
-	cfg := aws.Config{
-		Region:                     env.Region,
-		Credentials:                aws.NewCredentialsCache(credentials.StaticCredentialsProvider{Value: env.Credentials}),
-		HTTPClient:                 awshttp.NewBuildableClient(),
-		Logger:                     logging.NewStandardLogger(os.Stderr),
-		Retryer:                    NewRetryer,
-		RetryMaxAttempts:           env.RetryMaxAttempts,
-		RetryMode:                  env.RetryMode,
-		AppID:                      env.AppID,
-		AccountIDEndpointMode:      env.AccountIDEndpointMode,
-		RequestChecksumCalculation: env.RequestChecksumCalculation,
-		ResponseChecksumValidation: env.ResponseChecksumValidation,
-		// The clients read a service's own endpoint variable and the other
-		// settings they know from the environment's configuration here.
-		ConfigSources: []any{env},
-	}
-	if env.BaseEndpoint != "" && (env.IgnoreConfiguredEndpoints == nil || !*env.IgnoreConfiguredEndpoints) {
-		cfg.BaseEndpoint = aws.String(env.BaseEndpoint)
-	}
-	return cfg, nil
+	return ignore, true, nil
 }
 
 // ForEndpoint returns a configuration for a local endpoint (moto server) with

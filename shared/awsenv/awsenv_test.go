@@ -108,10 +108,10 @@ func TestACancelledCallIsNotRetried(t *testing.T) {
 
 // TestMaxAttemptsFromTheEnvironmentStillHolds: AWS_MAX_ATTEMPTS=1 (the
 // local stack's compressed email schedule sets it, so that each SES
-// failure is one attempt of the mailer's schedule) caps the retryer Load
-// and LoadLambda install.
+// failure is one attempt of the mailer's schedule) caps the retryer
+// LoadLambda installs (infra/awsprofile's test holds Load to it too).
 func TestMaxAttemptsFromTheEnvironmentStillHolds(t *testing.T) {
-	for name, load := range map[string]func(context.Context) (aws.Config, error){"Load": Load, "LoadLambda": LoadLambda} {
+	for name, load := range map[string]func(context.Context) (aws.Config, error){"LoadLambda": LoadLambda} {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -179,11 +179,29 @@ func TestLoadLambdaReadsWhatLambdaSets(t *testing.T) {
 	if s == nil || general.Load() != nil {
 		t.Fatalf("the call went to AWS_ENDPOINT_URL, not AWS_ENDPOINT_URL_DYNAMODB")
 	}
+	// With configured endpoints ignored, neither is used: the call goes to
+	// AWS itself, which a test cannot reach, so only the configuration is
+	// read.
+	t.Run("configured endpoints ignored", func(t *testing.T) {
+		t.Setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
+		cfg, err := LoadLambda(context.Background())
+		if err != nil || cfg.BaseEndpoint != nil {
+			t.Errorf("BaseEndpoint %v, err %v; want none", cfg.BaseEndpoint, err)
+		}
+		if v, found, _ := (environment{}).GetIgnoreConfiguredEndpoints(context.Background()); !v || !found {
+			t.Error("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true not read")
+		}
+		t.Setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "maybe")
+		if _, err := LoadLambda(context.Background()); err == nil {
+			t.Error("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=maybe accepted")
+		}
+	})
 	if !strings.Contains(s.auth, "Credential=AKIDLAMBDA/") || !strings.Contains(s.auth, "/eu-west-3/dynamodb/") || s.token != "session-token" {
 		t.Errorf("signed %q with token %q", s.auth, s.token)
 	}
 	for _, unset := range []string{"AWS_REGION", "AWS_SECRET_ACCESS_KEY"} {
 		t.Run("without "+unset, func(t *testing.T) {
+			t.Setenv("AWS_DEFAULT_REGION", "")
 			t.Setenv(unset, "")
 			if _, err := LoadLambda(context.Background()); err == nil {
 				t.Errorf("LoadLambda without %s succeeded", unset)

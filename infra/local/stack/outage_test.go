@@ -333,10 +333,10 @@ func generatorLines(logs string) []logLine {
 			continue
 		}
 		var rec struct {
-			Time    time.Time `json:"time"`
-			Msg     string    `json:"msg"`
-			Order   string    `json:"order"`
-			Why     string    `json:"why"`
+			Time  time.Time `json:"time"`
+			Msg   string    `json:"msg"`
+			Order string    `json:"order"`
+			Why   string    `json:"why"`
 		}
 		if json.Unmarshal([]byte(m[2]), &rec) != nil || rec.Time.IsZero() {
 			continue // a metric line
