@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -340,4 +342,33 @@ func get(t *testing.T, url string) *http.Response {
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp
+}
+
+// TestSamplesAreTaken: the samples in events/local (the README's curl)
+// are taken whole, and their order's trace is served.
+func TestSamplesAreTaken(t *testing.T) {
+	files, err := filepath.Glob("../../../events/local/otlp-*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			body, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, store := server(t, traces.Limits{})
+			resp, answer := post(t, srv.URL+path, "application/json", "", body)
+			if resp.StatusCode != http.StatusOK || string(answer) != "{}" {
+				t.Fatalf("status %d: %s, want a full success", resp.StatusCode, answer)
+			}
+			orders := store.Orders()
+			if len(orders) != 1 || orders[0].Traces != 1 {
+				t.Fatalf("orders %+v, want the sample's one", orders)
+			}
+			if resp := get(t, srv.URL+traces.PagePath+orders[0].Order); resp.StatusCode != http.StatusOK {
+				t.Errorf("the sample's page: %d", resp.StatusCode)
+			}
+		})
+	}
 }
