@@ -107,10 +107,17 @@ func serve(ctx context.Context, o stack.Options) error {
 		_ = s.Close()
 		return fmt.Errorf("describe the stack for the tools: %w", err)
 	}
+	// sam local invoke reaches the stack with this file (docs/operating.md).
+	samEnv := filepath.Join(o.Root, stack.SAMEnvFile)
+	if err := s.WriteSAMEnv(samEnv); err != nil {
+		_ = s.Close()
+		return fmt.Errorf("write the functions' environments for sam local invoke: %w", err)
+	}
 	fmt.Printf("ready: %s\n", s.APIURL)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "shutting down")
 	_ = os.Remove(described)
+	_ = os.Remove(samEnv)
 	return s.Close()
 }
 

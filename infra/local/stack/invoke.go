@@ -82,7 +82,12 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 	defer sesSrv.Close()
 	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + ses.Addr().String()
 	motoSettings(env)
-	f, err := function(&o, b, *fn, bins[fn.LogicalID], env, concurrency{})
+	env["AWS_ENDPOINT_URL"] = b.functionsEndpoint()
+	vars, err := environment(&o, b, *fn, env)
+	if err != nil {
+		return nil, err
+	}
+	f, err := function(&o, b, *fn, bins[fn.LogicalID], vars, concurrency{})
 	if err != nil {
 		return nil, err
 	}

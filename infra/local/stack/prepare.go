@@ -91,6 +91,9 @@ type Options struct {
 	// their requests by service and operation (Stack.Meter), for what a
 	// verdict costs.
 	MeterAWS bool
+	// smokeKey is the smoke test's wallet key (0x and 64 hex digits),
+	// stored as the X402SmokeKeyArn secret.
+	smokeKey string
 	// MaximumConcurrency overrides, by logical id, the maximum concurrency
 	// of a function's SQS event sources (its batches in flight at once),
 	// e.g. 1 for a test that needs a function's jobs invoked one after
@@ -292,6 +295,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 			// The main key is a test key locally: it reads test sessions.
 			"StripeTestSecretKeyArn": "",
 			"GraphCredentialsArn":    graphCredentials(o),
+			"X402SmokeKeyArn":        o.smokeKey,
 		},
 	})
 	if err != nil {
@@ -376,23 +380,34 @@ func build(ctx context.Context, o *Options, fns []sam.Function) (map[string]stri
 	return bins, nil
 }
 
-// function starts one function's processes with its resolved environment,
-// the stack's variables (env) and the options' overrides, in that order.
-func function(o *Options, b *backend, fn sam.Function, bin string, env map[string]string, c concurrency) (*runtimeapi.Function, error) {
+// environment is a function's resolved environment: the template's
+// variables, the stack's values (env) for those the function declares, and
+// the options' overrides, in that order. A variable the function does not
+// declare is not set, as in AWS and as sam local invoke's --env-vars
+// applies only declared variables: so a function that needs a local
+// endpoint fails here when the template forgets to declare it.
+func environment(o *Options, b *backend, fn sam.Function, env map[string]string) (map[string]string, error) {
 	resolved, err := b.resources.Env(fn)
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range env {
-		resolved[k] = v
+		if _, declared := fn.Env[k]; declared {
+			resolved[k] = v
+		}
 	}
 	for k, v := range o.Env[fn.LogicalID] {
 		resolved[k] = v
 	}
+	return resolved, nil
+}
+
+// function starts one function's processes with its environment.
+func function(o *Options, b *backend, fn sam.Function, bin string, env map[string]string, c concurrency) (*runtimeapi.Function, error) {
 	return runtimeapi.Start(runtimeapi.Config{
 		Name:        fn.LogicalID,
 		Binary:      bin,
-		Env:         resolved,
+		Env:         env,
 		Timeout:     time.Duration(fn.Timeout) * time.Second,
 		MemoryMB:    fn.MemorySize,
 		Instances:   c.instances(o),

@@ -17,6 +17,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -80,8 +82,11 @@ type Stack struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	alerts    *alertTap
-	// env is what every function gets on top of the template's.
-	env map[string]string
+	// env is what the local stack sets on top of the template's, for
+	// each function that declares the variable; environments are what
+	// each function was started with, by logical id.
+	env          map[string]string
+	environments map[string]map[string]string
 	scheduling
 
 	// byName are the functions by logical id, caps the maximum
@@ -135,6 +140,14 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			s = nil
 		}
 	}()
+	// The smoke test's wallet, a fresh key each start, which the fake
+	// facilitator funds as a faucet would; prepare stores it as a secret.
+	smokeKey, err := secp256k1.GeneratePrivateKey()
+	if err != nil {
+		return s, fmt.Errorf("the smoke wallet: %w", err)
+	}
+	s.SmokePayer = x402.AddressOf(smokeKey.PubKey())
+	o.smokeKey = "0x" + hex.EncodeToString(smokeKey.Serialize())
 	if s.backend, err = prepare(ctx, &o); err != nil {
 		return s, err
 	}
@@ -217,21 +230,20 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	// The agent rail, on: Base Sepolia through the fake facilitator.
 	env["X402_PAY_TO"], env["X402_NETWORKS"] = LocalPayTo, "testnet"
 	env["X402_FACILITATOR_URL"] = "http://" + facilitatorLn.Addr().String()
-	// The smoke test's wallet, as X402SmokeKeyArn and X402SmokePayer
-	// give it in AWS.
-	smokeKey, err := secp256k1.GeneratePrivateKey()
-	if err != nil {
-		return s, fmt.Errorf("the smoke wallet: %w", err)
-	}
-	s.SmokePayer = x402.AddressOf(smokeKey.PubKey())
-	env["X402_SMOKE_KEY"] = "0x" + hex.EncodeToString(smokeKey.Serialize())
+	// The smoke test's wallet: its key is the X402SmokeKeyArn secret (in
+	// moto, provisioned by prepare) and its address X402SmokePayer, as in
+	// AWS.
 	env["X402_SMOKE_PAYER"] = s.SmokePayer
 	s.FacilitatorURL = fmt.Sprintf("http://localhost:%d", o.FacilitatorPort)
 	s.serve(facilitatorLn, fakefacilitator.New(fakefacilitator.Options{Logger: slog.New(slog.NewTextHandler(prefixed(o.Log, "[facilitator] "), nil))}))
+	// The functions reach moto here (runtimeapi sets it too); in the
+	// environment so that sam local invoke's file carries it.
+	env["AWS_ENDPOINT_URL"] = s.backend.functionsEndpoint()
 	// The functions export their spans to the front door's OTLP
 	// receiver, as they would to a collector in AWS.
 	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://" + api.Addr().String() + otlpPath
 	s.env = env
+	s.environments = map[string]map[string]string{}
 	var routes []gateway.Route
 	sqsClient := sqs.NewFromConfig(s.AWS)
 	pollLog := log.New(o.Log, "[poller] ", 0)
@@ -240,7 +252,12 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		if err != nil {
 			return s, err
 		}
-		f, err := function(&o, s.backend, fn, bins[fn.LogicalID], env, conc)
+		vars, err := environment(&o, s.backend, fn, env)
+		if err != nil {
+			return s, err
+		}
+		s.environments[fn.LogicalID] = vars
+		f, err := function(&o, s.backend, fn, bins[fn.LogicalID], vars, conc)
 		if err != nil {
 			return s, err
 		}
@@ -327,6 +344,40 @@ func (s *Stack) asyncInvoker(ctx context.Context, o *Options, fns []sam.Function
 		}
 	}
 	return a, nil
+}
+
+// SAMEnvFile is where `make run` writes the functions' environments, for
+// `sam local invoke <Function> --env-vars .build/sam-env.json`.
+const SAMEnvFile = ".build/sam-env.json"
+
+// SAMEnv is each function's environment as the stack started it, by
+// logical id, in sam local invoke's --env-vars form: every variable the
+// template declares for the function (Globals included; SAM CLI sets no
+// other), with the local stack's endpoints and its secrets' ARNs in moto.
+func (s *Stack) SAMEnv() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, fn := range s.backend.template.Functions() {
+		vars := map[string]string{}
+		for k := range fn.Env {
+			vars[k] = s.environments[fn.LogicalID][k]
+		}
+		out[fn.LogicalID] = vars
+	}
+	return out
+}
+
+// WriteSAMEnv writes SAMEnv to path as JSON.
+func (s *Stack) WriteSAMEnv(path string) error {
+	b, err := json.MarshalIndent(s.SAMEnv(), "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode the functions' environments: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	// Local secrets only (moto's ARNs, the fakes' addresses), but still
+	// the operator's alone.
+	return os.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // WaitAsync waits until every asynchronous invocation made so far has

@@ -112,6 +112,8 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 	if want := fmt.Sprintf("http://localhost:%d", o.Port); s.APIURL != want {
 		t.Errorf("APIURL = %s, want %s", s.APIURL, want)
 	}
+	// What make run writes for sam local invoke, from this stack.
+	checkSAMEnv(t, s, o)
 	client := &http.Client{
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
