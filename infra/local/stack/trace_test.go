@@ -24,7 +24,8 @@ import (
 // (OTEL_EXPORTER_OTLP_ENDPOINT) to export to the front door, where the
 // OTLP receiver takes what the SDK's exporter sends there and the trace
 // page shows it; the mailbox page links the traces. The echo function
-// (infra/local/testdata/echo) answers with its environment.
+// (infra/local/testdata/echo, which declares the variable: the stack sets
+// only what a function declares) answers with its environment.
 func TestFunctionsExportToTheStack(t *testing.T) {
 	t.Parallel()
 	o := options(t)
