@@ -2,9 +2,11 @@ package traces_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,5 +129,27 @@ func TestOrderIndex(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("the index has no %s:\n%s", want, body)
 		}
+	}
+}
+
+// TestConcurrentExportsAndReads: the functions export while people and
+// tests read (run with -race): every span arrives, none twice.
+func TestConcurrentExportsAndReads(t *testing.T) {
+	srv, store := server(t, traces.Limits{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				sp := sample()[0]
+				sp.SpanID = fmt.Sprintf("%08x%08x", w+1, i+1)
+				store.Add([]traces.Span{sp})
+				get(t, srv.URL+traces.PagePath+sampleOrder+"?format=json")
+				get(t, srv.URL+traces.PagePath)
+			}
+		})
+	}
+	wg.Wait()
+	if got := store.Order(sampleOrder); len(got) != 1 || len(got[0].Spans) != 8*20 {
+		t.Errorf("%d traces, want one of %d spans", len(got), 8*20)
 	}
 }
