@@ -44,7 +44,7 @@ func (h *Handler) answer(ctx context.Context, t *payment, s x402.SettleResponse)
 	for {
 		o, found, err := h.Orders.Get(ctx, t.order.SessionID)
 		if err != nil {
-			h.logFor(t).Warn("reading the order while waiting for its verdict failed", "error", err.Error())
+			h.logFor(t).WarnContext(ctx, "reading the order while waiting for its verdict failed", "error", err.Error())
 		}
 		if found && o.Status == oracle.StatusReady && oracle.VerdictProblem(o, h.Hasher.Hash) == "" {
 			resp := httpapi.JSON(http.StatusOK, verdictAnswer{

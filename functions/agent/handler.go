@@ -239,7 +239,7 @@ func requestID(req httpapi.Request) string {
 // logFor is the request's logger, naming the order once it has one.
 func (h *Handler) logFor(t *payment) *slog.Logger {
 	if t.order.SessionID != "" {
-		return h.Log.With(obs.Session(t.order.SessionID), "endpoint", t.endpoint)
+		return h.Log.With(obs.Order(t.order.SessionID), "endpoint", t.endpoint)
 	}
 	return h.Log.With("endpoint", t.endpoint)
 }

@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/x402"
@@ -76,9 +77,10 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	}
 	if !first {
 		t.order.SessionID = owner
+		ctx = obs.WithOrder(ctx, owner)
 		h.Metrics.Count("X402Replays", 1)
 		h.record(ctx, t, audit.StatusReplay, "authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again", "")
-		h.logFor(t).Warn("x402 authorization presented again; refused")
+		h.logFor(t).WarnContext(ctx, "x402 authorization presented again; refused")
 		return h.required(t.tier, t.resource, x402.ReasonNonceAlreadyUsed)
 	}
 	t.order = oracle.Order{
@@ -91,6 +93,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		Smoke: t.network.Testnet && h.SmokePayer != "" && x402.SameAddress(auth.From, h.SmokePayer),
 	}
 	t.order.Expires = t.started.Add(t.order.Retention(h.Retention))
+	ctx = obs.WithOrder(ctx, id)
 	// The order exists, awaiting payment, before the settlement is asked
 	// for: a settlement whose answer is lost still has its order.
 	if _, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease); err != nil {
@@ -143,7 +146,7 @@ func (h *Handler) settle(ctx context.Context, t *payment) (s x402.SettleResponse
 			return s, lost, nil
 		}
 		lost = true
-		h.logFor(t).Warn("x402 settlement answer lost", "attempt", attempt, "error", err.Error())
+		h.logFor(t).WarnContext(ctx, "x402 settlement answer lost", "attempt", attempt, "error", err.Error())
 		if attempt >= h.SettleAttempts || h.timeLeft(ctx) < h.Reserve {
 			return s, lost, err
 		}
@@ -160,13 +163,13 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	if _, err := h.Payer.ClaimPaid(ctx, t.order); err != nil {
 		// Money moved and the order could not be recorded as paid: the
 		// operator confirms it by hand; the agent polls meanwhile.
-		h.logFor(t).Error("settled, but the order could not be recorded as paid", "error", err.Error())
+		h.logFor(t).ErrorContext(ctx, "settled, but the order could not be recorded as paid", "error", err.Error())
 		return h.unconfirmed(ctx, t, s, fmt.Errorf("settled in %s, but recording the order as paid failed: %w", s.Transaction, err))
 	}
 	t.order.Status = oracle.StatusPaid
 	h.Metrics.Count("X402Payments", 1)
 	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
-	h.logFor(t).Info("x402 payment settled; generation queued", "network", string(t.accepted.Network))
+	h.logFor(t).InfoContext(ctx, "x402 payment settled; generation queued", "network", string(t.accepted.Network))
 	return h.answer(ctx, t, s)
 }
 
@@ -211,7 +214,7 @@ func (h *Handler) failed(ctx context.Context, t *payment, why string) {
 	o := t.order
 	o.Status, o.Failure = oracle.StatusPaymentFailed, why
 	if _, err := h.Orders.ClaimOrder(ctx, o, h.Lease); err != nil {
-		h.logFor(t).Error("recording the failed payment on its order failed", "error", err.Error())
+		h.logFor(t).ErrorContext(ctx, "recording the failed payment on its order failed", "error", err.Error())
 	}
 }
 
@@ -219,7 +222,7 @@ func (h *Handler) failed(ctx context.Context, t *payment, why string) {
 // asked of the facilitator that could move money.
 func (h *Handler) release(ctx context.Context, t *payment) {
 	if err := h.Authorizations.Release(ctx, t.key); err != nil {
-		h.logFor(t).Error("releasing the authorization's claim failed; a retry of it will be refused as a replay", "error", err.Error())
+		h.logFor(t).ErrorContext(ctx, "releasing the authorization's claim failed; a retry of it will be refused as a replay", "error", err.Error())
 	}
 }
 

@@ -87,7 +87,7 @@ func (h *Handler) checkout(ctx context.Context, req httpapi.Request) (string, er
 		}
 		return "", err
 	}
-	h.Log.Info("checkout session created", obs.Session(s.ID), "tier", string(r.Tier))
+	h.Log.InfoContext(ctx, "checkout session created", obs.Order(s.ID), "tier", string(r.Tier))
 	return s.URL, nil
 }
 

@@ -25,7 +25,7 @@ type Smoke struct {
 func (h *Handler) smoke(ctx context.Context, req httpapi.Request) httpapi.Response {
 	if h.Smoke == nil {
 		// The caller learns nothing of how the deployment is configured.
-		h.Log.Warn("smoke request refused: no test-mode key and signing secret configured")
+		h.Log.WarnContext(ctx, "smoke request refused: no test-mode key and signing secret configured")
 		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeForbidden, "forbidden"))
 	}
 	body, err := httpapi.Body(req, MaxBody)
@@ -44,6 +44,6 @@ func (h *Handler) smoke(ctx context.Context, req httpapi.Request) httpapi.Respon
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err)
 	}
-	h.Log.Info("smoke checkout session created", obs.Session(s.ID))
+	h.Log.InfoContext(ctx, "smoke checkout session created", obs.Order(s.ID))
 	return httpapi.JSON(http.StatusOK, map[string]string{"url": s.URL, "session_id": s.ID})
 }

@@ -72,13 +72,13 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	case oracle.ChatMail(job.Kind):
 		log = log.With("kind", string(job.Kind), "nonce", job.Nonce) // never the account's address
 	case d.Job != "":
-		log = log.With(obs.Session(d.SessionID))
+		ctx = obs.WithOrder(ctx, d.SessionID)
 	}
 	first, err := h.Records.RecordDeadLetter(ctx, d, h.Retention)
 	if errors.Is(err, store.ErrNotCounted) {
 		// The record stands and its alert is owed; only the health job's
 		// figure of new dead letters is short by one.
-		log.Warn("dead letter recorded but not counted", "error", err.Error())
+		log.WarnContext(ctx, "dead letter recorded but not counted", "error", err.Error())
 		err = nil
 	}
 	if err != nil {
@@ -87,7 +87,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		return fmt.Errorf("dead letter from %s%s not recorded; it stays on the queue: %w", d.Queue, shortSession(d), err)
 	}
 	if !first {
-		log.Info("dead letter already recorded; the redelivery is acknowledged", "record", key)
+		log.InfoContext(ctx, "dead letter already recorded; the redelivery is acknowledged", "record", key)
 		return nil
 	}
 	// Counted here, past the put-once record, so a redelivery of the same
@@ -97,7 +97,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	if d.Inbox != "" {
 		h.inboxFailed(ctx, d, rec.Body)
-		log.Warn("failed inbox invocation recorded and alerted", "record", key)
+		log.WarnContext(ctx, "failed inbox invocation recorded and alerted", "record", key)
 		return nil
 	}
 	session, about := d.SessionID, what(d)
@@ -113,11 +113,17 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			about = fmt.Sprintf("an unreadable %s mail job for %s (%d bytes: the account is no keyed hash, or a field is missing)", kind, nonce, d.BodyBytes)
 		}
 	}
+	// Every source's dead letters share one queue: its body says what a
+	// job was, and for the rest (garbage) SQS names the queue it left
+	// (DeadLetterQueueSourceArn, which moto does not set).
+	if src := queueName(rec.Attributes["DeadLetterQueueSourceArn"]); src != "" && d.Job == "" {
+		about += " from " + src
+	}
 	// The message id keys the dedupe window too: jobs of no session (the
 	// autoresponses) would otherwise share one.
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.JobDeadLettered, Session: session, Subject: d.MessageID,
 		Detail: about + " reached " + d.Queue + " as message " + d.MessageID + "; the record " + key + " keeps it"})
-	log.Warn("dead letter recorded and alerted", "record", key)
+	log.WarnContext(ctx, "dead letter recorded and alerted", "record", key)
 	return nil
 }
 

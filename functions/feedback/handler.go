@@ -62,7 +62,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if errors.Is(err, sesevent.ErrNotANotification) {
 		// SNS's subscription confirmation: the template's subscription
 		// needs none, and it carries no event.
-		h.Log.Info("SNS message without an event acknowledged", "message_id", rec.MessageId)
+		h.Log.InfoContext(ctx, "SNS message without an event acknowledged")
 		return nil
 	}
 	if err != nil {
@@ -71,12 +71,13 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
 	session, kind := ev.Tag(mail.TagSession), oracle.MailKind(ev.Tag(mail.TagKind))
-	log := h.Log.With(obs.Session(session), "kind", kind, "event", string(ev.EventType))
+	ctx = obs.WithOrder(ctx, session)
+	log := h.Log.With("kind", kind, "event", string(ev.EventType))
 	if kind == oracle.MailAutoresponse || oracle.ChatMail(kind) {
 		// An acknowledgement or a chat account's email answers no order:
 		// only a complaint about it matters, and it keeps every later email
 		// from that address.
-		log.Info("mail event for an email of no order", "state", string(stateOf(ev)))
+		log.InfoContext(ctx, "mail event for an email of no order", "state", string(stateOf(ev)))
 		if stateOf(ev) == oracle.MailComplained {
 			return h.suppress(ctx, ev)
 		}
@@ -85,12 +86,12 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if !oracle.ValidSessionID(session) || !slices.Contains(oracle.MailKinds(), kind) {
 		// Another sender of the account, or a message sent before tags:
 		// nothing of ours to update.
-		log.Info("mail event for a message without the service's tags acknowledged")
+		log.InfoContext(ctx, "mail event for a message without the service's tags acknowledged")
 		return nil
 	}
 	state := stateOf(ev)
 	if state == "" {
-		log.Debug("mail event changes no state")
+		log.DebugContext(ctx, "mail event changes no state")
 		return nil
 	}
 	// The suppression list first: it must hold even when the state cannot
@@ -104,7 +105,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	if err != nil {
 		return err
 	}
-	log.Info("mail event applied", "state", string(state), "moved", moved)
+	log.InfoContext(ctx, "mail event applied", "state", string(state), "moved", moved)
 	if moved {
 		h.alert(ctx, session, kind, state, ev)
 	}

@@ -18,7 +18,7 @@ import (
 func (h *Handler) failed(ctx context.Context, t *task, cause error) error {
 	class := failureClass(cause)
 	r := remedyFor(cause, t.receives, h.MaxReceives)
-	t.log.Warn("generation failed", "class", class, "remedy", r.String(), "error", cause.Error())
+	t.log.WarnContext(ctx, "generation failed", "class", class, "remedy", r.String(), "error", cause.Error())
 	switch r {
 	case remedyHold:
 		var rej *rejected
@@ -56,7 +56,7 @@ func (h *Handler) failed(ctx context.Context, t *task, cause error) error {
 // stored nothing, so that the next attempt may start at once.
 func (h *Handler) abandon(ctx context.Context, t *task) {
 	if err := h.Orders.AbandonGeneration(ctx, t.order.SessionID, t.lease); err != nil {
-		t.log.Error("releasing the generation lease failed", "error", err.Error())
+		t.log.ErrorContext(ctx, "releasing the generation lease failed", "error", err.Error())
 	}
 }
 
@@ -75,7 +75,7 @@ func (h *Handler) park(ctx context.Context, t *task, until time.Time, why string
 	first, err := h.Orders.Park(ctx, t.order.SessionID, at)
 	var notOwed *store.ErrNotOwed
 	if errors.As(err, &notOwed) {
-		t.log.Info("generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
+		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
 		return nil
 	}
 	if err != nil {
@@ -92,7 +92,7 @@ func (h *Handler) park(ctx context.Context, t *task, until time.Time, why string
 	if err := h.Requeue.Send(ctx, job); err != nil {
 		return fmt.Errorf("park: %w", err) // the item fails; SQS brings it back
 	}
-	t.log.Info("job parked", "why", why, "until", at.UTC().Format(time.RFC3339), "parked_since", since.UTC().Format(time.RFC3339))
+	t.log.InfoContext(ctx, "job parked", "why", why, "until", at.UTC().Format(time.RFC3339), "parked_since", since.UTC().Format(time.RFC3339))
 	return nil
 }
 
@@ -105,7 +105,7 @@ func (h *Handler) giveUp(ctx context.Context, t *task, class string) error {
 	if !changed {
 		return nil
 	}
-	t.log.Error("generation failed for good", "class", class)
+	t.log.ErrorContext(ctx, "generation failed for good", "class", class)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.GenerationFailed, Session: t.order.SessionID,
 		Detail: "no verdict (" + class + "); the customer is told to ask for a refund"})
 	return h.notify(ctx, t.order, oracle.MailFailed)
@@ -123,10 +123,10 @@ func (h *Handler) hold(ctx context.Context, t *task, reason, why string) error {
 		return err
 	}
 	if !held {
-		t.log.Warn("generation lease lost before holding the order")
+		t.log.WarnContext(ctx, "generation lease lost before holding the order")
 		return nil
 	}
-	t.log.Error("verdict held for review", "reason", reason)
+	t.log.ErrorContext(ctx, "verdict held for review", "reason", reason)
 	h.audit(ctx, t, audit.StatusError, audit.Detail("held for review: "+why), audit.RecordID(o.SessionID, audit.NameHeld), "")
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.VerdictHeld, Session: o.SessionID,
 		Detail: why + "; the order is HELD for review"})
@@ -145,6 +145,6 @@ func (h *Handler) settled(ctx context.Context, t *task) error {
 	if err := h.notify(ctx, o, kind); err != nil {
 		return fmt.Errorf("enqueue %s notice: %w", kind, err)
 	}
-	t.log.Info("settled order's notices queued again", "status", string(o.Status), "kind", kind)
+	t.log.InfoContext(ctx, "settled order's notices queued again", "status", string(o.Status), "kind", kind)
 	return nil
 }

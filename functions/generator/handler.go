@@ -160,8 +160,9 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			Detail: "unreadable message on the generate queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
+	ctx = obs.WithOrder(ctx, job.SessionID)
 	return h.run(ctx, &task{job: job, receives: receives, started: h.Now(),
-		log: h.Log.With(obs.Session(job.SessionID), "reason", job.Reason, "receive", receives, "attempt", job.Attempt)})
+		log: h.Log.With("reason", job.Reason, "receive", receives, "attempt", job.Attempt)})
 }
 
 // run does what the job calls for, given its order.
@@ -169,7 +170,7 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 	if t.job.Reason == queue.ReasonQuarantineReview {
 		// A reminder of the retired chain, still on the queue when this
 		// deployed: acknowledged at once, neither alerted nor sent on.
-		t.log.Info("quarantine reminder acknowledged; reminders now come from the health job")
+		t.log.InfoContext(ctx, "quarantine reminder acknowledged; reminders now come from the health job")
 		return nil
 	}
 	if t.job.NotBefore != nil && t.job.NotBefore.After(t.started) {
@@ -195,9 +196,9 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 	case stepRenotify:
 		return h.settled(ctx, t)
 	case stepUnknownOrder:
-		t.log.Warn("generate job for an unknown order acknowledged")
+		t.log.WarnContext(ctx, "generate job for an unknown order acknowledged")
 	default:
-		t.log.Info("generation not owed; job acknowledged", "status", string(order.Status))
+		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(order.Status))
 	}
 	return nil
 }
@@ -215,14 +216,14 @@ func (h *Handler) generate(ctx context.Context, t *task) error {
 		return h.park(ctx, t, open.Until, "the circuit is open ("+string(open.Reason)+")")
 	}
 	if err != nil {
-		t.log.Warn("circuit state unreadable; calling the model", "error", err.Error())
+		t.log.WarnContext(ctx, "circuit state unreadable; calling the model", "error", err.Error())
 	}
 
 	order, lease, err := h.Orders.StartGeneration(ctx, t.job.SessionID, h.lease(ctx))
 	var notOwed *store.ErrNotOwed
 	switch {
 	case errors.As(err, &notOwed):
-		t.log.Info("generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
+		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
 		return nil
 	case err != nil:
 		return err

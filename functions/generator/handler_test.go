@@ -1241,3 +1241,32 @@ func TestASmokeVerdictExpiresWithinADay(t *testing.T) {
 // alert's Ledger dedupe gets a third of it, and make test's shared moto
 // can take over a second to answer under load.
 const testAlertTimeout = 30 * time.Second
+
+// The model's usage metadata (its tokens in, out and thinking) is logged
+// with the tier when a verdict is stored, so an operator can sum a tier's
+// model cost from the logs as make cost sums the fake's.
+func TestTheModelsTokensAreLoggedWithTheVerdict(t *testing.T) {
+	e := newEnv(t)
+	const id = "cs_test_genTokensLogged"
+	e.paid(id, oracle.TierFull, "Should I open a bakery on my street?")
+	e.control(fakegemini.Scenario{Verdict: oracle.VerdictGreen})
+	if failed := e.run(record("m"+id, job(id), 1)); len(failed) != 0 {
+		t.Fatal("the job failed")
+	}
+	var stored []map[string]any
+	for _, l := range strings.Split(e.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "verdict stored" {
+			stored = append(stored, m)
+		}
+	}
+	if len(stored) != 1 {
+		t.Fatalf("%d verdict stored lines:\n%s", len(stored), e.logs.String())
+	}
+	l := stored[0]
+	in, _ := l["prompt_tokens"].(float64)
+	out, _ := l["output_tokens"].(float64)
+	if l["tier"] != string(oracle.TierFull) || in < 100 || out < 10 || l["thought_tokens"] != float64(0) {
+		t.Errorf("the line %v, want the tier and the fake's tokens in and out (no thinking)", l)
+	}
+}

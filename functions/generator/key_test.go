@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/gemini"
@@ -52,8 +53,9 @@ func TestARotatedKeyResumesParkedOrders(t *testing.T) {
 	}
 
 	// The operator fixes the key in its secret, as docs/operating.md says.
-	if _, err := secretsmanager.NewFromConfig(e.f.AWS).PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
-		SecretId: aws.String(arn), SecretString: aws.String("rotated-key")}); err != nil {
+	if _, err := ssm.NewFromConfig(e.f.AWS).PutParameter(ctx, &ssm.PutParameterInput{
+		Name: aws.String(arn[strings.Index(arn, ":parameter")+len(":parameter"):]), Value: aws.String("rotated-key"),
+		Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 	// One parking interval later the parked jobs come back.

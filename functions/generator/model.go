@@ -95,7 +95,7 @@ func (h *Handler) report(ctx context.Context, log *slog.Logger, p circuit.Permit
 		t, err = h.Circuit.Succeeded(ctx, p, latency)
 	}
 	if err != nil {
-		log.Error("recording the model's health in the circuit failed", "error", err.Error())
+		log.ErrorContext(ctx, "recording the model's health in the circuit failed", "error", err.Error())
 	}
 	switch {
 	case t.Tripped():
@@ -105,6 +105,6 @@ func (h *Handler) report(ctx context.Context, log *slog.Logger, p circuit.Permit
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.CircuitClosed, Detail: "the model circuit closed; parked orders resume"})
 	}
 	if t.Changed() {
-		log.Warn("circuit " + t.String())
+		log.WarnContext(ctx, "circuit "+t.String())
 	}
 }

@@ -39,10 +39,10 @@ func (h *Handler) quarantine(ctx context.Context, t *task, g generation, rep sos
 		return err
 	}
 	if !ok {
-		t.log.Warn("generation lease lost before quarantining the order")
+		t.log.WarnContext(ctx, "generation lease lost before quarantining the order")
 		return nil
 	}
-	t.log.Error("verdict quarantined by the content filter", "terms", strings.Join(rep.Terms(), ","), "reason", string(rep.Reason), "filter_version", rep.Version)
+	t.log.ErrorContext(ctx, "verdict quarantined by the content filter", "terms", strings.Join(rep.Terms(), ","), "reason", string(rep.Reason), "filter_version", rep.Version)
 	h.audit(ctx, t, audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason)), audit.RecordID(o.SessionID, audit.NameQuarantinedGenerator), g.result.Model)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.VerdictQuarantined, Session: o.SessionID,
 		Detail: fmt.Sprintf("the content filter stopped the verdict at gate 1 (%s: %s); nothing was delivered. Review the record the order names (quarantine_record), then deliver a cleaned verdict or refund",

@@ -29,7 +29,7 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		return h.quarantine(ctx, t, g, rep)
 	}
 	if rep.Action == sosfilter.Replace {
-		t.log.Warn("content filter replaced terms in the verdict", "terms", strings.Join(rep.Terms(), ","), "filter_version", rep.Version)
+		t.log.WarnContext(ctx, "content filter replaced terms in the verdict", "terms", strings.Join(rep.Terms(), ","), "filter_version", rep.Version)
 	}
 	g.analysis = filtered
 	canonical, err := g.analysis.CanonicalJSON()
@@ -53,7 +53,7 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 	if errors.Is(err, store.ErrLeaseLost) {
 		// Another generator overtook this slow one; whichever stored first
 		// is the verdict, and its own job finishes the work.
-		t.log.Warn("generation lease lost before storing; the verdict of the other attempt stands")
+		t.log.WarnContext(ctx, "generation lease lost before storing; the verdict of the other attempt stands")
 		return nil
 	}
 	if err != nil {
@@ -65,8 +65,14 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		// Counted here, once per stored verdict: CustomerWaitAlarm.
 		h.Metrics.Count("CustomerWaitsOverAMinute", 1)
 	}
-	t.log.Info("verdict stored", "verdict", string(g.analysis.Verdict), "model", g.result.Model,
-		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(t.started).Milliseconds())
+	// The tokens Google counted for the reply that became the verdict, by
+	// tier: what a verdict's model cost is summed from (make cost's table
+	// prices the same figures as the fake model counts them).
+	u := g.result.Reply.Usage
+	t.log.InfoContext(ctx, "verdict stored", "verdict", string(g.analysis.Verdict), "tier", string(t.order.Tier), "model", g.result.Model,
+		"model_attempts", g.result.Attempts, "coherence", g.decision.CoherenceScore, "latency_ms", h.Now().Sub(t.started).Milliseconds(),
+		"wait_ms", audit.Wait(stored.PaidAt, h.Now()).Milliseconds(), // payment to verdict stored
+		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
 	t.order = stored
 	return h.afterStore(ctx, t)
 }
@@ -82,7 +88,7 @@ func (h *Handler) divergenceCheck(ctx context.Context, t *task) error {
 		original = "UNKNOWN"
 	}
 	h.auditDivergence(ctx, t, original)
-	t.log.Info("regenerated verdict compared", "original", original, "regenerated", string(o.VerdictLabel), "divergence", o.Divergence)
+	t.log.InfoContext(ctx, "regenerated verdict compared", "original", original, "regenerated", string(o.VerdictLabel), "divergence", o.Divergence)
 	if !oracle.NotifyDivergence(o.Divergence) {
 		return nil
 	}
@@ -130,6 +136,6 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	if err := h.notify(ctx, o, oracle.MailVerdict); err != nil {
 		return fmt.Errorf("enqueue verdict mail: %w", err)
 	}
-	t.log.Info("verdict mail enqueued")
+	t.log.InfoContext(ctx, "verdict mail enqueued")
 	return nil
 }

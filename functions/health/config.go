@@ -96,11 +96,8 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 			{"mail", env.String("MAIL_QUEUE_URL")},
 			{"mail_events", env.String("MAIL_EVENTS_QUEUE_URL")},
 		},
-		DeadLetters: []queueRef{
-			{"generate_dead_letters", env.String("GENERATE_DEAD_LETTER_QUEUE_URL")},
-			{"mail_dead_letters", env.String("MAIL_DEAD_LETTER_QUEUE_URL")},
-			{"mail_events_dead_letters", env.String("MAIL_EVENTS_DEAD_LETTER_QUEUE_URL")},
-		},
+		// One dead-letter queue takes every source's dead letters.
+		DeadLetters:     []queueRef{{"dead_letters", env.String("DEAD_LETTER_QUEUE_URL")}},
 		GeminiKey:       env.Credential(ctx, "GEMINI_API_KEY", true),
 		GeminiModel:     env.Optional("GEMINI_MODEL", gemini.DefaultModel),
 		GeminiBase:      env.Optional("GEMINI_API_BASE", ""),

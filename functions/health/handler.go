@@ -96,7 +96,7 @@ func (h *Handler) Handle(ctx context.Context, _ any) (health.Record, error) {
 	if err := h.States.PutHealth(ctx, rec, h.History); err != nil {
 		return rec, fmt.Errorf("keep the health record: %w", err)
 	}
-	h.Log.Info("health run", "overall", string(rec.Overall), "duration_ms", rec.DurationMs, "failing", failing(rec.Checks))
+	h.Log.InfoContext(ctx, "health run", "overall", string(rec.Overall), "duration_ms", rec.DurationMs, "failing", failing(rec.Checks))
 	return rec, nil
 }
 
@@ -151,7 +151,7 @@ func (h *Handler) lifecycle(ctx context.Context, checks []health.Check) {
 	}
 	states, err := h.States.CheckStates(ctx, names)
 	if err != nil {
-		h.Log.Error("check states unreadable; counting from zero", "error", err.Error())
+		h.Log.ErrorContext(ctx, "check states unreadable; counting from zero", "error", err.Error())
 		states = map[string]health.CheckState{}
 	}
 	kinds := map[string]alert.Kind{}
@@ -172,7 +172,7 @@ func (h *Handler) lifecycle(ctx context.Context, checks []health.Check) {
 			continue
 		}
 		if err := h.States.PutCheckState(ctx, c.Name, next, 7*24*time.Hour); err != nil {
-			h.Log.Error("check state not kept", "check", c.Name, "error", err.Error())
+			h.Log.ErrorContext(ctx, "check state not kept", "check", c.Name, "error", err.Error())
 		}
 	}
 }

@@ -146,7 +146,7 @@ func (r *SubscriptionReconciler) one(ctx context.Context, s stripex.Subscription
 	if found {
 		was = fmt.Sprintf("%s %s until %s (cancel at period end %t)", stored.ID, stored.Status, stored.PeriodEnd.Format(time.RFC3339), stored.CancelAtPeriodEnd)
 	}
-	r.Log.Warn("chat subscription repaired from Stripe's state", "subscription", s.ID, "status", s.Status)
+	r.Log.WarnContext(ctx, "chat subscription repaired from Stripe's state", "subscription", s.ID, "status", s.Status)
 	return true, true, r.alertOnce(ctx, alert.ChatSubscriptionRepaired, s, "was stored as "+was+"; stored Stripe's state")
 }
 

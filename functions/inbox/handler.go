@@ -64,14 +64,14 @@ func (h *Handler) handle(ctx context.Context, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &ev); err != nil || (len(ev.Records) == 0 && ev.Source == "") {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.GarbageJob, Subject: "inbox",
 			Detail: "the inbox function was invoked with an event it cannot read; nothing was done"})
-		h.Log.Error("unreadable invocation", "bytes", len(raw))
+		h.Log.ErrorContext(ctx, "unreadable invocation", "bytes", len(raw))
 		return nil
 	}
 	if len(ev.Records) > 0 {
 		return h.received(ctx, ev.Records)
 	}
 	if h.Poll == nil {
-		h.Log.Warn("scheduled invocation without a mailbox to poll (MAIL_TRANSPORT is ses)", "source", ev.Source)
+		h.Log.WarnContext(ctx, "scheduled invocation without a mailbox to poll (MAIL_TRANSPORT is ses)", "source", ev.Source)
 		return nil
 	}
 	return h.Poll(ctx)

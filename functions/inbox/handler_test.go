@@ -72,7 +72,7 @@ func newEnv(t *testing.T) *env {
 		Cooldown: 24 * time.Hour, Retention: 45 * 24 * time.Hour, Lease: DefaultLease, Log: log, Now: e.clock.Now}
 	e.h = &Handler{Core: core, Messages: e.messages, Alerts: alerts, Log: log,
 		Failures: store.NewDeadLetters(awsenv.NewQueries(f.AWS), f.Ref("LedgerTable")), Releaser: e.ledger,
-		FailureQueue: f.Attr("InboxFailureQueue.Arn")[strings.LastIndex(f.Attr("InboxFailureQueue.Arn"), ":")+1:]}
+		FailureQueue: f.Attr("DeadLetterQueue.Arn")[strings.LastIndex(f.Attr("DeadLetterQueue.Arn"), ":")+1:]}
 	return e
 }
 

@@ -84,7 +84,7 @@ func (p *Poller) Poll(ctx context.Context) error {
 		}
 		processed++
 	}
-	p.Log.Info("mailbox polled", "unread", len(listed), "processed", processed, "failed", failed)
+	p.Log.InfoContext(ctx, "mailbox polled", "unread", len(listed), "processed", processed, "failed", failed)
 	return nil
 }
 
@@ -148,7 +148,7 @@ func (p *Poller) seed(ctx context.Context, listed []mail.InboxMessage) {
 		p.unreadable(ctx, "the first read of the mailbox failed", err)
 		return
 	}
-	p.Log.Info("mailbox read for the first time; its unread messages recorded as seen", "unread", len(listed), "announced", first)
+	p.Log.InfoContext(ctx, "mailbox read for the first time; its unread messages recorded as seen", "unread", len(listed), "announced", first)
 	if first {
 		p.Alerts.Raise(ctx, alert.Alert{Severity: alert.Info, Kind: alert.InboxSeeded, Subject: source,
 			Detail: "the support mailbox was read for the first time: its " + strconv.Itoa(len(listed)) +
@@ -158,7 +158,7 @@ func (p *Poller) seed(ctx context.Context, listed []mail.InboxMessage) {
 
 // unreadable alerts, at most once per FailureAlertEvery, and logs always.
 func (p *Poller) unreadable(ctx context.Context, what string, err error) {
-	p.Log.Error(what, "error", err.Error())
+	p.Log.ErrorContext(ctx, what, "error", err.Error())
 	first, merr := p.State.Mark(ctx, "inbox#unreadable#"+source, p.FailureAlertEvery)
 	if merr != nil || first {
 		p.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.InboxUnreadable, Subject: source,

@@ -98,7 +98,7 @@ func (c *Core) Process(ctx context.Context, r Received) error {
 		// of it once, and the stored message is there to read.
 		c.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.InboxMessage, Subject: r.Object,
 			Detail: "a message that is no readable email reached the inbox; nothing was sent; " + readIt(r.Object)})
-		c.Log.Warn("received message does not parse", "object", r.Object, "error", err.Error())
+		c.Log.WarnContext(ctx, "received message does not parse", "object", r.Object, "error", err.Error())
 		return nil
 	}
 	m.Junk = r.Junk
@@ -107,11 +107,11 @@ func (c *Core) Process(ctx context.Context, r Received) error {
 	token, err := c.Ledger.BeginMessage(ctx, key, c.Lease, c.Retention)
 	switch {
 	case errors.Is(err, store.ErrMessageSeen):
-		log.Info("message already processed")
+		log.InfoContext(ctx, "message already processed")
 		return nil
 	case errors.Is(err, store.ErrMessageInFlight):
 		// Its holder finishes it, or fails and its source retries.
-		log.Info("message being processed by another invocation")
+		log.InfoContext(ctx, "message being processed by another invocation")
 		return nil
 	case err != nil:
 		return err
@@ -141,9 +141,9 @@ func (c *Core) Process(ctx context.Context, r Received) error {
 	if err := c.Ledger.MessageDone(ctx, key, token, outcome); err != nil {
 		// Its effects are each once already (the cooldown, the reply's own
 		// delivery record, the alert's window, the audit id).
-		log.Error("closing the message failed", "error", err.Error())
+		log.ErrorContext(ctx, "closing the message failed", "error", err.Error())
 	}
-	log.Info("message processed", "outcome", outcome, obs.Session(session))
+	log.InfoContext(ctx, "message processed", "outcome", outcome, obs.Order(session))
 	return nil
 }
 
@@ -160,7 +160,7 @@ func (c *Core) acknowledge(ctx context.Context, sender, key, object string) (str
 	}
 	if err := c.Mail.Send(ctx, queue.Job{Kind: oracle.MailAutoresponse, Inbox: object}); err != nil {
 		if rerr := c.Ledger.ReleaseCooldown(ctx, sender, key); rerr != nil {
-			c.Log.Error("releasing the cooldown failed", "error", rerr.Error())
+			c.Log.ErrorContext(ctx, "releasing the cooldown failed", "error", rerr.Error())
 		}
 		return "", fmt.Errorf("queue the autoresponse: %w", err)
 	}
@@ -242,7 +242,7 @@ func (c *Core) shown(subject string) string {
 
 func (c *Core) release(ctx context.Context, log *slog.Logger, key, token string) {
 	if err := c.Ledger.ReleaseMessage(ctx, key, token); err != nil {
-		log.Error("releasing the message failed", "error", err.Error())
+		log.ErrorContext(ctx, "releasing the message failed", "error", err.Error())
 	}
 }
 

@@ -77,7 +77,7 @@ func (h *Handler) replay(ctx context.Context, r replay) (*replayAnswer, error) {
 		raw, at, err := h.Messages.Get(ctx, object)
 		switch {
 		case errors.Is(err, inbox.ErrGone):
-			h.Log.Warn("replay: the stored message is gone (past the inbox bucket's retention)", "object", object)
+			h.Log.WarnContext(ctx, "replay: the stored message is gone (past the inbox bucket's retention)", "object", object)
 			lines = append(lines, "gone       "+object+" (past the inbox bucket's retention: nothing to process)")
 			gone++
 			done[object] = true
@@ -109,9 +109,9 @@ func (h *Handler) replay(ctx context.Context, r replay) (*replayAnswer, error) {
 		}
 		released++
 	}
-	h.Log.Info("replay", "messages", len(objects), "processed", processed, "gone", gone, "failed", len(errs), "records_removed", released)
+	h.Log.InfoContext(ctx, "replay", "messages", len(objects), "processed", processed, "gone", gone, "failed", len(errs), "records_removed", released)
 	if err := errors.Join(errs...); err != nil {
-		h.Log.Error("replay: not everything was processed", "error", err.Error())
+		h.Log.ErrorContext(ctx, "replay: not everything was processed", "error", err.Error())
 	}
 	a := &replayAnswer{Action: "inbox-replay", OK: len(errs) == 0, Changed: processed+released > 0, Text: strings.Join(lines, "\n")}
 	switch {

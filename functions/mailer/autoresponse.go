@@ -33,7 +33,7 @@ type reply struct {
 func (h *Handler) autorespond(ctx context.Context, t *task) error {
 	raw, stored, err := h.Inbox.Get(ctx, t.job.Inbox)
 	if errors.Is(err, inbox.ErrGone) {
-		t.log.Warn("the message to acknowledge is gone (expired); job acknowledged")
+		t.log.WarnContext(ctx, "the message to acknowledge is gone (expired); job acknowledged")
 		return nil
 	}
 	if err != nil {
@@ -42,7 +42,7 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 	m, err := inbox.Parse(raw)
 	if err != nil || m.From == "" {
 		// The inbox function queues no autoresponse to such a message.
-		t.log.Warn("the message to acknowledge names no sender; job acknowledged")
+		t.log.WarnContext(ctx, "the message to acknowledge names no sender; job acknowledged")
 		return nil
 	}
 	t.reply = &reply{key: inbox.Key(h.Hasher, m, raw), domain: inbox.Domain(m.From), via: inbox.Via(t.job.Inbox), stored: stored,
@@ -55,7 +55,7 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 	if h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own{}).Action != sosfilter.Pass {
 		// Only the echoed subject can trip gate 2: the text is the
 		// canonical one, which a test passes through the filter.
-		t.log.Warn("the message's subject tripped the content filter; acknowledged under a neutral subject")
+		t.log.WarnContext(ctx, "the message's subject tripped the content filter; acknowledged under a neutral subject")
 		if msg, err = letter.Autoresponse(h.Brand, ""); err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 		return err
 	}
 	if suppressed {
-		t.log.Warn("the sender complained about an earlier email; no autoresponse")
+		t.log.WarnContext(ctx, "the sender complained about an earlier email; no autoresponse")
 		h.auditReply(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), "suppressed")
 		h.close(ctx, t, "none: suppressed", "")
 		return nil
@@ -96,17 +96,17 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 		return h.park(ctx, t, err)
 	case deadLetter, refused:
 		if _, ferr := h.failed(ctx, t, h.try(t, err, h.Now()), time.Time{}); ferr != nil {
-			t.log.Error("closing the undeliverable autoresponse failed", "error", ferr.Error())
+			t.log.ErrorContext(ctx, "closing the undeliverable autoresponse failed", "error", ferr.Error())
 		}
 		h.auditReply(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+err.Error()), "undeliverable")
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.AutoresponseFailed, Subject: t.reply.key + "/given-up",
 			Detail: "the autoresponse to a message from " + t.reply.domain + " was given up (" + oc.String() + ": " + err.Error() +
 				"); the message itself is in the inbox: answer it by hand"})
-		t.log.Error("autoresponse given up", "outcome", oc.String(), "class", failureClass(err))
+		t.log.ErrorContext(ctx, "autoresponse given up", "outcome", oc.String(), "class", failureClass(err))
 		return nil
 	}
 	h.auditReply(ctx, t, audit.StatusEmailSent, nil, "sent")
-	t.log.Info("autoresponse sent")
+	t.log.InfoContext(ctx, "autoresponse sent")
 	return nil
 }
 

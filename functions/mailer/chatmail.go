@@ -53,7 +53,7 @@ func (h *Handler) sendChat(ctx context.Context, t *task) error {
 	}
 	to, err := h.Chat.Address(ctx, t.job.Account)
 	if errors.Is(err, chat.ErrNoAccount) {
-		t.log.Warn("no such chat account; nothing sent")
+		t.log.WarnContext(ctx, "no such chat account; nothing sent")
 		h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail("no such chat account"))
 		h.close(ctx, t, "none: no account", "")
 		return nil
@@ -68,7 +68,7 @@ func (h *Handler) sendChat(ctx context.Context, t *task) error {
 		return err
 	}
 	if suppressed {
-		t.log.Warn("the address complained about an earlier email; nothing sent")
+		t.log.WarnContext(ctx, "the address complained about an earlier email; nothing sent")
 		h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"))
 		h.close(ctx, t, "none: suppressed", "")
 		return nil
@@ -100,7 +100,7 @@ func (h *Handler) sendChat(ctx context.Context, t *task) error {
 		return h.giveUpChat(ctx, t, err, oc)
 	}
 	h.auditChat(ctx, t, audit.StatusEmailSent, nil)
-	t.log.Info("mail sent")
+	t.log.InfoContext(ctx, "mail sent")
 	return nil
 }
 
@@ -144,7 +144,7 @@ func (h *Handler) stopChat(ctx context.Context, t *task, rep sosfilter.Report) e
 	terms := strings.Join(rep.Terms(), ", ")
 	h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail("quarantined by the content filter: "+string(rep.Reason)))
 	h.close(ctx, t, "quarantined", "")
-	t.log.Error("email stopped by the content filter", "terms", terms, "reason", string(rep.Reason), "filter_version", rep.Version)
+	t.log.ErrorContext(ctx, "email stopped by the content filter", "terms", terms, "reason", string(rep.Reason), "filter_version", rep.Version)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.EmailQuarantined, Subject: chatSubject(t),
 		Detail: fmt.Sprintf("the content filter stopped the %s email %s at gate 2 (%s: %s); nothing was sent. Its template trips the filter: fix it (functions/mailer/letter)",
 			t.job.Kind, t.job.Nonce, rep.Reason, terms)})
@@ -158,11 +158,11 @@ func (h *Handler) stopChat(ctx context.Context, t *task, rep sosfilter.Report) e
 func (h *Handler) giveUpChat(ctx context.Context, t *task, cause error, oc outcome) error {
 	tries, err := h.failed(ctx, t, h.try(t, cause, h.Now()), time.Time{})
 	if err != nil {
-		t.log.Error("closing the undeliverable email failed", "error", err.Error())
+		t.log.ErrorContext(ctx, "closing the undeliverable email failed", "error", err.Error())
 		tries = []store.Try{h.try(t, cause, h.Now())}
 	}
 	h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()))
-	t.log.Error("email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
+	t.log.ErrorContext(ctx, "email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
 	after := "the person was not told that their renewal failed; Stripe goes on retrying the card, and the chat page offers the portal: write to them if it matters (the account " + t.job.Account + " holds the address)"
 	if t.job.Kind == oracle.MailChatSignIn {
 		after = "the person got no sign-in link; they can ask for another on the chat page"

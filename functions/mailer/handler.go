@@ -193,7 +193,8 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			Detail: "unreadable message on the mail queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
-	t := &task{job: job, started: h.Now(), log: h.Log.With(obs.Session(job.SessionID), "kind", job.Kind, "attempt", job.Attempt)}
+	ctx = obs.WithOrder(ctx, job.SessionID)
+	t := &task{job: job, started: h.Now(), log: h.Log.With("kind", job.Kind, "attempt", job.Attempt)}
 	switch {
 	case job.Kind == oracle.MailAutoresponse:
 		t.log = h.Log.With("kind", job.Kind, "attempt", job.Attempt)
@@ -211,7 +212,7 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 		if err := h.Mail.Send(ctx, t.job); err != nil {
 			return fmt.Errorf("hop: %w", err)
 		}
-		t.log.Debug("mail job not due yet; sent on", "attempt", t.job.Attempt, "not_before", t.job.NotBefore.UTC().Format(time.RFC3339))
+		t.log.DebugContext(ctx, "mail job not due yet; sent on", "attempt", t.job.Attempt, "not_before", t.job.NotBefore.UTC().Format(time.RFC3339))
 		return nil
 	}
 	switch {
@@ -232,19 +233,19 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 		case err != nil:
 			return err
 		case outcome != repair.Intact:
-			t.log.Warn("the stored verdict was corrupt and is set aside; mail job acknowledged")
+			t.log.WarnContext(ctx, "the stored verdict was corrupt and is set aside; mail job acknowledged")
 			return nil
 		}
 	}
 	switch next(t.job.Kind, order, found) {
 	case stepUnknownOrder:
-		t.log.Warn("mail job for an unknown order acknowledged")
+		t.log.WarnContext(ctx, "mail job for an unknown order acknowledged")
 		return nil
 	case stepNotOwed:
-		t.log.Warn("mail job for an order with nothing to send acknowledged", "status", string(order.Status))
+		t.log.WarnContext(ctx, "mail job for an order with nothing to send acknowledged", "status", string(order.Status))
 		return nil
 	case stepFollowUps:
-		t.log.Info("verdict quarantined; its follow-ups are queued again")
+		t.log.InfoContext(ctx, "verdict quarantined; its follow-ups are queued again")
 		return h.quarantineFollowUps(ctx, order.SessionID)
 	}
 	t.delivery = orderMail{orders: h.Orders, sessionID: order.SessionID, kind: t.job.Kind}
@@ -277,7 +278,7 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	if to == "" {
 		// The page still serves the verdict; the operator already has the
 		// drop alert for a dropped order.
-		t.log.Warn("no email address on the session; nothing sent")
+		t.log.WarnContext(ctx, "no email address on the session; nothing sent")
 		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("no customer email on the session"), "")
 		h.close(ctx, t, "none: no address", "")
 		return nil
@@ -288,7 +289,7 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		return err
 	}
 	if suppressed {
-		t.log.Warn("the address complained about an earlier email; nothing sent")
+		t.log.WarnContext(ctx, "the address complained about an earlier email; nothing sent")
 		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), to)
 		h.close(ctx, t, "none: suppressed", oracle.MailSuppressed)
 		return nil
@@ -314,10 +315,12 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 	}
 	if err := h.Ledger.RecordSentMessage(ctx, id, o.SessionID, h.SentRetention); err != nil {
 		// The reply still finds its order when it quotes the result link.
-		t.log.Warn("remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
+		t.log.WarnContext(ctx, "remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
 	}
 	h.auditMail(ctx, t, audit.StatusEmailSent, nil, to)
-	t.log.Info("mail sent")
+	// wait_ms, payment to email sent, is what the slowest-orders query
+	// sorts by: the end of a paid order's processing.
+	t.log.InfoContext(ctx, "mail sent", "wait_ms", audit.Wait(o.PaidAt, h.Now()).Milliseconds())
 	return nil
 }
 
@@ -348,9 +351,9 @@ func (h *Handler) retryLater(ctx context.Context, t *task, cause error, wait tim
 	}
 	if _, err := h.failed(ctx, t, h.try(t, cause, failedAt), at); err != nil {
 		// The next attempt is queued and claims once this lease ends.
-		t.log.Error("recording the failed attempt failed", "error", err.Error())
+		t.log.ErrorContext(ctx, "recording the failed attempt failed", "error", err.Error())
 	}
-	t.log.Warn("send failed; the next attempt is queued", "class", failureClass(cause), "error", cause.Error(),
+	t.log.WarnContext(ctx, "send failed; the next attempt is queued", "class", failureClass(cause), "error", cause.Error(),
 		"next_attempt", next.Attempt, "next_at", at.UTC().Format(time.RFC3339))
 	return nil
 }
@@ -369,7 +372,7 @@ func (h *Handler) park(ctx context.Context, t *task, cause error) error {
 	if err := h.Mail.Send(ctx, job); err != nil {
 		return fmt.Errorf("park: %w", err) // SQS brings the job back all the same
 	}
-	t.log.Warn("the account cannot send; job parked", "error", cause.Error(), "until", at.UTC().Format(time.RFC3339))
+	t.log.WarnContext(ctx, "the account cannot send; job parked", "error", cause.Error(), "until", at.UTC().Format(time.RFC3339))
 	return nil
 }
 
@@ -383,7 +386,7 @@ func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, 
 	tries, err := h.failed(ctx, t, try, time.Time{})
 	if err != nil {
 		// The record still goes out: the attempt is what it says.
-		t.log.Error("closing the undeliverable email failed", "error", err.Error())
+		t.log.ErrorContext(ctx, "closing the undeliverable email failed", "error", err.Error())
 		tries = []store.Try{try}
 	}
 	first, err := h.Ledger.RecordMailDeadLetter(ctx, store.MailDeadLetter{SessionID: o.SessionID, Kind: kind, Transport: h.transportOf(cause),
@@ -391,11 +394,11 @@ func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, 
 	recorded := "its dead-letter record in the Ledger keeps what a resend needs"
 	if err != nil {
 		// FM-04: the alert goes out even when the record cannot be written.
-		t.log.Error("writing the mail dead-letter record failed", "error", err.Error())
+		t.log.ErrorContext(ctx, "writing the mail dead-letter record failed", "error", err.Error())
 		first, recorded = true, "its dead-letter record could NOT be written ("+err.Error()+")"
 	}
 	h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()), to)
-	t.log.Error("email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
+	t.log.ErrorContext(ctx, "email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
 	if !first {
 		return nil
 	}
@@ -428,14 +431,14 @@ func (h *Handler) transportOf(err error) string {
 // record and the alert still say what happened.
 func (h *Handler) close(ctx context.Context, t *task, result string, state oracle.MailState) {
 	if err := t.delivery.sent(ctx, t.token, result, state); err != nil {
-		t.log.Error("recording the delivery failed", "result", result, "error", err.Error())
+		t.log.ErrorContext(ctx, "recording the delivery failed", "result", result, "error", err.Error())
 	}
 }
 
 // release gives up the task's claim without spending its attempt.
 func (h *Handler) release(ctx context.Context, t *task) {
 	if err := t.delivery.release(ctx, t.token); err != nil {
-		t.log.Error("releasing the delivery failed", "error", err.Error())
+		t.log.ErrorContext(ctx, "releasing the delivery failed", "error", err.Error())
 	}
 }
 
@@ -449,7 +452,7 @@ func (h *Handler) failed(ctx context.Context, t *task, try store.Try, nextAt tim
 // here, with nothing left to do (see claimed) or with err.
 func (h *Handler) claim(ctx context.Context, t *task) (done bool, _ error) {
 	token, err := t.delivery.claim(ctx, t.job.Attempt, h.Lease)
-	if done, err := claimed(t, err); done || err != nil {
+	if done, err := claimed(ctx, t, err); done || err != nil {
 		return true, err
 	}
 	t.token = token
@@ -459,20 +462,20 @@ func (h *Handler) claim(ctx context.Context, t *task) (done bool, _ error) {
 
 // claimed judges a claim's error: done when the job has nothing left to do
 // (its email sent, its attempt made, or held by another job).
-func claimed(t *task, err error) (done bool, _ error) {
+func claimed(ctx context.Context, t *task, err error) (done bool, _ error) {
 	switch {
 	case errors.Is(err, store.ErrAlreadySent):
-		t.log.Info("mail already sent; duplicate job acknowledged")
+		t.log.InfoContext(ctx, "mail already sent; duplicate job acknowledged")
 		return true, nil
 	case errors.Is(err, store.ErrAttemptSpent):
-		t.log.Info("this attempt was already made; duplicate job acknowledged")
+		t.log.InfoContext(ctx, "this attempt was already made; duplicate job acknowledged")
 		return true, nil
 	case errors.Is(err, store.ErrMailInFlight):
 		// The holder's own job is acknowledged only once it has settled
 		// the attempt (sent, or the next one queued, or parked); if the
 		// holder dies, SQS brings that job back after its lease. So this
 		// duplicate is not needed.
-		t.log.Info("another job holds this attempt; duplicate acknowledged")
+		t.log.InfoContext(ctx, "another job holds this attempt; duplicate acknowledged")
 		return true, nil
 	}
 	return false, err

@@ -46,7 +46,7 @@ func (h *Handler) quarantine(ctx context.Context, t *task, msg letter.Message, r
 		return err
 	}
 	h.close(ctx, t, "quarantined", "")
-	t.log.Error("email quarantined by the content filter", "terms", strings.Join(terms, ","), "reason", string(rep.Reason), "filter_version", rep.Version)
+	t.log.ErrorContext(ctx, "email quarantined by the content filter", "terms", strings.Join(terms, ","), "reason", string(rep.Reason), "filter_version", rep.Version)
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.EmailQuarantined, Session: o.SessionID,
 		Detail: fmt.Sprintf("the content filter stopped the %s email at gate 2 (%s: %s); nothing was sent. Review the record the order names (quarantine_record), then deliver a cleaned verdict or refund",
 			kind, rep.Reason, strings.Join(terms, ", "))})

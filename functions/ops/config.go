@@ -26,16 +26,16 @@ type settings struct {
 	AlertsTopic      string
 	GenerateQueue    string
 	MailQueue        string
-	// The dead-letter queues a redrive sends back, with their sources.
-	GenerateDeadLetters string
-	MailDeadLetters     string
-	StripeLive          *secret.Value
-	StripeTest          *secret.Value
-	StripeAPIBase       string
-	Hasher              *audit.Hasher
-	Lock                auditseal.Lock
-	Retention           time.Duration
-	StuckAfter          time.Duration
+	// The dead-letter queue whose recorded jobs a redrive sends back to
+	// their source queues.
+	DeadLetters   string
+	StripeLive    *secret.Value
+	StripeTest    *secret.Value
+	StripeAPIBase string
+	Hasher        *audit.Hasher
+	Lock          auditseal.Lock
+	Retention     time.Duration
+	StuckAfter    time.Duration
 }
 
 // chatDailyCap is the chat function's default CHAT_DAILY_CAP, which `chat`
@@ -46,22 +46,21 @@ const chatDailyCap = 25
 func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	s := settings{
-		OrdersTable:         env.String("ORDERS_TABLE"),
-		LedgerTable:         env.String("LEDGER_TABLE"),
-		AuditBucket:         env.String("AUDIT_BUCKET"),
-		QuarantineBucket:    env.String("QUARANTINE_BUCKET"),
-		InboxBucket:         env.String("INBOX_BUCKET"),
-		ChatTable:           env.String("CHAT_TABLE"),
-		ChatDailyCap:        env.Int("CHAT_DAILY_CAP", chatDailyCap, 1, 10000),
-		AlertsTopic:         env.String("ALERTS_TOPIC_ARN"),
-		GenerateQueue:       env.String("GENERATE_QUEUE_URL"),
-		MailQueue:           env.String("MAIL_QUEUE_URL"),
-		GenerateDeadLetters: env.String("GENERATE_DEAD_LETTER_QUEUE_URL"),
-		MailDeadLetters:     env.String("MAIL_DEAD_LETTER_QUEUE_URL"),
-		StripeAPIBase:       env.Optional("STRIPE_API_BASE", ""),
-		Retention:           env.Days("ORDER_RETENTION_DAYS", 90, 1, 3650),
-		StuckAfter:          env.Duration("STUCK_AFTER", health.DefaultStuckAfter),
-		Lock:                auditseal.LockFrom(env),
+		OrdersTable:      env.String("ORDERS_TABLE"),
+		LedgerTable:      env.String("LEDGER_TABLE"),
+		AuditBucket:      env.String("AUDIT_BUCKET"),
+		QuarantineBucket: env.String("QUARANTINE_BUCKET"),
+		InboxBucket:      env.String("INBOX_BUCKET"),
+		ChatTable:        env.String("CHAT_TABLE"),
+		ChatDailyCap:     env.Int("CHAT_DAILY_CAP", chatDailyCap, 1, 10000),
+		AlertsTopic:      env.String("ALERTS_TOPIC_ARN"),
+		GenerateQueue:    env.String("GENERATE_QUEUE_URL"),
+		MailQueue:        env.String("MAIL_QUEUE_URL"),
+		DeadLetters:      env.String("DEAD_LETTER_QUEUE_URL"),
+		StripeAPIBase:    env.Optional("STRIPE_API_BASE", ""),
+		Retention:        env.Days("ORDER_RETENTION_DAYS", 90, 1, 3650),
+		StuckAfter:       env.Duration("STUCK_AFTER", health.DefaultStuckAfter),
+		Lock:             auditseal.LockFrom(env),
 	}
 	s.StripeLive, s.StripeTest = stripex.KeysFrom(ctx, env)
 	s.Hasher = audit.HasherFrom(ctx, env)

@@ -235,15 +235,15 @@ func (h *Handler) Handle(ctx context.Context, r Request) (Answer, error) {
 	if errors.Is(err, errRefused) || errors.Is(err, casefile.ErrNoOrder) {
 		ans.OK, ans.Message = false, strings.TrimPrefix(err.Error(), errRefused.Error()+": ")
 		// Not the message: it may echo the session id the operator typed.
-		h.Log.Info("operator action refused", "action", r.Action)
+		h.Log.InfoContext(ctx, "operator action refused", "action", r.Action)
 		return ans, nil
 	}
 	if err != nil {
-		h.Log.Error("operator action failed", "action", r.Action, "error", err.Error())
+		h.Log.ErrorContext(ctx, "operator action failed", "action", r.Action, "error", err.Error())
 		return Answer{}, fmt.Errorf("%s: %w", r.Action, err)
 	}
 	ans.OK = true
-	h.Log.Info("operator action", "action", r.Action, "changed", ans.Changed)
+	h.Log.InfoContext(ctx, "operator action", "action", r.Action, "changed", ans.Changed)
 	return ans, nil
 }
 

@@ -513,12 +513,16 @@ func TestDeliverCleanedServesTheQuarantinedVerdictOnce(t *testing.T) {
 }
 
 // TestRedriveSendsWhatWasGivenUpOnOnce: the mail dead letters and the
-// recorded jobs of a dead-letter queue go back to their queues, once.
+// recorded jobs of the dead-letter queue go back to their queues, once,
+// each redrive taking its own kind from the one queue every source shares.
 func TestRedriveSendsWhatWasGivenUpOnOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	ledger := store.NewLedger(awsenv.NewTables(e.f.AWS), e.f.Ref("LedgerTable"), e.clock.Now)
-	e.h.DeadQueues = map[string]DeadQueue{"generate": {Name: "oracle-generate-dlq", Source: e.h.Generate}}
+	e.h.DeadQueues = map[string]DeadQueue{
+		"generate":  {Name: "oracle-dlq", Source: e.h.Generate, Takes: generateJob},
+		"mail-jobs": {Name: "oracle-dlq", Source: e.h.Mail, Takes: mailJob},
+	}
 
 	id := "cs_test_mailGivenUp"
 	e.claim(id, oracle.StatusFailed)
@@ -526,12 +530,16 @@ func TestRedriveSendsWhatWasGivenUpOnOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := `{"session_id":"cs_test_jobGivenUp","reason":"paid"}`
-	for i, body := range []string{job, "not a job"} {
-		d := store.DeadLetter{Queue: "oracle-generate-dlq", MessageID: fmt.Sprintf("m-%d", i)}
-		if i == 0 {
+	mailJob := `{"session_id":"cs_test_mailJobGivenUp","kind":"verdict","attempt":4}`
+	for i, body := range []string{job, "not a job", mailJob} {
+		d := store.DeadLetter{Queue: "oracle-dlq", MessageID: fmt.Sprintf("m-%d", i)}
+		switch i {
+		case 0:
 			d.SessionID, d.Reason, d.Job = "cs_test_jobGivenUp", "paid", body
-		} else {
+		case 1:
 			d.BodySHA256, d.BodyBytes = "00ff", len(body)
+		case 2:
+			d.SessionID, d.Kind, d.Attempt, d.Job = "cs_test_mailJobGivenUp", "verdict", 4, body
 		}
 		if _, err := ledger.RecordDeadLetter(ctx, d, time.Hour); err != nil {
 			t.Fatal(err)
@@ -553,16 +561,23 @@ func TestRedriveSendsWhatWasGivenUpOnOnce(t *testing.T) {
 	}
 
 	gen := Request{Action: "redrive", Queue: "generate", AuthorisedBy: by, Reason: why}
-	if a := e.do(gen); !a.OK || !a.Changed || !strings.Contains(a.Message, "1 jobs of oracle-generate-dlq sent again; 1 messages were no job") {
+	if a := e.do(gen); !a.OK || !a.Changed || !strings.Contains(a.Message, "1 jobs of oracle-dlq sent again; 1 messages were no job") {
 		t.Fatalf("redrive generate: %+v", a)
 	}
 	if a := e.do(gen); !a.OK || a.Changed {
 		t.Fatalf("redrive generate again: %+v", a)
 	}
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 || jobs[0].SessionID != "cs_test_jobGivenUp" {
-		t.Fatalf("generate jobs %+v", jobs)
+		t.Fatalf("generate jobs %+v, want the generate job only", jobs)
 	}
-	if recs := e.operatorRecords(); len(recs) != 2 {
+	jobs := Request{Action: "redrive", Queue: "mail-jobs", AuthorisedBy: by, Reason: why}
+	if a := e.do(jobs); !a.OK || !a.Changed || !strings.Contains(a.Message, "1 jobs of oracle-dlq sent again") {
+		t.Fatalf("redrive mail-jobs: %+v", a)
+	}
+	if jobs := e.jobs("MailQueue"); len(jobs) != 1 || jobs[0].SessionID != "cs_test_mailJobGivenUp" || jobs[0].Kind != oracle.MailVerdict {
+		t.Fatalf("mail jobs %+v, want the dead mail job only", jobs)
+	}
+	if recs := e.operatorRecords(); len(recs) != 3 {
 		t.Fatalf("%d operator records, want one per redrive that sent something", len(recs))
 	}
 }

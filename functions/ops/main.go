@@ -70,8 +70,8 @@ func main() {
 		Dead:        store.NewDeadLetters(queries, cfg.LedgerTable),
 		Ledger:      ledger,
 		DeadQueues: map[string]DeadQueue{
-			"generate":  {Name: queueName(cfg.GenerateDeadLetters), Source: queue.NewSender(sq, cfg.GenerateQueue, time.Now)},
-			"mail-jobs": {Name: queueName(cfg.MailDeadLetters), Source: queue.NewSender(sq, cfg.MailQueue, time.Now)},
+			"generate":  {Name: queueName(cfg.DeadLetters), Source: queue.NewSender(sq, cfg.GenerateQueue, time.Now), Takes: generateJob},
+			"mail-jobs": {Name: queueName(cfg.DeadLetters), Source: queue.NewSender(sq, cfg.MailQueue, time.Now), Takes: mailJob},
 		},
 		Seals: auditseal.New(s3, cfg.AuditBucket, cfg.Lock, time.Now),
 		Figures: func(ctx context.Context, from, to time.Time) (auditfigures.Figures, error) {

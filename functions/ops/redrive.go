@@ -20,12 +20,20 @@ type Releaser interface {
 	Release(ctx context.Context, key string) error
 }
 
-// DeadQueue is a dead-letter queue whose jobs a redrive sends back: its
-// name as the dead-letter records give it, and its source queue.
+// DeadQueue is what a redrive sends back: the jobs recorded from the
+// dead-letter queue of that name which Takes accepts, to their source
+// queue. One dead-letter queue serves every source, so each redrive takes
+// its own kind of job (a nil Takes takes every job).
 type DeadQueue struct {
 	Name   string
 	Source Sender
+	Takes  func(queue.Job) bool
 }
+
+// generateJob and mailJob tell the two kinds of job apart: a generate job
+// has no mail kind, every mail job has one.
+func generateJob(j queue.Job) bool { return j.Kind == "" }
+func mailJob(j queue.Job) bool     { return j.Kind != "" }
 
 // redriveMail names the mail dead letters in a redrive request.
 const redriveMail = "mail"
@@ -61,6 +69,9 @@ func (h *Handler) redrive(ctx context.Context, r Request) (Answer, error) {
 		if err != nil {
 			unreadable++
 			continue
+		}
+		if dq.Takes != nil && !dq.Takes(j) {
+			continue // another source's job, for its own redrive
 		}
 		j.NotBefore = nil
 		if err := dq.Source.Send(ctx, j); err != nil {

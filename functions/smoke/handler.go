@@ -71,7 +71,7 @@ func (h *Handler) Handle(ctx context.Context) (smoke.Report, error) {
 	rep := h.Runner.Run(ctx)
 	for line := range strings.SplitSeq(strings.TrimRight(rep.String(), "\n"), "\n") {
 		if line != "" {
-			h.Log.Info("smoke", "line", line)
+			h.Log.InfoContext(ctx, "smoke", "line", line)
 		}
 	}
 	h.Alerts.Raise(ctx, smoke.Announcement(rep))
@@ -80,6 +80,6 @@ func (h *Handler) Handle(ctx context.Context) (smoke.Report, error) {
 		passed = 0
 	}
 	h.Metrics.Count("SmokePassed", passed)
-	h.Log.Info("smoke run", "passed", rep.Passed(), "exit", rep.ExitCode(), "duration_ms", rep.Duration.Milliseconds())
+	h.Log.InfoContext(ctx, "smoke run", "passed", rep.Passed(), "exit", rep.ExitCode(), "duration_ms", rep.Duration.Milliseconds())
 	return rep, nil
 }

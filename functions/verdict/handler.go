@@ -178,7 +178,8 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if !oracle.ValidSessionID(id) {
 		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeInvalid, "session_id is missing or malformed")), nil
 	}
-	log := h.Log.With(obs.Session(id))
+	ctx = obs.WithOrder(ctx, id)
+	log := h.Log
 	o, found, err := h.Orders.Get(ctx, id)
 	if err != nil {
 		return httpapi.Error(ctx, log, err), nil
@@ -202,7 +203,7 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 		// known to be intact.
 		switch outcome, err := h.Verdicts.Check(ctx, o); {
 		case err != nil:
-			log.Error("a corrupt stored verdict could not be set aside; the next load tries again", "error", err.Error())
+			log.ErrorContext(ctx, "a corrupt stored verdict could not be set aside; the next load tries again", "error", err.Error())
 			return httpapi.JSON(http.StatusAccepted, preparingAgain), nil
 		case outcome == repair.Held:
 			return httpapi.JSON(http.StatusAccepted, underReview), nil
@@ -285,7 +286,7 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 		// email a second, different verdict (or one for a refunded order).
 		// The webhook never meets such a session: an order outlives every
 		// Stripe retry (oracle.MinRetentionDays).
-		log.Warn("paid session past its retention with nothing kept; not claimed again")
+		log.WarnContext(ctx, "paid session past its retention with nothing kept; not claimed again")
 		return httpapi.JSON(http.StatusGone, answer{Status: "expired", Message: fmt.Sprintf(
 			"This order is more than %d days old and we no longer keep it. Write to %s and we will help.", int(h.Retention/(24*time.Hour)), h.Support)})
 	}
@@ -299,7 +300,7 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 	if err != nil {
 		return httpapi.Error(ctx, log, err)
 	}
-	log.Info("landing claim", "outcome", res.Outcome.String(), "status", string(res.Status))
+	log.InfoContext(ctx, "landing claim", "outcome", res.Outcome.String(), "status", string(res.Status))
 	if res.Status == oracle.StatusReady {
 		// Claimed by another first and already done: the next poll serves it.
 		return httpapi.JSON(http.StatusAccepted, pending)
@@ -352,12 +353,12 @@ func (h *Handler) regenerate(ctx context.Context, log *slog.Logger, o oracle.Ord
 		if err := h.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonRegenerate}); err != nil {
 			// The next load may try again at once, not after the window.
 			if rerr := h.Regen.Release(ctx, key); rerr != nil {
-				log.Error("releasing the regeneration mark failed", "error", rerr.Error())
+				log.ErrorContext(ctx, "releasing the regeneration mark failed", "error", rerr.Error())
 			}
 			return httpapi.Error(ctx, log, err)
 		}
 		h.Metrics.Count("Regenerations", 1)
-		log.Info("expired verdict: regeneration queued")
+		log.InfoContext(ctx, "expired verdict: regeneration queued")
 	}
 	return httpapi.JSON(http.StatusAccepted, pending)
 }

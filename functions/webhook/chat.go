@@ -83,7 +83,7 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 	}
 	if ev.state.ID == "" {
 		// An invoice of no subscription (a one-off invoice): not the chat's.
-		log.Info("invoice of no subscription ignored")
+		log.InfoContext(ctx, "invoice of no subscription ignored")
 		return nil
 	}
 	log = log.With("subscription", ev.state.ID)
@@ -159,7 +159,7 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 			return err
 		}
 	}
-	log.Info("chat subscription event applied", "status", ev.state.Status)
+	log.InfoContext(ctx, "chat subscription event applied", "status", ev.state.Status)
 	return nil
 }
 
@@ -223,7 +223,7 @@ func readChatEvent(event stripe.Event) (chatEvent, bool, error) {
 func (c *Chat) unknown(ctx context.Context, log *slog.Logger, event stripe.Event, id, why string) {
 	c.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.ChatSubscriptionUnknown, Subject: id,
 		Detail: fmt.Sprintf("%s (event %s) about subscription %s %s; nothing was stored", event.Type, event.ID, id, why)})
-	log.Warn("subscription event for no known chat account", "why", why)
+	log.WarnContext(ctx, "subscription event for no known chat account", "why", why)
 }
 
 // record writes the event's audit record, with st the subscription's

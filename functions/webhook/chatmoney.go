@@ -61,7 +61,7 @@ func (m *Money) chatRefunded(ctx context.Context, log *slog.Logger, pay subscrip
 		m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.Refunded, Subject: pay.Subscription,
 			Detail: fmt.Sprintf("%s of Sisters Chat invoice %s (subscription %s) was refunded in Stripe's Dashboard; the subscription goes on: cancel it in the Dashboard, or refund and cancel with make ops ACTION=chat-refund", amount, pay.Invoice, pay.Subscription)})
 	}
-	log.Info("chat refund recorded", "by_operator", byOperator, "full", c.Refunded)
+	log.InfoContext(ctx, "chat refund recorded", "by_operator", byOperator, "full", c.Refunded)
 	return nil
 }
 
@@ -81,7 +81,7 @@ func (m *Money) chatDisputed(ctx context.Context, log *slog.Logger, pay subscrip
 	}
 	m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.DisputeOpened, Subject: pay.Subscription,
 		Detail: fmt.Sprintf("dispute %s of %s (%s) on Sisters Chat invoice %s (subscription %s); %s; answer it in Stripe's Dashboard (the invoice and its period are the evidence), and end the subscription with make ops ACTION=chat-refund if it should not renew", d.ID, amount, d.Reason, pay.Invoice, pay.Subscription, deadline)})
-	log.Warn("chat dispute recorded", "dispute", d.ID)
+	log.WarnContext(ctx, "chat dispute recorded", "dispute", d.ID)
 	return nil
 }
 
@@ -95,6 +95,6 @@ func (m *Money) chatWarned(ctx context.Context, log *slog.Logger, pay subscripti
 	}
 	m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.EarlyFraudWarning, Subject: pay.Subscription,
 		Detail: fmt.Sprintf("Radar warns that the payment of Sisters Chat invoice %s (subscription %s) was fraudulent (%s, actionable: %t); refund it and end the subscription now to avoid a dispute: make ops ACTION=chat-refund with the account's address", pay.Invoice, pay.Subscription, w.FraudType, w.Actionable)})
-	log.Warn("chat fraud warning recorded", "warning", w.ID)
+	log.WarnContext(ctx, "chat fraud warning recorded", "warning", w.ID)
 	return nil
 }

@@ -144,7 +144,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	switch t := audit.Event(event.Type); {
 	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t], chatEvents[event.Type]:
 	default:
-		log.Info("event type ignored")
+		log.InfoContext(ctx, "event type ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	// Every event taken is read in the one version its decoding knows;
@@ -162,7 +162,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	if seen {
 		h.Metrics.Count("WebhookDuplicates", 1)
-		log.Info("duplicate event ignored")
+		log.InfoContext(ctx, "duplicate event ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	switch {
@@ -189,7 +189,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		h.processed(ctx, log.With("subscription_session", true), key)
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
-	log = log.With(obs.Session(session.ID))
+	ctx = obs.WithOrder(ctx, session.ID)
 	res, err := h.Fulfil.Fulfil(ctx, session, fulfil.Trigger{
 		Source:     oracle.SourceWebhook,
 		Event:      audit.Event(event.Type),
@@ -225,10 +225,10 @@ func (h *Handler) processed(ctx context.Context, log *slog.Logger, key string) {
 	if _, err := h.Ledger.Mark(ctx, key, eventTTL); err != nil {
 		// The work is idempotent, so a redelivery after this only repeats
 		// harmless work.
-		log.Warn("recording the processed event failed", "error", err.Error())
+		log.WarnContext(ctx, "recording the processed event failed", "error", err.Error())
 	}
 	h.Metrics.Count("WebhookProcessed", 1)
-	log.Info("event processed")
+	log.InfoContext(ctx, "event processed")
 }
 
 // wrongVersion refuses a signed event rendered in another API version
@@ -247,7 +247,7 @@ func (h *Handler) wrongVersion(ctx context.Context, log *slog.Logger, livemode b
 	first, err := h.Ledger.Mark(ctx, "apiversion#"+mode+"#"+version, versionAlertEvery)
 	if err != nil {
 		// Better a second alert than none.
-		log.Warn("recording the API version alert failed", "error", err.Error())
+		log.WarnContext(ctx, "recording the API version alert failed", "error", err.Error())
 	}
 	if err != nil || first {
 		h.Alerts.Raise(ctx, alert.Alert{Severity: severity, Kind: alert.WebhookAPIVersion, Subject: mode + " " + version,

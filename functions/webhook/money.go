@@ -145,7 +145,7 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 	if !found {
 		m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.ChargeUnknown, Session: event.ID,
 			Detail: fmt.Sprintf("%s names payment intent %q (charge %s), which no order has", event.Type, p.intent, p.charge)})
-		log.Warn("money event for a payment no order has", "payment_intent", p.intent)
+		log.WarnContext(ctx, "money event for a payment no order has", "payment_intent", p.intent)
 		return nil
 	}
 	o, found, err := m.Orders.Get(ctx, session)
@@ -155,7 +155,7 @@ func (m *Money) handle(ctx context.Context, log *slog.Logger, event stripe.Event
 	if !found {
 		return fmt.Errorf("the order of payment intent %s vanished", p.intent)
 	}
-	return act(ctx, log.With(obs.Session(session)), o, arrived)
+	return act(obs.WithOrder(ctx, session), log, o, arrived)
 }
 
 // refunded records a refund: a full one makes the order REFUNDED and owes
@@ -201,7 +201,7 @@ func (m *Money) refunded(ctx context.Context, log *slog.Logger, o oracle.Order, 
 		m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.Refunded, Session: o.SessionID,
 			Detail: fmt.Sprintf("%s was refunded in Stripe's Dashboard; the order is REFUNDED and the customer is sent the refund notice", amount)})
 	}
-	log.Info("refund recorded", "changed", changed)
+	log.InfoContext(ctx, "refund recorded", "changed", changed)
 	return nil
 }
 
@@ -238,7 +238,7 @@ func (m *Money) disputed(ctx context.Context, log *slog.Logger, o oracle.Order, 
 	m.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.DisputeOpened, Session: o.SessionID,
 		Detail: fmt.Sprintf("dispute %s of %s (%s) on a %s order; %s; the evidence bundle is %s: upload it in Stripe's Dashboard",
 			d.ID, oracle.FormatAmount(d.Amount, string(d.Currency)), d.Reason, o.Status, deadline, m.Evidence.Location(key))})
-	log.Warn("dispute recorded", "dispute", d.ID)
+	log.WarnContext(ctx, "dispute recorded", "dispute", d.ID)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -179,30 +180,99 @@ var scheduledSeconds = map[string]float64{
 // act on (docs/performance.md: 36 calls a run), each priced as one unit.
 const healthRunReads = 36
 
+// idleLine is one line of the idle month, keyed so that the same line
+// at the baseline (idleBaseline) stands beside it.
+type idleLine struct {
+	Key string
+	line
+}
+
+func idleTotal(lines []idleLine) float64 {
+	sum := 0.0
+	for _, l := range lines {
+		sum += l.cost()
+	}
+	return sum
+}
+
+// The idle month as `make cost` priced it at main c4c4584 on 2026-11-27,
+// before issue 30 made the bill lean: the "before" of each line.
+const (
+	IdleBaselineCommit = "c4c4584"
+	IdleBaselineDate   = "2026-11-27"
+)
+
+var idleBaseline = []idleLine{
+	{"alarms", line{"CloudWatch alarms", 32, "alarm-months", alarmPerMonth}},
+	{"dashboards", line{"CloudWatch dashboards", 1, "dashboard-months", dashboardPerMonth}},
+	{"kms", line{"KMS keys (the alerts topic's)", 1, "key-months", kmsKeyPerMonth}},
+	{"secretsmanager", line{"Secrets Manager secrets (every credential)", 9, "secret-months", secretPerMonth}},
+	{"metricfilters", line{"custom metrics of the metric filters", 13, "metric-months", metricPerMonth}},
+	{"schedule HealthFunction Every", line{"HealthFunction Every", 8639, "runs", 0.0000130333}},
+	{"schedule OpsFunction Seal", line{"OpsFunction Seal", 30, "runs", 0.0000335335}},
+	{"schedule SmokeFunction Daily", line{"SmokeFunction Daily", 30, "runs", 0.0002302592}},
+	{"sqs", line{"SQS receives of 7 event sources' idle pollers", 7 * sqsIdlePollers * secondsPerMonth / sqsIdlePollSeconds, "requests", sqsPerRequest}},
+}
+
+// credentialKind is the service an ARN names, "ssm" or "secretsmanager";
+// a credential whose ARN this tool is not given is priced as
+// docs/deploying.md has the operator make it, an SSM SecureString.
+func credentialKind(arn string) string {
+	if parts := strings.SplitN(arn, ":", 4); len(parts) == 4 && parts[0] == "arn" && parts[2] == "secretsmanager" {
+		return "secretsmanager"
+	}
+	return "ssm"
+}
+
 // idleLines prices what the template provisions that bills with no
-// traffic: alarms, dashboards, KMS keys, the operator's secrets, the
-// metric filters' metrics, every enabled schedule's invocations (the
-// health job's reads and audit record, the daily smoke test's own
-// verdict at verdictCost), and the SQS event sources' pollers
-// long-polling their idle queues. params resolves the template (its
-// defaults where empty).
-func idleLines(t *sam.Template, params map[string]string, verdictCost float64) ([]line, error) {
-	count := func(typ string) float64 { return float64(len(t.OfType(typ))) }
+// traffic: alarms, dashboards, KMS keys, the credentials (each by its kind:
+// a Secrets Manager secret bills by the month, a standard-tier SSM
+// SecureString nothing), the metric filters' metrics, every enabled
+// schedule's invocations (the health job's reads and audit record, the
+// daily smoke test's own verdict at verdictCost), and the SQS event
+// sources' pollers long-polling their idle queues. params resolves the
+// template (its defaults where empty) and names the credentials' ARNs
+// where known; a resource whose condition is false is not provisioned.
+func idleLines(t *sam.Template, params map[string]string, verdictCost float64) ([]idleLine, error) {
 	v := &sam.Values{Params: params}
-	var secrets []string
+	var err error
+	count := func(typ string) float64 {
+		n := 0
+		for _, r := range t.OfType(typ) {
+			if r.Condition != "" {
+				ok, cerr := t.Condition(r.Condition, v)
+				if cerr != nil {
+					err = fmt.Errorf("%s: %w", r.LogicalID, cerr)
+				}
+				if !ok {
+					continue
+				}
+			}
+			n++
+		}
+		return float64(n)
+	}
+	kinds := map[string][]string{}
 	graph := params["MailTransport"] == "graph"
 	for name := range t.Parameters {
 		if strings.HasSuffix(name, "Arn") && !strings.Contains(name, "Kms") && (graph || !strings.Contains(name, "Graph")) {
-			secrets = append(secrets, name)
+			k := credentialKind(params[name])
+			kinds[k] = append(kinds[k], name)
 		}
 	}
-	sort.Strings(secrets)
-	lines := []line{
-		{"CloudWatch alarms", count("AWS::CloudWatch::Alarm"), "alarm-months", alarmPerMonth},
-		{"CloudWatch dashboards (past the account's three free)", count("AWS::CloudWatch::Dashboard"), "dashboard-months", dashboardPerMonth},
-		{"KMS keys (the alerts topic's)", count("AWS::KMS::Key"), "key-months", kmsKeyPerMonth},
-		{"Secrets Manager secrets (" + strings.Join(secrets, ", ") + "; free as SSM standard parameters)", float64(len(secrets)), "secret-months", secretPerMonth},
-		{"custom metrics of the metric filters (published on every log event, default 0)", count("AWS::Logs::MetricFilter"), "metric-months", metricPerMonth},
+	for _, names := range kinds {
+		sort.Strings(names)
+	}
+	lines := []idleLine{
+		{"alarms", line{"CloudWatch alarms", count("AWS::CloudWatch::Alarm"), "alarm-months", alarmPerMonth}},
+		{"dashboards", line{"CloudWatch dashboards (past the account's three free)", count("AWS::CloudWatch::Dashboard"), "dashboard-months", dashboardPerMonth}},
+		{"kms", line{"KMS keys", count("AWS::KMS::Key"), "key-months", kmsKeyPerMonth}},
+		{"secretsmanager", line{"Secrets Manager secrets (" + strings.Join(kinds["secretsmanager"], ", ") + ")", float64(len(kinds["secretsmanager"])), "secret-months", secretPerMonth}},
+		{"ssm", line{"SSM SecureStrings, standard tier (" + strings.Join(kinds["ssm"], ", ") + ")", float64(len(kinds["ssm"])), "parameter-months", ssmStandardPerMonth}},
+		{"metricfilters", line{"custom metrics of the metric filters (published on every log event, default 0)", count("AWS::Logs::MetricFilter"), "metric-months", metricPerMonth}},
+	}
+	if err != nil {
+		return nil, err
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	queues := 0
@@ -234,12 +304,43 @@ func idleLines(t *sam.Template, params map[string]string, verdictCost float64) (
 				perRun += verdictCost
 				what += ", and the verdict it makes"
 			}
-			lines = append(lines, line{what, float64(n), "runs", perRun})
+			lines = append(lines, idleLine{"schedule " + fn.LogicalID + " " + ev.Name, line{what, float64(n), "runs", perRun}})
 		}
 	}
 	polls := float64(queues*sqsIdlePollers) * secondsPerMonth / sqsIdlePollSeconds
-	lines = append(lines, line{fmt.Sprintf("SQS receives of %d event sources' idle pollers (%d each, one 20 s long poll at a time)", queues, sqsIdlePollers), polls, "requests", sqsPerRequest})
+	lines = append(lines, idleLine{"sqs", line{fmt.Sprintf("SQS receives of %d event sources' idle pollers (%d each, one 20 s long poll at a time)", queues, sqsIdlePollers), polls, "requests", sqsPerRequest}})
 	return lines, nil
+}
+
+// printIdle prints each idle line now beside its cost at the baseline,
+// then the lines the baseline had and the template no longer has.
+func printIdle(w io.Writer, now []idleLine) {
+	before := map[string]idleLine{}
+	for _, b := range idleBaseline {
+		before[b.Key] = b
+	}
+	fmt.Fprintf(w, "  %-100s %12s %-16s   %10s %10s   %s\n", "", "quantity", "", "now", "before", "(main "+IdleBaselineCommit+", "+IdleBaselineDate+")")
+	seen := map[string]bool{}
+	for _, l := range now {
+		seen[l.Key] = true
+		b, was := before[l.Key]
+		if l.Quantity == 0 && !was {
+			continue
+		}
+		fmt.Fprintf(w, "  %-100s %12.4f %-16s x $%.10f = $%9.6f", l.What, l.Quantity, l.Unit, l.Price, l.cost())
+		if was {
+			fmt.Fprintf(w, "  $%9.6f", b.cost())
+		} else {
+			fmt.Fprintf(w, "  %10s", "-")
+		}
+		fmt.Fprintln(w)
+	}
+	for _, b := range idleBaseline {
+		if !seen[b.Key] {
+			fmt.Fprintf(w, "  %-100s %12s %-16s   %14s = $%9.6f  $%9.6f\n", b.What+" (gone)", "0", b.Unit, "", 0.0, b.cost())
+		}
+	}
+	fmt.Fprintf(w, "  per month: $%.2f now, $%.2f before; goal under $%.2f: %s\n", idleTotal(now), idleTotal(idleBaseline), goalIdle, met(idleTotal(now) < goalIdle))
 }
 
 // firings counts a schedule expression's firings in days from start.

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/chatreply"
 )
@@ -100,17 +102,20 @@ func TestFirings(t *testing.T) {
 
 const idleTemplate = `
 Parameters:
-  Transport: {Type: String, Default: ses}
+  MailTransport: {Type: String, Default: ses}
+  Board: {Type: String, Default: "yes"}
   HashPepperArn: {Type: String}
+  GeminiApiKeyArn: {Type: String}
   GraphCredentialsArn: {Type: String, Default: ""}
   SecretsKmsKeyArn: {Type: String, Default: ""}
 Conditions:
-  Graph: !Equals [!Ref Transport, graph]
+  Graph: !Equals [!Ref MailTransport, graph]
+  HasBoard: !Equals [!Ref Board, "yes"]
 Resources:
   Queue: {Type: AWS::SQS::Queue}
   A1: {Type: AWS::CloudWatch::Alarm}
   A2: {Type: AWS::CloudWatch::Alarm}
-  Board: {Type: AWS::CloudWatch::Dashboard}
+  Board: {Type: AWS::CloudWatch::Dashboard, Condition: HasBoard}
   Key: {Type: AWS::KMS::Key}
   Filter: {Type: AWS::Logs::MetricFilter}
   HealthFunction:
@@ -123,27 +128,71 @@ Resources:
         Jobs: {Type: SQS, Properties: {Queue: !GetAtt Queue.Arn}}
 `
 
-// TestIdleLines prices a small template's idle month by hand.
+// TestIdleLines prices a small template's idle month by hand: each
+// credential by the kind of its ARN (SSM when not given, as the deploy
+// guide makes them), a resource only when its condition holds.
 func TestIdleLines(t *testing.T) {
 	tmpl, err := sam.Parse([]byte(idleTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, err := idleLines(tmpl, map[string]string{}, 0.001)
-	if err != nil {
-		t.Fatal(err)
-	}
 	health := lambdaPerRequest + 1*1*lambdaPerGBSecondArm + healthRunReads*dynamoPerReadUnit + s3PerPut
-	want := 2*alarmPerMonth + dashboardPerMonth + kmsKeyPerMonth + 1*secretPerMonth + metricPerMonth +
-		29*health + // rate(1 day) in 30 days; the disabled schedule not at all
-		sqsIdlePollers*secondsPerMonth/sqsIdlePollSeconds*sqsPerRequest
-	if got := total(lines); !near(got, want) {
-		t.Errorf("idle month $%.6f, want $%.6f:\n%v", got, want, lines)
+	// rate(1 day) in 30 days; the disabled schedule not at all
+	rest := 2*alarmPerMonth + kmsKeyPerMonth + metricPerMonth + 29*health + sqsIdlePollers*secondsPerMonth/sqsIdlePollSeconds*sqsPerRequest
+	const sm, ssm = "arn:aws:secretsmanager:us-east-1:123456789012:secret:oracle/x-AbCdEf", "arn:aws:ssm:us-east-1:123456789012:parameter/oracle/x"
+	for _, tc := range []struct {
+		name    string
+		params  map[string]string
+		want    float64
+		secrets string // the Secrets Manager line's names
+	}{
+		{"no ARNs given: both credentials SSM, free", map[string]string{}, rest + dashboardPerMonth, "()"},
+		{"one in Secrets Manager", map[string]string{"GeminiApiKeyArn": sm, "HashPepperArn": ssm}, rest + dashboardPerMonth + secretPerMonth, "(GeminiApiKeyArn)"},
+		{"both in Secrets Manager, no Graph with SES", map[string]string{"GeminiApiKeyArn": sm, "HashPepperArn": sm, "GraphCredentialsArn": sm}, rest + dashboardPerMonth + 2*secretPerMonth, "(GeminiApiKeyArn, HashPepperArn)"},
+		{"with Graph, its credentials and its schedule too", map[string]string{"MailTransport": "graph", "GraphCredentialsArn": sm}, rest + dashboardPerMonth + secretPerMonth + (30*24*60-1)*health, "(GraphCredentialsArn)"},
+		{"the dashboard's condition false", map[string]string{"Board": "no"}, rest, "()"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines, err := idleLines(tmpl, tc.params, 0.001)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := idleTotal(lines); !near(got, tc.want) {
+				t.Errorf("idle month $%.6f, want $%.6f:\n%v", got, tc.want, lines)
+			}
+			for _, l := range lines {
+				if l.Key == "secretsmanager" && !strings.HasSuffix(l.What, tc.secrets) {
+					t.Errorf("%s; want %s", l.What, tc.secrets)
+				}
+			}
+		})
 	}
-	for _, l := range lines {
-		if strings.Contains(l.What, "Secrets") && (strings.Contains(l.What, "Graph") || !strings.Contains(l.What, "HashPepperArn")) {
-			t.Errorf("secrets counted: %s; want the pepper only (no Graph with SES, no KMS key)", l.What)
-		}
+}
+
+// The baseline is the idle month `make cost` printed at c4c4584.
+func TestIdleBaseline(t *testing.T) {
+	if got := idleTotal(idleBaseline); math.Abs(got-16.63) > 0.005 {
+		t.Errorf("the baseline comes to $%.4f, want the $16.63 printed at %s", got, IdleBaselineCommit)
+	}
+}
+
+func TestParseOverrides(t *testing.T) {
+	for _, tc := range []struct{ name, toml string }{
+		{"one string, as the guided deploy writes it", `[default.deploy.parameters]
+stack_name = "oracle"
+parameter_overrides = "BaseUrl=\"https://42sisters.ai\" HashPepperArn=\"arn:aws:ssm:ca-central-1:123456789012:parameter/oracle/pepper\" GeminiApiKeyArn=\"arn:aws:secretsmanager:ca-central-1:123456789012:secret:oracle/gemini-AbCdEf\""
+`},
+		{"a list", `parameter_overrides = ["BaseUrl=https://42sisters.ai", "HashPepperArn=arn:aws:ssm:ca-central-1:123456789012:parameter/oracle/pepper", "GeminiApiKeyArn=arn:aws:secretsmanager:ca-central-1:123456789012:secret:oracle/gemini-AbCdEf"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseOverrides(tc.toml)
+			if got["BaseUrl"] != "https://42sisters.ai" || credentialKind(got["HashPepperArn"]) != "ssm" || credentialKind(got["GeminiApiKeyArn"]) != "secretsmanager" {
+				t.Errorf("%v", got)
+			}
+		})
+	}
+	if got := parseOverrides("stack_name = \"oracle\"\n"); len(got) != 0 {
+		t.Errorf("no overrides read as %v", got)
 	}
 }
 
@@ -172,5 +221,37 @@ func TestChatExchangeIsPriced(t *testing.T) {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("the chat's lines lack %q:\n%s", s, out.String())
 		}
+	}
+}
+
+// TestIdleLinesOfTheTemplate reads template.yaml as make cost does: its
+// credentials are free as the deploy guide makes them (SSM), priced at
+// $0.40 each when given as Secrets Manager ARNs, and it makes no KMS key.
+func TestIdleLinesOfTheTemplate(t *testing.T) {
+	tmpl, err := sam.Load(filepath.Join(filepath.Dir(provision.TemplatePath()), "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := func(params map[string]string) map[string]idleLine {
+		lines, err := idleLines(tmpl, params, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]idleLine{}
+		for _, l := range lines {
+			m[l.Key] = l
+		}
+		return m
+	}
+	now := byKey(map[string]string{})
+	if sm, ssm := now["secretsmanager"], now["ssm"]; sm.Quantity != 0 || ssm.Quantity < 6 || ssm.cost() != 0 {
+		t.Errorf("documented kinds: %v, %v; want every credential an SSM parameter, free", sm, ssm)
+	}
+	if k := now["kms"]; k.cost() != 0 {
+		t.Errorf("%v, want no KMS key", k)
+	}
+	arn := "arn:aws:secretsmanager:us-east-1:123456789012:secret:oracle/gemini-AbCdEf"
+	if sm := byKey(map[string]string{"GeminiApiKeyArn": arn, "HashPepperArn": arn})["secretsmanager"]; !near(sm.cost(), 2*secretPerMonth) {
+		t.Errorf("two Secrets Manager ARNs: %v", sm)
 	}
 }

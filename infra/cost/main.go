@@ -1,9 +1,10 @@
 // Command cost prices a verdict's infrastructure (everything but the model)
-// and the stack's idle month, from the figures a burst of orders through the
-// local stack measured (`make cost` runs one; `make bench-burst` writes
-// .build/burst-full.json) and the public prices of one region (prices.go);
-// and the model's cost of a Sisters Chat exchange, from the tokens one
-// exchange at its bounds uses against the fake model, at Gemini's prices.
+// and the stack's idle month, each idle line beside its figure before issue
+// 30, from the figures a burst of orders through the local stack measured
+// (`make cost` runs one; `make bench-burst` writes .build/burst-full.json)
+// and the public prices of one region (prices.go); the model's cost of a
+// verdict per tier and of a Sisters Chat exchange, from the tokens the fake
+// model counts, at Gemini's prices; and each sale's margin in one table.
 //
 // Usage: go run ./infra/cost FIGURES.json
 package main
@@ -21,10 +22,11 @@ import (
 	"42sisters.ai/oracle/infra/sam"
 )
 
-// The goals of issue 16, item 5.
+// The goals: a verdict's infrastructure (issue 16, item 5) and the idle
+// month (issue 30, item 5).
 const (
 	goalPerVerdict = 0.0005
-	goalIdle       = 0.0
+	goalIdle       = 5.0
 )
 
 func main() {
@@ -78,21 +80,33 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  per verdict: $%.6f (the model excluded)\n", per)
 	}
-	idle, err := idleLines(t, map[string]string{}, verdict)
+	params, err := deployedParams(filepath.Join(filepath.Dir(provision.TemplatePath()), "samconfig.toml"))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nIdle, a %d-day month with no orders\n", daysPerMonth)
-	printLines(w, idle, 1)
-	idleTotal := total(idle)
-	fmt.Fprintf(w, "  per month: $%.2f\n", idleTotal)
+	idle, err := idleLines(t, params, verdict)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nIdle, a %d-day month with no orders (credentials by the kind of their ARN in samconfig.toml, else SSM as docs/deploying.md makes them)\n", daysPerMonth)
+	printIdle(w, idle)
 	chat, err := measureChat(context.Background())
 	if err != nil {
 		return err
 	}
 	printChat(w, chat)
-	fmt.Fprintf(w, "\nCOST: $%.6f per verdict (goal under $%.4f: %s); $%.2f a month idle (goal $%.0f: %s)\n",
-		verdict, goalPerVerdict, met(verdict < goalPerVerdict), idleTotal, goalIdle, met(idleTotal <= goalIdle))
+	verdicts, err := measureVerdicts(context.Background())
+	if err != nil {
+		return err
+	}
+	dailyCap, err := t.ResolveInt(sam.Intrinsic{Name: "Ref", Arg: "ChatDailyCap"}, &sam.Values{Params: params})
+	if err != nil {
+		return fmt.Errorf("ChatDailyCap: %w", err)
+	}
+	printModel(w, verdicts, sales(verdicts, chat, verdict, dailyCap))
+	idleNow := idleTotal(idle)
+	fmt.Fprintf(w, "\nCOST: $%.6f per verdict (goal under $%.4f: %s); $%.2f a month idle, $%.2f before (goal under $%.0f: %s)\n",
+		verdict, goalPerVerdict, met(verdict < goalPerVerdict), idleNow, idleTotal(idleBaseline), goalIdle, met(idleNow < goalIdle))
 	fmt.Fprintf(w, "COST: $%.6f of model per chat exchange, at most $%.6f\n", chat.measured(), chat.most())
 	return nil
 }

@@ -43,19 +43,23 @@ const (
 	// https://aws.amazon.com/cloudwatch/pricing/ (logs ingested per GB;
 	// a standard-resolution alarm per month; a dashboard per month, past
 	// the three free ones; a custom metric per month).
-	logsPerGB          = 0.50
-	alarmPerMonth      = 0.10
-	dashboardPerMonth  = 3.00
-	metricPerMonth     = 0.30
-	secretPerMonth     = 0.40 // https://aws.amazon.com/secrets-manager/pricing/
-	secretsPerCall     = 0.05 / 10000
-	kmsKeyPerMonth     = 1.00 // https://aws.amazon.com/kms/pricing/
-	kmsPerRequest      = 0.03 / 10000
-	xrayPerTrace       = 5.00 / 1e6 // https://aws.amazon.com/xray/pricing/ (traces recorded)
-	daysPerMonth       = 30
-	secondsPerMonth    = daysPerMonth * 24 * 3600
-	sqsIdlePollSeconds = 20 // Lambda's pollers long-poll an idle queue, 20 s a request
-	sqsIdlePollers     = 5  // the pollers an SQS event source keeps at rest
+	logsPerGB         = 0.50
+	alarmPerMonth     = 0.10
+	dashboardPerMonth = 3.00
+	metricPerMonth    = 0.30
+	secretPerMonth    = 0.40 // https://aws.amazon.com/secrets-manager/pricing/
+	secretsPerCall    = 0.05 / 10000
+	// https://aws.amazon.com/systems-manager/pricing/ (Parameter Store:
+	// standard parameters and their standard-throughput API calls are
+	// free; a SecureString under the aws/ssm key adds no key to pay for).
+	ssmStandardPerMonth = 0.0
+	kmsKeyPerMonth      = 1.00 // https://aws.amazon.com/kms/pricing/
+	kmsPerRequest       = 0.03 / 10000
+	xrayPerTrace        = 5.00 / 1e6 // https://aws.amazon.com/xray/pricing/ (traces recorded)
+	daysPerMonth        = 30
+	secondsPerMonth     = daysPerMonth * 24 * 3600
+	sqsIdlePollSeconds  = 20 // Lambda's pollers long-poll an idle queue, 20 s a request
+	sqsIdlePollers      = 5  // the pollers an SQS event source keeps at rest
 )
 
 // The model's prices: Gemini 2.5 Flash (prompt.ChatThinkingBudget needs a
@@ -68,4 +72,17 @@ const (
 	GeminiPricesDate     = "2025-06-17"
 	geminiPerInputToken  = 0.30 / 1e6
 	geminiPerOutputToken = 2.50 / 1e6
+)
+
+// What a sale brings in. The tiers and Sisters Chat are priced in Canadian
+// dollars (shared/oracle), converted at the Bank of Canada's daily rate of
+// ExchangeRateDate, the Gemini prices' date (about 1.36 Canadian dollars a
+// US dollar); a card payment pays Stripe's standard Canadian fee
+// (https://stripe.com/en-ca/pricing, domestic cards, on the same date).
+// The agent rail is paid in USDC, taken at one US dollar.
+const (
+	ExchangeRateDate           = "2025-06-17"
+	usdPerCAD                  = 0.7350
+	stripeCardPercent          = 2.9
+	stripeCardFixedCents int64 = 30
 )

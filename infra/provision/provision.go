@@ -18,11 +18,11 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -41,8 +41,8 @@ type Options struct {
 	// Params overrides template parameters (non-secret ones).
 	Params map[string]string
 	// Secrets maps a parameter that takes a secret ARN (e.g.
-	// "StripeSecretKeyArn") to the secret's value. Each is stored in Secrets
-	// Manager and the parameter is set to its ARN, so functions read secrets
+	// "StripeSecretKeyArn") to the secret's value. Each is stored as an SSM
+	// SecureString and the parameter is set to its ARN, so functions read secrets
 	// exactly as in production. An empty value leaves the parameter empty.
 	Secrets map[string]string
 }
@@ -132,31 +132,25 @@ func (st *Stack) secrets(ctx context.Context, o Options) error {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	sm := secretsmanager.NewFromConfig(o.AWS)
+	params := ssm.NewFromConfig(o.AWS)
 	for _, param := range names {
 		value := o.Secrets[param]
 		if value == "" {
 			st.Values.Params[param] = ""
 			continue
 		}
-		name := o.Prefix + param
-		out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(value)})
-		var exists *smtypes.ResourceExistsException
-		switch {
-		case errors.As(err, &exists):
-			if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(name), SecretString: aws.String(value)}); err != nil {
-				return fmt.Errorf("update secret %s: %w", name, err)
-			}
-			d, err := sm.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String(name)})
-			if err != nil {
-				return fmt.Errorf("describe secret %s: %w", name, err)
-			}
-			st.Values.Params[param] = aws.ToString(d.ARN)
-		case err != nil:
-			return fmt.Errorf("create secret %s: %w", name, err)
-		default:
-			st.Values.Params[param] = aws.ToString(out.ARN)
+		// The documented kind (docs/deploying.md): a standard-tier
+		// SecureString under the account's aws/ssm key, named by path.
+		name := "/" + strings.TrimSuffix(o.Prefix, "-") + "/" + strings.TrimSuffix(param, "Arn")
+		if _, err := params.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(value),
+			Type: ssmtypes.ParameterTypeSecureString, Tier: ssmtypes.ParameterTierStandard, Overwrite: aws.Bool(true)}); err != nil {
+			return fmt.Errorf("put parameter %s: %w", name, err)
 		}
+		out, err := params.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("read parameter %s: %w", name, err)
+		}
+		st.Values.Params[param] = aws.ToString(out.Parameter.ARN)
 	}
 	return nil
 }

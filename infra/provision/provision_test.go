@@ -15,11 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -37,7 +40,7 @@ func TestProvisionFollowsTheTemplate(t *testing.T) {
 		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
 		MaxReceiveCount     any    `json:"maxReceiveCount"`
 	}
-	if err := json.Unmarshal([]byte(a.Attributes["RedrivePolicy"]), &rp); err != nil || rp.DeadLetterTargetArn != f.Attr("GenerateDeadLetterQueue.Arn") {
+	if err := json.Unmarshal([]byte(a.Attributes["RedrivePolicy"]), &rp); err != nil || rp.DeadLetterTargetArn != f.Attr("DeadLetterQueue.Arn") {
 		t.Fatalf("redrive %q: %v", a.Attributes["RedrivePolicy"], err)
 	}
 	if a.Attributes["VisibilityTimeout"] != "900" {
@@ -222,5 +225,30 @@ Resources:
 		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 			t.Errorf("params %v: Schedules = %+v, want %+v", tc.params, got, want)
 		}
+	}
+}
+
+// The local stack keeps its credentials as the deploy guide has the
+// operator keep them: standard-tier SSM SecureStrings, each parameter set
+// to the ARN a function reads with decryption (config.AWSSecrets).
+func TestSecretsAreSecureStrings(t *testing.T) {
+	ctx := context.Background()
+	f := provision.ForTest(t, map[string]string{"HashPepperArn": "pepper-pepper-pepper", "StripeWebhookSecretArn": ""})
+	arn := f.Values.Params["HashPepperArn"]
+	if !strings.HasPrefix(arn, "arn:aws:ssm:") || !strings.Contains(arn, ":parameter/") {
+		t.Fatalf("HashPepperArn = %q, want an SSM parameter's ARN", arn)
+	}
+	if f.Values.Params["StripeWebhookSecretArn"] != "" {
+		t.Errorf("an empty secret was stored: %q", f.Values.Params["StripeWebhookSecretArn"])
+	}
+	out, err := ssm.NewFromConfig(f.AWS).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(arn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := out.Parameter; p.Type != ssmtypes.ParameterTypeSecureString || aws.ToString(p.Value) == "pepper-pepper-pepper" {
+		t.Errorf("stored as %s, value readable without decryption: %v", p.Type, aws.ToString(p.Value) == "pepper-pepper-pepper")
+	}
+	if got, err := config.NewAWSSecrets(f.AWS).Secret(ctx, arn); err != nil || got != "pepper-pepper-pepper" {
+		t.Errorf("a function reads %q (%v), want the pepper", got, err)
 	}
 }

@@ -130,9 +130,9 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 		switch {
 		case err != nil:
 			// Better a duplicate alert than a missing one.
-			al.Log.Warn("alert dedupe unavailable; sending anyway", append(attrs, "error", err.Error())...)
+			al.Log.WarnContext(ctx, "alert dedupe unavailable; sending anyway", append(attrs, "error", err.Error())...)
 		case !first:
-			al.Log.Info("alert suppressed within dedupe window", attrs...)
+			al.Log.InfoContext(ctx, "alert suppressed within dedupe window", attrs...)
 			return
 		}
 	}
@@ -144,11 +144,11 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 			Message:  aws.String(text),
 		})
 		if err == nil {
-			al.Log.Warn("alert raised", attrs...)
+			al.Log.WarnContext(ctx, "alert raised", attrs...)
 			return
 		}
 	}
-	al.Log.Error("alert could not be published; this line is the alert", append(attrs, "alert_fallback", true, "error", err.Error())...)
+	al.Log.ErrorContext(ctx, "alert could not be published; this line is the alert", append(attrs, "alert_fallback", true, "error", err.Error())...)
 }
 
 // dedupeKey is the Ledger key of a's dedupe window. An escalation (the

@@ -38,7 +38,7 @@ func (rc *Recorder) Require(ctx context.Context, r Record, id string) error {
 	if _, err := rc.Writer.Write(ctx, r, id); err != nil {
 		rc.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.AuditWriteFailed, Session: r.SessionID,
 			Detail: string(r.Event) + " audit record not written"})
-		rc.Log.Error("audit write failed", obs.Session(r.SessionID), "event", string(r.Event), "error", err.Error())
+		rc.Log.ErrorContext(ctx, "audit write failed", obs.Order(r.SessionID), "event", string(r.Event), "error", err.Error())
 		return err
 	}
 	return nil

@@ -341,7 +341,7 @@ func (r *Replier) allow(ctx context.Context, log *slog.Logger) (circuit.Permit, 
 	case errors.As(err, &open):
 		return p, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case err != nil:
-		log.Warn("circuit state unreadable; calling the model", "error", err.Error())
+		log.WarnContext(ctx, "circuit state unreadable; calling the model", "error", err.Error())
 	}
 	return p, nil
 }
@@ -361,7 +361,7 @@ func (r *Replier) report(ctx context.Context, log *slog.Logger, p circuit.Permit
 		t, err = r.Circuit.Succeeded(ctx, p, slowest)
 	}
 	if err != nil {
-		log.Error("recording the model's health in the circuit failed", "error", err.Error())
+		log.ErrorContext(ctx, "recording the model's health in the circuit failed", "error", err.Error())
 	}
 	if r.Alerts != nil {
 		switch {
@@ -373,7 +373,7 @@ func (r *Replier) report(ctx context.Context, log *slog.Logger, p circuit.Permit
 		}
 	}
 	if t.Changed() {
-		log.Warn("circuit " + t.String())
+		log.WarnContext(ctx, "circuit "+t.String())
 	}
 }
 

@@ -69,7 +69,7 @@ func TestValuesAndDefaults(t *testing.T) {
 
 func TestSecretsFromSecretsManagerAndSSM(t *testing.T) {
 	ctx := context.Background()
-	f := provision.ForTest(t, map[string]string{"StripeSecretKeyArn": "sk_test_from_secrets_manager"})
+	f := provision.ForTest(t, nil)
 	name := "/oracle/test/" + f.Ref("OrdersTable")
 	_, err := ssm.NewFromConfig(f.AWS).PutParameter(ctx, &ssm.PutParameterInput{
 		Name: aws.String(name), Value: aws.String("pepper-from-ssm"), Type: ssmtypes.ParameterTypeSecureString,
@@ -77,9 +77,14 @@ func TestSecretsFromSecretsManagerAndSSM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sm, err := secretsmanager.NewFromConfig(f.AWS).CreateSecret(ctx, &secretsmanager.CreateSecretInput{
+		Name: aws.String("oracle/test/" + f.Ref("OrdersTable")), SecretString: aws.String("sk_test_from_secrets_manager")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := config.NewAWSSecrets(f.AWS)
 	env := config.New(lookup(map[string]string{
-		"STRIPE_SECRET_KEY_ARN": f.Values.Params["StripeSecretKeyArn"],
+		"STRIPE_SECRET_KEY_ARN": aws.ToString(sm.ARN),
 		"HASH_PEPPER_ARN":       "arn:aws:ssm:us-east-1:123456789012:parameter" + name,
 		"MISSING_ARN":           "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope-AbCdEf",
 	}), src)
@@ -140,8 +145,10 @@ func TestCredentialIsReadAgainWhenRefused(t *testing.T) {
 	if err := env.Err(); err != nil || key.Get() != "old-key" || local.Get() != "sk_test_local" {
 		t.Fatalf("read %q and %q: %v", key.Get(), local.Get(), err)
 	}
-	if _, err := secretsmanager.NewFromConfig(f.AWS).PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
-		SecretId: aws.String(arn), SecretString: aws.String("new-key")}); err != nil {
+	// The local stack's credentials are SSM SecureStrings, as deployed ones are.
+	if _, err := ssm.NewFromConfig(f.AWS).PutParameter(ctx, &ssm.PutParameterInput{
+		Name: aws.String(arn[strings.Index(arn, ":parameter")+len(":parameter"):]), Value: aws.String("new-key"),
+		Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := key.Renew(ctx, "old-key"); got != "new-key" || !ok {

@@ -103,7 +103,7 @@ type Result struct {
 func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Result, error) {
 	now := f.Now()
 	want := f.order(s, t, now)
-	log := f.Log.With(obs.Session(s.ID), "event", t.Event, "livemode", s.Livemode)
+	log := f.Log.With(obs.Order(s.ID), "event", t.Event, "livemode", s.Livemode)
 
 	claim, err := f.Orders.ClaimOrder(ctx, want, f.lease(ctx, now))
 	if err != nil {
@@ -112,13 +112,13 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 	res := Result{Outcome: claim.Outcome, Status: claim.Order.Status}
 	log = log.With("outcome", claim.Outcome.String(), "status", string(claim.Order.Status))
 	if claim.Outcome == oracle.InFlight {
-		log.Info("order is being claimed by another attempt")
+		log.InfoContext(ctx, "order is being claimed by another attempt")
 		return res, oracle.Errorf(oracle.CodeConflict, "this session is being processed; retry later")
 	}
 	if claim.MustEnqueue() {
 		if err := f.deliverOwed(ctx, s, claim); err != nil {
 			if rerr := f.Orders.ReleaseJobLease(ctx, s.ID, claim.Lease); rerr != nil {
-				log.Error("releasing job lease failed", "error", rerr.Error())
+				log.ErrorContext(ctx, "releasing job lease failed", "error", rerr.Error())
 			}
 			return res, err
 		}
@@ -127,7 +127,7 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 		// Alerted by the recorder; the trigger is retried.
 		return res, err
 	}
-	log.Info("session fulfilled")
+	log.InfoContext(ctx, "session fulfilled")
 	return res, nil
 }
 
@@ -155,7 +155,7 @@ func (f *Service) ClaimPaid(ctx context.Context, want oracle.Order) (Result, err
 		s := oracle.Session{ID: want.SessionID, AmountTotal: want.AmountTotal, Currency: want.Currency, Livemode: want.Livemode}
 		if err := f.deliverOwed(ctx, s, claim); err != nil {
 			if rerr := f.Orders.ReleaseJobLease(ctx, want.SessionID, claim.Lease); rerr != nil {
-				f.Log.Error("releasing job lease failed", obs.Session(want.SessionID), "error", rerr.Error())
+				f.Log.ErrorContext(ctx, "releasing job lease failed", obs.Order(want.SessionID), "error", rerr.Error())
 			}
 			return res, err
 		}
@@ -184,11 +184,11 @@ func (f *Service) Redeliver(ctx context.Context, r Reclaimer, seen oracle.Order)
 	s := oracle.Session{ID: o.SessionID, TierRaw: o.TierRaw, Query: o.Query, AmountTotal: o.AmountTotal, Currency: o.Currency, Livemode: o.Livemode}
 	if err := f.deliverOwed(ctx, s, claim); err != nil {
 		if rerr := f.Orders.ReleaseJobLease(ctx, o.SessionID, claim.Lease); rerr != nil {
-			f.Log.Error("releasing job lease failed", obs.Session(o.SessionID), "error", rerr.Error())
+			f.Log.ErrorContext(ctx, "releasing job lease failed", obs.Order(o.SessionID), "error", rerr.Error())
 		}
 		return false, err
 	}
-	f.Log.Warn("owed job sent again", obs.Session(o.SessionID), "status", string(o.Status))
+	f.Log.WarnContext(ctx, "owed job sent again", obs.Order(o.SessionID), "status", string(o.Status))
 	return true, nil
 }
 
@@ -234,7 +234,7 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 		// The job is on its queue. Its consumer must be idempotent anyway
 		// (SQS delivers at least once); a later claim may enqueue it again,
 		// which then changes nothing.
-		f.Log.Error("recording the enqueued job failed", obs.Session(o.SessionID), "error", err.Error())
+		f.Log.ErrorContext(ctx, "recording the enqueued job failed", obs.Order(o.SessionID), "error", err.Error())
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func Recover(log *slog.Logger, h Handler) Handler {
 	return func(ctx context.Context, r Request) (resp Response, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				log.Error("panic in handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				log.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				resp, err = JSON(http.StatusInternalServerError, map[string]string{"error": "internal error"}), nil
 			}
 		}()

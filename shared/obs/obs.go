@@ -1,6 +1,7 @@
 // Package obs provides the structured JSON logger and CloudWatch embedded
-// metric format lines every function writes, with the privacy rules built in:
-// session ids are shortened and email or query attributes are redacted.
+// metric format lines every function writes, with the privacy rules built in
+// (email or query attributes are redacted) and the ids of the context on every
+// line (context.go).
 package obs
 
 import (
@@ -10,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"42sisters.ai/oracle/shared/oracle"
 )
 
 // redacted are attribute keys whose values must never reach a log line.
@@ -24,7 +23,7 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+	return slog.New(WithContext(slog.NewJSONHandler(w, &slog.HandlerOptions{
 		Level: l,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if redacted[strings.ToLower(a.Key)] {
@@ -32,11 +31,8 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 			}
 			return a
 		},
-	}))
+	})))
 }
-
-// Session is the log attribute for a session: its 12-character prefix only.
-func Session(id string) slog.Attr { return slog.String("session", oracle.ShortID(id)) }
 
 // Metrics writes CloudWatch embedded metric format lines.
 type Metrics struct {

@@ -89,7 +89,7 @@ func (g *Guard) Check(ctx context.Context, o oracle.Order) (Outcome, error) {
 		// Another reader set it aside first and raised the alert.
 		return outcome, nil
 	}
-	log := g.Log.With(obs.Session(o.SessionID))
+	log := g.Log.With(obs.Order(o.SessionID))
 	detail := "the stored verdict " + why + "; set aside, and "
 	switch mode {
 	case store.SetAsideRegenerate:
@@ -104,12 +104,12 @@ func (g *Guard) Check(ctx context.Context, o oracle.Order) (Outcome, error) {
 		detail += "held for the operator (" + holdReason(o) + "): deliver it (make ops ACTION=deliver generates it again) or refund it"
 	}
 	g.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.VerdictCorrupt, Session: o.SessionID, Detail: detail})
-	log.Error("corrupt stored verdict set aside", "problem", why, "mode", mode.String())
+	log.ErrorContext(ctx, "corrupt stored verdict set aside", "problem", why, "mode", mode.String())
 	// The generator does what the order now calls for: a generation, or
 	// the review notice of a held order. Should the send fail, the health
 	// job finds the PAID order without progress and sends its job again.
 	if err := g.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: queue.ReasonRegenerate}); err != nil {
-		log.Error("queueing the repair of a corrupt verdict failed; the health job will send it again", "error", err.Error())
+		log.ErrorContext(ctx, "queueing the repair of a corrupt verdict failed; the health job will send it again", "error", err.Error())
 	}
 	return outcome, nil
 }

@@ -111,11 +111,11 @@ func (v *Value) Renew(ctx context.Context, refused string) (string, bool) {
 		fresh = strings.TrimSpace(fresh)
 		switch {
 		case err != nil:
-			v.log.Warn("re-reading a refused secret failed", "secret", v.name, "error", err.Error())
+			v.log.WarnContext(ctx, "re-reading a refused secret failed", "secret", v.name, "error", err.Error())
 		case fresh == "":
-			v.log.Warn("re-reading a refused secret found it empty; keeping the old value", "secret", v.name)
+			v.log.WarnContext(ctx, "re-reading a refused secret found it empty; keeping the old value", "secret", v.name)
 		case fresh != v.current:
-			v.log.Info("a refused secret was read again and has a new value", "secret", v.name)
+			v.log.InfoContext(ctx, "a refused secret was read again and has a new value", "secret", v.name)
 			v.current = fresh
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // Counter emits a metric (obs.Metrics).
@@ -30,10 +32,12 @@ type Failures struct {
 func Process(ctx context.Context, log *slog.Logger, failures Failures, ev events.SQSEvent, each func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
+		// Every line about the record names its message (sqs_message_id).
+		ctx := obs.WithMessage(ctx, rec.MessageId)
 		if err := safely(ctx, log, rec, each); err != nil {
-			// Errors carry session ids cut short and never a query or an
-			// address, so the reason can be logged whole.
-			log.Warn("record failed; SQS will deliver it again", "message_id", rec.MessageId, "error", err.Error())
+			// Errors never carry a query or an address, so the reason can be
+			// logged whole.
+			log.WarnContext(ctx, "record failed; SQS will deliver it again", "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
@@ -47,7 +51,7 @@ func Process(ctx context.Context, log *slog.Logger, failures Failures, ev events
 func safely(ctx context.Context, log *slog.Logger, rec events.SQSMessage, each func(context.Context, events.SQSMessage) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			log.Error("panic while processing a record", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "message_id", rec.MessageId)
+			log.ErrorContext(ctx, "panic while processing a record", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()

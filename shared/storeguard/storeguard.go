@@ -140,7 +140,7 @@ func (g *Guard) call(ctx context.Context, in middleware.InitializeInput, next mi
 	case err == nil:
 		if n := attempts(md); n > 1 {
 			if g.Log != nil {
-				g.Log.Warn("store call succeeded on a retry", "operation", op, "attempts", n)
+				g.Log.WarnContext(ctx, "store call succeeded on a retry", "operation", op, "attempts", n)
 			}
 			if g.Metrics != nil {
 				g.Metrics.Count("StoreRetries", 1)
@@ -185,7 +185,7 @@ func (g *Guard) raise(ctx context.Context, a alert.Alert) {
 	g.mu.Unlock()
 	if !fresh {
 		if g.Log != nil {
-			g.Log.Info("store alert suppressed within this container's dedupe window", "kind", string(a.Kind), "operation", a.Subject)
+			g.Log.InfoContext(ctx, "store alert suppressed within this container's dedupe window", "kind", string(a.Kind), "operation", a.Subject)
 		}
 		return
 	}

@@ -26,9 +26,9 @@ import (
 )
 
 // A garbage message on the mail queue fails on every delivery, reaches the
-// mail dead-letter queue after maxReceiveCount and raises exactly one
+// dead-letter queue after maxReceiveCount and raises exactly one
 // JOB_DEAD_LETTERED alert there; two jobs of one session that reach the
-// dead-letter queues at once raise one each (the deployed alerter has no
+// dead-letter queue at once raise one each (the deployed alerter has no
 // dedupe window to swallow the second). Every dead message leaves its
 // record and no queue keeps anything.
 func TestDeadLetteredMessageAlertsOnce(t *testing.T) {
@@ -68,25 +68,25 @@ func TestDeadLetteredMessageAlertsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	const session = "cs_test_deadletterStack0001"
-	jobs := map[string]queue.Job{
-		"GenerateDeadLetterQueue": {SessionID: session, Reason: queue.ReasonPaid, Attempt: 4},
-		"MailDeadLetterQueue":     {SessionID: session, Kind: oracle.MailVerdict, Attempt: 1},
+	jobs := []queue.Job{
+		{SessionID: session, Reason: queue.ReasonPaid, Attempt: 4},
+		{SessionID: session, Kind: oracle.MailVerdict, Attempt: 1},
 	}
-	want := []string{store.DeadLetterKey(queueName(s, "MailDeadLetterQueue"), aws.ToString(sent.MessageId))}
-	for queueID, job := range jobs {
+	want := []string{store.DeadLetterKey(queueName(s, "DeadLetterQueue"), aws.ToString(sent.MessageId))}
+	for _, job := range jobs {
 		body, _ := json.Marshal(job)
-		out, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.Resources.Ref(queueID)), MessageBody: aws.String(string(body))})
+		out, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.Resources.Ref("DeadLetterQueue")), MessageBody: aws.String(string(body))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, store.DeadLetterKey(queueName(s, queueID), aws.ToString(out.MessageId)))
+		want = append(want, store.DeadLetterKey(queueName(s, "DeadLetterQueue"), aws.ToString(out.MessageId)))
 	}
 	slices.Sort(want)
 
 	var got []string
 	if !testkit.Eventually(90*time.Second, 200*time.Millisecond, func() bool {
 		got = deadLetterRecords(ctx, t, s)
-		return slices.Equal(got, want) && empty(ctx, t, q, s, "MailQueue", "GenerateDeadLetterQueue", "MailDeadLetterQueue") &&
+		return slices.Equal(got, want) && empty(ctx, t, q, s, "MailQueue", "DeadLetterQueue") &&
 			countAlerts(s, string(alert.JobDeadLettered)) >= 3
 	}) {
 		t.Fatalf("records %q, want %q; alerts %q", got, want, s.Alerts())
@@ -98,7 +98,7 @@ func TestDeadLetteredMessageAlertsOnce(t *testing.T) {
 		t.Fatalf("JOB_DEAD_LETTERED alerts %q, want one per dead message", dead)
 	}
 	garbage := slices.IndexFunc(dead, func(a string) bool {
-		return strings.Contains(a, "unreadable message (17 bytes) reached "+queueName(s, "MailDeadLetterQueue")+" as message "+aws.ToString(sent.MessageId))
+		return strings.Contains(a, "unreadable message (17 bytes) reached "+queueName(s, "DeadLetterQueue")+" as message "+aws.ToString(sent.MessageId))
 	})
 	if garbage < 0 || !strings.HasPrefix(dead[garbage], "[ORACLE-ALERT] CRITICAL ") {
 		t.Errorf("no CRITICAL alert for the garbage message in %q", dead)

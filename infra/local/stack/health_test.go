@@ -30,8 +30,8 @@ import (
 // healthChecks are the checks every run of the health job reports.
 var healthChecks = []string{
 	"audit_bucket", "chat_subscriptions", "email", "ledger_table", "model_circuit", "model_key", "orders", "orders_table",
-	"queue_generate", "queue_generate_dead_letters", "queue_mail", "queue_mail_dead_letters",
-	"queue_mail_events", "queue_mail_events_dead_letters", "stripe", "stripe_reconcile", "verdict_integrity",
+	"queue_dead_letters", "queue_generate", "queue_mail",
+	"queue_mail_events", "stripe", "stripe_reconcile", "verdict_integrity",
 	"x402_facilitator", // the agent rail is on in the local stack
 }
 

@@ -208,7 +208,7 @@ func TestInboxThroughGraph(t *testing.T) {
 // as Lambda runs it: the route answers at once; the inbox function, unable
 // to queue the acknowledgement, fails the invocation and Lambda's two
 // retries; the invocation's record goes to the on-failure destination
-// (InboxFailureQueue), which the deadletter function records and alerts
+// (DeadLetterQueue), which the deadletter function records and alerts
 // once as INBOX_FAILED, naming the stored message; the message was never
 // alerted as INBOX_MESSAGE, and nothing of it reaches a log.
 func TestAFailingInboxReachesItsDestination(t *testing.T) {

@@ -2,11 +2,13 @@ package stack_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"42sisters.ai/oracle/infra/local/stack"
 )
@@ -16,7 +18,7 @@ import (
 // (the fake Gemini accepts only the new key), the paid order is parked
 // with GEMINI_AUTH_FAILURE (from the key check at the generator's cold
 // start, or from the model call), the operator puts the new key in the secret in
-// moto's Secrets Manager, and the same generator processes (all started,
+// moto's Parameter Store, and the same generator processes (all started,
 // with the old key, when the stack started) read it again at the next key
 // check and deliver the order. The key check and the re-read
 // are compressed from a minute to 2 s and 1 s.
@@ -38,8 +40,8 @@ func TestARotatedGeminiKeyIsPickedUpWithoutADeploy(t *testing.T) {
 	waitAlert(t, s, "GEMINI_AUTH_FAILURE")
 
 	arn := s.Resources.Values.Params["GeminiApiKeyArn"]
-	if _, err := secretsmanager.NewFromConfig(s.AWS).PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
-		SecretId: aws.String(arn), SecretString: aws.String(newKey)}); err != nil {
+	if _, err := ssm.NewFromConfig(s.AWS).PutParameter(ctx, &ssm.PutParameterInput{
+		Name: aws.String(arn[strings.Index(arn, ":parameter")+len(":parameter"):]), Value: aws.String(newKey), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, s.APIURL, ord.session)

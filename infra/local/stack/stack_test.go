@@ -266,7 +266,7 @@ func drained(ctx context.Context, t *testing.T, q *sqs.Client, s *stack.Stack) {
 	busy := ""
 	if !testkit.Eventually(60*time.Second, 100*time.Millisecond, func() bool {
 		busy = ""
-		for _, queueID := range []string{"GenerateQueue", "MailQueue", "GenerateDeadLetterQueue", "MailDeadLetterQueue"} {
+		for _, queueID := range []string{"GenerateQueue", "MailQueue", "DeadLetterQueue"} {
 			attrs, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 				QueueUrl: aws.String(s.Resources.Ref(queueID)),
 				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
