@@ -25,7 +25,7 @@ FUZZTIME ?=
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
 LAMBDA_ENV   := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
-LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc
+LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc,grpcnotrace
 # The template's functions: <Name>Function builds ./functions/<name>.
 FUNCTIONS    := Checkout Webhook Generator Mailer Feedback Verdict Pages DeadLetter Health Smoke Ops Inbox Agent Chat
 

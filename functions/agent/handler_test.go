@@ -326,6 +326,9 @@ func TestAPaidRequestIsSettledThenGenerated(t *testing.T) {
 		!strings.HasPrefix(r.Payer, audit.HashPrefix) || r.ErrorDetail != nil || r.OrderStatus != string(oracle.StatusPaid) {
 		t.Fatalf("record %+v", r)
 	}
+	if m := e.metrics.Counts(); m["X402Payments"] != 1 || m["X402Refused"] != 0 {
+		t.Fatalf("metrics %v, want one X402Payments (settled)", m)
+	}
 }
 
 // TestAVerdictReadyInTimeIsTheAnswer: when the verdict is stored within
@@ -488,6 +491,15 @@ func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
 			}
 			if c.alert != "" && !strings.Contains(strings.Join(e.alerts.Kinds(), ","), c.alert) {
 				t.Fatalf("alerts %v, want %s", e.alerts.Kinds(), c.alert)
+			}
+			// The dashboard's agent payments: a refusal by the facilitator
+			// counts X402Refused; nothing counts as settled.
+			refused := 0.0
+			if c.audit == audit.StatusVerifyFailed || c.audit == audit.StatusSettleFailed {
+				refused = 1
+			}
+			if m := e.metrics.Counts(); m["X402Refused"] != refused || m["X402Payments"] != 0 {
+				t.Fatalf("metrics %v, want X402Refused %v and no X402Payments", m, refused)
 			}
 			if id := recs[0].SessionID; id != "" {
 				if o, _, _ := e.orders.Get(context.Background(), id); o.Status != oracle.StatusPaymentFailed {

@@ -78,7 +78,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	if !first {
 		t.order.SessionID = owner
 		ctx = obs.WithOrder(ctx, owner)
-		h.Metrics.Count("X402Replays", 1)
+		h.Metrics.Count(obs.X402Replays, 1)
 		h.record(ctx, t, audit.StatusReplay, "authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again", "")
 		h.logFor(t).WarnContext(ctx, "x402 authorization presented again; refused")
 		return h.required(t.tier, t.resource, x402.ReasonNonceAlreadyUsed)
@@ -112,7 +112,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	}
 	if !v.IsValid {
 		h.failed(ctx, t, "verify_refused")
-		h.Metrics.Count("X402Refused", 1)
+		h.Metrics.Count(obs.X402Refused, 1)
 		h.record(ctx, t, audit.StatusVerifyFailed, "the facilitator's /verify refused it: "+reasonOf(v.InvalidReason, v.InvalidMessage), "")
 		return h.required(t.tier, t.resource, v.InvalidReason)
 	}
@@ -123,7 +123,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		return h.unconfirmed(ctx, t, s, err)
 	case !s.Success:
 		h.failed(ctx, t, "settle_refused")
-		h.Metrics.Count("X402Refused", 1)
+		h.Metrics.Count(obs.X402Refused, 1)
 		why := reasonOf(s.ErrorReason, s.ErrorMessage)
 		h.record(ctx, t, audit.StatusSettleFailed, "the facilitator's /settle refused it: "+why, "")
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.X402SettleFailed, Session: t.order.SessionID,
@@ -167,7 +167,7 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 		return h.unconfirmed(ctx, t, s, fmt.Errorf("settled in %s, but recording the order as paid failed: %w", s.Transaction, err))
 	}
 	t.order.Status = oracle.StatusPaid
-	h.Metrics.Count("X402Payments", 1)
+	h.Metrics.Count(obs.X402Payments, 1)
 	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
 	h.logFor(t).InfoContext(ctx, "x402 payment settled; generation queued", "network", string(t.accepted.Network))
 	return h.answer(ctx, t, s)
@@ -183,7 +183,7 @@ func (h *Handler) unconfirmed(ctx context.Context, t *payment, s x402.SettleResp
 	} else if s.ErrorReason != "" {
 		why += " (a retry was refused: " + reasonOf(s.ErrorReason, s.ErrorMessage) + ")"
 	}
-	h.Metrics.Count("X402Unconfirmed", 1)
+	h.Metrics.Count(obs.X402Unconfirmed, 1)
 	h.record(ctx, t, audit.StatusSettleUnconfirmed, why, s.Transaction)
 	auth := t.payload.Payload.Authorization
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.X402SettleUnconfirmed, Session: t.order.SessionID,

@@ -11,6 +11,7 @@ import (
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/chatreply"
 	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
 )
@@ -120,7 +121,7 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 		h.Log.WarnContext(ctx, "no reply; the exchange is given back", "account", s.Account, "error", err.Error())
 		// A 503: API Gateway's 5xx, and ApiServerErrorsAlarm, count it
 		// with every route's; this tells the chat's apart.
-		h.Metrics.Count("ChatModelFailures", 1)
+		h.Metrics.Count(obs.ChatModelFailures, 1)
 		h.record(ctx, x)
 		return httpapi.JSON(http.StatusServiceUnavailable, map[string]any{
 			"error": "the Oracle could not answer just now: please try again in a moment (this message did not count)",
@@ -132,7 +133,7 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 	if reply.Filter == FilterApology {
 		// The apology is not a reply: nothing spent, nothing stored.
 		// Each also raised CHAT_REPLY_FILTERED.
-		h.Metrics.Count("ChatApologies", 1)
+		h.Metrics.Count(obs.ChatApologies, 1)
 		if h.giveBack(ctx, spent) {
 			left++
 		}
@@ -143,6 +144,7 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 		if err := h.Accounts.Settle(ctx, spent); err != nil {
 			h.Log.ErrorContext(ctx, "exchange not settled", "account", s.Account, "error", err.Error())
 		}
+		h.Metrics.Count(obs.ChatExchanges, 1)
 	}
 	h.record(ctx, x)
 	out := map[string]any{"reply": reply.Text, "plan": string(spent.Plan)}

@@ -641,9 +641,10 @@ func TestModelFailureAndApologyGiveTheExchangeBack(t *testing.T) {
 	if x.audit.records[3].Chat.Filter != audit.ChatFilterApology || x.audit.records[4].Chat.Filter != audit.ChatFilterRegenerated {
 		t.Fatalf("filter outcomes %+v %+v", x.audit.records[3].Chat, x.audit.records[4].Chat)
 	}
-	// The dashboard's Sisters Chat chart counts both kinds of failure.
-	if got := x.metrics.Counts(); got["ChatModelFailures"] != 3 || got["ChatApologies"] != 1 || len(got) != 2 {
-		t.Fatalf("metrics %v, want 3 ChatModelFailures and 1 ChatApologies", got)
+	// The dashboard's Sisters Chat chart counts both kinds of failure, and
+	// the one exchange answered and spent.
+	if got := x.metrics.Counts(); got["ChatModelFailures"] != 3 || got["ChatApologies"] != 1 || got["ChatExchanges"] != 1 || len(got) != 3 {
+		t.Fatalf("metrics %v, want 3 ChatModelFailures, 1 ChatApologies and 1 ChatExchanges", got)
 	}
 }
 

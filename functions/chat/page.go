@@ -2,7 +2,6 @@ package main
 
 import (
 	"42sisters.ai/oracle/shared/webpage"
-	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
@@ -17,9 +16,12 @@ import (
 var files embed.FS
 
 // The templates and assets are part of the binary: one that does not
-// parse is a build defect every test catches.
+// parse is a build defect every test catches. The pages are run by
+// tmplrun, not html/template, whose reflection would keep every method of
+// the AWS clients in the bootstrap; TestPagesAreWhatHTMLTemplateWrites
+// holds the two to the same output.
 var (
-	pages  = webpage.MustTemplates(files, "templates/*.html")
+	pages  = webpage.MustPages(files, "templates/*.html", nil)
 	style  = webpage.MustStyle(files, "templates/style.css")
 	chatJS = webpage.MustAsset(files, "templates/chat.js")
 )
@@ -101,12 +103,12 @@ const internalError = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8
 	`<body><h1>Something went wrong</h1><p>Please try again in a moment.</p></body></html>`
 
 func (h *Handler) render(name string, status int, script *webpage.Asset, data any) page {
-	var b bytes.Buffer
-	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+	body, err := pages.Execute(name, data)
+	if err != nil {
 		h.Log.Error("page not rendered", "page", name, "error", fmt.Sprint(err))
 		return page{Name: name, Status: http.StatusInternalServerError, CSP: webpage.CSP(style, nil), Body: internalError}
 	}
-	return page{Name: name, Status: status, CSP: webpage.CSP(style, script), Body: b.String()}
+	return page{Name: name, Status: status, CSP: webpage.CSP(style, script), Body: body}
 }
 
 // html answers a page with the security headers every page carries.

@@ -89,8 +89,8 @@ func replier(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *
 		return nil, fmt.Errorf("the content filter's block list: %w", err)
 	}
 	return modelReplier{&chatreply.Replier{
-		Model:   &gemini.Caller{Primary: client, Policy: policy, Rand: rand.Float64, Now: time.Now, Log: fn.Log},
-		Circuit: circuit.New(awsenv.NewTables(fn.AWS), cfg.LedgerTable, "gemini", cfg.Circuit, time.Now),
+		Model:   &gemini.Caller{Primary: client, Policy: policy, Rand: rand.Float64, Now: time.Now, Log: fn.Log, Metrics: fn.Metrics},
+		Circuit: circuit.New(awsenv.NewTables(fn.AWS), cfg.LedgerTable, "gemini", cfg.Circuit.Measured(fn.Metrics), time.Now),
 		Filter:  filter,
 		Alerts:  alerts,
 		Log:     fn.Log,

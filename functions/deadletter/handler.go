@@ -57,7 +57,7 @@ type Handler struct {
 // ones it could not record, so that SQS delivers those again: a message
 // leaves its dead-letter queue only once its record is written.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "DeadLetterRecordFailures"}, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: obs.DeadLetterRecordFailures}, ev, h.process), nil
 }
 
 // process records one message and, the first time only, alerts.
@@ -93,7 +93,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	// Counted here, past the put-once record, so a redelivery of the same
 	// message never counts twice; an alarm watches it apart from SNS.
 	if h.Metrics != nil {
-		h.Metrics.Count("DeadLetters", 1)
+		h.Metrics.Count(obs.DeadLetters, 1)
 	}
 	if d.Inbox != "" {
 		h.inboxFailed(ctx, d, rec.Body)

@@ -44,7 +44,8 @@ type Handler struct {
 	Suppression Suppression
 	Alerts      Alerter
 	Hasher      *audit.Hasher
-	// Metrics counts the deliveries that fail (FeedbackRecordFailures).
+	// Metrics counts the deliveries that fail (FeedbackRecordFailures),
+	// and the bounces and complaints.
 	Metrics Counter
 	Log     *slog.Logger
 }
@@ -53,7 +54,7 @@ type Handler struct {
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue, where each raises its own alert).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "FeedbackRecordFailures"}, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: obs.FeedbackRecordFailures}, ev, h.process), nil
 }
 
 // process applies one SES event.
@@ -77,10 +78,14 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		// An acknowledgement or a chat account's email answers no order:
 		// only a complaint about it matters, and it keeps every later email
 		// from that address.
-		log.InfoContext(ctx, "mail event for an email of no order", "state", string(stateOf(ev)))
-		if stateOf(ev) == oracle.MailComplained {
-			return h.suppress(ctx, ev)
+		state := stateOf(ev)
+		log.InfoContext(ctx, "mail event for an email of no order", "state", string(state))
+		if state == oracle.MailComplained {
+			if err := h.suppress(ctx, ev); err != nil {
+				return err
+			}
 		}
+		h.counted(state)
 		return nil
 	}
 	if !oracle.ValidSessionID(session) || !slices.Contains(oracle.MailKinds(), kind) {
@@ -107,9 +112,22 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	log.InfoContext(ctx, "mail event applied", "state", string(state), "moved", moved)
 	if moved {
+		h.counted(state)
 		h.alert(ctx, session, kind, state, ev)
 	}
 	return nil
+}
+
+// counted counts a bounce (EmailsBounced) or a complaint
+// (EmailsComplained): the stack's own reputation, beside SES's account-wide
+// one.
+func (h *Handler) counted(state oracle.MailState) {
+	switch state {
+	case oracle.MailBounced:
+		h.Metrics.Count(obs.EmailsBounced, 1)
+	case oracle.MailComplained:
+		h.Metrics.Count(obs.EmailsComplained, 1)
+	}
 }
 
 // stateOf is the mail state an event moves its email to, or "" when it

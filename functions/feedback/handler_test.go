@@ -123,12 +123,15 @@ func TestSESEventsMoveTheMailState(t *testing.T) {
 		events []sesevent.EventType
 		want   oracle.MailState
 		alerts []string
+		// counted is the metric the stack's reputation counts, once per
+		// email however often SES says it.
+		counted string
 	}{
-		{"send only", []sesevent.EventType{sesevent.Send}, oracle.MailSent, nil},
-		{"delivered", []sesevent.EventType{sesevent.Send, sesevent.Delivery, sesevent.Delivery}, oracle.MailDelivered, nil},
-		{"bounced", []sesevent.EventType{sesevent.Send, sesevent.Bounce, sesevent.Bounce}, oracle.MailBounced, []string{"] WARN |", "| EMAIL_BOUNCED |"}},
-		{"complained after delivery", []sesevent.EventType{sesevent.Delivery, sesevent.Complaint}, oracle.MailComplained, []string{"] WARN |", "| EMAIL_COMPLAINT |"}},
-		{"rejected", []sesevent.EventType{sesevent.Reject}, oracle.MailUndeliverable, []string{"] ERROR |", "| EMAIL_FAILED |"}},
+		{"send only", []sesevent.EventType{sesevent.Send}, oracle.MailSent, nil, ""},
+		{"delivered", []sesevent.EventType{sesevent.Send, sesevent.Delivery, sesevent.Delivery}, oracle.MailDelivered, nil, ""},
+		{"bounced", []sesevent.EventType{sesevent.Send, sesevent.Bounce, sesevent.Bounce}, oracle.MailBounced, []string{"] WARN |", "| EMAIL_BOUNCED |"}, obs.EmailsBounced},
+		{"complained after delivery", []sesevent.EventType{sesevent.Delivery, sesevent.Complaint}, oracle.MailComplained, []string{"] WARN |", "| EMAIL_COMPLAINT |"}, obs.EmailsComplained},
+		{"rejected", []sesevent.EventType{sesevent.Reject}, oracle.MailUndeliverable, []string{"] ERROR |", "| EMAIL_FAILED |"}, ""},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,6 +139,7 @@ func TestSESEventsMoveTheMailState(t *testing.T) {
 			msg := "0100019a-" + strings.Repeat("m", i+1)
 			e.sent(id, msg)
 			before := len(e.alerts())
+			counts := e.metrics.Counts()
 			for _, typ := range tc.events {
 				if n := e.run(notification(t, typ, id, msg, addr)); n != 0 {
 					t.Fatalf("%s failed", typ)
@@ -143,6 +147,16 @@ func TestSESEventsMoveTheMailState(t *testing.T) {
 			}
 			if got := e.state(id); got != tc.want {
 				t.Fatalf("state %q, want %q", got, tc.want)
+			}
+			after := e.metrics.Counts()
+			for _, name := range []string{obs.EmailsBounced, obs.EmailsComplained} {
+				want := counts[name]
+				if name == tc.counted {
+					want++
+				}
+				if after[name] != want {
+					t.Errorf("%s %v, want %v", name, after[name], want)
+				}
 			}
 			var mine []string
 			for _, a := range e.alerts()[before:] {
@@ -214,6 +228,9 @@ func TestComplaintAboutAnEmailOfNoOrderSuppressesTheAddress(t *testing.T) {
 	}
 	if a := e.alerts(); len(a) != 0 {
 		t.Fatalf("alerts %q", a)
+	}
+	if c := e.metrics.Counts(); c[obs.EmailsBounced] != 3 || c[obs.EmailsComplained] != 3 {
+		t.Fatalf("counted %v, want each kind's bounce and complaint", c)
 	}
 }
 

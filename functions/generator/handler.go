@@ -77,6 +77,7 @@ type Originals interface {
 // Counter emits a metric (obs.Metrics).
 type Counter interface {
 	Count(name string, n float64)
+	Emit(figs ...obs.Figure)
 }
 
 // Defaults of the Handler's windows; tests and the local stack shorten them.
@@ -143,7 +144,7 @@ type task struct {
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "GeneratorRecordFailures"}, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: obs.GeneratorRecordFailures}, ev, h.process), nil
 }
 
 // process reads one message; run does its work.

@@ -28,7 +28,7 @@ func main() {
 	client, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
 	fn.Check(err, "the model client")
 	caller := &gemini.Caller{Primary: client, Policy: gemini.Policy{CallTimeout: cfg.CallTimeout, BackoffBase: cfg.BackoffBase},
-		Rand: rand.Float64, Now: time.Now, Log: log}
+		Rand: rand.Float64, Now: time.Now, Log: log, Metrics: fn.Metrics}
 	if cfg.GeminiFallback != "" {
 		fallback, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiFallback, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
 		fn.Check(err, "the fallback model client")
@@ -49,7 +49,7 @@ func main() {
 	h := &Handler{
 		Orders:            store.NewOrders(db, cfg.OrdersTable, time.Now),
 		Model:             caller,
-		Circuit:           circuit.New(db, cfg.LedgerTable, "gemini", cfg.Circuit, time.Now),
+		Circuit:           circuit.New(db, cfg.LedgerTable, "gemini", cfg.Circuit.Measured(fn.Metrics), time.Now),
 		Key:               key,
 		Mail:              queue.NewSender(queues, cfg.MailQueue, time.Now),
 		Requeue:           queue.NewSender(queues, cfg.GenerateQueue, time.Now),

@@ -8,6 +8,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/crashpoint"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -61,9 +62,10 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 		return err
 	}
 	crashpoint.Reach(ctx, crashpoint.GeneratorStored)
-	if !stored.Regen && stored.GeneratedAt != nil && audit.Wait(stored.PaidAt, *stored.GeneratedAt) > audit.WaitBudget {
-		// Counted here, once per stored verdict: CustomerWaitAlarm.
-		h.Metrics.Count("CustomerWaitsOverAMinute", 1)
+	if !stored.Regen && stored.GeneratedAt != nil {
+		// The customer's wait for their first verdict, once per stored
+		// verdict; over a minute, CustomerWaitAlarm's.
+		h.Metrics.Emit(obs.Waited(obs.VerdictWait, audit.Wait(stored.PaidAt, *stored.GeneratedAt), audit.WaitBudget)...)
 	}
 	// The tokens Google counted for the reply that became the verdict, by
 	// tier: what a verdict's model cost is summed from (make cost's table

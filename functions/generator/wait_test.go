@@ -7,6 +7,7 @@ import (
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -53,5 +54,12 @@ func TestTheCustomersWaitIsRecorded(t *testing.T) {
 		if n := e.metrics.Counts()["CustomerWaitsOverAMinute"]; n != c.slows {
 			t.Errorf("%s: CustomerWaitsOverAMinute %v, want %v", c.id, n, c.slows)
 		}
+		// The wait itself is the dashboard's VerdictWait, one value a verdict.
+		if w := e.metrics.Values(obs.VerdictWait); len(w) == 0 || w[len(w)-1] != float64(c.wait.Milliseconds()) {
+			t.Errorf("%s: VerdictWait %v, want %d last", c.id, w, c.wait.Milliseconds())
+		}
+	}
+	if w := e.metrics.Values(obs.VerdictWait); len(w) != 2 {
+		t.Errorf("VerdictWait %v, want one value for each verdict", w)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/circuit"
-	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/geminikey"
 	"42sisters.ai/oracle/shared/health"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
@@ -279,7 +279,7 @@ func graphCheck(g TokenSource) Check {
 	}}
 }
 
-// KeyChecker validates the model key (gemini.Client).
+// KeyChecker validates the model key (geminikey.Checker).
 type KeyChecker interface {
 	CheckKey(ctx context.Context) error
 }
@@ -292,7 +292,7 @@ func modelKeyCheck(k KeyChecker) Check {
 		switch {
 		case err == nil:
 			return health.OK, "the Gemini key is accepted", nil
-		case gemini.KindOf(err) == gemini.AuthFailure:
+		case geminikey.Refused(err):
 			return health.Critical, "the Gemini key is refused: " + err.Error(), nil
 		}
 		return health.Warn, "the model did not answer the key check: " + err.Error(), nil

@@ -10,7 +10,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/config"
-	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/geminikey"
 	"42sisters.ai/oracle/shared/health"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/secret"
@@ -99,7 +99,7 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 		// One dead-letter queue takes every source's dead letters.
 		DeadLetters:     []queueRef{{"dead_letters", env.String("DEAD_LETTER_QUEUE_URL")}},
 		GeminiKey:       env.Credential(ctx, "GEMINI_API_KEY", true),
-		GeminiModel:     env.Optional("GEMINI_MODEL", gemini.DefaultModel),
+		GeminiModel:     env.Optional("GEMINI_MODEL", geminikey.DefaultModel),
 		GeminiBase:      env.Optional("GEMINI_API_BASE", ""),
 		StripeAPIBase:   env.Optional("STRIPE_API_BASE", ""),
 		Retention:       env.Days("ORDER_RETENTION_DAYS", 90, 1, 3650),

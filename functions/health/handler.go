@@ -10,6 +10,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/health"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // Alerter raises operator alerts.
@@ -89,9 +90,9 @@ func (h *Handler) Handle(ctx context.Context, _ any) (health.Record, error) {
 	rec.Overall = health.OverallOf(rec.Checks)
 	h.lifecycle(ctx, rec.Checks)
 	rec.DurationMs = h.Now().Sub(start).Milliseconds()
-	h.Metrics.Count("HealthRuns", 1)
+	h.Metrics.Count(obs.HealthRuns, 1)
 	if rec.Overall == health.Critical {
-		h.Metrics.Count("HealthCritical", 1)
+		h.Metrics.Count(obs.HealthCritical, 1)
 	}
 	if err := h.States.PutHealth(ctx, rec, h.History); err != nil {
 		return rec, fmt.Errorf("keep the health record: %w", err)

@@ -9,7 +9,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -23,7 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/fulfil"
-	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/geminikey"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
@@ -34,7 +33,6 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
 	fn, cfg := coldstart.Start(loadConfig)
 	log, aws := fn.Log, fn.AWS
 	db := awsenv.NewTables(aws)
@@ -49,8 +47,8 @@ func main() {
 	if cfg.QueueAges {
 		cw = cloudwatch.NewFromConfig(aws)
 	}
-	model, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: 5 * time.Second})
-	fn.Check(err, "the model client")
+	model, err := geminikey.New(geminikey.Options{Key: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase})
+	fn.Check(err, "the model key check")
 
 	sessions := map[bool]Sessions{}
 	pingers := map[string]StripePinger{}

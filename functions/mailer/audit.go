@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -28,14 +29,28 @@ func (h *Handler) auditMail(ctx context.Context, t *task, status audit.Status, d
 	if to != "" {
 		r.Email = h.Hasher.Email(to)
 	}
+	figs := mailFigures(status)
 	if status == audit.StatusEmailSent && t.job.Kind == oracle.MailVerdict && !t.order.Regen {
+		// The customer's wait for their verdict's email; over a minute,
+		// CustomerWaitAlarm's.
 		wait := audit.Wait(t.order.PaidAt, r.Timestamp)
 		r.WaitMS = wait.Milliseconds()
-		if wait > audit.WaitBudget {
-			h.Metrics.Count("CustomerWaitsOverAMinute", 1) // CustomerWaitAlarm
-		}
+		figs = append(figs, obs.Waited(obs.EmailWait, wait, audit.WaitBudget)...)
 	}
+	h.Metrics.Emit(figs...)
 	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameMail, t.job.Kind))
+}
+
+// mailFigures counts an email's end: sent (EmailsSent) or failed for good
+// (EmailsFailed); nothing for any other status.
+func mailFigures(status audit.Status) []obs.Figure {
+	switch status {
+	case audit.StatusEmailSent:
+		return []obs.Figure{{Name: obs.EmailsSent, Value: 1, Unit: obs.UnitCount}}
+	case audit.StatusEmailFailed:
+		return []obs.Figure{{Name: obs.EmailsFailed, Value: 1, Unit: obs.UnitCount}}
+	}
+	return nil
 }
 
 // auditFilter writes the record of gate 2's decision on the task's email:

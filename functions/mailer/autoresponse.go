@@ -120,6 +120,7 @@ func (h *Handler) replyRecord(t *task, event audit.Event, status audit.Status, d
 
 // auditReply writes the record of the autoresponse's delivery (G3).
 func (h *Handler) auditReply(ctx context.Context, t *task, status audit.Status, detail *string, outcome string) {
+	h.Metrics.Emit(mailFigures(status)...)
 	h.Audit.Record(ctx, h.replyRecord(t, audit.EventAutoresponse, status, detail, outcome),
 		audit.InboxRecordID(t.reply.key, audit.NameMail, oracle.MailAutoresponse))
 }

@@ -203,6 +203,7 @@ func chatRecordID(t *task, name audit.RecordName, parts ...any) string {
 
 // auditChat writes the record of the chat email's delivery.
 func (h *Handler) auditChat(ctx context.Context, t *task, status audit.Status, detail *string) {
+	h.Metrics.Emit(mailFigures(status)...)
 	h.Audit.Record(ctx, h.chatRecord(t, audit.MailEvent(t.job.Kind), status, detail), chatRecordID(t, audit.NameMail))
 }
 

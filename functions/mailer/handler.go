@@ -86,6 +86,7 @@ type Verdicts interface {
 // Counter emits a metric (obs.Metrics).
 type Counter interface {
 	Count(name string, n float64)
+	Emit(figs ...obs.Figure)
 }
 
 // Handler consumes the mail queue.
@@ -179,7 +180,7 @@ type task struct {
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
 // them to the dead-letter queue).
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: "MailerRecordFailures"}, ev, h.process), nil
+	return sqsbatch.Process(ctx, h.Log, sqsbatch.Failures{Metrics: h.Metrics, Name: obs.MailerRecordFailures}, ev, h.process), nil
 }
 
 // process reads one message; run does its work.

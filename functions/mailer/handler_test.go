@@ -850,6 +850,14 @@ func TestTheCustomersWaitForTheEmailIsRecorded(t *testing.T) {
 		if n := e.metrics.Counts()["CustomerWaitsOverAMinute"]; n != c.slows {
 			t.Errorf("paid %s ago: CustomerWaitsOverAMinute %v, want %v", c.ago, n, c.slows)
 		}
+		// The wait itself is the dashboard's EmailWait, on the line that
+		// counts the email sent.
+		if w := e.metrics.Values(obs.EmailWait); len(w) == 0 || w[len(w)-1] != float64(wait) {
+			t.Errorf("paid %s ago: EmailWait %v, want %d last", c.ago, w, wait)
+		}
+	}
+	if w, n := e.metrics.Values(obs.EmailWait), e.metrics.Counts()[obs.EmailsSent]; len(w) != 2 || n != 2 {
+		t.Errorf("EmailWait %v, EmailsSent %v: want one of each a verdict email", w, n)
 	}
 }
 

@@ -417,8 +417,9 @@ func TestDeadLetterAfterTheLastAttempt(t *testing.T) {
 	}
 	// Each retry of the schedule is a new job and each delivery a success
 	// to SQS: the record-failure alarm does not count a failing address.
-	if c := e.metrics.Counts(); len(c) != 0 {
-		t.Fatalf("counted %v for the schedule's retries, want nothing", c)
+	// The email failed for good once, the dashboard's EmailsFailed.
+	if c := e.metrics.Counts(); len(c) != 1 || c[obs.EmailsFailed] != 1 {
+		t.Fatalf("counted %v for the schedule's retries, want only the one email failed", c)
 	}
 	// A late duplicate of the last job changes nothing.
 	last := start
@@ -473,6 +474,19 @@ func TestEachFailureClassIsHandledOnce(t *testing.T) {
 			}
 			if kinds := e.alerts.Kinds(); !slices.Equal(kinds, tc.alerts) {
 				t.Errorf("alerts %q, want %q", kinds, tc.alerts)
+			}
+			// An email's end is counted once: sent, or failed for good;
+			// a retry or a parked job is neither yet.
+			sent, failed := 0.0, 0.0
+			switch tc.closed {
+			case "":
+			case "undeliverable":
+				failed = 1
+			default:
+				sent = 1
+			}
+			if c := e.metrics.Counts(); c[obs.EmailsSent] != sent || c[obs.EmailsFailed] != failed {
+				t.Errorf("EmailsSent %v, EmailsFailed %v; want %v, %v", c[obs.EmailsSent], c[obs.EmailsFailed], sent, failed)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/smoke"
 )
@@ -79,7 +80,7 @@ func (h *Handler) Handle(ctx context.Context) (smoke.Report, error) {
 	if !rep.OK() {
 		passed = 0
 	}
-	h.Metrics.Count("SmokePassed", passed)
+	h.Metrics.Count(obs.SmokePassed, passed)
 	h.Log.InfoContext(ctx, "smoke run", "passed", rep.Passed(), "exit", rep.ExitCode(), "duration_ms", rep.Duration.Milliseconds())
 	return rep, nil
 }

@@ -292,7 +292,7 @@ func (h *Handler) landing(ctx context.Context, log *slog.Logger, id string, arri
 	}
 	res, err := h.Fulfil.Fulfil(ctx, s, trigger)
 	if kept && err == nil && res.Outcome == oracle.Claimed {
-		h.Metrics.Count("Regenerations", 1)
+		h.Metrics.Count(obs.Regenerations, 1)
 	}
 	if oracle.ErrorCode(err) == oracle.CodeConflict {
 		return httpapi.JSON(http.StatusAccepted, pending) // the webhook is claiming it right now
@@ -316,7 +316,7 @@ func (h *Handler) serve(ctx context.Context, o oracle.Order, arrived time.Time) 
 	// without bound by reloading the page. Every load is served from the
 	// store, a regenerated verdict too: the generator's own record counts
 	// the regeneration, once.
-	h.Metrics.Count("CacheHits", 1)
+	h.Metrics.Count(obs.CacheHits, 1)
 	now := h.Now()
 	r := audit.OfOrder(h.Hasher, o, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, arrived, now)
 	// A failed audit write alerts; the customer still gets the verdict.
@@ -357,7 +357,7 @@ func (h *Handler) regenerate(ctx context.Context, log *slog.Logger, o oracle.Ord
 			}
 			return httpapi.Error(ctx, log, err)
 		}
-		h.Metrics.Count("Regenerations", 1)
+		h.Metrics.Count(obs.Regenerations, 1)
 		log.InfoContext(ctx, "expired verdict: regeneration queued")
 	}
 	return httpapi.JSON(http.StatusAccepted, pending)

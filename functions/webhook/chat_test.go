@@ -174,6 +174,11 @@ func TestChatSubscriptionEventsOutOfOrderAndTwice(t *testing.T) {
 	if acct, ok, err := c.subs.AccountOf(context.Background(), id); err != nil || !ok || acct != c.account {
 		t.Fatalf("AccountOf(%s) = %q %v %v", id, acct, ok, err)
 	}
+	// The subscription's checkout, delivered twice, is one trial's
+	// conversion, on the line that counts the event processed.
+	if n := strings.Count(c.logs.String(), `"WebhookProcessed":1,"ChatTrialConversions":1}`); n != 1 {
+		t.Fatalf("%d conversions counted, want 1:\n%s", n, c.logs.String())
+	}
 
 	// The renewal's payment fails, twice (Stripe's retry three days on
 	// fails too: a new event of the same invoice), each event delivered

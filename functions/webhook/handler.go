@@ -81,6 +81,7 @@ type Alerter interface {
 // Counter emits a metric (obs.Metrics).
 type Counter interface {
 	Count(name string, n float64)
+	Emit(figs ...obs.Figure)
 }
 
 // Handler serves POST /api/webhook.
@@ -136,7 +137,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		if errors.Is(err, errUnreadable) {
 			return h.unreadable(ctx, h.Log, event.ID, err), nil
 		}
-		h.Metrics.Count("WebhookRejected", 1)
+		h.Metrics.Count(obs.WebhookRejected, 1)
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
@@ -161,15 +162,15 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return httpapi.Error(ctx, log, err), nil
 	}
 	if seen {
-		h.Metrics.Count("WebhookDuplicates", 1)
+		h.Metrics.Count(obs.WebhookDuplicates, 1)
 		log.InfoContext(ctx, "duplicate event ignored")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	switch {
 	case moneyEvents[audit.Event(event.Type)]:
-		return h.handOff(ctx, log, key, h.Money.handle, event, arrived), nil
+		return h.handOff(ctx, log, key, h.Money.handle, event, arrived, ""), nil
 	case chatEvents[event.Type]:
-		return h.handOff(ctx, log, key, h.Chat.handle, event, arrived), nil
+		return h.handOff(ctx, log, key, h.Chat.handle, event, arrived, ""), nil
 	}
 	session, mode, err := stripex.SessionModeFromJSON(event.Data.Raw)
 	if err == nil && session.Livemode != event.Livemode {
@@ -184,9 +185,10 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	// session is a verdict's, as it was before the chat.
 	if mode == string(stripe.CheckoutSessionModeSubscription) {
 		if event.Type == stripe.EventTypeCheckoutSessionCompleted {
-			return h.handOff(ctx, log, key, h.Chat.handle, event, arrived), nil
+			// A subscription bought: a trial's conversion.
+			return h.handOff(ctx, log, key, h.Chat.handle, event, arrived, obs.ChatTrialConversions), nil
 		}
-		h.processed(ctx, log.With("subscription_session", true), key)
+		h.processed(ctx, log.With("subscription_session", true), key, "")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	ctx = obs.WithOrder(ctx, session.ID)
@@ -200,34 +202,40 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		// Stripe retries any non-2xx answer; the retry finishes the work.
 		return httpapi.Error(ctx, log, err), nil
 	}
-	h.processed(ctx, log.With("outcome", res.Outcome.String(), "status", string(res.Status)), key)
+	h.processed(ctx, log.With("outcome", res.Outcome.String(), "status", string(res.Status)), key, "")
 	return httpapi.JSON(http.StatusOK, received), nil
 }
 
 // handOff has an event that is no verdict's claim (the money events, the
 // chat's) handled, and answers for it: 200 and the event remembered once
-// handled, 500 alerted when it cannot be read, the error's status else.
+// handled (counting also, when set), 500 alerted when it cannot be read,
+// the error's status else.
 func (h *Handler) handOff(ctx context.Context, log *slog.Logger, key string,
-	handle func(context.Context, *slog.Logger, stripe.Event, time.Time) error, event stripe.Event, arrived time.Time) httpapi.Response {
+	handle func(context.Context, *slog.Logger, stripe.Event, time.Time) error, event stripe.Event, arrived time.Time, also string) httpapi.Response {
 	if err := handle(ctx, log, event, arrived); err != nil {
 		if errors.Is(err, errUnreadable) {
 			return h.unreadable(ctx, log, event.ID, err)
 		}
 		return httpapi.Error(ctx, log, err)
 	}
-	h.processed(ctx, log, key)
+	h.processed(ctx, log, key, also)
 	return httpapi.JSON(http.StatusOK, received)
 }
 
 // processed remembers the event under key, so that a redelivery is
-// answered without repeating the work.
-func (h *Handler) processed(ctx context.Context, log *slog.Logger, key string) {
+// answered without repeating the work. It counts the event, and also when
+// set, on the event's one metric line.
+func (h *Handler) processed(ctx context.Context, log *slog.Logger, key, also string) {
 	if _, err := h.Ledger.Mark(ctx, key, eventTTL); err != nil {
 		// The work is idempotent, so a redelivery after this only repeats
 		// harmless work.
 		log.WarnContext(ctx, "recording the processed event failed", "error", err.Error())
 	}
-	h.Metrics.Count("WebhookProcessed", 1)
+	if also == "" {
+		h.Metrics.Count(obs.WebhookProcessed, 1)
+	} else {
+		h.Metrics.Emit(obs.Figure{Name: obs.WebhookProcessed, Value: 1, Unit: obs.UnitCount}, obs.Figure{Name: also, Value: 1, Unit: obs.UnitCount})
+	}
 	log.InfoContext(ctx, "event processed")
 }
 

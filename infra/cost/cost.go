@@ -196,14 +196,17 @@ func idleTotal(lines []idleLine) float64 {
 }
 
 // The idle month as `make cost` priced it at main c4c4584 on 2026-11-27,
-// before issue 30 made the bill lean: the "before" of each line.
+// before issue 30 made the bill lean: the "before" of each line. Its
+// alarms are priced as now, by the metrics they read (it counted 32 alarms,
+// $16.63 in all; they read 36 metrics, $17.03).
 const (
 	IdleBaselineCommit = "c4c4584"
 	IdleBaselineDate   = "2026-11-27"
 )
 
 var idleBaseline = []idleLine{
-	{"alarms", line{"CloudWatch alarms", 32, "alarm-months", alarmPerMonth}},
+	{"alarms", line{"CloudWatch alarm metrics (32 alarms, four reading two metrics each)", 36, "alarm-metric-months", alarmPerMonth}},
+	{"idlemetrics", line{"custom metrics written while idle (none counted then)", 0, "metric-months", metricPerMonth}},
 	{"dashboards", line{"CloudWatch dashboards", 1, "dashboard-months", dashboardPerMonth}},
 	{"kms", line{"KMS keys (the alerts topic's)", 1, "key-months", kmsKeyPerMonth}},
 	{"secretsmanager", line{"Secrets Manager secrets (every credential)", 9, "secret-months", secretPerMonth}},
@@ -212,6 +215,19 @@ var idleBaseline = []idleLine{
 	{"schedule OpsFunction Seal", line{"OpsFunction Seal", 30, "runs", 0.0000335335}},
 	{"schedule SmokeFunction Daily", line{"SmokeFunction Daily", 30, "runs", 0.0002302592}},
 	{"sqs", line{"SQS receives of 7 event sources' idle pollers", 7 * sqsIdlePollers * secondsPerMonth / sqsIdlePollSeconds, "requests", sqsPerRequest}},
+}
+
+// alarmMetrics is the number of metrics an alarm reads: those of its
+// metric math expression, or its one metric.
+func alarmMetrics(r sam.Resource) int {
+	metrics, _ := r.Properties["Metrics"].([]any)
+	n := 0
+	for _, m := range metrics {
+		if q, _ := m.(map[string]any); q != nil && q["MetricStat"] != nil {
+			n++
+		}
+	}
+	return max(n, 1)
 }
 
 // credentialKind is the service an ARN names, "ssm" or "secretsmanager";
@@ -230,13 +246,16 @@ func credentialKind(arn string) string {
 // SecureString nothing), the metric filters' metrics, every enabled
 // schedule's invocations (the health job's reads and audit record, the
 // daily smoke test's own verdict at verdictCost), and the SQS event
-// sources' pollers long-polling their idle queues. params resolves the
+// sources' pollers long-polling their idle queues, and the custom metrics
+// written while idle (metricNames: how many the code names). params resolves the
 // template (its defaults where empty) and names the credentials' ARNs
 // where known; a resource whose condition is false is not provisioned.
-func idleLines(t *sam.Template, params map[string]string, verdictCost float64) ([]idleLine, error) {
+func idleLines(t *sam.Template, params map[string]string, verdictCost float64, metricNames int) ([]idleLine, error) {
 	v := &sam.Values{Params: params}
 	var err error
-	count := func(typ string) float64 {
+	// weigh counts the resources of a type whose condition holds, each by
+	// its weight.
+	weigh := func(typ string, weight func(sam.Resource) int) float64 {
 		n := 0
 		for _, r := range t.OfType(typ) {
 			if r.Condition != "" {
@@ -248,10 +267,12 @@ func idleLines(t *sam.Template, params map[string]string, verdictCost float64) (
 					continue
 				}
 			}
-			n++
+			n += weight(r)
 		}
 		return float64(n)
 	}
+	count := func(typ string) float64 { return weigh(typ, func(sam.Resource) int { return 1 }) }
+	alarms := count("AWS::CloudWatch::Alarm")
 	kinds := map[string][]string{}
 	graph := params["MailTransport"] == "graph"
 	for name := range t.Parameters {
@@ -264,7 +285,13 @@ func idleLines(t *sam.Template, params map[string]string, verdictCost float64) (
 		sort.Strings(names)
 	}
 	lines := []idleLine{
-		{"alarms", line{"CloudWatch alarms", count("AWS::CloudWatch::Alarm"), "alarm-months", alarmPerMonth}},
+		// CloudWatch bills a standard alarm per metric it reads: a metric
+		// math alarm by each metric of its expression.
+		{"alarms", line{fmt.Sprintf("CloudWatch alarm metrics (%.0f alarms)", alarms), weigh("AWS::CloudWatch::Alarm", alarmMetrics), "alarm-metric-months", alarmPerMonth}},
+		// A custom metric bills by the hours it is written in: the health
+		// job's runs every hour of the month, and a daily smoke run's
+		// figures an hour a day (at most every metric the code names).
+		{"idlemetrics", line{fmt.Sprintf("custom metrics written while idle: the health job's HealthRuns all month, and at most %d metrics of the daily smoke run an hour a day", metricNames), 1 + float64(metricNames)/24, "metric-months", metricPerMonth}},
 		{"dashboards", line{"CloudWatch dashboards (past the account's three free)", count("AWS::CloudWatch::Dashboard"), "dashboard-months", dashboardPerMonth}},
 		{"kms", line{"KMS keys", count("AWS::KMS::Key"), "key-months", kmsKeyPerMonth}},
 		{"secretsmanager", line{"Secrets Manager secrets (" + strings.Join(kinds["secretsmanager"], ", ") + ")", float64(len(kinds["secretsmanager"])), "secret-months", secretPerMonth}},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,7 +115,13 @@ Conditions:
 Resources:
   Queue: {Type: AWS::SQS::Queue}
   A1: {Type: AWS::CloudWatch::Alarm}
-  A2: {Type: AWS::CloudWatch::Alarm}
+  A2:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      Metrics:
+        - {Id: a, MetricStat: {Metric: {MetricName: X}, Period: 60, Stat: Sum}, ReturnData: false}
+        - {Id: b, MetricStat: {Metric: {MetricName: Y}, Period: 60, Stat: Sum}, ReturnData: false}
+        - {Id: c, Expression: a + b}
   Board: {Type: AWS::CloudWatch::Dashboard, Condition: HasBoard}
   Key: {Type: AWS::KMS::Key}
   Filter: {Type: AWS::Logs::MetricFilter}
@@ -138,7 +145,9 @@ func TestIdleLines(t *testing.T) {
 	}
 	health := lambdaPerRequest + 1*1*lambdaPerGBSecondArm + healthRunReads*dynamoPerReadUnit + s3PerPut
 	// rate(1 day) in 30 days; the disabled schedule not at all
-	rest := 2*alarmPerMonth + kmsKeyPerMonth + metricPerMonth + 29*health + sqsIdlePollers*secondsPerMonth/sqsIdlePollSeconds*sqsPerRequest
+	// three alarm metrics (A2 reads two); the health job's metric all month
+	// and 12 metric names an hour a day
+	rest := 3*alarmPerMonth + (1+12.0/24)*metricPerMonth + kmsKeyPerMonth + metricPerMonth + 29*health + sqsIdlePollers*secondsPerMonth/sqsIdlePollSeconds*sqsPerRequest
 	const sm, ssm = "arn:aws:secretsmanager:us-east-1:123456789012:secret:oracle/x-AbCdEf", "arn:aws:ssm:us-east-1:123456789012:parameter/oracle/x"
 	for _, tc := range []struct {
 		name    string
@@ -153,7 +162,7 @@ func TestIdleLines(t *testing.T) {
 		{"the dashboard's condition false", map[string]string{"Board": "no"}, rest, "()"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lines, err := idleLines(tmpl, tc.params, 0.001)
+			lines, err := idleLines(tmpl, tc.params, 0.001, 12)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,10 +178,12 @@ func TestIdleLines(t *testing.T) {
 	}
 }
 
-// The baseline is the idle month `make cost` printed at c4c4584.
+// The baseline is the idle month `make cost` printed at c4c4584 ($16.63),
+// with its alarms priced as now, by the metrics they read (36, not 32):
+// $17.03.
 func TestIdleBaseline(t *testing.T) {
-	if got := idleTotal(idleBaseline); math.Abs(got-16.63) > 0.005 {
-		t.Errorf("the baseline comes to $%.4f, want the $16.63 printed at %s", got, IdleBaselineCommit)
+	if got := idleTotal(idleBaseline); math.Abs(got-17.03) > 0.005 {
+		t.Errorf("the baseline comes to $%.4f, want $17.03 (the $16.63 printed at %s, and four more alarm metrics)", got, IdleBaselineCommit)
 	}
 }
 
@@ -233,7 +244,7 @@ func TestIdleLinesOfTheTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	byKey := func(params map[string]string) map[string]idleLine {
-		lines, err := idleLines(tmpl, params, 0)
+		lines, err := idleLines(tmpl, params, 0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,5 +264,20 @@ func TestIdleLinesOfTheTemplate(t *testing.T) {
 	arn := "arn:aws:secretsmanager:us-east-1:123456789012:secret:oracle/gemini-AbCdEf"
 	if sm := byKey(map[string]string{"GeminiApiKeyArn": arn, "HashPepperArn": arn})["secretsmanager"]; !near(sm.cost(), 2*secretPerMonth) {
 		t.Errorf("two Secrets Manager ARNs: %v", sm)
+	}
+}
+
+// The metric names are counted from shared/obs/names.go's constants.
+func TestMetricNamesAreCounted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "names.go")
+	if err := os.WriteFile(path, []byte("package obs\n\nconst (\n\tA = \"A\"\n\tB, C = \"B\", \"C\"\n)\n\nvar notAName = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := metricNames(path); err != nil || n != 3 {
+		t.Errorf("metricNames = %d, %v; want 3", n, err)
+	}
+	n, err := metricNames(filepath.Join(filepath.Dir(provision.TemplatePath()), "shared", "obs", "names.go"))
+	if err != nil || n < 30 {
+		t.Errorf("the service's metric names: %d, %v; want its thirty-odd", n, err)
 	}
 }

@@ -84,7 +84,11 @@ func run(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	idle, err := idleLines(t, params, verdict)
+	names, err := metricNames(filepath.Join(filepath.Dir(provision.TemplatePath()), "shared", "obs", "names.go"))
+	if err != nil {
+		return err
+	}
+	idle, err := idleLines(t, params, verdict, names)
 	if err != nil {
 		return err
 	}

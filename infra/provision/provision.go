@@ -45,6 +45,13 @@ type Options struct {
 	// SecureString and the parameter is set to its ARN, so functions read secrets
 	// exactly as in production. An empty value leaves the parameter empty.
 	Secrets map[string]string
+	// StackName is the stack's name (AWS::StackName): "oracle-local" when
+	// empty.
+	StackName string
+	// Alarms also creates the template's CloudWatch alarms (moto keeps
+	// them and fires nothing): what a test of two stacks in one account
+	// compares.
+	Alarms bool
 }
 
 // Stack is what was provisioned: every resource's Ref and attributes.
@@ -57,11 +64,12 @@ type Stack struct {
 // a moto server that already has them changes nothing.
 func Provision(ctx context.Context, o Options) (*Stack, error) {
 	v := &sam.Values{
-		Params:  map[string]string{},
-		Refs:    map[string]string{},
-		Attrs:   map[string]string{},
-		Region:  o.AWS.Region,
-		Account: Account,
+		Params:    map[string]string{},
+		Refs:      map[string]string{},
+		Attrs:     map[string]string{},
+		Region:    o.AWS.Region,
+		Account:   Account,
+		StackName: o.StackName,
 	}
 	for k, val := range o.Params {
 		v.Params[k] = val
@@ -103,6 +111,13 @@ func Provision(ctx context.Context, o Options) (*Stack, error) {
 	for _, r := range o.Template.OfType("AWS::SQS::Queue") {
 		if err := st.redrive(ctx, o, r); err != nil {
 			return nil, fmt.Errorf("provision %s redrive: %w", r.LogicalID, err)
+		}
+	}
+	if o.Alarms {
+		for _, r := range o.Template.OfType("AWS::CloudWatch::Alarm") {
+			if err := st.alarm(ctx, o, r); err != nil {
+				return nil, fmt.Errorf("provision %s: %w", r.LogicalID, err)
+			}
 		}
 	}
 	for _, r := range o.Template.OfType("AWS::SNS::Subscription") {

@@ -3,6 +3,9 @@ package provision_test
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,28 +20,45 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 )
 
-// emittedMetrics returns the metric names the functions' code counts:
-// directly, or as the metric sqsbatch counts a function's failed records on.
+// emittedMetrics returns the metrics the code emits: the constants of
+// shared/obs/names.go, by value, which every call site names its metric
+// by (TestMetricsAreNamedInOnePlace).
 func emittedMetrics(t *testing.T, root string) map[string]bool {
 	t.Helper()
-	re := regexp.MustCompile(`\.Count\("([A-Za-z0-9]+)"|sqsbatch\.Failures\{[^}]*Name: "([A-Za-z0-9]+)"`)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "shared", "obs", "names.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]bool{}
-	for _, dir := range []string{"shared", "functions"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return err
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			for _, v := range spec.(*ast.ValueSpec).Values {
+				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					out[strings.Trim(lit.Value, `"`)] = true
+				}
 			}
-			b, err := os.ReadFile(p)
-			for _, m := range re.FindAllSubmatch(b, -1) {
-				out[string(m[1])+string(m[2])] = true
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
+	if len(out) == 0 {
+		t.Fatal("shared/obs/names.go names no metric")
+	}
 	return out
+}
+
+// stackNamespace is the namespace of the stack's own metrics, as the
+// template writes it for alarms: !Sub "Oracle/${AWS::StackName}".
+func stackNamespace(v any) bool {
+	switch in := v.(type) {
+	case sam.Intrinsic:
+		return in.Name == "Fn::Sub" && in.Arg == "Oracle/${AWS::StackName}"
+	case *sam.Intrinsic:
+		return in.Name == "Fn::Sub" && in.Arg == "Oracle/${AWS::StackName}"
+	}
+	return false
 }
 
 func TestAlarmsCanFire(t *testing.T) {
@@ -48,26 +68,17 @@ func TestAlarmsCanFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := emittedMetrics(t, root)
-	alertCode, err := os.ReadFile(filepath.Join(root, "shared", "alert", "alert.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range tmpl.OfType("AWS::Logs::MetricFilter") {
-		if !strings.Contains(fmt.Sprint(f.Properties["FilterPattern"]), "alert_fallback") || !strings.Contains(string(alertCode), `"alert_fallback", true`) {
-			t.Errorf("%s filters on something shared/alert does not write", f.LogicalID)
-		}
-		for _, m := range f.Properties["MetricTransformations"].([]any) {
-			known[fmt.Sprint(m.(map[string]any)["MetricName"])] = true
-		}
-	}
 	alarms := tmpl.OfType("AWS::CloudWatch::Alarm")
 	if len(alarms) == 0 {
 		t.Fatal("no alarms")
 	}
 	for _, a := range alarms {
 		p := a.Properties
-		if p["Namespace"] == "Oracle" && !known[fmt.Sprint(p["MetricName"])] {
-			t.Errorf("%s watches Oracle/%v, which nothing emits", a.LogicalID, p["MetricName"])
+		if stackNamespace(p["Namespace"]) && !known[fmt.Sprint(p["MetricName"])] {
+			t.Errorf("%s watches %v, which nothing emits", a.LogicalID, p["MetricName"])
+		}
+		if ns, ok := p["Namespace"].(string); ok && !strings.HasPrefix(ns, "AWS/") {
+			t.Errorf("%s watches the namespace %s, which every stack in the account shares", a.LogicalID, ns)
 		}
 		if actions, _ := p["AlarmActions"].([]any); len(actions) == 0 {
 			t.Errorf("%s has no action: it would notify nobody", a.LogicalID)
@@ -341,30 +352,22 @@ func atoiT(t *testing.T, v any) int {
 	return n
 }
 
-// TestEveryAlertingFunctionCountsItsFallbacks: an alert SNS refused is a
-// log line marked alert_fallback; each function that raises alerts has the
-// metric filter that turns those lines into AlertFallback, which an alarm
-// watches, so no alert is lost unheard.
-func TestEveryAlertingFunctionCountsItsFallbacks(t *testing.T) {
+// TestAlertFallbacksAreHeardWithoutFilters: an alert SNS refused is a log
+// line and an AlertFallback metric line (shared/alert), whichever function
+// raised it; AlertFallbackAlarm watches that metric in the stack's
+// namespace. No metric filter is left: each published a figure on every
+// log event, billed idle.
+func TestAlertFallbacksAreHeardWithoutFilters(t *testing.T) {
 	tmpl, err := sam.Load(provision.TemplatePath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	filtered := map[string]bool{}
 	for _, f := range tmpl.OfType("AWS::Logs::MetricFilter") {
-		if in, ok := f.Properties["LogGroupName"].(sam.Intrinsic); ok && in.Name == "Ref" {
-			filtered[fmt.Sprint(in.Arg)] = true
-		}
+		t.Errorf("%s: a metric filter bills its metric on every log event; emit the figure from the code", f.LogicalID)
 	}
-	for _, fn := range tmpl.Functions() {
-		if _, alerts := fn.Env["ALERTS_TOPIC_ARN"]; !alerts {
-			continue
-		}
-		cfg, _ := tmpl.Resources[fn.LogicalID].Properties["LoggingConfig"].(map[string]any)
-		group, ok := cfg["LogGroup"].(sam.Intrinsic)
-		if !ok || !filtered[fmt.Sprint(group.Arg)] {
-			t.Errorf("%s raises alerts but its log group %v has no alert_fallback filter", fn.LogicalID, cfg["LogGroup"])
-		}
+	a := tmpl.Resources["AlertFallbackAlarm"].Properties
+	if !stackNamespace(a["Namespace"]) || a["MetricName"] != "AlertFallback" || a["Statistic"] != "Sum" || fmt.Sprint(a["Threshold"]) != "0" {
+		t.Errorf("AlertFallbackAlarm does not fire on one AlertFallback of the stack: %v", a)
 	}
 }
 

@@ -17,7 +17,7 @@ const root = "../.."
 
 // lambdaBuild is the one way a function's bootstrap is built, for Lambda
 // on arm64: static, stripped, without the RPC runtime.
-const lambdaBuild = "CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -ldflags='-s -w' -tags lambda.norpc -o "
+const lambdaBuild = "CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -ldflags='-s -w' -tags lambda.norpc,grpcnotrace -o "
 
 // TestSAMBuildsWhatMakeBuilds: every function of the template is built by
 // sam build through the Makefile's build-<LogicalId> target, which is the

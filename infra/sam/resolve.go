@@ -17,6 +17,8 @@ type Values struct {
 	Region string
 	// Account is the AWS account id the pseudo parameter AWS::AccountId names.
 	Account string
+	// StackName is what AWS::StackName names; "oracle-local" when empty.
+	StackName string
 }
 
 // noValue marks AWS::NoValue; lists and maps drop it.
@@ -295,6 +297,9 @@ func (t *Template) ref(name string, v *Values) (any, error) {
 	case "AWS::URLSuffix":
 		return "amazonaws.com", nil
 	case "AWS::StackName":
+		if v.StackName != "" {
+			return v.StackName, nil
+		}
 		return "oracle-local", nil
 	case "AWS::Partition":
 		return "aws", nil

@@ -6,6 +6,7 @@ import (
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // Alerts keeps the alerts raised, for tests that run a function without
@@ -45,6 +46,7 @@ func (s *Alerts) Kinds() []string {
 type Metrics struct {
 	mu     sync.Mutex
 	counts map[string]float64
+	values map[string][]float64
 }
 
 // Count adds n to the metric name.
@@ -55,6 +57,32 @@ func (m *Metrics) Count(name string, n float64) {
 		m.counts = map[string]float64{}
 	}
 	m.counts[name] += n
+}
+
+// Emit records figs: a count adds to Counts, and every value, whatever
+// its unit, is kept in Values.
+func (m *Metrics) Emit(figs ...obs.Figure) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[string]float64{}
+	}
+	if m.values == nil {
+		m.values = map[string][]float64{}
+	}
+	for _, f := range figs {
+		if f.Unit == obs.UnitCount {
+			m.counts[f.Name] += f.Value
+		}
+		m.values[f.Name] = append(m.values[f.Name], f.Value)
+	}
+}
+
+// Values are the values emitted under name so far, in order.
+func (m *Metrics) Values(name string) []float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]float64(nil), m.values[name]...)
 }
 
 // Counts are the metrics counted so far, by name.

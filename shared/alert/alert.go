@@ -1,7 +1,8 @@
 // Package alert raises operator alerts: severities, a 60-second dedupe
 // window per kind and session, SNS delivery with a retry, sessions named by
-// oracle.ShortID, and a log line that a metric filter alarms on when SNS
-// cannot be reached. Raising an alert never fails its caller.
+// oracle.ShortID, and a log line with an AlertFallback metric, which an
+// alarm watches, when SNS cannot be reached. Raising an alert never fails
+// its caller.
 package alert
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 )
 
@@ -98,7 +100,7 @@ const DefaultTimeout = 3 * time.Second
 
 // Raise delivers a. It dedupes by kind and session within the window,
 // publishes to SNS (two attempts), and falls back to an error log line
-// marked alert_fallback=true when SNS fails. CRITICAL alerts also count a
+// marked alert_fallback=true, counting AlertFallback, when SNS fails. CRITICAL alerts also count a
 // CriticalAlerts metric, which an alarm watches.
 func (al *Alerter) Raise(ctx context.Context, a Alert) {
 	now := time.Now
@@ -119,7 +121,7 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 	attrs := []any{"severity", string(a.Severity), "kind", string(a.Kind), "session", oracle.ShortID(a.Session), "alert", text}
 
 	if a.Severity == Critical && al.Metrics != nil {
-		al.Metrics.Count("CriticalAlerts", 1)
+		al.Metrics.Count(obs.CriticalAlerts, 1)
 	}
 	if al.Dedupe != nil {
 		// The dedupe lives in the Ledger, which may be what is failing: it
@@ -149,6 +151,11 @@ func (al *Alerter) Raise(ctx context.Context, a Alert) {
 		}
 	}
 	al.Log.ErrorContext(ctx, "alert could not be published; this line is the alert", append(attrs, "alert_fallback", true, "error", err.Error())...)
+	// A metric line, not the topic: AlertFallbackAlarm hears it when SNS
+	// is what failed.
+	if al.Metrics != nil {
+		al.Metrics.Count(obs.AlertFallback, 1)
+	}
 }
 
 // dedupeKey is the Ledger key of a's dedupe window. An escalation (the

@@ -117,6 +117,11 @@ func TestFallbackLogLineWhenSNSFails(t *testing.T) {
 	if !strings.Contains(logs, `"CriticalAlerts":1`) {
 		t.Fatal("CRITICAL alert did not count its metric")
 	}
+	// The fallback's own metric, which AlertFallbackAlarm watches: no
+	// metric filter reads the line.
+	if !strings.Contains(logs, `"AlertFallback":1`) {
+		t.Fatalf("the fallback did not count AlertFallback: %s", logs)
+	}
 }
 
 func TestPresetLineIsPublishedAsIs(t *testing.T) {

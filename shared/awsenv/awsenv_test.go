@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -108,28 +109,85 @@ func TestACancelledCallIsNotRetried(t *testing.T) {
 // TestMaxAttemptsFromTheEnvironmentStillHolds: AWS_MAX_ATTEMPTS=1 (the
 // local stack's compressed email schedule sets it, so that each SES
 // failure is one attempt of the mailer's schedule) caps the retryer Load
-// installs.
+// and LoadLambda install.
 func TestMaxAttemptsFromTheEnvironmentStillHolds(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	t.Setenv("AWS_MAX_ATTEMPTS", "1")
-	t.Setenv("AWS_REGION", "ca-central-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-	cfg, err := Load(context.Background())
+	for name, load := range map[string]func(context.Context) (aws.Config, error){"Load": Load, "LoadLambda": LoadLambda} {
+		t.Run(name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			defer srv.Close()
+			t.Setenv("AWS_MAX_ATTEMPTS", "1")
+			t.Setenv("AWS_REGION", "ca-central-1")
+			t.Setenv("AWS_ACCESS_KEY_ID", "test")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+			t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+			cfg, err := load(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = NewTables(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
+				TableName: aws.String("t"),
+				Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
+			})
+			if err == nil || calls.Load() != 1 {
+				t.Fatalf("%d requests (err %v), want 1 with AWS_MAX_ATTEMPTS=1", calls.Load(), err)
+			}
+		})
+	}
+}
+
+// TestLoadLambdaReadsWhatLambdaSets: a function's configuration is the
+// environment Lambda gives it: the region and the execution role's keys
+// with their session token sign each request, a service's own endpoint
+// (AWS_ENDPOINT_URL_SESV2, which the local stack sets) wins over
+// AWS_ENDPOINT_URL, and a profile named in the environment is not read.
+// Without the region or the keys it fails at cold start.
+func TestLoadLambdaReadsWhatLambdaSets(t *testing.T) {
+	type seen struct{ auth, token string }
+	serve := func(got *atomic.Pointer[seen]) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got.Store(&seen{r.Header.Get("Authorization"), r.Header.Get("X-Amz-Security-Token")})
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			_, _ = io.WriteString(w, `{}`)
+		}))
+	}
+	var general, own atomic.Pointer[seen]
+	generalSrv, ownSrv := serve(&general), serve(&own)
+	defer generalSrv.Close()
+	defer ownSrv.Close()
+	t.Setenv("AWS_REGION", "eu-west-3")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDLAMBDA")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_SESSION_TOKEN", "session-token")
+	t.Setenv("AWS_PROFILE", "no-such-profile")
+	t.Setenv("AWS_ENDPOINT_URL", generalSrv.URL)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ownSrv.URL)
+	cfg, err := LoadLambda(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewTables(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
+	if _, err := NewTables(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String("t"),
 		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
-	})
-	if err == nil || calls.Load() != 1 {
-		t.Fatalf("%d requests (err %v), want 1 with AWS_MAX_ATTEMPTS=1", calls.Load(), err)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := own.Load()
+	if s == nil || general.Load() != nil {
+		t.Fatalf("the call went to AWS_ENDPOINT_URL, not AWS_ENDPOINT_URL_DYNAMODB")
+	}
+	if !strings.Contains(s.auth, "Credential=AKIDLAMBDA/") || !strings.Contains(s.auth, "/eu-west-3/dynamodb/") || s.token != "session-token" {
+		t.Errorf("signed %q with token %q", s.auth, s.token)
+	}
+	for _, unset := range []string{"AWS_REGION", "AWS_SECRET_ACCESS_KEY"} {
+		t.Run("without "+unset, func(t *testing.T) {
+			t.Setenv(unset, "")
+			if _, err := LoadLambda(context.Background()); err == nil {
+				t.Errorf("LoadLambda without %s succeeded", unset)
+			}
+		})
 	}
 }

@@ -48,6 +48,7 @@ import (
 
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/condwrite"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // State is a circuit's state. Only CLOSED and OPEN are stored; HALF_OPEN is
@@ -91,6 +92,21 @@ type Options struct {
 	// container may probe instead; it must exceed one model call with its
 	// retries. Default 2 minutes.
 	ProbeLease time.Duration
+	// Metrics, when set, gets the circuit's state at each transition this
+	// breaker makes: obs.CircuitOpen 1 when it opens (or reopens), 0 when
+	// it closes. Nil emits nothing.
+	Metrics Gauge
+}
+
+// Measured is o with its transitions emitted to m.
+func (o Options) Measured(m Gauge) Options {
+	o.Metrics = m
+	return o
+}
+
+// Gauge emits a state's value (obs.Metrics).
+type Gauge interface {
+	Gauge(name string, v float64)
 }
 
 func (o Options) withDefaults() Options {
@@ -435,6 +451,13 @@ func (b *Breaker) change(ctx context.Context, what string, tr Transition, in *dy
 	}
 	if !r.Applied {
 		return Transition{}, nil
+	}
+	if b.o.Metrics != nil {
+		open := 0.0
+		if tr.To == Open {
+			open = 1
+		}
+		b.o.Metrics.Gauge(obs.CircuitOpen, open)
 	}
 	return tr, nil
 }

@@ -1,10 +1,12 @@
 package circuit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/circuit"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 var ctx = context.Background()
@@ -442,4 +445,47 @@ func TestRetriedChangesKnowTheirOwnFirstAttempt(t *testing.T) {
 		t.Fatalf("close: %v %v", tr, err)
 	}
 	lost("close")
+}
+
+// Each transition a breaker makes is the circuit's state on the
+// dashboard: CircuitOpen 1 when it opens or reopens, 0 when it closes;
+// a report that moves nothing emits nothing.
+func TestTransitionsAreMeasured(t *testing.T) {
+	var out bytes.Buffer
+	bs, clk := containers(t, 1, circuit.Options{FailureThreshold: 2, Metrics: obs.NewMetrics(&out, "Oracle/test", nil)})
+	b := bs[0]
+	want := []string{}
+	check := func(step string) {
+		t.Helper()
+		got := []string{}
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if l != "" {
+				got = append(got, l[strings.LastIndex(l, ","):])
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("after %s: lines ending %q, want %q", step, got, want)
+		}
+	}
+	if _, err := b.Failed(ctx, allow(t, b)); err != nil {
+		t.Fatal(err)
+	}
+	check("a failure under the threshold")
+	if _, err := b.Failed(ctx, allow(t, b)); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, `,"CircuitOpen":1}`)
+	check("the trip")
+	clk.Add(time.Minute)
+	if _, err := b.Failed(ctx, allow(t, b)); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, `,"CircuitOpen":1}`)
+	check("the failed probe")
+	clk.Add(time.Minute)
+	if _, err := b.Succeeded(ctx, allow(t, b), fast); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, `,"CircuitOpen":0}`)
+	check("the closing probe")
 }

@@ -36,22 +36,37 @@ type Function struct {
 // ends the process when either fails.
 func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function, S) {
 	ctx := context.Background()
-	f := &Function{
-		Log:     obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL")),
-		Metrics: obs.NewMetrics(os.Stdout, "Oracle", time.Now),
-	}
+	f := &Function{Log: obs.NewLogger(os.Stdout, os.Getenv("LOG_LEVEL"))}
 	// What logs without a logger of its own (httpapi.JSON; a secret read
 	// again when refused, package secret) logs as the function does.
 	slog.SetDefault(f.Log)
-	cfg, err := awsenv.Load(ctx)
+	env := config.FromEnviron(nil)
+	ns, err := metricsNamespace(env)
+	f.Check(err, "metrics namespace")
+	f.Metrics = obs.NewMetrics(os.Stdout, ns, time.Now)
+	cfg, err := awsenv.LoadLambda(ctx)
 	f.Check(err, "AWS configuration")
-	f.guard, err = storeGuard(config.FromEnviron(nil), f)
+	f.guard, err = storeGuard(env, f)
 	f.Check(err, "store timeouts")
 	f.guard.Options(&cfg)
 	f.AWS = cfg
 	settings, err := load(ctx, cfg)
 	f.Check(err, "settings")
 	return f, settings
+}
+
+// metricsNamespace reads METRICS_NAMESPACE, the stack's own namespace
+// (Oracle/<stack name>) that its alarms and dashboard watch.
+func metricsNamespace(env *config.Env) (string, error) {
+	ns := env.String("METRICS_NAMESPACE")
+	if err := env.Err(); err != nil {
+		return "", err
+	}
+	if err := obs.ValidNamespace(ns); err != nil {
+		env.Invalid("METRICS_NAMESPACE", err)
+		return "", env.Err()
+	}
+	return ns, nil
 }
 
 // storeGuard reads the store calls' timeouts: STORE_ATTEMPT_TIMEOUT and

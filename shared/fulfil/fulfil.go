@@ -216,7 +216,7 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 		}
 		err = f.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: reason})
 	case oracle.StatusDropped:
-		f.Metrics.Count("SilentDrops", 1)
+		f.Metrics.Count(obs.SilentDrops, 1)
 		f.Alerts.Raise(ctx, f.silentDrop(s, o))
 		err = f.Mail.Send(ctx, queue.Job{SessionID: o.SessionID, Kind: oracle.MailSilentDrop})
 	case oracle.StatusHeld:

@@ -23,6 +23,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"42sisters.ai/oracle/shared/geminikey"
 	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/secret"
 )
@@ -30,7 +31,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultModel is the model the Oracle's prompts are written for.
-	DefaultModel = "gemini-2.5-flash"
+	DefaultModel = geminikey.DefaultModel
 	// DefaultTimeout bounds each call (SPEC_ORACLE_GEMINI_TIMEOUT, invariant 1).
 	DefaultTimeout = 45 * time.Second
 )

@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"42sisters.ai/oracle/shared/wait"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/wait"
 )
 
 // Generator makes one model call. The *Client is one; it must end the call
@@ -132,6 +134,15 @@ type Caller struct {
 	// Log receives one line for the budget and one for each attempt; it
 	// never sees the prompt, the reply or the key. Nil discards.
 	Log *slog.Logger
+	// Metrics, when set, gets one line for each attempt the model
+	// answered or failed (not one the caller canceled): its latency
+	// (obs.ModelLatency) and, when it failed, obs.ModelFailures.
+	Metrics Figures
+}
+
+// Figures emits metrics (obs.Metrics).
+type Figures interface {
+	Emit(figs ...obs.Figure)
 }
 
 // Result is a Call's valid reply and how it was got.
@@ -325,6 +336,7 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 			}
 		}
 		if err == nil {
+			c.measure(latency, false)
 			log.LogAttrs(ctx, slog.LevelInfo, attemptMessage(ce.Attempts, true),
 				slog.String("model", name), slog.Int64("latency_ms", latency.Milliseconds()), slog.Bool("strict", ce.Strict), slog.Bool("fallback", onFallback))
 			model := reply.Model
@@ -335,6 +347,9 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 		}
 		e := classified(ctx, err)
 		ce.Err = e
+		if e.Kind != Canceled {
+			c.measure(latency, true)
+		}
 		if errors.Is(e, ErrRefused) {
 			ce.Refusals++
 		}
@@ -404,6 +419,19 @@ func (c *Caller) Call(ctx context.Context, r Request, validate func(text string)
 			}
 		}
 	}
+}
+
+// measure emits an attempt's figures.
+func (c *Caller) measure(latency time.Duration, failed bool) {
+	if c.Metrics == nil {
+		return
+	}
+	ms := obs.Figure{Name: obs.ModelLatency, Value: float64(latency.Milliseconds()), Unit: obs.UnitMilliseconds}
+	if failed {
+		c.Metrics.Emit(ms, obs.Figure{Name: obs.ModelFailures, Value: 1, Unit: obs.UnitCount})
+		return
+	}
+	c.Metrics.Emit(ms)
 }
 
 // keyRenewer is a Generator whose API key can be read again after Google

@@ -1,6 +1,7 @@
 package gemini_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"42sisters.ai/oracle/shared/gemini"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // VC-2: fail, fail, succeed: three calls, each backoff a full-jitter share
@@ -572,4 +574,53 @@ func BenchmarkCallOverhead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Each attempt the model answered or failed is one metric line: its
+// latency, and ModelFailures when it failed; an attempt the caller
+// canceled says nothing of the model.
+func TestEachAttemptIsMeasured(t *testing.T) {
+	h := newHarness(0.25, 0.9)
+	s := &stub{model: "gemini-2.5-flash", clock: h.clock, steps: []step{
+		failAfter(gemini.ServerError, 200*time.Millisecond),
+		text("not json"),
+		ok("gemini-2.5-flash-001", 300*time.Millisecond),
+	}}
+	var out bytes.Buffer
+	c := h.caller(s, nil, gemini.Policy{})
+	c.Metrics = obs.NewMetrics(&out, "Oracle/test", h.clock.Now)
+	if _, err := c.Call(context.Background(), gemini.Request{User: "u"}, validate); err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	want := []string{`"ModelLatency":200,"ModelFailures":1}`, `"ModelLatency":0,"ModelFailures":1}`, `"ModelLatency":300}`}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d metric lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(lines[i], w) {
+			t.Errorf("attempt %d: %s, want it to end %s", i+1, lines[i], w)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out.Reset()
+	c = h.caller(cancelling{cancel}, nil, gemini.Policy{})
+	c.Metrics = obs.NewMetrics(&out, "Oracle/test", h.clock.Now)
+	if _, err := c.Call(ctx, gemini.Request{User: "u"}, validate); gemini.KindOf(err) != gemini.Canceled {
+		t.Fatalf("the call ended %v, want canceled", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("a canceled call was measured: %s", out.String())
+	}
+}
+
+// cancelling is a Generator whose caller gives up while it answers.
+type cancelling struct{ cancel func() }
+
+func (cancelling) Model() string { return "m" }
+
+func (g cancelling) Generate(ctx context.Context, _ gemini.Request) (gemini.Reply, error) {
+	g.cancel()
+	return gemini.Reply{}, ctx.Err()
 }

@@ -5,12 +5,9 @@
 package obs
 
 import (
-	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
-	"time"
 )
 
 // redacted are attribute keys whose values must never reach a log line.
@@ -32,45 +29,4 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 			return a
 		},
 	})))
-}
-
-// Metrics writes CloudWatch embedded metric format lines.
-type Metrics struct {
-	mu        sync.Mutex
-	w         io.Writer
-	namespace string
-	now       func() time.Time
-}
-
-// NewMetrics writes metrics in namespace to w (stdout in Lambda).
-func NewMetrics(w io.Writer, namespace string, now func() time.Time) *Metrics {
-	if now == nil {
-		now = time.Now
-	}
-	return &Metrics{w: w, namespace: namespace, now: now}
-}
-
-// Count emits one count metric without dimensions.
-func (m *Metrics) Count(name string, n float64) {
-	if m == nil {
-		return
-	}
-	line := map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": m.now().UnixMilli(),
-			"CloudWatchMetrics": []any{map[string]any{
-				"Namespace":  m.namespace,
-				"Dimensions": [][]string{{}},
-				"Metrics":    []any{map[string]string{"Name": name, "Unit": "Count"}},
-			}},
-		},
-		name: n,
-	}
-	b, err := json.Marshal(line)
-	if err != nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, _ = m.w.Write(append(b, '\n'))
 }

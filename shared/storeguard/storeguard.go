@@ -27,6 +27,7 @@ import (
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/condwrite"
+	"42sisters.ai/oracle/shared/obs"
 )
 
 // The defaults (SPEC_ORACLE_CACHE_ALERT's CACHE_CONNECT_TIMEOUT_MS of 2 s
@@ -143,7 +144,7 @@ func (g *Guard) call(ctx context.Context, in middleware.InitializeInput, next mi
 				g.Log.WarnContext(ctx, "store call succeeded on a retry", "operation", op, "attempts", n)
 			}
 			if g.Metrics != nil {
-				g.Metrics.Count("StoreRetries", 1)
+				g.Metrics.Count(obs.StoreRetries, 1)
 			}
 		}
 	case condwrite.ConditionFailed(err):

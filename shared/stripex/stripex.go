@@ -329,15 +329,93 @@ func SessionFromJSON(raw json.RawMessage) (oracle.Session, error) {
 // SessionModeFromJSON is SessionFromJSON that also says the session's
 // mode ("payment" for a verdict, "subscription" for Sisters Chat), from
 // the one decoding.
+//
+// It decodes only the fields Session reads, into a struct of their own:
+// stripe.CheckoutSession has some hundred fields, nested objects among
+// them, and decoding it was a fifth of the webhook's own work on every
+// event (docs/performance.md). TestSessionModeFromJSONAsStripeGo holds it
+// to Session over stripe-go's own decoding.
 func SessionModeFromJSON(raw json.RawMessage) (oracle.Session, string, error) {
-	var s stripe.CheckoutSession
+	var s sessionObject
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return oracle.Session{}, "", fmt.Errorf("decode checkout session: %w", err)
 	}
 	if !oracle.ValidSessionID(s.ID) {
 		return oracle.Session{}, "", fmt.Errorf("decode checkout session: invalid id")
 	}
-	return Session(&s), string(s.Mode), nil
+	out := oracle.Session{
+		ID:             s.ID,
+		PaymentStatus:  s.PaymentStatus,
+		TierRaw:        s.Metadata[MetaTier],
+		Referral:       s.Metadata[MetaReferral],
+		Smoke:          s.Metadata[MetaSmoke] == "1",
+		AmountTotal:    s.AmountTotal,
+		AmountSubtotal: s.AmountSubtotal,
+		Currency:       s.Currency,
+		Livemode:       s.Livemode,
+		Created:        time.Unix(s.Created, 0).UTC(),
+		Email:          s.CustomerEmail,
+		PaymentIntent:  string(s.PaymentIntent),
+	}
+	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
+		out.Email = s.CustomerDetails.Email
+	}
+	idea := ""
+	for _, f := range s.CustomFields {
+		if f != nil && f.Key == IdeaField && f.Text != nil {
+			idea = f.Text.Value
+		}
+	}
+	out.Tier, out.Query, out.Drop = Resolve(s.Metadata, idea)
+	return out, s.Mode, nil
+}
+
+// sessionObject is the part of a Checkout Session object that Session
+// reads, with stripe-go's field names and types.
+type sessionObject struct {
+	ID              string            `json:"id"`
+	Mode            string            `json:"mode"`
+	PaymentStatus   string            `json:"payment_status"`
+	Metadata        map[string]string `json:"metadata"`
+	AmountTotal     int64             `json:"amount_total"`
+	AmountSubtotal  int64             `json:"amount_subtotal"`
+	Currency        string            `json:"currency"`
+	Livemode        bool              `json:"livemode"`
+	Created         int64             `json:"created"`
+	CustomerEmail   string            `json:"customer_email"`
+	PaymentIntent   expandableID      `json:"payment_intent"`
+	CustomerDetails *struct {
+		Email string `json:"email"`
+	} `json:"customer_details"`
+	CustomFields []*struct {
+		Key  string `json:"key"`
+		Text *struct {
+			Value string `json:"value"`
+		} `json:"text"`
+	} `json:"custom_fields"`
+}
+
+// expandableID is an expandable field's id: Stripe sends the id alone, or
+// the object when expanded.
+type expandableID string
+
+func (e *expandableID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var id string
+		if err := json.Unmarshal(b, &id); err != nil {
+			return err
+		}
+		*e = expandableID(id)
+		return nil
+	}
+	var object struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &object); err != nil {
+		return err
+	}
+	*e = expandableID(object.ID)
+	return nil
 }
 
 // quiet discards stripe-go's own log lines: they can quote request

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -138,6 +139,60 @@ func TestKeysFrom(t *testing.T) {
 		err := env.Err()
 		if live != c.live || test != c.forTest || (err == nil) != (c.problem == "") || (err != nil && !strings.Contains(err.Error(), c.problem)) {
 			t.Errorf("key %q, test key %q: %q, %q, %v", c.key, c.test, live, test, err)
+		}
+	}
+}
+
+// SessionModeFromJSON reads a session as Session reads stripe-go's own
+// decoding of it, field for field: every shape the webhook meets (paid,
+// unpaid, chunked metadata, the idea field, an expanded payment intent,
+// a subscription, nulls), and refuses what stripe-go refuses to decode.
+func TestSessionModeFromJSONAsStripeGo(t *testing.T) {
+	for _, raw := range []string{
+		`{"id":"cs_test_a1","object":"checkout.session","mode":"payment","payment_status":"paid","amount_total":2500,"amount_subtotal":2500,"currency":"cad",
+		"livemode":true,"created":1763700000,"metadata":{"tier":"strategy","referral_code":"FRIEND","q0":"Should I ","q1":"open a bakery?","qn":"2"},
+		"customer_email":null,"customer_details":{"email":"a@example.com","name":"A"},"payment_intent":"pi_123"}`,
+		`{"id":"cs_test_a2","mode":"payment","payment_status":"unpaid","amount_total":100,"currency":"cad","created":1,
+		"metadata":{"tier":"quick"},"custom_fields":[{"key":"idea","type":"text","text":{"value":"an idea from a Payment Link"}}],
+		"payment_intent":{"id":"pi_expanded","object":"payment_intent","amount":100}}`,
+		`{"id":"cs_test_a3","mode":"subscription","payment_status":"paid","amount_total":500,"currency":"cad","subscription":"sub_1",
+		"customer":"cus_1","metadata":{"account":"abc"},"payment_intent":null,"customer_details":null,"custom_fields":[]}`,
+		`{"id":"cs_test_a4","metadata":{"tier":"full","smoke":"1"},"customer_email":"fallback@example.com","custom_fields":[null,{"key":"idea","text":null}]}`,
+		`{"id":"cs_test_a5","metadata":null,"amount_total":null,"livemode":false}`,
+	} {
+		var s stripe.CheckoutSession
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			t.Fatalf("stripe-go refused %s: %v", raw, err)
+		}
+		want, wantMode := Session(&s), string(s.Mode)
+		got, mode, err := SessionModeFromJSON(json.RawMessage(raw))
+		if err != nil {
+			t.Errorf("%s: %v", raw, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) || mode != wantMode {
+			t.Errorf("%s:\n got %+v %q\nwant %+v %q", raw, got, mode, want, wantMode)
+		}
+	}
+	for _, bad := range []string{`{"id":"cs_test_b1","amount_total":"500"}`, `{"id":"cs_test_b2","metadata":{"tier":1}}`, `{"id":"cs_test_b3","payment_intent":5}`} {
+		var s stripe.CheckoutSession
+		if json.Unmarshal([]byte(bad), &s) == nil {
+			t.Fatalf("stripe-go decodes %s: not a refusal to compare", bad)
+		}
+		if _, _, err := SessionModeFromJSON(json.RawMessage(bad)); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
+	}
+}
+
+func BenchmarkSessionModeFromJSON(b *testing.B) {
+	raw := json.RawMessage(`{"id":"cs_test_bench","object":"checkout.session","mode":"payment","payment_status":"paid","amount_total":2500,"currency":"cad",
+	"livemode":false,"created":1763700000,"metadata":{"tier":"strategy","q0":"Acquire a failing restaurant and convert to ghost kitchen"},
+	"customer_details":{"email":"a@example.com"},"payment_intent":"pi_123"}`)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := SessionModeFromJSON(raw); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

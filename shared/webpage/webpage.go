@@ -12,8 +12,10 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	text "text/template"
 
 	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/tmplrun"
 )
 
 //go:embed frame.html base.css
@@ -103,4 +105,24 @@ func Response(status int, csp, body string) httpapi.Response {
 		resp.Headers["Allow"] = http.MethodGet
 	}
 	return resp
+}
+
+// MustPages is MustTemplates run by tmplrun instead of html/template: a
+// function that also calls AWS renders its pages with it, so that
+// html/template's reflection does not keep every method of the AWS
+// clients in its bootstrap (package tmplrun). Its pages' tests compare
+// them with MustTemplates' rendering.
+func MustPages(fsys fs.FS, pattern string, funcs map[string]any) *tmplrun.Set {
+	t, err := text.New("").Funcs(funcs).ParseFS(files, "frame.html")
+	if err == nil {
+		t, err = t.ParseFS(fsys, pattern)
+	}
+	if err != nil {
+		panic(err)
+	}
+	s, err := tmplrun.New(t, funcs, true)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -7,11 +7,9 @@
 package letter
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"net/mail"
 	"net/url"
 	"slices"
@@ -24,6 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/sosfilter"
+	"42sisters.ai/oracle/shared/tmplrun"
 )
 
 // Brand is who the letters come from. A zero field takes its default.
@@ -134,16 +133,41 @@ var files embed.FS
 
 // The templates are part of the binary, so a template that does not parse
 // is a build defect that every test catches, not a run-time condition.
+// They are run by tmplrun, not by text/template and html/template, whose
+// executor's reflection would keep every AWS client operation in the
+// mailer's bootstrap (see package tmplrun); the HTML is escaped as
+// html/template escapes element text, which TestHTMLIsWhatHTMLTemplateWrites
+// holds to.
 var (
-	texts = template.Must(template.New("").Funcs(template.FuncMap{
+	textFuncs = template.FuncMap{
 		"marker": marker,
 		"inc":    func(i int) int { return i + 1 },
-	}).ParseFS(files, "templates/*.txt"))
-	pages = htmltemplate.Must(htmltemplate.New("").Funcs(htmltemplate.FuncMap{
+	}
+	htmlFuncs = template.FuncMap{
 		"colour": colour,
 		"lines":  func(s string) []string { return strings.Split(s, "\n") },
-	}).ParseFS(files, "templates/*.html"))
+	}
+	texts runner = mustSet(template.New("").Funcs(textFuncs).ParseFS(files, "templates/*.txt"))(textFuncs, false)
+	pages runner = mustSet(template.New("").Funcs(htmlFuncs).ParseFS(files, "templates/*.html"))(htmlFuncs, true)
 )
+
+// runner runs a set's templates (a *tmplrun.Set; in a test, html/template).
+type runner interface {
+	Execute(name string, data any) (string, error)
+}
+
+func mustSet(t *template.Template, err error) func(funcs template.FuncMap, html bool) *tmplrun.Set {
+	return func(funcs template.FuncMap, html bool) *tmplrun.Set {
+		if err != nil {
+			panic(err)
+		}
+		s, err := tmplrun.New(t, funcs, html)
+		if err != nil {
+			panic(err)
+		}
+		return s
+	}
+}
 
 // verdictStyle is how each verdict token is shown: the coloured marker of
 // the plain text and the dot colour of the HTML (the result page's colours,
@@ -434,19 +458,19 @@ func message(subject, text, html string, data any) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	var h bytes.Buffer
-	if err := pages.ExecuteTemplate(&h, html, data); err != nil {
-		return Message{}, fmt.Errorf("render %s: %w", html, err)
+	h, err := render(pages, html, data)
+	if err != nil {
+		return Message{}, err
 	}
-	return Message{Subject: subject, Text: t, HTML: h.String()}, nil
+	return Message{Subject: subject, Text: t, HTML: h}, nil
 }
 
-func render(t *template.Template, name string, data any) (string, error) {
-	var b bytes.Buffer
-	if err := t.ExecuteTemplate(&b, name, data); err != nil {
+func render(t runner, name string, data any) (string, error) {
+	out, err := t.Execute(name, data)
+	if err != nil {
 		return "", fmt.Errorf("render %s: %w", name, err)
 	}
-	return b.String(), nil
+	return out, nil
 }
 
 // clean gives customer and model text one kind of line break, so the plain

@@ -18,6 +18,7 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/tmplrun"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current templates")
@@ -596,17 +597,7 @@ func TestEveryTemplateIsUsed(t *testing.T) {
 	// Every file under templates/ is in a template set, and every template
 	// in a set is reachable from one the code executes: no text that no
 	// customer can receive, none that an editor would change in vain.
-	sets := map[string]map[string]*parse.Tree{".txt": {}, ".html": {}} // by extension, then name
-	for _, tm := range texts.Templates() {
-		if tm.Name() != "" { // the unnamed container of the set
-			sets[".txt"][tm.Name()] = tm.Tree
-		}
-	}
-	for _, tm := range pages.Templates() {
-		if tm.Name() != "" && !strings.Contains(tm.Name(), "$htmltemplate") { // copies the escaper makes for other contexts
-			sets[".html"][tm.Name()] = tm.Tree
-		}
-	}
+	sets := map[string]map[string]*parse.Tree{".txt": texts.(*tmplrun.Set).Trees(), ".html": pages.(*tmplrun.Set).Trees()} // by extension, then name
 	for ext, trees := range sets {
 		unused, undefined := testkit.UnusedTemplates(trees, roots[ext])
 		for _, name := range unused {

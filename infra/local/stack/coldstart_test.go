@@ -127,7 +127,7 @@ func BenchmarkBootstrapSize(b *testing.B) {
 func lambdaSizeMB(b *testing.B, root, codeURI string) float64 {
 	b.Helper()
 	out := filepath.Join(b.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc", "-o", out, "./"+codeURI)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", "lambda.norpc,grpcnotrace", "-o", out, "./"+codeURI)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
 	if msg, err := cmd.CombinedOutput(); err != nil {
