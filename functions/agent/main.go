@@ -20,6 +20,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 	"42sisters.ai/oracle/shared/wait"
 	"42sisters.ai/oracle/shared/x402rail"
 )
@@ -29,7 +30,7 @@ func main() {
 	log := fn.Log
 	if cfg.PayTo == "" {
 		log.Info("the agent rail is off: X402_PAY_TO is not set; every route answers 404")
-		lambda.Start(httpapi.Recover(log, (&Handler{Log: log, Now: time.Now}).Handle))
+		lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, (&Handler{Log: log, Now: time.Now}).Handle)))
 		return
 	}
 	aws := fn.AWS
@@ -59,5 +60,5 @@ func main() {
 		Sleep:   wait.Sleep,
 		Random:  rand.Reader,
 	}
-	lambda.Start(httpapi.Recover(log, h.Handle))
+	lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, h.Handle)))
 }

@@ -15,6 +15,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 	"42sisters.ai/oracle/shared/x402"
 )
 
@@ -93,7 +94,9 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		Smoke: t.network.Testnet && h.SmokePayer != "" && x402.SameAddress(auth.From, h.SmokePayer),
 	}
 	t.order.Expires = t.started.Add(t.order.Retention(h.Retention))
-	ctx = obs.WithOrder(ctx, id)
+	// The agent's order begins its trace here: this request's span and
+	// every one under it name it.
+	ctx = tracing.WithOrder(ctx, id)
 	// The order exists, awaiting payment, before the settlement is asked
 	// for: a settlement whose answer is lost still has its order.
 	if _, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease); err != nil {

@@ -21,6 +21,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -51,5 +52,5 @@ func main() {
 		Now:           time.Now,
 		Random:        rand.Reader,
 	}
-	lambda.Start(httpapi.Recover(log, h.Handle))
+	lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, h.Handle)))
 }

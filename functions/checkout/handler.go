@@ -14,6 +14,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // MaxBody bounds the request: the longest query, JSON-escaped as \uXXXX
@@ -87,6 +88,7 @@ func (h *Handler) checkout(ctx context.Context, req httpapi.Request) (string, er
 		}
 		return "", err
 	}
+	tracing.WithOrder(ctx, s.ID)
 	h.Log.InfoContext(ctx, "checkout session created", obs.Order(s.ID), "tier", string(r.Tier))
 	return s.URL, nil
 }

@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -31,5 +32,5 @@ func main() {
 			Email:         cfg.Smoke.Email,
 		}
 	}
-	lambda.Start(httpapi.Recover(log, h.Handle))
+	lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, h.Handle)))
 }

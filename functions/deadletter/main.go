@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -27,5 +28,5 @@ func main() {
 		Metrics:   fn.Metrics,
 		Log:       fn.Log,
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Invocations(fn.Tracing, h.Handle))
 }

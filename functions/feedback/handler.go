@@ -16,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/sesevent"
 	"42sisters.ai/oracle/shared/sqsbatch"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Orders moves an email's state (shared/store).
@@ -94,6 +95,9 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		log.InfoContext(ctx, "mail event for a message without the service's tags acknowledged")
 		return nil
 	}
+	// SES's event carries no trace context (SNS, then SQS, from SES): its
+	// spans are a trace of their own, found by the order they name.
+	ctx = tracing.WithOrder(ctx, session)
 	state := stateOf(ev)
 	if state == "" {
 		log.DebugContext(ctx, "mail event changes no state")

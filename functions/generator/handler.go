@@ -22,6 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/sqsbatch"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Orders is the order store (shared/store).
@@ -161,7 +162,8 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			Detail: "unreadable message on the generate queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
-	ctx = obs.WithOrder(ctx, job.SessionID)
+	// The order's whole id on this record's span and every span under it.
+	ctx = tracing.WithOrder(ctx, job.SessionID)
 	return h.run(ctx, &task{job: job, receives: receives, started: h.Now(),
 		log: h.Log.With("reason", job.Reason, "receive", receives, "attempt", job.Attempt)})
 }

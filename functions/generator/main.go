@@ -19,6 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -70,5 +71,5 @@ func main() {
 		ParkingBudget:     cfg.ParkingBudget,
 		RetryBase:         cfg.RetryBase,
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Invocations(fn.Tracing, h.Handle))
 }

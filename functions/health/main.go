@@ -28,6 +28,7 @@ import (
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 	"42sisters.ai/oracle/shared/subscription"
+	"42sisters.ai/oracle/shared/tracing"
 	"42sisters.ai/oracle/shared/wait"
 	"42sisters.ai/oracle/shared/x402rail"
 )
@@ -132,5 +133,5 @@ func main() {
 		Log:     log,
 		Now:     time.Now,
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Invocations(fn.Tracing, h.Handle))
 }

@@ -18,6 +18,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -46,5 +47,5 @@ func main() {
 			Alerts: alerts, FailureAlertEvery: time.Hour, Log: log, Now: time.Now}
 		h.Poll = p.Poll
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Invocations(fn.Tracing, h.Handle))
 }

@@ -22,6 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/sqsbatch"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Orders is the order store (shared/store).
@@ -194,7 +195,8 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			Detail: "unreadable message on the mail queue (" + rec.MessageId + "); it will reach the dead-letter queue"})
 		return fmt.Errorf("message %s: %w", rec.MessageId, err)
 	}
-	ctx = obs.WithOrder(ctx, job.SessionID)
+	// The order's whole id on this record's span and every span under it.
+	ctx = tracing.WithOrder(ctx, job.SessionID)
 	t := &task{job: job, started: h.Now(), log: h.Log.With("kind", job.Kind, "attempt", job.Attempt)}
 	switch {
 	case job.Kind == oracle.MailAutoresponse:

@@ -24,6 +24,7 @@ import (
 	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -77,5 +78,5 @@ func main() {
 	if cfg.StripeTest != nil {
 		h.Test = stripex.NewWithKey(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Invocations(fn.Tracing, h.Handle))
 }

@@ -30,6 +30,7 @@ import (
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 	"42sisters.ai/oracle/shared/subscription"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -100,5 +101,5 @@ func main() {
 	if cfg.StripeTest != nil {
 		h.Test, h.TestCustomers = stripex.NewRefundsWithKey(cfg.StripeTest, opts), clients[false]
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(tracing.Invocations(fn.Tracing, h.Handle))
 }

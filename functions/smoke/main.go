@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -18,6 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/smoke"
 	"42sisters.ai/oracle/shared/store"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -35,5 +37,5 @@ func main() {
 	}
 	ledger := store.NewLedger(awsenv.NewTables(fn.AWS), cfg.LedgerTable, time.Now)
 	h := &Handler{Runner: runner, Alerts: fn.Alerter(cfg.AlertsTopic, ledger), Metrics: fn.Metrics, Log: fn.Log}
-	lambda.Start(func(ctx context.Context) (smoke.Report, error) { return h.Handle(ctx) })
+	lambda.Start(tracing.Invocations(fn.Tracing, func(ctx context.Context, _ json.RawMessage) (smoke.Report, error) { return h.Handle(ctx) }))
 }

@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/repair"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Orders is the order store (shared/store).
@@ -178,7 +179,7 @@ func (h *Handler) verdict(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if !oracle.ValidSessionID(id) {
 		return httpapi.Error(ctx, h.Log, oracle.Errorf(oracle.CodeInvalid, "session_id is missing or malformed")), nil
 	}
-	ctx = obs.WithOrder(ctx, id)
+	ctx = tracing.WithOrder(ctx, id)
 	log := h.Log
 	o, found, err := h.Orders.Get(ctx, id)
 	if err != nil {

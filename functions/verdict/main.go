@@ -20,6 +20,7 @@ import (
 	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -60,5 +61,5 @@ func main() {
 	if cfg.StripeTest != nil {
 		h.Test = stripex.NewWithKey(cfg.StripeTest, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
 	}
-	lambda.Start(httpapi.Recover(log, h.Handle))
+	lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, h.Handle)))
 }

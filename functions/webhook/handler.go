@@ -12,6 +12,7 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
+	"go.opentelemetry.io/otel/trace"
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
@@ -21,6 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Tolerance is how old a signature may be (Stripe's recommended 300 s).
@@ -191,7 +193,12 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		h.processed(ctx, log.With("subscription_session", true), key, "")
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
-	ctx = obs.WithOrder(ctx, session.ID)
+	// The order's trace began at the checkout, which handed its context to
+	// Stripe with the session: the claim goes on in that trace, linked to
+	// this invocation's (Stripe's request, its own trace).
+	ctx, span := tracing.Continue(ctx, string(event.Type), tracing.FromParent(session.TraceParent, ""), trace.SpanKindInternal)
+	defer span.End()
+	ctx = tracing.WithOrder(ctx, session.ID)
 	res, err := h.Fulfil.Fulfil(ctx, session, fulfil.Trigger{
 		Source:     oracle.SourceWebhook,
 		Event:      audit.Event(event.Type),

@@ -145,6 +145,8 @@ type session struct {
 	Livemode bool
 	Amount   int64
 	Currency string // default cad
+	// TraceParent is the checkout's trace context (client_reference_id).
+	TraceParent string
 }
 
 func paidSession(id string, tier oracle.Tier, query string) session {
@@ -171,6 +173,9 @@ func (s session) object() map[string]any {
 		"livemode": s.Livemode, "created": time.Now().Add(-2 * time.Minute).Unix(), "metadata": s.Meta,
 		"customer_details": map[string]any{"email": s.Email}, "customer_email": nil,
 		"custom_fields": []any{}, "payment_intent": "pi_" + strings.TrimPrefix(s.ID, "cs_test_"),
+	}
+	if s.TraceParent != "" {
+		o["client_reference_id"] = s.TraceParent
 	}
 	if s.Idea != nil {
 		o["custom_fields"] = []any{map[string]any{"key": "idea", "type": "text", "optional": false,

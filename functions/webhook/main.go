@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/subscription"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
@@ -78,5 +79,5 @@ func main() {
 			Retention: cfg.Retention,
 		},
 	}
-	lambda.Start(httpapi.Recover(log, h.Handle))
+	lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, h.Handle)))
 }

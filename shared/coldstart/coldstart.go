@@ -20,6 +20,7 @@ import (
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/storeguard"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Function is what a function's main wires its handler from.
@@ -27,6 +28,10 @@ type Function struct {
 	Log     *slog.Logger
 	AWS     aws.Config
 	Metrics *obs.Metrics
+	// Tracing is the function's tracer provider: nil when no traces
+	// endpoint is configured. main wraps its handler with
+	// tracing.Invocations(fn.Tracing, …).
+	Tracing *tracing.Provider
 	// guard bounds the store calls of every client made from AWS and,
 	// once the function has an alerter, raises their failures.
 	guard *storeguard.Guard
@@ -49,6 +54,13 @@ func Start[S any](load func(context.Context, aws.Config) (S, error)) (*Function,
 	f.guard, err = storeGuard(env, f)
 	f.Check(err, "store timeouts")
 	f.guard.Options(&cfg)
+	traces := config.FromEnviron(nil)
+	ts := tracing.Read(traces)
+	f.Check(traces.Err(), "tracing")
+	if f.Tracing = tracing.Start(ts, cfg, f.Log); f.Tracing != nil {
+		// Every client made from AWS makes a span of each call.
+		cfg.APIOptions = append(cfg.APIOptions, tracing.AWS)
+	}
 	f.AWS = cfg
 	settings, err := load(ctx, cfg)
 	f.Check(err, "settings")

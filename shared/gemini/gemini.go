@@ -26,6 +26,7 @@ import (
 	"42sisters.ai/oracle/shared/geminikey"
 	"42sisters.ai/oracle/shared/prompt"
 	"42sisters.ai/oracle/shared/secret"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Defaults of Options.
@@ -109,7 +110,13 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	if o.Model == "" {
 		o.Model = DefaultModel
 	}
-	c := &Client{key: o.Key, config: genai.ClientConfig{Backend: genai.BackendGeminiAPI, HTTPClient: o.HTTPClient}, model: o.Model, timeout: o.Timeout}
+	// Each request to the model is a span of the order's trace.
+	hc := &http.Client{}
+	if o.HTTPClient != nil {
+		*hc = *o.HTTPClient
+	}
+	hc.Transport = tracing.Transport("gemini", hc.Transport)
+	c := &Client{key: o.Key, config: genai.ClientConfig{Backend: genai.BackendGeminiAPI, HTTPClient: hc}, model: o.Model, timeout: o.Timeout}
 	if o.BaseURL != "" {
 		u, err := url.Parse(o.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"42sisters.ai/oracle/shared/secret"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Defaults of a GraphConfig.
@@ -135,6 +136,10 @@ func NewGraph(c GraphConfig) (*Graph, error) {
 	if g.http == nil {
 		g.http = &http.Client{Timeout: graphTimeout}
 	}
+	// Each request to Graph (the token's too) is a span of the trace.
+	hc := *g.http
+	hc.Transport = tracing.Transport("graph", hc.Transport)
+	g.http = &hc
 	if g.now == nil {
 		g.now = time.Now
 	}

@@ -34,6 +34,10 @@ type Session struct {
 	// PaymentIntent is the session's payment intent (pi_...): how a
 	// charge's refund or dispute finds its order.
 	PaymentIntent string
+	// TraceParent is the W3C traceparent of the checkout that made the
+	// session (its client_reference_id), for the webhook to continue the
+	// order's trace; empty for a session the checkout did not make.
+	TraceParent string
 }
 
 // HoldAmountMismatch is why a paid order whose amount or currency is not

@@ -14,8 +14,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Reason says why a generate job was sent.
@@ -186,11 +191,27 @@ func (s *Sender) Send(ctx context.Context, j Job) error {
 	if err != nil {
 		return fmt.Errorf("encode job: %w", err)
 	}
+	name := s.url[strings.LastIndexByte(s.url, '/')+1:]
+	if j.SessionID != "" {
+		ctx = tracing.WithOrder(ctx, j.SessionID)
+	}
+	// The send is a span, and its context travels in the message's
+	// attributes: the consumer's span is its child, one trace per order.
+	ctx, span := tracing.Tracer().Start(ctx, "send "+name, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.system", "aws_sqs"), attribute.String("messaging.destination.name", name)))
+	defer span.End()
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(string(b))}
+	for k, v := range tracing.ToMessage(ctx) {
+		if in.MessageAttributes == nil {
+			in.MessageAttributes = map[string]types.MessageAttributeValue{}
+		}
+		in.MessageAttributes[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
 	if j.NotBefore != nil {
 		in.DelaySeconds = delaySeconds(j.NotBefore.Sub(s.now()))
 	}
 	if _, err := s.sqs.SendMessage(ctx, in); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("send job for %s: %w", j.subject(), err)
 	}
 	return nil

@@ -8,8 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"42sisters.ai/oracle/shared/tracing"
 
 	"42sisters.ai/oracle/shared/obs"
 )
@@ -28,7 +34,10 @@ type Failures struct {
 }
 
 // Process calls each for every record, reports the ones that failed and
-// counts them on failures.
+// counts them on failures. Each record is a span that continues the trace
+// its message carries (the sender's), linked to the invocation's; a
+// message that carries none is processed all the same, its span the
+// invocation's child.
 func Process(ctx context.Context, log *slog.Logger, failures Failures, ev events.SQSEvent, each func(context.Context, events.SQSMessage) error) events.SQSEventResponse {
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
@@ -49,6 +58,16 @@ func Process(ctx context.Context, log *slog.Logger, failures Failures, ev events
 }
 
 func safely(ctx context.Context, log *slog.Logger, rec events.SQSMessage, each func(context.Context, events.SQSMessage) error) (err error) {
+	queue := rec.EventSourceARN[strings.LastIndexByte(rec.EventSourceARN, ':')+1:]
+	ctx, span := tracing.Continue(ctx, "process "+queue, tracing.FromMessage(rec.MessageAttributes), trace.SpanKindConsumer)
+	span.SetAttributes(attribute.String("messaging.system", "aws_sqs"), attribute.String("messaging.destination.name", queue),
+		attribute.String("messaging.message.id", rec.MessageId))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			log.ErrorContext(ctx, "panic while processing a record", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

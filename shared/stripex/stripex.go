@@ -18,6 +18,7 @@ import (
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/secret"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // Client is a Stripe API client for one secret key.
@@ -82,7 +83,7 @@ func backend(o Options) stripe.Backend {
 		o.Timeout = 4 * time.Second
 	}
 	cfg := &stripe.BackendConfig{
-		HTTPClient:        &http.Client{Timeout: o.Timeout},
+		HTTPClient:        &http.Client{Timeout: o.Timeout, Transport: tracing.Transport("stripe", nil)},
 		MaxNetworkRetries: stripe.Int64(o.Retries),
 		LeveledLogger:     quiet{},
 	}
@@ -155,6 +156,13 @@ func (c *Client) CreateCheckoutSession(ctx context.Context, r CheckoutRequest) (
 		return CheckoutSession{}, err
 	}
 	p.Context = ctx
+	if tp := tracing.Parent(ctx); tp != "" {
+		// The order's trace goes on in the webhook, with Stripe and the
+		// customer between: the session carries the checkout's trace
+		// context in client_reference_id (unused by a verdict's session;
+		// its metadata keys all go to the query's chunks).
+		p.ClientReferenceID = stripe.String(tp)
+	}
 	s, err := withKey(ctx, c.key, func(key string) (*stripe.CheckoutSession, error) { return c.sessions(key).New(p) })
 	if err != nil {
 		return CheckoutSession{}, classify(err, "create checkout session")
@@ -307,6 +315,11 @@ func Session(s *stripe.CheckoutSession) oracle.Session {
 	if s.PaymentIntent != nil {
 		out.PaymentIntent = s.PaymentIntent.ID
 	}
+	if s.Mode != stripe.CheckoutSessionModeSubscription {
+		// A verdict's session carries the checkout's traceparent there;
+		// a chat session's is its account (ChatSessionFromJSON).
+		out.TraceParent = s.ClientReferenceID
+	}
 	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
 		out.Email = s.CustomerDetails.Email
 	}
@@ -357,6 +370,10 @@ func SessionModeFromJSON(raw json.RawMessage) (oracle.Session, string, error) {
 		Email:          s.CustomerEmail,
 		PaymentIntent:  string(s.PaymentIntent),
 	}
+	if s.Mode != string(stripe.CheckoutSessionModeSubscription) {
+		// As Session: a chat session's client_reference_id is its account.
+		out.TraceParent = s.ClientReferenceID
+	}
 	if s.CustomerDetails != nil && s.CustomerDetails.Email != "" {
 		out.Email = s.CustomerDetails.Email
 	}
@@ -373,18 +390,19 @@ func SessionModeFromJSON(raw json.RawMessage) (oracle.Session, string, error) {
 // sessionObject is the part of a Checkout Session object that Session
 // reads, with stripe-go's field names and types.
 type sessionObject struct {
-	ID              string            `json:"id"`
-	Mode            string            `json:"mode"`
-	PaymentStatus   string            `json:"payment_status"`
-	Metadata        map[string]string `json:"metadata"`
-	AmountTotal     int64             `json:"amount_total"`
-	AmountSubtotal  int64             `json:"amount_subtotal"`
-	Currency        string            `json:"currency"`
-	Livemode        bool              `json:"livemode"`
-	Created         int64             `json:"created"`
-	CustomerEmail   string            `json:"customer_email"`
-	PaymentIntent   expandableID      `json:"payment_intent"`
-	CustomerDetails *struct {
+	ID                string            `json:"id"`
+	Mode              string            `json:"mode"`
+	PaymentStatus     string            `json:"payment_status"`
+	Metadata          map[string]string `json:"metadata"`
+	AmountTotal       int64             `json:"amount_total"`
+	AmountSubtotal    int64             `json:"amount_subtotal"`
+	Currency          string            `json:"currency"`
+	Livemode          bool              `json:"livemode"`
+	Created           int64             `json:"created"`
+	CustomerEmail     string            `json:"customer_email"`
+	ClientReferenceID string            `json:"client_reference_id"`
+	PaymentIntent     expandableID      `json:"payment_intent"`
+	CustomerDetails   *struct {
 		Email string `json:"email"`
 	} `json:"customer_details"`
 	CustomFields []*struct {

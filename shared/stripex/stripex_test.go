@@ -151,12 +151,13 @@ func TestSessionModeFromJSONAsStripeGo(t *testing.T) {
 	for _, raw := range []string{
 		`{"id":"cs_test_a1","object":"checkout.session","mode":"payment","payment_status":"paid","amount_total":2500,"amount_subtotal":2500,"currency":"cad",
 		"livemode":true,"created":1763700000,"metadata":{"tier":"strategy","referral_code":"FRIEND","q0":"Should I ","q1":"open a bakery?","qn":"2"},
-		"customer_email":null,"customer_details":{"email":"a@example.com","name":"A"},"payment_intent":"pi_123"}`,
+		"customer_email":null,"customer_details":{"email":"a@example.com","name":"A"},"payment_intent":"pi_123",
+		"client_reference_id":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`,
 		`{"id":"cs_test_a2","mode":"payment","payment_status":"unpaid","amount_total":100,"currency":"cad","created":1,
 		"metadata":{"tier":"quick"},"custom_fields":[{"key":"idea","type":"text","text":{"value":"an idea from a Payment Link"}}],
 		"payment_intent":{"id":"pi_expanded","object":"payment_intent","amount":100}}`,
 		`{"id":"cs_test_a3","mode":"subscription","payment_status":"paid","amount_total":500,"currency":"cad","subscription":"sub_1",
-		"customer":"cus_1","metadata":{"account":"abc"},"payment_intent":null,"customer_details":null,"custom_fields":[]}`,
+		"customer":"cus_1","client_reference_id":"acct-of-the-chat","metadata":{"account":"abc"},"payment_intent":null,"customer_details":null,"custom_fields":[]}`,
 		`{"id":"cs_test_a4","metadata":{"tier":"full","smoke":"1"},"customer_email":"fallback@example.com","custom_fields":[null,{"key":"idea","text":null}]}`,
 		`{"id":"cs_test_a5","metadata":null,"amount_total":null,"livemode":false}`,
 	} {

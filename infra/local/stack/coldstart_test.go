@@ -3,6 +3,8 @@ package stack
 import (
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,7 @@ import (
 // every function with an event it answers from its own code alone: each
 // iteration starts a fresh bootstrap process (which reads its
 // configuration and secrets, as at a Lambda cold start) and serves one
-// event that needs no further I/O. BenchmarkBootstrapSize measures every
+// event that needs no further I/O but its spans' export. BenchmarkBootstrapSize measures every
 // function's size.
 func BenchmarkColdStart(b *testing.B) {
 	ctx := context.Background()
@@ -37,6 +39,12 @@ func BenchmarkColdStart(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer back.close()
+	// Spans are recorded and exported as in AWS, to a receiver that takes
+	// them at once: the cold start includes the tracer's setup and the
+	// invocation's export.
+	otlp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	defer otlp.Close()
+	traced := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.URL}
 	fns := back.template.Functions()
 	bins, err := build(ctx, &o, fns)
 	if err != nil {
@@ -89,7 +97,7 @@ func BenchmarkColdStart(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				f, err := function(&o, back, fn, bins[fn.LogicalID], nil, concurrency{})
+				f, err := function(&o, back, fn, bins[fn.LogicalID], traced, concurrency{})
 				if err != nil {
 					b.Fatal(err)
 				}

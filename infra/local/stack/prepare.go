@@ -283,7 +283,8 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 		Template: tmpl,
 		AWS:      b.aws,
 		Prefix:   o.Prefix,
-		Params:   map[string]string{"BaseUrl": o.baseURL(), "AllowedOrigins": o.baseURL(), "MailTransport": o.MailTransport},
+		// Spans go to the local receiver (OTEL_EXPORTER_OTLP_ENDPOINT), not X-Ray.
+		Params: map[string]string{"BaseUrl": o.baseURL(), "AllowedOrigins": o.baseURL(), "MailTransport": o.MailTransport, "Traces": "off"},
 		Secrets: map[string]string{
 			"StripeSecretKeyArn":         stripeKey,
 			"StripeTestWebhookSecretArn": o.StripeWebhookSecret,
