@@ -37,7 +37,8 @@ var mailboxHTML = template.Must(template.New("mailbox").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Local mailbox</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;margin:2rem;max-width:60rem}article{border:1px solid #ccc;border-radius:6px;padding:1rem;margin:1rem 0}pre{white-space:pre-wrap}</style>
 </head><body><h1>Local mailbox{{if .Smoke}}: the smoke test's{{end}}</h1><p>{{len .Messages}} message(s), newest first. JSON: <a href="?format=json{{if .Smoke}}&amp;smoke=1{{end}}">?format=json</a>.
-{{if .Smoke}}<a href="?">The customers' messages</a>.{{else}}What the smoke test sent to its own address is apart: <a href="?smoke=1">?smoke=1</a>.{{end}}</p>
+{{if .Smoke}}<a href="?">The customers' messages</a>.{{else}}What the smoke test sent to its own address is apart: <a href="?smoke=1">?smoke=1</a>.{{end}}
+An order's spans, as a waterfall: <a href="/_local/trace/">/_local/trace/</a>.</p>
 {{range .Messages}}<article><h2>{{.Subject}}</h2><p>To {{range .To}}{{.}} {{end}}· from {{.From}} · {{.At.Format "2006-01-02 15:04:05 MST"}}</p><pre>{{.Text}}</pre></article>{{end}}
 </body></html>`))
 

@@ -37,6 +37,7 @@ import (
 	"42sisters.ai/oracle/infra/local/gateway"
 	"42sisters.ai/oracle/infra/local/poller"
 	"42sisters.ai/oracle/infra/local/runtimeapi"
+	"42sisters.ai/oracle/infra/local/traces"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/shared/awsenv"
@@ -238,6 +239,9 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	// The functions reach moto here (runtimeapi sets it too); in the
 	// environment so that sam local invoke's file carries it.
 	env["AWS_ENDPOINT_URL"] = s.backend.functionsEndpoint()
+	// The functions export their spans to the front door's OTLP
+	// receiver, as they would to a collector in AWS.
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://" + api.Addr().String() + otlpPath
 	s.env = env
 	s.environments = map[string]map[string]string{}
 	var routes []gateway.Route
@@ -295,6 +299,9 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	s.wg.Go(func() { s.alerts.run(runCtx) })
 	mux := http.NewServeMux()
 	mux.Handle("/_local/mail", mailboxPage{moto: s.backend.endpoint, graph: graph})
+	spans := traces.NewStore(traces.Limits{})
+	mux.Handle(otlpPath+"/v1/traces", traces.Receiver{Store: spans, Log: log.New(o.Log, "[otlp] ", 0)})
+	mux.Handle(traces.PagePath, traces.Page{Store: spans})
 	// A stack of a smaller template (the tests' echo function) has no inbox.
 	if slices.ContainsFunc(fns, func(fn sam.Function) bool { return fn.LogicalID == "InboxFunction" }) {
 		inboxFn, err := s.asyncInvoker(runCtx, &o, fns, "InboxFunction", sqsClient)
@@ -309,6 +316,10 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	s.startSchedules(runCtx, &o)
 	return s, nil
 }
+
+// otlpPath is the OTLP endpoint on the front door: the functions' spans go
+// to otlpPath/v1/traces.
+const otlpPath = "/_local/otlp"
 
 // asyncInvoker invokes the function id as Lambda invokes it
 // asynchronously, with the retries and the on-failure destination of its
