@@ -184,6 +184,10 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 	if m := mine[0]; len(m.To) != 1 || m.Subject != "Your 42 Sisters AI Verdict" || !strings.Contains(m.Text, link) || !strings.Contains(m.Text, "Should I open a bakery?") {
 		t.Errorf("email to %v %q, want the verdict with the link %s:\n%s", m.To, m.Subject, link, m.Text)
 	}
+	// Every line the order's run logged names its Lambda request and its
+	// trace, and the order by its whole id: what the saved query one-order
+	// reads in AWS.
+	checkOrderLogs(t, o.Log.(*testkit.Buffer).String(), sessionID)
 	// The mailbox's page for people lists it too.
 	req, _ = http.NewRequest("GET", s.APIURL+"/_local/mail", nil)
 	status, body, hdr = send(t, client, req)
