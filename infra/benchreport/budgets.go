@@ -180,26 +180,16 @@ var Budgets = []budget{
 	},
 	{
 		name:  "bootstrap size (as make build builds it)",
-		limit: "≤ 15 MB each",
-		judge: func(rs Results) (string, bool, error) {
-			r, err := need(rs, "BenchmarkBootstrapSize", "max-MB")
-			if err != nil {
-				return "", false, err
-			}
-			most, _ := r.Value("max-MB")
-			var over []string
-			for unit := range r.Values {
-				fn, ok := strings.CutSuffix(unit, "-MB")
-				if mb, _ := r.Value(unit); ok && fn != "max" && mb > 15 {
-					over = append(over, fmt.Sprintf("%s %.1f", strings.TrimSuffix(fn, "Function"), mb))
-				}
-			}
-			if len(over) == 0 {
-				return fmt.Sprintf("%.1f MB at most", most), true, nil
-			}
-			slices.Sort(over)
-			return fmt.Sprintf("%.1f MB at most; over: %s", most, strings.Join(over, ", ")), false, nil
-		},
+		limit: "≤ 15 MB each, but the Gen AI SDK's",
+		judge: sizes(func(fn string) bool { return !linksGenAI[fn] }, 15),
+	},
+	{
+		// docs/performance.md names them and what they link: the SDK's
+		// client links Google's auth transport (its Vertex AI path), which
+		// no flag removes. Their own ceiling still catches growth.
+		name:  "bootstrap size of the Gen AI SDK's functions (named)",
+		limit: "≤ 19 MB each",
+		judge: sizes(func(fn string) bool { return linksGenAI[fn] }, 19),
 	},
 	{
 		name:  "health job: Scan calls on the Orders table",
@@ -307,4 +297,43 @@ func Judge(rs Results, budgets []budget) []Row {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// linksGenAI are the functions that call the model through
+// google.golang.org/genai, whose size docs/performance.md names as over
+// the 15 MB budget.
+var linksGenAI = map[string]bool{"GeneratorFunction": true, "ChatFunction": true}
+
+// sizes judges BenchmarkBootstrapSize's figures of the functions which
+// picks against limit (MB).
+func sizes(which func(fn string) bool, limit float64) func(Results) (string, bool, error) {
+	return func(rs Results) (string, bool, error) {
+		r, err := need(rs, "BenchmarkBootstrapSize", "max-MB")
+		if err != nil {
+			return "", false, err
+		}
+		most, at := 0.0, ""
+		var over []string
+		for unit := range r.Values {
+			fn, ok := strings.CutSuffix(unit, "-MB")
+			if !ok || fn == "max" || !which(fn) {
+				continue
+			}
+			mb, _ := r.Value(unit)
+			if mb > most {
+				most, at = mb, strings.TrimSuffix(fn, "Function")
+			}
+			if mb > limit {
+				over = append(over, fmt.Sprintf("%s %.1f", strings.TrimSuffix(fn, "Function"), mb))
+			}
+		}
+		if at == "" {
+			return "", false, fmt.Errorf("BenchmarkBootstrapSize reports none of these functions")
+		}
+		if len(over) == 0 {
+			return fmt.Sprintf("%.1f MB at most (%s)", most, at), true, nil
+		}
+		slices.Sort(over)
+		return fmt.Sprintf("%.1f MB at most; over: %s", most, strings.Join(over, ", ")), false, nil
+	}
 }
