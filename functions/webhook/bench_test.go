@@ -6,18 +6,22 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/tracing"
 )
 
 // The budget (docs/performance.md): the webhook's own work is at most 1% of
@@ -62,12 +66,32 @@ func BenchmarkWebhookOwnWork(b *testing.B) {
 // metrics. wire-µs is the part of the calls spent on the network and in
 // moto, and calls/op the AWS requests per event.
 func BenchmarkWebhookEndToEnd(b *testing.B) {
+	// The collector as the template sets it for the function.
+	provision.AsDeployed(b, "WebhookFunction")
 	t := &callTimer{}
-	e := newEnvWith(b, Secrets{Test: testSecret}, func(cfg *aws.Config) { cfg.HTTPClient = &http.Client{Transport: t} })
+	e := newEnvWith(b, Secrets{Test: testSecret}, func(cfg *aws.Config) {
+		cfg.HTTPClient = &http.Client{Transport: t}
+		cfg.APIOptions = append(cfg.APIOptions, tracing.AWS)
+	})
 	e.h.Ledger = timedLedger{e.h.Ledger, t}
 	e.svc.Orders = timedOrders{e.svc.Orders, t}
 	e.svc.Generate = timedSender{e.svc.Generate, t}
 	e.svc.Audit = timedAuditor{e.svc.Audit, t}
+	// Traced as in Lambda: an invocation span, a span per AWS call and the
+	// claim's, exported to a receiver before the answer. The export is a
+	// call (timed with the others); making, encoding and sending the spans
+	// is own work.
+	var exports atomic.Int64
+	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		exports.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	b.Cleanup(rx.Close)
+	defaultTransport := http.DefaultTransport
+	http.DefaultTransport = exportTimer{defaultTransport, t}
+	b.Cleanup(func() { http.DefaultTransport = defaultTransport })
+	p := tracing.Start(tracing.Settings{Service: "webhook", URL: rx.URL + "/v1/traces", Timeout: tracing.DefaultTimeout}, aws.Config{}, e.h.Log)
+	handle := tracing.Invocations(p, e.h.Handle)
 	ctx := context.Background()
 	var handled time.Duration
 	b.ReportAllocs()
@@ -79,13 +103,16 @@ func BenchmarkWebhookEndToEnd(b *testing.B) {
 		req := request(body, sign(body, testSecret, time.Now()))
 		b.StartTimer()
 		start := time.Now()
-		resp, err := e.h.Handle(ctx, req)
+		resp, err := handle(ctx, req)
 		handled += time.Since(start)
 		if err != nil || resp.StatusCode != 200 {
 			b.Fatalf("%v %d %s", err, resp.StatusCode, resp.Body)
 		}
 	}
 	b.StopTimer()
+	if n := exports.Load(); n < int64(b.N) {
+		b.Fatalf("%d exports of spans for %d events: the run was not traced", n, b.N)
+	}
 	requests, inCalls, onWire := t.totals()
 	own := handled - inCalls
 	n := float64(b.N)
@@ -116,7 +143,7 @@ func (t *callTimer) time(start time.Time) {
 
 func (t *callTimer) RoundTrip(r *http.Request) (*http.Response, error) {
 	start := time.Now()
-	resp, err := http.DefaultTransport.RoundTrip(r)
+	resp, err := awsTransport.RoundTrip(r)
 	if err == nil {
 		var body []byte
 		body, err = io.ReadAll(resp.Body)
@@ -132,6 +159,22 @@ func (t *callTimer) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.onWire += d
 	t.mu.Unlock()
 	return resp, err
+}
+
+// awsTransport is what the AWS clients' requests go through: the default
+// transport as it was before BenchmarkWebhookEndToEnd times the exports.
+var awsTransport = http.DefaultTransport
+
+// exportTimer times the tracing exporter's requests (it sends through
+// http.DefaultTransport) as calls.
+type exportTimer struct {
+	next http.RoundTripper
+	t    *callTimer
+}
+
+func (x exportTimer) RoundTrip(r *http.Request) (*http.Response, error) {
+	defer x.t.time(time.Now())
+	return x.next.RoundTrip(r)
 }
 
 func (t *callTimer) totals() (requests int, inCalls, onWire time.Duration) {

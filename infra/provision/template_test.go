@@ -144,6 +144,9 @@ func settingsRead(t *testing.T, dir string) map[string]bool {
 	if err != nil {
 		t.Fatalf("go list %s: %v", dir, err)
 	}
+	// Every function is a Go binary, whose runtime reads its collector's
+	// settings.
+	read["GOGC"], read["GOMEMLIMIT"] = true, true
 	for _, pkg := range strings.Fields(string(deps)) {
 		switch pkg {
 		case "github.com/aws/aws-sdk-go-v2/config":
@@ -444,5 +447,37 @@ func TestEveryDrainedQueueHasAnAlarm(t *testing.T) {
 		if watched[q] == "" {
 			t.Errorf("no alarm watches %s, which the deadletter function drains: a failing function leaves it silent", q)
 		}
+	}
+}
+
+// Each function's collector settings read as the Go runtime reads them, and
+// its soft memory limit leaves Lambda's memory room for what is not heap
+// (stacks, the runtime, the binary): between 60 and 80 % of MemorySize.
+func TestGCSettingsFitTheMemory(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range tmpl.Functions() {
+		gogc, limit, err := provision.GCSettings(fn)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		memory := int64(fn.MemorySize) << 20
+		if limit > memory*8/10 || limit < memory*6/10 {
+			t.Errorf("%s: GOMEMLIMIT %d MiB of its %d MB", fn.LogicalID, limit>>20, fn.MemorySize)
+		}
+		if gogc < 100 {
+			t.Errorf("%s: GOGC %d, below the default", fn.LogicalID, gogc)
+		}
+	}
+	for _, bad := range []string{"200MB", "-1", "", "MiB"} {
+		if _, err := provision.MemoryLimit(bad); err == nil {
+			t.Errorf("GOMEMLIMIT %q accepted", bad)
+		}
+	}
+	if n, err := provision.MemoryLimit("200MiB"); err != nil || n != 200<<20 {
+		t.Errorf("200MiB read as %d, %v", n, err)
 	}
 }

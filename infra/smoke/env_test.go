@@ -55,9 +55,9 @@ func TestSettingsAreTheSmokeFunctions(t *testing.T) {
 	// for sam local invoke) and the command takes them from the operator's
 	// environment; the metrics namespace and the traces' settings are read
 	// by the function's cold start (shared/coldstart), which the command
-	// does not run.
+	// does not run, and the collector's by the Go runtime.
 	notLoaders := []string{"LOG_LEVEL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SESV2", "STRIPE_API_BASE", "GRAPH_LOGIN_BASE", "GRAPH_API_BASE",
-		"STORE_ATTEMPT_TIMEOUT", "STORE_CALL_TIMEOUT", "METRICS_NAMESPACE", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "TRACES_SIGV4"}
+		"STORE_ATTEMPT_TIMEOUT", "STORE_CALL_TIMEOUT", "METRICS_NAMESPACE", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "TRACES_SIGV4", "GOGC", "GOMEMLIMIT"}
 	want = slices.DeleteFunc(want, func(k string) bool { return slices.Contains(notLoaders, k) })
 	env, err := settingsEnv(described(), noEnv)
 	if err != nil {

@@ -1,9 +1,12 @@
 package stack_test
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/testkit"
 )
 
 // checkOrderLogs checks the log lines of one paid order's run (the stack's
@@ -11,9 +14,20 @@ import (
 // it; every line that names the order carries its Lambda request id and its
 // trace id; and the generator's and the mailer's lines are in one trace,
 // the one the webhook's claim continued (one trace per order).
-func checkOrderLogs(t *testing.T, output, order string) {
+func checkOrderLogs(t *testing.T, logs *testkit.Buffer, order string) {
 	t.Helper()
-	lines := stack.OrderLogs(output, order)
+	// A function's lines reach the stack's output through its process's
+	// pipe, which may be just after the email shows in the mailbox.
+	var lines []stack.LogLine
+	testkit.Eventually(10*time.Second, 50*time.Millisecond, func() bool {
+		lines = stack.OrderLogs(logs.String(), order)
+		for _, fn := range []string{"WebhookFunction", "GeneratorFunction", "MailerFunction"} {
+			if !slices.ContainsFunc(lines, func(l stack.LogLine) bool { return l.Function == fn && !l.Metric }) {
+				return false
+			}
+		}
+		return true
+	})
 	by := map[string][]stack.LogLine{}
 	for _, l := range lines {
 		if l.Metric {

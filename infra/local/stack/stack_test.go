@@ -187,7 +187,7 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 	// Every line the order's run logged names its Lambda request and its
 	// trace, and the order by its whole id: what the saved query one-order
 	// reads in AWS.
-	checkOrderLogs(t, o.Log.(*testkit.Buffer).String(), sessionID)
+	checkOrderLogs(t, o.Log.(*testkit.Buffer), sessionID)
 	// The mailbox's page for people lists it too.
 	req, _ = http.NewRequest("GET", s.APIURL+"/_local/mail", nil)
 	status, body, hdr = send(t, client, req)
