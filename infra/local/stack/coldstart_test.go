@@ -95,9 +95,13 @@ func BenchmarkColdStart(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			vars, err := environment(&o, back, fn, traced)
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				f, err := function(&o, back, fn, bins[fn.LogicalID], traced, concurrency{})
+				f, err := function(&o, back, fn, bins[fn.LogicalID], vars, concurrency{})
 				if err != nil {
 					b.Fatal(err)
 				}
