@@ -72,12 +72,13 @@ tracked-files:
 # named first so that its tests, the longest, start first. Test binaries are
 # linked without DWARF (-w): some seventy race-instrumented links are much
 # of a cold run's time, and stack traces do not need it. Four test
-# binaries run at once on two cores (-p 4): most of a test's time is spent
+# binaries run at once on two cores (-p 4), and four parallel tests within
+# one (-parallel 4: the end-to-end stacks): most of a test's time is spent
 # waiting on moto, a stack's processes or a fake, and with two the cores
 # sat idle two fifths of the run (docs/performance.md).
 unit:
 	CGO_ENABLED=0 $(GO) build -o .build/warm/ ./functions/...
-	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -ldflags=-w -count=1 -p 4 -timeout 9m ./infra/local/stack ./...)
+	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -ldflags=-w -count=1 -p 4 -parallel 4 -timeout 9m ./infra/local/stack ./...)
 
 ## fuzz: short fuzz runs of the content filter, the crosscheck, the query chunking, the webhook's parsing, the model reply's parsing and the inbox's message parsing
 fuzz: fuzz-core
