@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"42sisters.ai/oracle/shared/geminikey"
 )
 
 // Kind says what went wrong with a call, so that the caller can choose
@@ -149,7 +151,7 @@ func fromAPIError(e *Error, apiErr genai.APIError) {
 	switch code := apiErr.Code; {
 	case code == http.StatusTooManyRequests:
 		e.Kind, e.RetryAfter = RateLimited, retryDelay(apiErr.Details)
-	case code == http.StatusUnauthorized || code == http.StatusForbidden || keyRefused(apiErr.Details):
+	case code == http.StatusUnauthorized || code == http.StatusForbidden || geminikey.KeyRefused(apiErr.Details):
 		e.Kind = AuthFailure
 	case code == http.StatusGatewayTimeout:
 		e.Kind = Timeout
@@ -162,11 +164,8 @@ func fromAPIError(e *Error, apiErr genai.APIError) {
 	}
 }
 
-// Types of the google.rpc error details read here.
-const (
-	errorInfoType = "type.googleapis.com/google.rpc.ErrorInfo"
-	retryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
-)
+// retryInfoType is the google.rpc detail that says when to retry.
+const retryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
 
 // retryDelay is the delay of a google.rpc.RetryInfo detail ("7s", "0.5s"),
 // or 0 when there is none.
@@ -181,17 +180,6 @@ func retryDelay(details []map[string]any) time.Duration {
 		}
 	}
 	return 0
-}
-
-// keyRefused reports whether a google.rpc.ErrorInfo detail blames the API
-// key (API_KEY_INVALID, API_KEY_EXPIRED, ...).
-func keyRefused(details []map[string]any) bool {
-	for _, d := range details {
-		if reason, _ := d["reason"].(string); d["@type"] == errorInfoType && strings.HasPrefix(reason, "API_KEY_") {
-			return true
-		}
-	}
-	return false
 }
 
 // connectionDetail describes a network failure by its operation, such as

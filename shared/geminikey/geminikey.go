@@ -193,14 +193,16 @@ func (c *Checker) check(ctx context.Context, key string) error {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		e.Refused = true
 	case http.StatusBadRequest:
-		e.Refused = keyRefused(g.Error.Details)
+		e.Refused = KeyRefused(g.Error.Details)
 	}
 	return e
 }
 
-// keyRefused reports whether a google.rpc.ErrorInfo detail blames the API
-// key (API_KEY_INVALID, API_KEY_EXPIRED, ...).
-func keyRefused(details []map[string]any) bool {
+// KeyRefused reports whether a google.rpc.ErrorInfo detail of a Google
+// API error blames the API key (API_KEY_INVALID, API_KEY_EXPIRED, ...): how
+// Google answers an unknown key with 400. shared/gemini reads the model's
+// errors with it too.
+func KeyRefused(details []map[string]any) bool {
 	for _, d := range details {
 		if reason, _ := d["reason"].(string); d["@type"] == "type.googleapis.com/google.rpc.ErrorInfo" && strings.HasPrefix(reason, "API_KEY_") {
 			return true
