@@ -180,6 +180,7 @@ type wchar struct {
 	end   int   // offset after it
 	lower byte  // an ASCII letter, lowercase, or the digit
 	wide  bool  // a letter outside ASCII: its folded form is in fold[:n]
+	count int   // the letters it reads as: "Ǳ" is two, as "DZ" is
 	para  bool  // a line or paragraph break (dOther)
 	sep   bool  // a separator of the plain fold: white space, a dash, an underscore
 	fold  [foldMax]byte
@@ -193,7 +194,7 @@ func (d *dscanner) read(i int, w *wchar) {
 	if d.html {
 		cls = &dClassHTML
 	}
-	w.wide, w.para, w.sep = false, false, false
+	w.wide, w.para, w.sep, w.count = false, false, false, 1
 	if k := cls[s[i]]; k != dSlow {
 		w.kind, w.end, w.lower = k, i+1, s[i]
 		if k == dLetter && w.lower <= 'Z' {
@@ -222,14 +223,14 @@ func (d *dscanner) read(i int, w *wchar) {
 	case c < utf8.RuneSelf && ('a' <= c && c <= 'z'):
 		w.kind, w.lower = dLetter, byte(c)
 		if n > 1 {
-			w.wide, w.n = true, n
+			w.wide, w.n, w.count = true, n, utf8.RuneCount(w.fold[:n])
 		}
 	case c < utf8.RuneSelf && isDigit(c):
 		w.kind, w.lower = dDigit, byte(c)
 	case isApostrophe(c):
 		w.kind = dApos
 	case unicode.IsLetter(c):
-		w.kind, w.wide, w.n = dLetter, true, n
+		w.kind, w.wide, w.n, w.count = dLetter, true, n, utf8.RuneCount(w.fold[:n])
 	default:
 		w.kind, w.lower = dOther, 0
 		if c < utf8.RuneSelf {
@@ -311,8 +312,8 @@ func (d *dscanner) nextWord(i int) (w word, ok bool) {
 		d.read(i, &c)
 		switch c.kind {
 		case dLetter:
-			w.chars++
-			w.letters++
+			w.chars += c.count
+			w.letters += c.count
 		case dDigit:
 			w.chars++
 			w.digits++
@@ -353,16 +354,18 @@ func (f *Filter) mayDisguise(s string, isHTML bool) bool {
 	var t trigger
 	var c wchar
 	for i := 0; i < len(s); {
-		k, next := cls[s[i]], i+1
+		k, next, count := cls[s[i]], i+1, 1
 		para := s[i] == '\n'
 		if k == dSlow {
 			d.read(i, &c)
-			k, next, para = c.kind, c.end, c.para
+			k, next, para, count = c.kind, c.end, c.para, c.count
 		}
 		switch k {
 		case dLetter:
-			t.letters++
-			t.char()
+			for range count {
+				t.letters++
+				t.char()
+			}
 		case dDigit:
 			t.digits++
 			t.char()

@@ -319,6 +319,8 @@ func TestNamedDisguises(t *testing.T) {
 		{"ᴀɪᴏɴ reviewed it.", Replace, "cat2.aion"}, // small capitals read as capitals: the crew's spelling
 		{"A ɢʟᴏss finish.", Quarantine, "cat2.gloss"},
 		{"A I O N reviewed it.", Quarantine, "cat2.aion"},
+		{"Ǳ A I O N reviewed it.", Quarantine, "cat2.aion"}, // a digraph is a word of two letters, not a run's first
+		{"ǲ, A 1 0 N.", Quarantine, "cat2.aion"},
 		{"G.L.O.S.S reviewed it.", Quarantine, "cat2.gloss"},
 		{"A/I/O/N reviewed it.", Quarantine, "cat2.aion"},
 		{"A\nI\nO\nN reviewed it.", Quarantine, "cat2.aion"},

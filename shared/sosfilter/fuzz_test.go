@@ -33,7 +33,7 @@ func refFold(s string) []refChar {
 			soft = true
 			continue
 		}
-		for _, c := range norm.NFKD.String(string(r)) {
+		for _, c := range refDecompose(r) {
 			if c == 0x0345 {
 				c = 0x03b9
 			} else if unicode.In(c, unicode.M) {
@@ -58,6 +58,18 @@ func refFold(s string) []refChar {
 		}
 	}
 	return out
+}
+
+// refDecompose is r's compatibility decomposition, but for a Hangul
+// syllable, which is one character as written and as read: its jamo are
+// no letters a reader spells a word with (and the block list holds none).
+// The filter reads the decomposition tables, which leave the syllables
+// whole (Unicode decomposes them by algorithm instead).
+func refDecompose(r rune) string {
+	if 0xac00 <= r && r <= 0xd7a3 {
+		return string(r)
+	}
+	return norm.NFKD.String(string(r))
 }
 
 func refTerm(term string) []rune {
@@ -250,7 +262,7 @@ func refWords(text string) []refWord {
 			continue
 		}
 		var folded []refChar
-		for _, c := range norm.NFKD.String(string(r)) {
+		for _, c := range refDecompose(r) {
 			if c == 0x0345 {
 				c = 0x03b9
 			} else if unicode.In(c, unicode.M) || ignorable(c) {
