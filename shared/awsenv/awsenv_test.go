@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -207,5 +209,44 @@ func TestLoadLambdaReadsWhatLambdaSets(t *testing.T) {
 				t.Errorf("LoadLambda without %s succeeded", unset)
 			}
 		})
+	}
+}
+
+// TestStoreCallsWaitTheSpecsDelay: every DynamoDB client the service makes
+// waits StoreRetryDelay (the store spec's 500 ms) between its attempts,
+// keeps the configuration's attempts and what it retries, and leaves an
+// option after it the last word.
+func TestStoreCallsWaitTheSpecsDelay(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	more := ForEndpoint("http://127.0.0.1:1", "ca-central-1")
+	more.RetryMaxAttempts = 5
+	for _, c := range []struct {
+		name     string
+		client   *dynamodb.Client
+		attempts int
+	}{
+		{"tables", (*dynamodb.Client)(NewTables(ForEndpoint("http://127.0.0.1:1", "ca-central-1"))), 3},
+		{"queries", (*dynamodb.Client)(NewQueries(ForEndpoint("http://127.0.0.1:1", "ca-central-1"))), 3},
+		{"AWS_MAX_ATTEMPTS=5", (*dynamodb.Client)(NewTables(more)), 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.client.Options().Retryer
+			if got := r.MaxAttempts(); got != c.attempts {
+				t.Errorf("%d attempts, want %d", got, c.attempts)
+			}
+			if !r.IsErrorRetryable(refused) {
+				t.Error("a refused connection is not retried")
+			}
+			for attempt := 1; attempt < c.attempts; attempt++ {
+				if d, err := r.RetryDelay(attempt, refused); err != nil || d != StoreRetryDelay {
+					t.Errorf("after attempt %d it waits %v (%v), want %v", attempt, d, err, StoreRetryDelay)
+				}
+			}
+		})
+	}
+	mine := aws.NopRetryer{}
+	r := (*dynamodb.Client)(NewTables(ForEndpoint("http://127.0.0.1:1", "ca-central-1"), func(o *dynamodb.Options) { o.Retryer = mine })).Options().Retryer
+	if _, ok := r.(aws.NopRetryer); !ok {
+		t.Errorf("an option after StoreRetries did not replace the retryer: %T", r)
 	}
 }

@@ -2,8 +2,10 @@ package awsenv
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 )
@@ -34,10 +36,46 @@ import (
 // circuit breaker.
 type Tables dynamodb.Client
 
-// NewTables returns a DynamoDB client for cfg.
+// NewTables returns a DynamoDB client for cfg, its attempts StoreRetryDelay
+// apart.
 func NewTables(cfg aws.Config, optFns ...func(*dynamodb.Options)) *Tables {
-	return (*Tables)(dynamodb.NewFromConfig(cfg, optFns...))
+	return (*Tables)(dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){StoreRetries}, optFns...)...))
 }
+
+// StoreRetryDelay is the wait between two attempts of a store call (the
+// Orders table, the Ledger, the chat's table): the store spec's
+// CACHE_RETRY_DELAY_MS. The SDK's own backoff waits up to 2 s and then 4 s
+// with jitter, which made a call to a store that refuses take up to 6 s
+// before its alert (5 s once the store guard cuts it), past the bound the
+// spec sets for an answer with the store down: 2 s an attempt × 3 + this
+// delay × 2 + 0.5 s.
+const StoreRetryDelay = 500 * time.Millisecond
+
+// StoreRetries makes a DynamoDB client's retryer wait StoreRetryDelay
+// between attempts; its attempts and what it retries stay the
+// configuration's (NewRetryer: three attempts, the retry token bucket).
+// Every DynamoDB client the service makes starts with it; an option after
+// it can still replace the retryer (tests that refuse every call and need
+// no wait).
+func StoreRetries(o *dynamodb.Options) {
+	inner := o.Retryer
+	if inner == nil {
+		inner = NewRetryer()
+	}
+	v2, ok := inner.(aws.RetryerV2)
+	if !ok {
+		v2 = retry.AddWithMaxBackoffDelay(inner, StoreRetryDelay).(aws.RetryerV2)
+	}
+	o.Retryer = fixedDelay{RetryerV2: v2, delay: StoreRetryDelay}
+}
+
+// fixedDelay is a retryer that waits delay between attempts.
+type fixedDelay struct {
+	aws.RetryerV2
+	delay time.Duration
+}
+
+func (r fixedDelay) RetryDelay(int, error) (time.Duration, error) { return r.delay, nil }
 
 // GetItem is dynamodb.Client.GetItem.
 func (c *Tables) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -76,9 +114,10 @@ func (c *Topics) Publish(ctx context.Context, in *sns.PublishInput, optFns ...fu
 // job's, which no other function links.
 type Queries dynamodb.Client
 
-// NewQueries returns a DynamoDB client for cfg.
+// NewQueries returns a DynamoDB client for cfg, its attempts
+// StoreRetryDelay apart.
 func NewQueries(cfg aws.Config, optFns ...func(*dynamodb.Options)) *Queries {
-	return (*Queries)(dynamodb.NewFromConfig(cfg, optFns...))
+	return (*Queries)(dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){StoreRetries}, optFns...)...))
 }
 
 // Query is dynamodb.Client.Query.

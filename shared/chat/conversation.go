@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/condwrite"
 )
 
@@ -26,9 +27,10 @@ type Spans interface {
 // items, and only those, so that only they are linked (see awsenv.Tables).
 type Client dynamodb.Client
 
-// NewClient returns a DynamoDB client for cfg.
+// NewClient returns a DynamoDB client for cfg, its attempts
+// awsenv.StoreRetryDelay apart.
 func NewClient(cfg aws.Config, optFns ...func(*dynamodb.Options)) *Client {
-	return (*Client)(dynamodb.NewFromConfig(cfg, optFns...))
+	return (*Client)(dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){awsenv.StoreRetries}, optFns...)...))
 }
 
 // Query is dynamodb.Client.Query.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
@@ -29,13 +30,19 @@ const session = "cs_test_storeGuardSession0001"
 func guarded(cfg aws.Config, g *storeguard.Guard, transport http.RoundTripper) aws.Config {
 	cfg = cfg.Copy()
 	cfg.HTTPClient = &http.Client{Transport: transport}
-	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) {
-			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
-		})
-	}
+	cfg.Retryer = zeroBackoff
 	g.Options(&cfg)
 	return cfg
+}
+
+// noWait is a store client's retryer with the SDK's attempts and no wait
+// between them (the clients wait awsenv.StoreRetryDelay).
+func noWait(o *dynamodb.Options) { o.Retryer = zeroBackoff() }
+
+func zeroBackoff() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
 }
 
 // TestFailingStoreCallAlertsAtOnceAfterItsRetries: a store that refuses
@@ -49,7 +56,7 @@ func TestFailingStoreCallAlertsAtOnceAfterItsRetries(t *testing.T) {
 	alerts := &testkit.Alerts{}
 	g := &storeguard.Guard{Alerts: alerts, Now: clk.Now, Log: obs.NewLogger(&bytes.Buffer{}, "DEBUG")}
 	faulty := &testkit.Faulty{}
-	db := awsenv.NewTables(guarded(f.AWS, g, faulty))
+	db := awsenv.NewTables(guarded(f.AWS, g, faulty), noWait)
 	orders := store.NewOrders(db, f.Ref("OrdersTable"), clk.Now)
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), clk.Now)
 	ctx := context.Background()
@@ -109,7 +116,7 @@ func TestHangingStoreCallIsCutAtItsOwnDeadline(t *testing.T) {
 	alerts := &testkit.Alerts{}
 	g := &storeguard.Guard{Alerts: alerts, AttemptTimeout: 150 * time.Millisecond, CallTimeout: 250 * time.Millisecond}
 	h := &hanging{}
-	orders := store.NewOrders(awsenv.NewTables(guarded(f.AWS, g, h)), f.Ref("OrdersTable"), nil)
+	orders := store.NewOrders(awsenv.NewTables(guarded(f.AWS, g, h), noWait), f.Ref("OrdersTable"), nil)
 	// The caller's deadline stands for the function's: without the
 	// guard, the call would spend all of it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -136,7 +143,7 @@ func TestRetryThatSucceededWarns(t *testing.T) {
 	alerts, metrics, logs := &testkit.Alerts{}, &testkit.Metrics{}, &testkit.Buffer{}
 	g := &storeguard.Guard{Alerts: alerts, Metrics: metrics, Log: obs.NewLogger(logs, "INFO")}
 	lossy := &testkit.Lossy{}
-	ledger := store.NewLedger(awsenv.NewTables(guarded(f.AWS, g, lossy)), f.Ref("LedgerTable"), nil)
+	ledger := store.NewLedger(awsenv.NewTables(guarded(f.AWS, g, lossy), noWait), f.Ref("LedgerTable"), nil)
 	ctx := context.Background()
 	if _, err := ledger.Seen(ctx, "k"); err != nil {
 		t.Fatal(err)
@@ -172,7 +179,7 @@ func TestLedgerDownStillAlertsOnce(t *testing.T) {
 	log := obs.NewLogger(logs, "DEBUG")
 	faulty := &testkit.Faulty{}
 	g := &storeguard.Guard{Log: log}
-	ledger := store.NewLedger(awsenv.NewTables(guarded(f.AWS, g, faulty)), f.Ref("LedgerTable"), nil)
+	ledger := store.NewLedger(awsenv.NewTables(guarded(f.AWS, g, faulty), noWait), f.Ref("LedgerTable"), nil)
 	tap := testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	g.Alerts = &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Dedupe: ledger, Log: log}
 	faulty.Down()
