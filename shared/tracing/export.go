@@ -36,7 +36,9 @@ func (x *exporter) export(ctx context.Context, spans []sdktrace.ReadOnlySpan) er
 	if len(spans) == 0 {
 		return nil
 	}
-	body := encodeRequest(spans)
+	// A fresh buffer each export: the transport may still hold the last
+	// one's body after answering. About 200 bytes a span.
+	body := encodeRequest(make([]byte, 0, 256*len(spans)), spans)
 	ctx, cancel := context.WithTimeout(ctx, x.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.url, bytes.NewReader(body))

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -93,8 +94,11 @@ const (
 	flagIsRemote    = 0x200
 )
 
-// encoder appends protobuf to a buffer. Nested messages are written into
-// a scratch encoder first and then appended with their length.
+// encoder appends protobuf to one buffer. A nested message is written in
+// place after a one-byte length, which is widened once its size is known
+// (a message of 128 bytes or more moves up by a byte or two): no scratch
+// buffer and no closure a message, so an export allocates its buffer and
+// little else.
 type encoder struct{ b []byte }
 
 func (e *encoder) tag(field, wire int) { e.varint(uint64(field)<<3 | uint64(wire)) }
@@ -107,10 +111,16 @@ func (e *encoder) bytesField(field int, v []byte) {
 	e.b = append(e.b, v...)
 }
 
+// stringField writes v unless it is empty (proto3's default).
 func (e *encoder) stringField(field int, v string) {
 	if v == "" {
 		return
 	}
+	e.str(field, v)
+}
+
+// str writes v even when empty: a oneof's member is present when set.
+func (e *encoder) str(field int, v string) {
 	e.tag(field, wireBytes)
 	e.varint(uint64(len(v)))
 	e.b = append(e.b, v...)
@@ -134,58 +144,76 @@ func (e *encoder) fixed32Field(field int, v uint32) {
 	e.b = binary.LittleEndian.AppendUint32(e.b, v)
 }
 
-// message writes field as the message fill writes.
-func (e *encoder) message(field int, fill func(*encoder)) {
-	var sub encoder
-	fill(&sub)
-	e.bytesField(field, sub.b)
+// begin opens message field: its tag and a length byte to be set by end.
+// It returns where the message's bytes start.
+func (e *encoder) begin(field int) int {
+	e.tag(field, wireBytes)
+	e.b = append(e.b, 0)
+	return len(e.b)
 }
 
-// encodeRequest is the ExportTraceServiceRequest of spans, grouped by
-// resource and then by instrumentation scope as OTLP wants them.
-func encodeRequest(spans []sdktrace.ReadOnlySpan) []byte {
-	type scopeKey struct{ name, version string }
-	var e encoder
-	for len(spans) > 0 {
-		res := spans[0].Resource()
-		var same, rest []sdktrace.ReadOnlySpan
-		for _, s := range spans {
-			if s.Resource() == res {
-				same = append(same, s)
-			} else {
-				rest = append(rest, s)
-			}
+// end closes the message begin opened at start, writing its length.
+func (e *encoder) end(start int) {
+	n := len(e.b) - start
+	if n < 0x80 {
+		e.b[start-1] = byte(n)
+		return
+	}
+	var l [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(l[:], uint64(n))
+	e.b = append(e.b, l[:k-1]...) // room for the longer length
+	copy(e.b[start-1+k:], e.b[start:start+n])
+	copy(e.b[start-1:], l[:k])
+}
+
+// encodeRequest appends to buf the ExportTraceServiceRequest of spans,
+// grouped by resource and then by instrumentation scope as OTLP wants
+// them. An invocation's spans share one resource and one scope but for a
+// library's own, so the grouping is a pass over spans per group.
+func encodeRequest(buf []byte, spans []sdktrace.ReadOnlySpan) []byte {
+	e := encoder{b: buf}
+	done := make([]bool, len(spans))
+	for i, first := range spans {
+		if done[i] {
+			continue
 		}
-		spans = rest
-		e.message(fRequestResourceSpans, func(rs *encoder) {
-			rs.message(fResourceSpansResource, func(r *encoder) {
-				for _, kv := range res.Attributes() {
-					r.message(fResourceAttributes, func(a *encoder) { keyValue(a, kv) })
-				}
-			})
-			var order []scopeKey
-			byScope := map[scopeKey][]sdktrace.ReadOnlySpan{}
-			for _, s := range same {
-				k := scopeKey{s.InstrumentationScope().Name, s.InstrumentationScope().Version}
-				if _, ok := byScope[k]; !ok {
-					order = append(order, k)
-				}
-				byScope[k] = append(byScope[k], s)
+		res := first.Resource()
+		rs := e.begin(fRequestResourceSpans)
+		r := e.begin(fResourceSpansResource)
+		for _, kv := range res.Attributes() {
+			a := e.begin(fResourceAttributes)
+			keyValue(&e, kv)
+			e.end(a)
+		}
+		e.end(r)
+		for j := i; j < len(spans); j++ {
+			if done[j] || spans[j].Resource() != res {
+				continue
 			}
-			for _, k := range order {
-				rs.message(fResourceSpansScopeSpans, func(ss *encoder) {
-					ss.message(fScopeSpansScope, func(sc *encoder) {
-						sc.stringField(fScopeName, k.name)
-						sc.stringField(fScopeVersion, k.version)
-					})
-					for _, s := range byScope[k] {
-						ss.message(fScopeSpansSpans, func(sp *encoder) { span(sp, s) })
-					}
-				})
+			scope := spans[j].InstrumentationScope()
+			ss := e.begin(fResourceSpansScopeSpans)
+			sc := e.begin(fScopeSpansScope)
+			e.stringField(fScopeName, scope.Name)
+			e.stringField(fScopeVersion, scope.Version)
+			e.end(sc)
+			for k := j; k < len(spans); k++ {
+				if done[k] || spans[k].Resource() != res || !sameScope(spans[k].InstrumentationScope(), scope) {
+					continue
+				}
+				done[k] = true
+				sp := e.begin(fScopeSpansSpans)
+				span(&e, spans[k])
+				e.end(sp)
 			}
-		})
+			e.end(ss)
+		}
+		e.end(rs)
 	}
 	return e.b
+}
+
+func sameScope(a, b instrumentation.Scope) bool {
+	return a.Name == b.Name && a.Version == b.Version
 }
 
 func span(e *encoder, s sdktrace.ReadOnlySpan) {
@@ -204,46 +232,54 @@ func span(e *encoder, s sdktrace.ReadOnlySpan) {
 	e.fixed64Field(fSpanStart, unixNano(s.StartTime().UnixNano()))
 	e.fixed64Field(fSpanEnd, unixNano(s.EndTime().UnixNano()))
 	for _, kv := range s.Attributes() {
-		e.message(fSpanAttributes, func(a *encoder) { keyValue(a, kv) })
+		a := e.begin(fSpanAttributes)
+		keyValue(e, kv)
+		e.end(a)
 	}
 	e.varintField(fSpanDroppedAttrs, uint64(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
-		e.message(fSpanEvents, func(m *encoder) {
-			m.fixed64Field(fEventTime, unixNano(ev.Time.UnixNano()))
-			m.stringField(fEventName, ev.Name)
-			for _, kv := range ev.Attributes {
-				m.message(fEventAttributes, func(a *encoder) { keyValue(a, kv) })
-			}
-		})
+		m := e.begin(fSpanEvents)
+		e.fixed64Field(fEventTime, unixNano(ev.Time.UnixNano()))
+		e.stringField(fEventName, ev.Name)
+		for _, kv := range ev.Attributes {
+			a := e.begin(fEventAttributes)
+			keyValue(e, kv)
+			e.end(a)
+		}
+		e.end(m)
 	}
 	for _, l := range s.Links() {
-		e.message(fSpanLinks, func(m *encoder) {
-			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-			m.bytesField(fLinkTraceID, ltid[:])
-			m.bytesField(fLinkSpanID, lsid[:])
-			m.stringField(fLinkTraceState, l.SpanContext.TraceState().String())
-			for _, kv := range l.Attributes {
-				m.message(fLinkAttributes, func(a *encoder) { keyValue(a, kv) })
-			}
-			m.fixed32Field(fLinkFlags, flags(l.SpanContext))
-		})
-	}
-	if st := s.Status(); st.Code != codes.Unset {
-		e.message(fSpanStatus, func(m *encoder) {
-			m.stringField(fStatusMessage, st.Description)
-			code := uint64(otlpStatusOK)
-			if st.Code == codes.Error {
-				code = otlpStatusError
-			}
-			m.varintField(fStatusCode, code)
-		})
-	}
-	f := uint32(sc.TraceFlags())
-	if p := s.Parent(); p.IsValid() {
-		f |= flagHasIsRemote
-		if p.IsRemote() {
-			f |= flagIsRemote
+		m := e.begin(fSpanLinks)
+		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+		e.bytesField(fLinkTraceID, ltid[:])
+		e.bytesField(fLinkSpanID, lsid[:])
+		e.stringField(fLinkTraceState, l.SpanContext.TraceState().String())
+		for _, kv := range l.Attributes {
+			a := e.begin(fLinkAttributes)
+			keyValue(e, kv)
+			e.end(a)
 		}
+		e.fixed32Field(fLinkFlags, flags(l.SpanContext))
+		e.end(m)
+	}
+	// The status is written even when unset, as OpenTelemetry's exporter
+	// writes it: an empty message.
+	st := s.Status()
+	m := e.begin(fSpanStatus)
+	if st.Code != codes.Unset {
+		e.stringField(fStatusMessage, st.Description)
+		code := uint64(otlpStatusOK)
+		if st.Code == codes.Error {
+			code = otlpStatusError
+		}
+		e.varintField(fStatusCode, code)
+	}
+	e.end(m)
+	// Whether the parent is remote is known, also for a root span (it has
+	// no remote parent), as OpenTelemetry's exporter says.
+	f := uint32(sc.TraceFlags()) | flagHasIsRemote
+	if p := s.Parent(); p.IsValid() && p.IsRemote() {
+		f |= flagIsRemote
 	}
 	e.fixed32Field(fSpanFlags, f)
 }
@@ -265,7 +301,9 @@ func unixNano(n int64) uint64 {
 
 func keyValue(e *encoder, kv attribute.KeyValue) {
 	e.stringField(fKVKey, string(kv.Key))
-	e.message(fKVValue, func(v *encoder) { anyValue(v, kv.Value) })
+	v := e.begin(fKVValue)
+	anyValue(e, kv.Value)
+	e.end(v)
 }
 
 func anyValue(e *encoder, v attribute.Value) {
@@ -283,20 +321,27 @@ func anyValue(e *encoder, v attribute.Value) {
 	case attribute.FLOAT64:
 		e.fixed64Field(fAnyDouble, math.Float64bits(v.AsFloat64()))
 	case attribute.STRINGSLICE:
-		e.message(fAnyArray, func(a *encoder) {
-			for _, s := range v.AsStringSlice() {
-				a.message(fArrayValues, func(x *encoder) { x.bytesField(fAnyString, []byte(s)) })
-			}
-		})
+		a := e.begin(fAnyArray)
+		for _, s := range v.AsStringSlice() {
+			x := e.begin(fArrayValues)
+			e.str(fAnyString, s)
+			e.end(x)
+		}
+		e.end(a)
 	case attribute.INT64SLICE:
-		e.message(fAnyArray, func(a *encoder) {
-			for _, n := range v.AsInt64Slice() {
-				a.message(fArrayValues, func(x *encoder) { x.tag(fAnyInt, wireVarint); x.varint(uint64(n)) })
-			}
-		})
+		a := e.begin(fAnyArray)
+		for _, n := range v.AsInt64Slice() {
+			x := e.begin(fArrayValues)
+			e.tag(fAnyInt, wireVarint)
+			e.varint(uint64(n))
+			e.end(x)
+		}
+		e.end(a)
+	case attribute.STRING:
+		e.str(fAnyString, v.AsString())
 	default:
-		// Strings, and the kinds the service never sets (bool and float
-		// slices) as their text.
-		e.bytesField(fAnyString, []byte(v.String()))
+		// The kinds the service never sets (bool and float slices) as
+		// their text.
+		e.str(fAnyString, v.String())
 	}
 }
