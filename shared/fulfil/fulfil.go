@@ -103,7 +103,7 @@ type Result struct {
 func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Result, error) {
 	now := f.Now()
 	want := f.order(s, t, now)
-	log := f.Log.With(obs.Order(s.ID), "event", t.Event, "livemode", s.Livemode)
+	log := f.Log.With(obs.Order(s.ID), "event", string(t.Event), "livemode", s.Livemode)
 
 	claim, err := f.Orders.ClaimOrder(ctx, want, f.lease(ctx, now))
 	if err != nil {
