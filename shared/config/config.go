@@ -25,11 +25,73 @@ type Env struct {
 	lookup   func(string) (string, bool)
 	secrets  SecretSource
 	problems []string
+	// early holds the secrets being read ahead, by ARN, each taken once.
+	early map[string]*fetch
+}
+
+// fetch is one secret read ahead.
+type fetch struct {
+	done  chan struct{}
+	value string
+	err   error
 }
 
 // FromEnviron reads the process environment; secrets given by ARN are
-// fetched through src.
-func FromEnviron(src SecretSource) *Env { return New(os.LookupEnv, src) }
+// fetched through src. Every secret the environment names (a NAME_ARN
+// holding a Secrets Manager or SSM ARN) is asked for at once, as the Env
+// is made: a cold start then waits for the slowest of its secrets rather
+// than for their sum (the chat's four were four round trips in a row).
+func FromEnviron(src SecretSource) *Env {
+	e := New(os.LookupEnv, src)
+	if src != nil {
+		e.readAhead(os.Environ())
+	}
+	return e
+}
+
+// readAhead starts reading every secret environ names.
+func (e *Env) readAhead(environ []string) {
+	for _, kv := range environ {
+		name, arn, _ := strings.Cut(kv, "=")
+		arn = strings.TrimSpace(arn)
+		if !strings.HasSuffix(name, "_ARN") || !secretARN(arn) || e.early[arn] != nil {
+			continue
+		}
+		if e.early == nil {
+			e.early = map[string]*fetch{}
+		}
+		f := &fetch{done: make(chan struct{})}
+		e.early[arn] = f
+		go func() {
+			defer close(f.done)
+			// The cold start's: nothing cancels it; the SDK's timeouts
+			// and retries bound it.
+			f.value, f.err = e.secrets.Secret(context.Background(), arn)
+		}()
+	}
+}
+
+// secretARN reports an ARN of Secrets Manager or SSM Parameter Store.
+func secretARN(s string) bool {
+	parts := strings.SplitN(s, ":", 4)
+	return len(parts) == 4 && parts[0] == "arn" && (parts[2] == "secretsmanager" || parts[2] == "ssm")
+}
+
+// read returns the secret at arn: the read ahead of it the first time,
+// else a read of its own (a credential refused and read again).
+func (e *Env) read(ctx context.Context, arn string) (string, error) {
+	f, ok := e.early[arn]
+	if !ok {
+		return e.secrets.Secret(ctx, arn)
+	}
+	delete(e.early, arn)
+	select {
+	case <-f.done:
+		return f.value, f.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
 
 // New reads settings through lookup (tests pass a map's lookup).
 func New(lookup func(string) (string, bool), src SecretSource) *Env {
@@ -162,7 +224,7 @@ func (e *Env) Secret(ctx context.Context, name string, required bool) string {
 			e.problem("%s_ARN is set but no secret source is configured", name)
 			return ""
 		}
-		v, err := e.secrets.Secret(ctx, arn)
+		v, err := e.read(ctx, arn)
 		if err != nil {
 			e.problem("%s: %v", name, err)
 			return ""

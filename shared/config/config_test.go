@@ -2,7 +2,9 @@ package config_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +163,73 @@ func TestCredentialIsReadAgainWhenRefused(t *testing.T) {
 	bad.Credential(ctx, "GEMINI_API_KEY", true)
 	if err := bad.Err(); err == nil || !strings.Contains(err.Error(), "SECRET_REREAD_INTERVAL") {
 		t.Fatalf("a malformed interval was not reported: %v", err)
+	}
+}
+
+// together is a secret source whose reads answer only once want of them
+// are in flight at once: read one after the other, they never answer.
+type together struct {
+	want    int
+	mu      sync.Mutex
+	waiting int
+	all     chan struct{}
+	reads   map[string]int
+}
+
+func (s *together) Secret(ctx context.Context, arn string) (string, error) {
+	s.mu.Lock()
+	s.reads[arn]++
+	if s.waiting++; s.waiting == s.want {
+		close(s.all)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.all:
+		return "value of " + arn[strings.LastIndex(arn, "/")+1:], nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(10 * time.Second):
+		return "", errors.New("read alone: the others were never asked for")
+	}
+}
+
+// TestSecretsAreReadTogether: the secrets a cold start reads are asked for
+// at once, not one after the other; each is read once at cold start (a
+// topic's ARN is no secret and is not read), and a credential's later
+// read, when a provider refuses it, is a read of its own.
+func TestSecretsAreReadTogether(t *testing.T) {
+	arn := func(name string) string { return "arn:aws:ssm:ca-central-1:123456789012:parameter/oracle/" + name }
+	for _, name := range []string{"HASH_PEPPER", "CHAT_COOKIE_KEY", "STRIPE_SECRET_KEY", "GEMINI_API_KEY"} {
+		t.Setenv(name+"_ARN", arn(name))
+	}
+	t.Setenv("ALERTS_TOPIC_ARN", "arn:aws:sns:ca-central-1:123456789012:alerts")
+	t.Setenv("SECRET_REREAD_INTERVAL", "1ns")
+	src := &together{want: 4, all: make(chan struct{}), reads: map[string]int{}}
+	env := config.FromEnviron(src)
+	ctx := context.Background()
+	var got []string
+	for _, name := range []string{"HASH_PEPPER", "CHAT_COOKIE_KEY", "STRIPE_SECRET_KEY"} {
+		got = append(got, env.Secret(ctx, name, true))
+	}
+	key := env.Credential(ctx, "GEMINI_API_KEY", true)
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"value of HASH_PEPPER", "value of CHAT_COOKIE_KEY", "value of STRIPE_SECRET_KEY"}
+	if strings.Join(got, ",") != strings.Join(want, ",") || key.Get() != "value of GEMINI_API_KEY" {
+		t.Fatalf("read %q and %q", got, key.Get())
+	}
+	src.mu.Lock()
+	for a, n := range src.reads {
+		if n != 1 || !strings.Contains(a, ":ssm:") {
+			t.Errorf("%s read %d times at cold start", a, n)
+		}
+	}
+	src.mu.Unlock()
+	key.Renew(ctx, key.Get()) // refused: read again
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if n := src.reads[arn("GEMINI_API_KEY")]; n != 2 {
+		t.Fatalf("the refused credential was read %d times in all, want 2 (the cold start's, then its own)", n)
 	}
 }
