@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/tracing"
@@ -46,6 +48,38 @@ func BenchmarkTracingColdStart(b *testing.B) {
 			return events.SQSEventResponse{}, nil
 		})
 		if _, err := h(context.Background(), ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWarmInvocation is what tracing adds to a warm invocation as the
+// webhook's: the invocation's span, the claim's and seven calls' spans
+// with their attributes, ended and exported in one request to a receiver
+// on this machine (the receiver's time included). For profiling the
+// webhook's own work (BenchmarkWebhookEndToEnd) without moto.
+func BenchmarkWarmInvocation(b *testing.B) {
+	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	b.Cleanup(rx.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := tracing.Start(tracing.Settings{Service: "webhook", URL: rx.URL + "/v1/traces", Timeout: tracing.DefaultTimeout}, aws.Config{}, log)
+	h := tracing.Invocations(p, func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ctx, claim := tracing.Tracer().Start(ctx, "checkout.session.completed")
+		ctx = tracing.WithOrder(ctx, "cs_test_a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8s9t0u1v2w3x4y5z6")
+		for range 7 {
+			_, span := tracing.Tracer().Start(ctx, "DynamoDB.PutItem", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+				attribute.String("rpc.system", "aws-api"), attribute.String("rpc.service", "DynamoDB"), attribute.String("rpc.method", "PutItem")))
+			span.SetAttributes(attribute.String("aws.request_id", "5SLHQ2VM3ES3NTD8DTFB1V7TCVVV4KQNSO5AEMVJF66Q9ASUAAJG"))
+			span.SetAttributes(attribute.Int("http.response.status_code", 200))
+			span.End()
+		}
+		claim.End()
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+	})
+	req := events.APIGatewayV2HTTPRequest{RawPath: "/api/webhook"}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := h(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
 	}
