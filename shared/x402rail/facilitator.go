@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"42sisters.ai/oracle/shared/secret"
+	"42sisters.ai/oracle/shared/tracing"
 	"42sisters.ai/oracle/shared/x402"
 )
 
@@ -24,9 +26,18 @@ type Facilitator struct {
 }
 
 // NewFacilitator is the client of the facilitator at url, through client
-// (nil: x402's default), with key (nil or empty: none).
+// (nil: one with x402's default timeout, 30 s), with key (nil or empty:
+// none).
 func NewFacilitator(url string, client *http.Client, key *secret.Value) *Facilitator {
-	return &Facilitator{url: url, http: client, key: key}
+	// Each call is a span of the agent's request's trace: /verify and
+	// /settle are most of the time an agent waits for its answer.
+	traced := &http.Client{Timeout: 30 * time.Second}
+	if client != nil {
+		c := *client
+		traced = &c
+	}
+	traced.Transport = tracing.Transport("facilitator", traced.Transport)
+	return &Facilitator{url: url, http: traced, key: key}
 }
 
 // Verify is x402.Facilitator.Verify with the current key.

@@ -14,8 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/secret"
+	"42sisters.ai/oracle/shared/tracing"
 	"42sisters.ai/oracle/shared/x402"
 	"42sisters.ai/oracle/shared/x402rail"
 )
@@ -161,4 +168,47 @@ func netStrings(ns []x402.Network) []string {
 		out[i] = string(n)
 	}
 	return out
+}
+
+// TestFacilitatorCallsAreSpans: each call to the facilitator is a client
+// span of the agent's request's trace (its method and path, never the
+// query), so an agent's paid request shows where its time went.
+func TestFacilitatorCallsAreSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"kinds":[{"x402Version":2,"scheme":"exact","network":"eip155:8453"}]}`))
+	}))
+	defer srv.Close()
+	client := srv.Client()
+	f := x402rail.NewFacilitator(srv.URL, client, nil)
+	ctx, parent := tracing.Tracer().Start(context.Background(), "agent")
+	if _, err := f.Supported(ctx); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	var calls []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "facilitator GET" {
+			calls = append(calls, s)
+		}
+	}
+	if len(calls) != 1 {
+		t.Fatalf("%d facilitator spans of %d, want 1", len(calls), len(rec.Ended()))
+	}
+	s := calls[0]
+	attrs := map[attribute.Key]string{}
+	for _, kv := range s.Attributes() {
+		attrs[kv.Key] = kv.Value.String()
+	}
+	if s.Parent().SpanID() != parent.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient ||
+		attrs["url.path"] != "/supported" || attrs["http.response.status_code"] != "200" {
+		t.Fatalf("span %s (kind %v, parent %v) with %v, want a client child of the request's span for GET /supported", s.Name(), s.SpanKind(), s.Parent().SpanID(), attrs)
+	}
+	if client.Transport != nil && client.Transport != srv.Client().Transport {
+		t.Fatal("the caller's client was changed")
+	}
 }
