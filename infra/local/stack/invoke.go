@@ -81,6 +81,12 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 	go func() { _ = sesSrv.Serve(ses) }()
 	defer sesSrv.Close()
 	env["AWS_ENDPOINT_URL_SESV2"] = "http://" + ses.Addr().String()
+	// The running stack's trace receiver, when there is one: the
+	// invocation's spans then join its waterfall, as its own functions'
+	// do. Without one, the function records none.
+	if front := fmt.Sprintf("http://127.0.0.1:%d", o.Port); receiverAlive(ctx, front+otlpPath+"/v1/traces") {
+		env["OTEL_EXPORTER_OTLP_ENDPOINT"] = front + otlpPath
+	}
 	motoSettings(env)
 	env["AWS_ENDPOINT_URL"] = b.functionsEndpoint()
 	vars, err := environment(&o, b, *fn, env)
@@ -93,6 +99,24 @@ func Invoke(ctx context.Context, o Options, logicalID string, payload []byte) ([
 	}
 	defer f.Close()
 	return f.Invoke(ctx, payload)
+}
+
+// receiverAlive reports whether an OTLP/HTTP traces receiver answers at
+// url: an empty export request, which adds nothing, answered 200.
+func receiverAlive(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, http.NoBody)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // fakeStripeAlive reports whether a fake Stripe answers at base (its

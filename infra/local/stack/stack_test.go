@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/local/traces"
 	"42sisters.ai/oracle/infra/motoserver"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
@@ -327,6 +330,18 @@ func TestInvokeOneFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A running stack's trace receiver on its front door's port: the
+	// invocation's spans join it.
+	received := traces.NewStore(traces.Limits{})
+	mux := http.NewServeMux()
+	mux.Handle("/_local/otlp/v1/traces", traces.Receiver{Store: received})
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", o.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = front.Serve(ln) }()
+	defer front.Close()
 	out, err := stack.Invoke(ctx, o, "CheckoutFunction", event)
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +352,10 @@ func TestInvokeOneFunction(t *testing.T) {
 	}
 	if resp.StatusCode != 200 || !strings.Contains(resp.Body, "/pay/cs_test_") {
 		t.Errorf("response %d %s, want 200 with a pay page url", resp.StatusCode, resp.Body)
+	}
+	session := regexp.MustCompile(`cs_test_[A-Za-z0-9]+`).FindString(resp.Body)
+	if got := received.Order(session); len(got) != 1 || len(got[0].Spans) < 2 || got[0].Spans[0].Service != "checkout" {
+		t.Errorf("the running stack received %+v for %s, want the invocation's trace: the checkout's span and its call to Stripe", got, session)
 	}
 	if _, err := stack.Invoke(ctx, o, "NoSuchFunction", event); err == nil || !strings.Contains(err.Error(), "CheckoutFunction") {
 		t.Errorf("unknown function: err = %v, want one listing the functions", err)
