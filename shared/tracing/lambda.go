@@ -11,9 +11,11 @@ import (
 )
 
 // Invocations wraps a Lambda handler: each invocation is a span (its
-// faas.invocation_id Lambda's request id), ended and flushed with every
-// span under it before the answer goes back, since Lambda freezes the
-// process then. With p nil (tracing off) it returns h itself.
+// faas.invocation_id Lambda's request id), ended with every span under it
+// and exported by the traces extension once the answer has gone, or
+// before the answer where no extension runs, since Lambda freezes the
+// process once it has answered. With p nil (tracing off) it returns h
+// itself.
 //
 // An SQS batch of one record whose message carries a trace context
 // continues that trace: the invocation span is the sending span's child.
@@ -58,7 +60,11 @@ func Invocations[In, Out any](p *Provider, h func(context.Context, In) (Out, err
 				}
 			}
 			span.End()
-			p.Flush(ctx)
+			// After the answer when the extension runs (extension.go),
+			// else now: Lambda freezes the process once it has answered.
+			if !p.ext.after(func() { p.Flush(context.Background()) }) {
+				p.Flush(ctx)
+			}
 		}()
 		return h(ctx, in)
 	}

@@ -2,10 +2,12 @@
 // order, from the checkout (or the agent's paid request) through the
 // webhook, both queues, the generator and the mailer. It sets up the
 // tracer provider once at cold start, wraps each Lambda invocation in a
-// span flushed before the handler returns (Lambda freezes the process
-// afterwards), carries the W3C trace context through SQS message
+// span whose spans an internal Lambda extension exports once the answer
+// has gone (extension.go; before it where there is no Extensions API),
+// carries the W3C trace context through SQS message
 // attributes, and makes spans of the AWS SDK's calls and of HTTP calls
-// (Stripe, the model, Microsoft Graph). Spans leave as OTLP/HTTP protobuf:
+// (Stripe, the model, Microsoft Graph, the x402 facilitator). Spans leave
+// as OTLP/HTTP protobuf:
 // to X-Ray's OTLP endpoint signed with SigV4 in AWS, to the local stack's
 // receiver on this machine. With no endpoint configured it does nothing.
 package tracing
@@ -60,6 +62,10 @@ type Settings struct {
 	SigV4 string
 	// Timeout bounds one export.
 	Timeout time.Duration
+	// RuntimeAPI is Lambda's AWS_LAMBDA_RUNTIME_API (host:port): with it,
+	// each invocation's spans are exported after its answer, by an
+	// internal extension (extension.go); empty, before it.
+	RuntimeAPI string
 }
 
 // DefaultTimeout bounds one export: long enough for X-Ray's endpoint in
@@ -77,7 +83,8 @@ var service = regexp.MustCompile(`^[a-z][a-z0-9-]{0,40}$`)
 // function's short name) and TRACES_SIGV4 (the SigV4 service to sign
 // for, "xray" in AWS). A malformed one is recorded on env.
 func Read(env *config.Env) Settings {
-	s := Settings{Service: env.Optional("OTEL_SERVICE_NAME", ""), SigV4: env.Optional("TRACES_SIGV4", ""), Timeout: DefaultTimeout}
+	s := Settings{Service: env.Optional("OTEL_SERVICE_NAME", ""), SigV4: env.Optional("TRACES_SIGV4", ""), Timeout: DefaultTimeout,
+		RuntimeAPI: env.Optional("AWS_LAMBDA_RUNTIME_API", "")}
 	if s.Service == "" {
 		// A test binary's main is no function's: its spans are "oracle"'s.
 		if s.Service = mainName(); !service.MatchString(s.Service) {
@@ -148,6 +155,7 @@ type Provider struct {
 	buf  *buffer
 	log  *slog.Logger
 	name string
+	ext  *extension // nil: each invocation exports before answering
 }
 
 // Start sets up tracing as s says and makes it OpenTelemetry's global
@@ -162,7 +170,15 @@ func Start(s Settings, cfg aws.Config, log *slog.Logger) *Provider {
 	if s.SigV4 != "" {
 		x.sign, x.region, x.creds, x.signer = s.SigV4, cfg.Region, cfg.Credentials, v4.NewSigner()
 	}
-	return newProvider(s.Service, x, log)
+	p := newProvider(s.Service, x, log)
+	if s.RuntimeAPI != "" {
+		ext, err := startExtension(s.RuntimeAPI, log)
+		if err != nil {
+			log.Warn("spans are exported before each answer", "error", err.Error())
+		}
+		p.ext = ext
+	}
+	return p
 }
 
 func newProvider(name string, x *exporter, log *slog.Logger) *Provider {

@@ -213,7 +213,8 @@ func (f *Function) start() (*environment, error) {
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	e := &environment{f: f, ctx: ctx, cancel: cancel,
-		prefix: fmt.Sprintf("[%s#%d] ", f.cfg.Name, f.envs.Add(1))}
+		prefix:   fmt.Sprintf("[%s#%d] ", f.cfg.Name, f.envs.Add(1)),
+		extReady: make(chan struct{}, 1), extEvent: make(chan []byte, 1)}
 	cmd := exec.CommandContext(f.ctx, f.cfg.Binary)
 	cmd.Dir = filepath.Dir(f.cfg.Binary)
 	cmd.Env = f.environ(ln.Addr().String(), newLogStream(time.Now()))
@@ -233,6 +234,8 @@ func (f *Function) start() (*environment, error) {
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", e.response)
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", e.invocationError)
 	mux.HandleFunc("POST /2018-06-01/runtime/init/error", e.initError)
+	mux.HandleFunc("POST /2020-01-01/extension/register", e.registerExtension)
+	mux.HandleFunc("GET /2020-01-01/extension/event/next", e.extensionNext)
 	mux.HandleFunc("POST "+crashpoint.Path+"{point...}", e.crashpoint)
 	// The server starts after the process so that everything the handlers
 	// read (e.cmd) is set before any of them runs; the process's first
@@ -301,6 +304,12 @@ type environment struct {
 	asked   bool        // the runtime has asked for work: init is over
 	initErr *Error
 	exited  bool
+
+	// An internal extension registered in the process (one at most, as
+	// the service's functions register one: shared/tracing's).
+	extID    string
+	extReady chan struct{} // the extension asked for its next event: it is done
+	extEvent chan []byte   // the INVOKE it is sent when an invocation starts
 }
 
 // run waits for the process to exit, fails its invocation in flight and
@@ -359,6 +368,9 @@ func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 	if unanswered != nil {
 		unanswered.finish(nil, &Error{Type: "Runtime.InvalidResponse", Message: "the runtime asked for the next invocation without answering " + unanswered.id})
 	}
+	if !e.extensionDone(r.Context()) {
+		return
+	}
 	var inv *invocation
 	select {
 	case inv = <-e.f.queue:
@@ -379,6 +391,7 @@ func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 	e.current = inv
 	e.timer = time.AfterFunc(timeout, func() { e.expire(inv) })
 	e.mu.Unlock()
+	e.invokeExtension(inv, deadline)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
@@ -388,6 +401,102 @@ func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	// A failed write means the process died; run fails the invocation.
 	_, _ = w.Write(inv.payload)
+}
+
+// registerExtension registers an internal extension, as Lambda's
+// Extensions API does, during the init phase only: once the runtime has
+// asked for work it is too late.
+func (e *environment) registerExtension(w http.ResponseWriter, r *http.Request) {
+	name := r.Header.Get("Lambda-Extension-Name")
+	e.mu.Lock()
+	asked, registered := e.asked, e.extID != ""
+	if !asked && !registered && name != "" {
+		e.extID = uuid.NewString()
+	}
+	id := e.extID
+	e.mu.Unlock()
+	switch {
+	case name == "":
+		writeStatus(w, http.StatusBadRequest, "InvalidRequest", "no Lambda-Extension-Name")
+		return
+	case asked:
+		writeStatus(w, http.StatusForbidden, "Extension.InvalidState", "extensions register during the init phase")
+		return
+	case registered:
+		writeStatus(w, http.StatusForbidden, "Extension.AlreadyRegistered", "this environment has its extension")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Lambda-Extension-Identifier", id)
+	_ = json.NewEncoder(w).Encode(map[string]string{"functionName": e.f.cfg.Name, "functionVersion": "$LATEST", "handler": "bootstrap"})
+}
+
+// extensionNext is the extension's request for its next event: it says
+// the extension is done with the invocation before (or with its init),
+// and waits for the next invocation to start.
+func (e *environment) extensionNext(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	known := e.extID != "" && r.Header.Get("Lambda-Extension-Identifier") == e.extID
+	e.mu.Unlock()
+	if !known {
+		writeStatus(w, http.StatusForbidden, "Extension.UnknownExtensionIdentifier", "no extension with this identifier")
+		return
+	}
+	select {
+	case e.extReady <- struct{}{}:
+	default:
+	}
+	select {
+	case ev := <-e.extEvent:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(ev)
+	case <-r.Context().Done():
+	case <-e.ctx.Done():
+	}
+}
+
+// extensionDone waits, when an extension is registered, until it has
+// asked for its next event: as in Lambda, no invocation starts in an
+// environment whose extension is still at work on the one before. An
+// extension that never asks again holds the environment for one timeout,
+// then its process is killed, as Lambda ends an invocation that outran
+// its timeout.
+func (e *environment) extensionDone(ctx context.Context) bool {
+	e.mu.Lock()
+	registered := e.extID != ""
+	e.mu.Unlock()
+	if !registered {
+		return true
+	}
+	limit := time.NewTimer(e.f.cfg.Timeout)
+	defer limit.Stop()
+	select {
+	case <-e.extReady:
+		return true
+	case <-limit.C:
+		e.f.out.logf(e.prefix, "the extension did not finish within %s; killing the process", e.f.cfg.Timeout)
+		_ = e.cmd.Process.Kill()
+		return false
+	case <-ctx.Done():
+		return false
+	case <-e.ctx.Done():
+		return false
+	}
+}
+
+// invokeExtension sends the extension, if any, the invocation's INVOKE.
+func (e *environment) invokeExtension(inv *invocation, deadline time.Time) {
+	e.mu.Lock()
+	registered := e.extID != ""
+	e.mu.Unlock()
+	if !registered {
+		return
+	}
+	ev, _ := json.Marshal(map[string]any{"eventType": "INVOKE", "deadlineMs": deadline.UnixMilli(), "requestId": inv.id, "invokedFunctionArn": e.f.arn})
+	select {
+	case e.extEvent <- ev:
+	default:
+	}
 }
 
 // expire fails an invocation that reached its deadline and kills its

@@ -350,3 +350,34 @@ func TestCrashPointsAreAnnouncedByEveryProcess(t *testing.T) {
 		t.Errorf("%s = %q, want on", crashpoint.Variable, v)
 	}
 }
+
+// TestAnExtensionFinishesBeforeTheNextInvocation: an internal extension
+// registered at init is sent each invocation's INVOKE, with its request
+// id, and the environment starts no other invocation until the extension
+// has asked for its next event, though the answer went back at once.
+func TestAnExtensionFinishesBeforeTheNextInvocation(t *testing.T) {
+	// One environment, so that each invocation follows the one before in it.
+	f := start(t, runtimeapi.Config{Env: map[string]string{"ECHO_EXTENSION": "1"}, Instances: 1})
+	var ids []string
+	for i := range 3 {
+		out, err := invoke(t, f, `{"do":"extension"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			RequestID string   `json:"requestId"`
+			Done      []string `json:"done"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		want := make([]string, 0, i)
+		for _, id := range ids {
+			want = append(want, "INVOKE "+id)
+		}
+		if strings.Join(got.Done, ",") != strings.Join(want, ",") {
+			t.Fatalf("invocation %d found the extension done with %q, want %q: each invocation before it, whole", i+1, got.Done, want)
+		}
+		ids = append(ids, got.RequestID)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -33,7 +34,65 @@ type request struct {
 }
 
 func main() {
-	lambda.Start(handle)
+	if os.Getenv("ECHO_EXTENSION") == "" {
+		lambda.Start(handle)
+		return
+	}
+	if err := startExtension(); err != nil {
+		fmt.Fprintln(os.Stderr, "echo: extension:", err)
+		os.Exit(4)
+	}
+	lambda.Start(func(ctx context.Context, payload json.RawMessage) (any, error) {
+		defer func() { answered <- struct{}{} }()
+		return handle(ctx, payload)
+	})
+}
+
+// With ECHO_EXTENSION set, an internal extension is registered at init;
+// after each invocation's handler has returned it works 300 ms, then
+// records the invocation as done and asks for its next event. The handler
+// of "extension" reports what it has recorded.
+var (
+	answered = make(chan struct{}, 1)
+	extMu    sync.Mutex
+	extDone  []string
+)
+
+func startExtension() error {
+	base := "http://" + os.Getenv("AWS_LAMBDA_RUNTIME_API") + "/2020-01-01/extension"
+	req, _ := http.NewRequest(http.MethodPost, base+"/register", strings.NewReader(`{"events":["INVOKE"]}`))
+	req.Header.Set("Lambda-Extension-Name", "echo-extension")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	id := resp.Header.Get("Lambda-Extension-Identifier")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		return fmt.Errorf("register: %s", resp.Status)
+	}
+	go func() {
+		for {
+			req, _ := http.NewRequest(http.MethodGet, base+"/event/next", nil)
+			req.Header.Set("Lambda-Extension-Identifier", id)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			var ev struct {
+				EventType string `json:"eventType"`
+				RequestID string `json:"requestId"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&ev)
+			resp.Body.Close()
+			<-answered
+			time.Sleep(300 * time.Millisecond)
+			extMu.Lock()
+			extDone = append(extDone, ev.EventType+" "+ev.RequestID)
+			extMu.Unlock()
+		}
+	}()
+	return nil
 }
 
 func handle(ctx context.Context, payload json.RawMessage) (any, error) {
@@ -69,6 +128,11 @@ func handle(ctx context.Context, payload json.RawMessage) (any, error) {
 		return get(ctx, req.URL)
 	case "pid":
 		return map[string]int{"pid": os.Getpid()}, nil
+	case "extension":
+		lc, _ := lambdacontext.FromContext(ctx)
+		extMu.Lock()
+		defer extMu.Unlock()
+		return map[string]any{"requestId": lc.AwsRequestID, "done": append([]string{}, extDone...)}, nil
 	case "crashpoint":
 		crashpoint.Reach(ctx, crashpoint.Point(req.Point))
 		return "went on past " + req.Point, nil
