@@ -81,7 +81,8 @@ var service = regexp.MustCompile(`^[a-z][a-z0-9-]{0,40}$`)
 // OTEL_EXPORTER_OTLP_TIMEOUT (milliseconds, the standard's unit),
 // OTEL_SERVICE_NAME (default: the main package's name, which is the
 // function's short name) and TRACES_SIGV4 (the SigV4 service to sign
-// for, "xray" in AWS). A malformed one is recorded on env.
+// for, "xray" in AWS), and AWS_LAMBDA_RUNTIME_API (Lambda's, where the
+// traces extension registers). A malformed one is recorded on env.
 func Read(env *config.Env) Settings {
 	s := Settings{Service: env.Optional("OTEL_SERVICE_NAME", ""), SigV4: env.Optional("TRACES_SIGV4", ""), Timeout: DefaultTimeout,
 		RuntimeAPI: env.Optional("AWS_LAMBDA_RUNTIME_API", "")}
