@@ -113,31 +113,27 @@ func TestACancelledCallIsNotRetried(t *testing.T) {
 // failure is one attempt of the mailer's schedule) caps the retryer
 // LoadLambda installs (infra/awsprofile's test holds Load to it too).
 func TestMaxAttemptsFromTheEnvironmentStillHolds(t *testing.T) {
-	for name, load := range map[string]func(context.Context) (aws.Config, error){"LoadLambda": LoadLambda} {
-		t.Run(name, func(t *testing.T) {
-			var calls atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				calls.Add(1)
-				w.WriteHeader(http.StatusServiceUnavailable)
-			}))
-			defer srv.Close()
-			t.Setenv("AWS_MAX_ATTEMPTS", "1")
-			t.Setenv("AWS_REGION", "ca-central-1")
-			t.Setenv("AWS_ACCESS_KEY_ID", "test")
-			t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-			t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-			cfg, err := load(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = NewTables(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
-				TableName: aws.String("t"),
-				Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
-			})
-			if err == nil || calls.Load() != 1 {
-				t.Fatalf("%d requests (err %v), want 1 with AWS_MAX_ATTEMPTS=1", calls.Load(), err)
-			}
-		})
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_MAX_ATTEMPTS", "1")
+	t.Setenv("AWS_REGION", "ca-central-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	cfg, err := LoadLambda(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewTables(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String("t"),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
+	})
+	if err == nil || calls.Load() != 1 {
+		t.Fatalf("%d requests (err %v), want 1 with AWS_MAX_ATTEMPTS=1", calls.Load(), err)
 	}
 }
 
