@@ -30,6 +30,8 @@ type fieldsKey struct{}
 // looks them up with one ctx.Value.
 type fields struct {
 	order, message string
+	// attrs are WithAttrs's, in the order given.
+	attrs []slog.Attr
 }
 
 func fieldsOf(ctx context.Context) fields {
@@ -55,6 +57,19 @@ func WithMessage(ctx context.Context, id string) context.Context {
 		return ctx
 	}
 	f.message = id
+	return context.WithValue(ctx, fieldsKey{}, f)
+}
+
+// WithAttrs returns ctx whose log lines carry attrs besides their own: what
+// one unit of work (a webhook's event) is about, on every line written for
+// it. It costs a context value where a logger's With formats and copies a
+// handler per call: the hot path names its event this way.
+func WithAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
+	if len(attrs) == 0 {
+		return ctx
+	}
+	f := fieldsOf(ctx)
+	f.attrs = append(f.attrs[:len(f.attrs):len(f.attrs)], attrs...)
 	return context.WithValue(ctx, fieldsKey{}, f)
 }
 
@@ -117,10 +132,11 @@ func (h *contextHandler) Handle(ctx context.Context, r slog.Record) error {
 		add[n] = slog.String(KeyMessageID, f.message)
 		n++
 	}
-	if n > 0 {
+	if n > 0 || len(f.attrs) > 0 {
 		// The caller may keep r: a clone can be appended to safely.
 		r = r.Clone()
 		r.AddAttrs(add[:n]...)
+		r.AddAttrs(f.attrs...)
 	}
 	return h.inner.Handle(ctx, r)
 }

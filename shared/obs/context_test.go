@@ -118,6 +118,51 @@ func TestContextFieldsThroughWithAndGroups(t *testing.T) {
 	}
 }
 
+// WithAttrs's attributes reach every line of the context, through the
+// redaction, and two contexts made from one parent keep their own.
+func TestContextAttrsOnEveryLine(t *testing.T) {
+	// Added one at a time, the parent's attributes leave room in their
+	// array, which a child must not write into.
+	parent := obs.WithOrder(context.Background(), testOrder)
+	parent = obs.WithAttrs(parent, slog.String("event_id", "evt_1"))
+	parent = obs.WithAttrs(parent, slog.Bool("livemode", false))
+	parent = obs.WithAttrs(parent, slog.Int("attempt", 1))
+	a := obs.WithAttrs(parent, slog.String("email", "someone@example.com"))
+	b := obs.WithAttrs(parent, slog.String("event_type", "checkout.session.completed"))
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want map[string]any
+	}{
+		{"parent", parent, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testOrder}},
+		{"child redacted", a, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testOrder, "email": "[redacted]"}},
+		{"sibling", b, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testOrder, "event_type": "checkout.session.completed"}},
+		{"none", obs.WithAttrs(context.Background()), map[string]any{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			obs.NewLogger(&out, "INFO").InfoContext(tc.ctx, "line", "n", 1)
+			var line map[string]any
+			if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+				t.Fatal(err)
+			}
+			delete(line, "time")
+			want := map[string]any{"level": "INFO", "msg": "line", "n": float64(1)}
+			for k, v := range tc.want {
+				want[k] = v
+			}
+			if len(line) != len(want) {
+				t.Fatalf("line %s, want the fields %v", out.String(), want)
+			}
+			for k, v := range want {
+				if line[k] != v {
+					t.Errorf("%s = %v, want %v (line %s)", k, line[k], v, out.String())
+				}
+			}
+		})
+	}
+}
+
 func TestXRayHeaderOfAnotherShapeIsKept(t *testing.T) {
 	t.Setenv("_X_AMZN_TRACE_ID", "Root=unusual;Sampled=0")
 	var out bytes.Buffer
