@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -9,6 +10,23 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// runLater runs what an invocation left for after its answer (Later). A
+// panic there is logged, not let loose: after the answer it would end the
+// execution environment, and before it fail an invocation whose work is
+// done.
+func (p *Provider) runLater(later []func()) {
+	for _, f := range later {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					p.log.Error("work left for after the answer panicked", "panic", fmt.Sprint(r))
+				}
+			}()
+			f()
+		}()
+	}
+}
 
 // Invocations wraps a Lambda handler: each invocation is a span (its
 // faas.invocation_id Lambda's request id), ended with every span under it
@@ -60,9 +78,11 @@ func Invocations[In, Out any](p *Provider, h func(context.Context, In) (Out, err
 				}
 			}
 			span.End()
+			later := inv.takeLater()
 			// After the answer when the extension runs (extension.go),
 			// else now: Lambda freezes the process once it has answered.
-			if !p.ext.after(func() { p.Flush(context.Background()) }) {
+			if !p.ext.after(func() { p.runLater(later); p.Flush(context.Background()) }) {
+				p.runLater(later)
 				p.Flush(ctx)
 			}
 		}()

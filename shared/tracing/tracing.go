@@ -284,11 +284,39 @@ func WithOrder(ctx context.Context, id string) context.Context {
 
 type invocationKey struct{}
 
-// invocation gathers the orders an invocation worked on, for its span.
+// invocation gathers the orders an invocation worked on, for its span,
+// and what it left for after its answer (Later).
 type invocation struct {
 	mu    sync.Mutex
 	first string
 	many  bool
+	later []func()
+}
+
+// Later has f run once the invocation's answer has gone, with its spans'
+// export (by the traces extension), or just before the answer where no
+// extension runs; outside a traced invocation, at once. It is for what an
+// invocation writes when its work is done and no caller waits for: the
+// webhook's one line and metric of an event handled. Only what is written
+// last belongs here: a function that fails or times out before would not
+// have written it anyway, so nothing is lost that was written before.
+func Later(ctx context.Context, f func()) {
+	if inv, ok := ctx.Value(invocationKey{}).(*invocation); ok {
+		inv.mu.Lock()
+		defer inv.mu.Unlock()
+		inv.later = append(inv.later, f)
+		return
+	}
+	f()
+}
+
+// takeLater is what Later left, in its order, taken once.
+func (i *invocation) takeLater() []func() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	later := i.later
+	i.later = nil
+	return later
 }
 
 func (i *invocation) order(id string) {
