@@ -75,11 +75,16 @@ func Status(err error) int { return statusOf[oracle.ErrorCode(err)] }
 // JSON answers status with v as a JSON body. A value that cannot be
 // encoded is answered 500 and logged (through slog's default logger, which
 // coldstart makes the function's): what it was and why, never silently.
+// An Encoded body is answered as it is.
 func JSON(status int, v any) Response {
-	b, err := json.Marshal(v)
-	if err != nil {
-		slog.Error("response not encoded; answered 500", "status", status, "type", fmt.Sprintf("%T", v), "error", err.Error())
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	b, encoded := v.(Encoded)
+	if !encoded {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			slog.Error("response not encoded; answered 500", "status", status, "type", fmt.Sprintf("%T", v), "error", err.Error())
+			status, raw = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+		}
+		b = Encoded(raw)
 	}
 	return Response{
 		StatusCode: status,
@@ -90,6 +95,21 @@ func JSON(status int, v any) Response {
 		},
 		Body: string(b),
 	}
+}
+
+// Encoded is a JSON body encoded once, for an answer given on a hot path
+// (the webhook's {"received":true} to every event), which JSON would
+// otherwise encode on each call.
+type Encoded string
+
+// MustEncode encodes v once, at a package's initialisation: a value that
+// cannot be encoded there is a programming error.
+func MustEncode(v any) Encoded {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("httpapi: %T cannot be encoded: %v", v, err))
+	}
+	return Encoded(b)
 }
 
 // Error answers with the status for err's code and {"error": message}. The

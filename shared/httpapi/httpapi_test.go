@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -97,6 +98,15 @@ func TestCORS(t *testing.T) {
 	}
 	if p := c.Preflight(req("https://evil.example")); p.Headers["Access-Control-Allow-Origin"] != "" {
 		t.Fatal("preflight allowed a foreign origin")
+	}
+}
+
+// A body encoded once is answered as JSON answers the value itself.
+func TestEncodedIsAnsweredAsItsValue(t *testing.T) {
+	v := map[string]any{"received": true, "n": 2}
+	got, want := httpapi.JSON(http.StatusOK, httpapi.MustEncode(v)), httpapi.JSON(http.StatusOK, v)
+	if got.StatusCode != want.StatusCode || got.Body != want.Body || !reflect.DeepEqual(got.Headers, want.Headers) || want.Body != `{"n":2,"received":true}` {
+		t.Fatalf("got %+v, want %+v", got, want)
 	}
 }
 
