@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
 	"go.opentelemetry.io/otel/trace"
@@ -107,7 +109,7 @@ type Handler struct {
 	Now     func() time.Time
 }
 
-var received = map[string]bool{"received": true}
+var received = httpapi.MustEncode(map[string]bool{"received": true})
 
 // Handle verifies the event's signature over the raw body and its API
 // version, then hands the Checkout Session events to the claim, the money
@@ -142,7 +144,10 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		h.Metrics.Count(obs.WebhookRejected, 1)
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	log := h.Log.With("event_id", event.ID, "event_type", string(event.Type), "livemode", event.Livemode)
+	// Every line written for the event names it, through the context (a
+	// logger's With would format and copy a handler per event).
+	ctx = obs.WithAttrs(ctx, slog.String("event_id", event.ID), slog.String("event_type", string(event.Type)), slog.Bool("livemode", event.Livemode))
+	log := h.Log
 
 	switch t := audit.Event(event.Type); {
 	case t == audit.EventCheckoutCompleted, t == audit.EventAsyncSucceeded, t == audit.EventAsyncFailed, moneyEvents[t], chatEvents[event.Type]:
@@ -158,6 +163,22 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if version, ok := stripex.EventVersion(event.APIVersion); !ok {
 		return h.wrongVersion(ctx, log, event.Livemode, version), nil
 	}
+	// A session's event has its object read now, before the Ledger is
+	// asked, though a duplicate never uses it: the decoding's code is warm
+	// from the envelope's here, and several times slower after a network
+	// wait (docs/performance.md). What it found is acted on only after.
+	money, chat := moneyEvents[audit.Event(event.Type)], chatEvents[event.Type]
+	var (
+		session    oracle.Session
+		mode       string
+		sessionErr error
+	)
+	if !money && !chat {
+		session, mode, sessionErr = stripex.SessionModeFromJSON(event.Data.Raw)
+		if sessionErr == nil && session.Livemode != event.Livemode {
+			sessionErr = errors.New("event and session disagree on livemode")
+		}
+	}
 	key := "event#" + event.ID
 	seen, err := h.Ledger.Seen(ctx, key)
 	if err != nil {
@@ -169,17 +190,12 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	switch {
-	case moneyEvents[audit.Event(event.Type)]:
+	case money:
 		return h.handOff(ctx, log, key, h.Money.handle, event, arrived, ""), nil
-	case chatEvents[event.Type]:
+	case chat:
 		return h.handOff(ctx, log, key, h.Chat.handle, event, arrived, ""), nil
-	}
-	session, mode, err := stripex.SessionModeFromJSON(event.Data.Raw)
-	if err == nil && session.Livemode != event.Livemode {
-		err = errors.New("event and session disagree on livemode")
-	}
-	if err != nil {
-		return h.unreadable(ctx, log, event.ID, fmt.Errorf("%w: %w", errUnreadable, err)), nil
+	case sessionErr != nil:
+		return h.unreadable(ctx, log, event.ID, fmt.Errorf("%w: %w", errUnreadable, sessionErr)), nil
 	}
 	// A Checkout Session in mode subscription is Sisters Chat's: its
 	// completion links the subscription to its account, and its delayed
@@ -190,7 +206,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 			// A subscription bought: a trial's conversion.
 			return h.handOff(ctx, log, key, h.Chat.handle, event, arrived, obs.ChatTrialConversions), nil
 		}
-		h.processed(ctx, log.With("subscription_session", true), key, "")
+		h.processed(ctx, log, key, "", slog.Bool("subscription_session", true))
 		return httpapi.JSON(http.StatusOK, received), nil
 	}
 	// The order's trace began at the checkout, which handed its context to
@@ -209,7 +225,7 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		// Stripe retries any non-2xx answer; the retry finishes the work.
 		return httpapi.Error(ctx, log, err), nil
 	}
-	h.processed(ctx, log.With("outcome", res.Outcome.String(), "status", string(res.Status)), key, "")
+	h.processed(ctx, log, key, "", slog.String("outcome", res.Outcome.String()), slog.String("status", string(res.Status)))
 	return httpapi.JSON(http.StatusOK, received), nil
 }
 
@@ -231,19 +247,25 @@ func (h *Handler) handOff(ctx context.Context, log *slog.Logger, key string,
 
 // processed remembers the event under key, so that a redelivery is
 // answered without repeating the work. It counts the event, and also when
-// set, on the event's one metric line.
-func (h *Handler) processed(ctx context.Context, log *slog.Logger, key, also string) {
+// set, on the event's one metric line, and writes the event's one line
+// (with attrs: what became of it), the only one of an event handled well.
+// The line and the metric are the event's last words, written after the
+// answer where the traces extension runs (tracing.Later): Stripe does not
+// wait for them.
+func (h *Handler) processed(ctx context.Context, log *slog.Logger, key, also string, attrs ...slog.Attr) {
 	if _, err := h.Ledger.Mark(ctx, key, eventTTL); err != nil {
 		// The work is idempotent, so a redelivery after this only repeats
 		// harmless work.
 		log.WarnContext(ctx, "recording the processed event failed", "error", err.Error())
 	}
-	if also == "" {
-		h.Metrics.Count(obs.WebhookProcessed, 1)
-	} else {
-		h.Metrics.Emit(obs.Figure{Name: obs.WebhookProcessed, Value: 1, Unit: obs.UnitCount}, obs.Figure{Name: also, Value: 1, Unit: obs.UnitCount})
-	}
-	log.InfoContext(ctx, "event processed")
+	tracing.Later(ctx, func() {
+		if also == "" {
+			h.Metrics.Count(obs.WebhookProcessed, 1)
+		} else {
+			h.Metrics.Emit(obs.Figure{Name: obs.WebhookProcessed, Value: 1, Unit: obs.UnitCount}, obs.Figure{Name: also, Value: 1, Unit: obs.UnitCount})
+		}
+		log.LogAttrs(ctx, slog.LevelInfo, "event processed", attrs...)
+	})
 }
 
 // wrongVersion refuses a signed event rendered in another API version
@@ -298,12 +320,12 @@ func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 		return stripe.Event{}, err
 	}
 	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
+	if err := jsonv2.Unmarshal(body, &env); err != nil {
 		return stripe.Event{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	event := stripe.Event{ID: env.ID, Type: env.Type, Livemode: env.Livemode, Request: env.Request, APIVersion: env.APIVersion, Created: env.Created}
-	if env.Data != nil {
-		event.Data = &stripe.EventData{Raw: env.Data.Object}
+	if env.Data != nil && env.Data.Object != nil {
+		event.Data = &stripe.EventData{Raw: json.RawMessage(env.Data.Object)}
 	}
 	if event.ID == "" || event.Data == nil {
 		// The id, if any, still names the event in the alert.
@@ -318,7 +340,9 @@ func (h *Handler) verify(body []byte, header string) (stripe.Event, error) {
 // envelope is what the handler reads of an event: its object stays raw,
 // decoded once by what handles the event's type. (stripe.Event's own
 // decoding also turns the object into a map, which nothing here reads:
-// about a third of the handler's own work.)
+// about a third of the handler's own work.) It is decoded with JSON v2, as
+// stripex.SessionModeFromJSON says why: one pass, the object's bytes
+// copied, not scanned three times.
 type envelope struct {
 	ID         string               `json:"id"`
 	Type       stripe.EventType     `json:"type"`
@@ -327,7 +351,7 @@ type envelope struct {
 	APIVersion string               `json:"api_version"`
 	Request    *stripe.EventRequest `json:"request"`
 	Data       *struct {
-		Object json.RawMessage `json:"object"`
+		Object jsontext.Value `json:"object"`
 	} `json:"data"`
 }
 

@@ -103,22 +103,28 @@ type Result struct {
 func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Result, error) {
 	now := f.Now()
 	want := f.order(s, t, now)
-	log := f.Log.With(obs.Order(s.ID), "event", string(t.Event), "livemode", s.Livemode)
+	ctx = obs.WithOrder(ctx, s.ID)
 
 	claim, err := f.Orders.ClaimOrder(ctx, want, f.lease(ctx, now))
 	if err != nil {
 		return Result{}, fmt.Errorf("claim: %w", err)
 	}
 	res := Result{Outcome: claim.Outcome, Status: claim.Order.Status}
-	log = log.With("outcome", claim.Outcome.String(), "status", string(claim.Order.Status))
+	// A claim that went well writes no line here: its caller's line says
+	// what became of the trigger (one line an event on the webhook's hot
+	// path). What goes wrong is written with what the claim found.
+	log := func(level slog.Level, msg string, attrs ...slog.Attr) {
+		f.Log.LogAttrs(ctx, level, msg, append(attrs, slog.String("event", string(t.Event)), slog.Bool("livemode", s.Livemode),
+			slog.String("outcome", claim.Outcome.String()), slog.String("status", string(claim.Order.Status)))...)
+	}
 	if claim.Outcome == oracle.InFlight {
-		log.InfoContext(ctx, "order is being claimed by another attempt")
+		log(slog.LevelInfo, "order is being claimed by another attempt")
 		return res, oracle.Errorf(oracle.CodeConflict, "this session is being processed; retry later")
 	}
 	if claim.MustEnqueue() {
 		if err := f.deliverOwed(ctx, s, claim); err != nil {
 			if rerr := f.Orders.ReleaseJobLease(ctx, s.ID, claim.Lease); rerr != nil {
-				log.ErrorContext(ctx, "releasing job lease failed", "error", rerr.Error())
+				log(slog.LevelError, "releasing job lease failed", slog.String("error", rerr.Error()))
 			}
 			return res, err
 		}
@@ -127,7 +133,6 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 		// Alerted by the recorder; the trigger is retried.
 		return res, err
 	}
-	log.InfoContext(ctx, "session fulfilled")
 	return res, nil
 }
 
