@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/checkout/session"
 
@@ -349,16 +348,9 @@ func SessionFromJSON(raw json.RawMessage) (oracle.Session, error) {
 // them, and decoding it was a fifth of the webhook's own work on every
 // event (docs/performance.md). TestSessionModeFromJSONAsStripeGo holds it
 // to Session over stripe-go's own decoding.
-//
-// It decodes with JSON v2 (github.com/go-json-experiment/json, the Go
-// team's encoding/json/v2, experimental in Go 1.26): one pass over the
-// object, at about 2.5 times the speed and a third of the allocations of
-// encoding/json, on the webhook's hot path. It is stricter than
-// encoding/json: a duplicate name, invalid UTF-8 or a name in another case
-// is refused or not matched, none of which Stripe's encoder writes.
 func SessionModeFromJSON(raw json.RawMessage) (oracle.Session, string, error) {
 	var s sessionObject
-	if err := jsonv2.Unmarshal(raw, &s); err != nil {
+	if err := json.Unmarshal(raw, &s); err != nil {
 		return oracle.Session{}, "", fmt.Errorf("decode checkout session: %w", err)
 	}
 	if !oracle.ValidSessionID(s.ID) {
