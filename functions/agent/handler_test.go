@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -65,16 +66,25 @@ func newEnv(t *testing.T) *env {
 }
 
 // newEnvTB is the env of a test or a benchmark.
-func newEnvTB(t testing.TB) *env {
+func newEnvTB(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnvTB whose handler's AWS clients are built from the
+// configuration instrument changes (the benchmark's traced clients).
+func newEnvWith(t testing.TB, instrument func(*aws.Config)) *env {
 	t.Helper()
 	f := provision.ForTest(t, nil)
-	e := &env{tb: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(f.AWS), alerts: &testkit.Alerts{}, metrics: &testkit.Metrics{},
+	cfg := f.AWS
+	if instrument != nil {
+		cfg = f.AWS.Copy()
+		instrument(&cfg)
+	}
+	e := &env{tb: t, f: f, sqs: sqs.NewFromConfig(f.AWS), s3: awsenv.S3(cfg), alerts: &testkit.Alerts{}, metrics: &testkit.Metrics{},
 		clock: testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)), logs: &testkit.Buffer{}}
 	e.fac = fakefacilitator.New(fakefacilitator.Options{Clock: e.clock.Now,
 		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
 	srv := httptest.NewServer(e.fac)
 	t.Cleanup(srv.Close)
-	db := awsenv.NewTables(f.AWS)
+	db := awsenv.NewTables(cfg)
 	hasher, err := audit.NewHasher("agent-test-pepper-0123456789abcd")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +92,7 @@ func newEnvTB(t testing.TB) *env {
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
-	generate := queue.NewSender(queue.NewClient(f.AWS), f.Ref("GenerateQueue"), e.clock.Now)
+	generate := queue.NewSender(queue.NewClient(cfg), f.Ref("GenerateQueue"), e.clock.Now)
 	auditor := &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.alerts, Log: log}
 	base, _ := x402.LookupNetwork(x402.NetworkBase)
 	sepolia, _ := x402.LookupNetwork(x402.NetworkBaseSepolia)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"strconv"
@@ -170,10 +171,18 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 		return h.unconfirmed(ctx, t, s, fmt.Errorf("settled in %s, but recording the order as paid failed: %w", s.Transaction, err))
 	}
 	t.order.Status = oracle.StatusPaid
-	h.Metrics.Count(obs.X402Payments, 1)
 	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
-	h.logFor(t).InfoContext(ctx, "x402 payment settled; generation queued", "network", string(t.accepted.Network))
-	return h.answer(ctx, t, s)
+	resp := h.answer(ctx, t, s)
+	// The payment's metric and line are the request's closing words,
+	// written after the answer where the traces extension runs (the line
+	// names the order through the context); the audit record above is the
+	// payment's account.
+	tracing.Later(ctx, func() {
+		h.Metrics.Count(obs.X402Payments, 1)
+		h.Log.LogAttrs(ctx, slog.LevelInfo, "x402 payment settled; generation queued",
+			slog.String("endpoint", t.endpoint), slog.String("network", string(t.accepted.Network)), slog.Int("status", resp.StatusCode))
+	})
+	return resp
 }
 
 // unconfirmed answers a settlement nobody can confirm: the order waits,
