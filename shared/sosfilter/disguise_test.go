@@ -334,6 +334,8 @@ func TestNamedDisguises(t *testing.T) {
 		{"The T.M.M. said so.", Replace, "cat3.tmm"}, // an abbreviation as listed, not a disguise
 		// Ordinary English and business shorthand pass.
 		{"A high-gl0ss finish.", Pass, ""}, // lowercase: the English word, however spelt
+		{"A c10d of earth.", Pass, ""},     // as "clod", though C.L.O.D. matches in any case
+		{"C10D reviewed it.", Quarantine, "cat2.clod"},
 		{"Use A/B tests in Q4 with B2B leads, 10x growth, 24h support and a 3rd hire.", Pass, ""},
 		{"It's a plan: I/O, Q&A, R&D, P&L and U.S. sales at 5 p.m. on a 4 x 4 grid.", Pass, ""},
 		{"Plan A I\n\nO N", Pass, ""}, // an empty line parts them

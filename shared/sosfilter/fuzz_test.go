@@ -369,6 +369,18 @@ func refDisguisedView(words []refWord) []refView {
 // as whole words, by refLeaks' case rule.
 func refDisguisedLeaks(list []refEntry, text string) []string {
 	view := refDisguisedView(refWords(text))
+	// A term's words run together are a word of their own: where the list
+	// has that word as a term, its case rule is the word's ("C.L.O.D."
+	// matches in any case, but its letters run together are CLOD, whose
+	// lowercase is the English "clod").
+	wordRule := map[string]string{}
+	for _, e := range list {
+		for _, term := range e.terms {
+			if tw, _ := refTermWords(term); len(tw) == 1 {
+				wordRule[tw[0]] = e.rule
+			}
+		}
+	}
 	var leaks []string
 	for _, e := range list {
 		for _, term := range e.terms {
@@ -377,12 +389,19 @@ func refDisguisedLeaks(list []refEntry, text string) []string {
 				continue
 			}
 			forms := []refForm{{tw, gaps}}
+			rules := []string{e.rule}
 			if len(tw) > 1 {
-				forms = append(forms, refForm{words: []string{strings.Join(tw, "")}})
+				joined := strings.Join(tw, "")
+				forms = append(forms, refForm{words: []string{joined}})
+				rule, ok := wordRule[joined]
+				if !ok {
+					rule = e.rule
+				}
+				rules = append(rules, rule)
 			}
-			for _, form := range forms {
+			for i, form := range forms {
 				for _, upper := range refFindWords(view, form) {
-					if e.rule != "common" || upper {
+					if rules[i] != "common" || upper {
 						leaks = append(leaks, e.id+" disguised as "+strings.Join(form.words, " "))
 					}
 				}
