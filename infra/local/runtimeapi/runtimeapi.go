@@ -107,6 +107,12 @@ type Function struct {
 
 	// kills is the kill plan: processes to kill at crash points.
 	kills killPlan
+
+	// afterAnswers counts the invocations answered whose environment's
+	// extension is still at work on them (the traces' export); afterDone
+	// signals each one's end. Close lets them finish.
+	afterAnswers atomic.Int64
+	afterDone    chan struct{}
 }
 
 // Start starts cfg.Instances processes of the function's bootstrap. They
@@ -135,12 +141,13 @@ func Start(cfg Config) (*Function, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Function{
-		cfg:    cfg,
-		arn:    fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", cfg.Region, account, cfg.Name),
-		out:    &output{w: cfg.Log},
-		queue:  make(chan *invocation),
-		ctx:    ctx,
-		cancel: cancel,
+		cfg:       cfg,
+		arn:       fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", cfg.Region, account, cfg.Name),
+		out:       &output{w: cfg.Log},
+		queue:     make(chan *invocation),
+		ctx:       ctx,
+		cancel:    cancel,
+		afterDone: make(chan struct{}, 1),
 	}
 	for range cfg.Instances {
 		f.wg.Add(1)
@@ -171,10 +178,27 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 // Close kills the processes and waits for them; invocations in flight fail.
+// As in Lambda, an environment is not shut down while its extension is at
+// work on an invocation already answered (its spans' export, say): Close
+// waits for that, for at most ShutdownGrace, first.
 func (f *Function) Close() {
+	grace := time.NewTimer(ShutdownGrace)
+	defer grace.Stop()
+wait:
+	for f.afterAnswers.Load() > 0 {
+		select {
+		case <-f.afterDone:
+		case <-grace.C:
+			break wait
+		}
+	}
 	f.cancel()
 	f.wg.Wait()
 }
+
+// ShutdownGrace is how long Close waits for extensions to finish their
+// work after an answer: Lambda gives extensions 2 s at shutdown.
+const ShutdownGrace = 2 * time.Second
 
 // supervise keeps one execution environment running until Close.
 func (f *Function) supervise() {
@@ -304,6 +328,9 @@ type environment struct {
 	asked   bool        // the runtime has asked for work: init is over
 	initErr *Error
 	exited  bool
+	// afterAnswer: the invocation answered last is still its extension's
+	// (Function.afterAnswers counts it).
+	afterAnswer bool
 
 	// An internal extension registered in the process (one at most, as
 	// the service's functions register one: shared/tracing's).
@@ -323,6 +350,7 @@ func (e *environment) run() bool {
 	inv := e.take("")
 	asked, initErr := e.asked, e.initErr
 	e.mu.Unlock()
+	e.endAfterAnswer()
 	e.cancel()
 	e.srv.Close()
 	if e.f.ctx.Err() != nil {
@@ -368,7 +396,9 @@ func (e *environment) next(w http.ResponseWriter, r *http.Request) {
 	if unanswered != nil {
 		unanswered.finish(nil, &Error{Type: "Runtime.InvalidResponse", Message: "the runtime asked for the next invocation without answering " + unanswered.id})
 	}
-	if !e.extensionDone(r.Context()) {
+	done := e.extensionDone(r.Context())
+	e.endAfterAnswer()
+	if !done {
 		return
 	}
 	var inv *invocation
@@ -558,10 +588,34 @@ func (e *environment) initError(w http.ResponseWriter, r *http.Request) {
 	writeStatus(w, http.StatusAccepted, "", "")
 }
 
+// finished ends the invocation id names, answered; with an extension, the
+// extension's work on it begins (until the runtime's next request finds
+// the extension done).
 func (e *environment) finished(id string) *invocation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.take(id)
+	inv := e.take(id)
+	if inv != nil && e.extID != "" && !e.afterAnswer {
+		e.afterAnswer = true
+		e.f.afterAnswers.Add(1)
+	}
+	return inv
+}
+
+// endAfterAnswer ends the extension's work on the invocation answered
+// last, if it was counted.
+func (e *environment) endAfterAnswer() {
+	e.mu.Lock()
+	was := e.afterAnswer
+	e.afterAnswer = false
+	e.mu.Unlock()
+	if was {
+		e.f.afterAnswers.Add(-1)
+		select {
+		case e.f.afterDone <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // parseError reads the runtime's error document; one that is not JSON is

@@ -355,6 +355,29 @@ func TestCrashPointsAreAnnouncedByEveryProcess(t *testing.T) {
 // registered at init is sent each invocation's INVOKE, with its request
 // id, and the environment starts no other invocation until the extension
 // has asked for its next event, though the answer went back at once.
+// TestCloseLetsAnExtensionFinish: closing a function (the stack's
+// shutdown, the end of a make invoke) waits for an extension still at
+// work on the invocation it has answered (its 300 ms), as Lambda shuts
+// no environment down before its extensions are done with an invocation.
+func TestCloseLetsAnExtensionFinish(t *testing.T) {
+	log := &testkit.Buffer{}
+	f := start(t, runtimeapi.Config{Env: map[string]string{"ECHO_EXTENSION": "1"}, Instances: 1, Log: log})
+	out, err := invoke(t, f, `{"do":"extension"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		RequestID string `json:"requestId"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || got.RequestID == "" {
+		t.Fatalf("%s: %v", out, err)
+	}
+	f.Close()
+	if want := "echo: extension done with INVOKE " + got.RequestID; !strings.Contains(log.String(), want) {
+		t.Fatalf("the process was stopped before its extension finished: no %q in\n%s", want, log)
+	}
+}
+
 func TestAnExtensionFinishesBeforeTheNextInvocation(t *testing.T) {
 	// One environment, so that each invocation follows the one before in it.
 	f := start(t, runtimeapi.Config{Env: map[string]string{"ECHO_EXTENSION": "1"}, Instances: 1})

@@ -50,8 +50,8 @@ func main() {
 
 // With ECHO_EXTENSION set, an internal extension is registered at init;
 // after each invocation's handler has returned it works 300 ms, then
-// records the invocation as done and asks for its next event. The handler
-// of "extension" reports what it has recorded.
+// records the invocation as done (and says so on stdout) and asks for its
+// next event. The handler of "extension" reports what it has recorded.
 var (
 	answered = make(chan struct{}, 1)
 	extMu    sync.Mutex
@@ -90,6 +90,7 @@ func startExtension() error {
 			extMu.Lock()
 			extDone = append(extDone, ev.EventType+" "+ev.RequestID)
 			extMu.Unlock()
+			fmt.Printf("echo: extension done with %s %s\n", ev.EventType, ev.RequestID)
 		}
 	}()
 	return nil
