@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -16,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/sesevent"
 	"42sisters.ai/oracle/shared/sqsbatch"
+	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/tracing"
 )
 
@@ -49,7 +51,20 @@ type Handler struct {
 	// and the bounces and complaints.
 	Metrics Counter
 	Log     *slog.Logger
+	// Sleep waits between tries of an event that came before the mailer
+	// recorded its send (store.ErrMailNotRecorded); RecordWait is how long
+	// such an event is tried again before SQS is left to deliver it again.
+	Sleep      func(ctx context.Context, d time.Duration) error
+	RecordWait time.Duration
 }
+
+// recordPoll is how often an event whose send is not recorded yet is tried
+// again: the mailer writes its record just after the transport's answer.
+const recordPoll = 100 * time.Millisecond
+
+// DefaultRecordWait is how long an event whose send is not recorded yet is
+// tried again in the invocation that received it.
+const DefaultRecordWait = 2 * time.Second
 
 // Handle processes a batch and reports the records that failed, so that
 // SQS redelivers only those (and, after the queue's maxReceiveCount, moves
@@ -110,7 +125,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 			return err
 		}
 	}
-	moved, err := h.Orders.MailFeedback(ctx, session, kind, ev.Mail.MessageID, state)
+	moved, err := h.feedback(ctx, session, kind, ev.Mail.MessageID, state)
 	if err != nil {
 		return err
 	}
@@ -120,6 +135,24 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 		h.alert(ctx, session, kind, state, ev)
 	}
 	return nil
+}
+
+// feedback moves the email's state. SES's event can come before the
+// mailer's record of the send (its answer, then its event through SNS and
+// SQS, against one write): such an event is tried again every recordPoll
+// for RecordWait, then failed, so that SQS delivers it again after the
+// queue's visibility timeout (and, should the record never come, to the
+// dead-letter queue with its alert): never dropped as another message's.
+func (h *Handler) feedback(ctx context.Context, session string, kind oracle.MailKind, messageID string, state oracle.MailState) (bool, error) {
+	for waited := time.Duration(0); ; waited += recordPoll {
+		moved, err := h.Orders.MailFeedback(ctx, session, kind, messageID, state)
+		if !errors.Is(err, store.ErrMailNotRecorded) || waited >= h.RecordWait {
+			return moved, err
+		}
+		if err := h.Sleep(ctx, recordPoll); err != nil {
+			return false, fmt.Errorf("waiting for the send's record: %w", err)
+		}
+	}
 }
 
 // counted counts a bounce (EmailsBounced) or a complaint

@@ -184,6 +184,59 @@ func TestSESEventsMoveTheMailState(t *testing.T) {
 	}
 }
 
+// SES's event can come before the mailer has recorded the send it is
+// about. It is tried again while the claim lives (every recordPoll, up to
+// RecordWait): applied once the record lands, with its alert; failed for
+// SQS to deliver again when it does not, never dropped as another
+// message's. (make test's end-to-end run lost a bounce this way.)
+func TestEventBeforeTheSendIsRecorded(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	claimed := func(id string) string {
+		t.Helper()
+		if _, err := e.orders.ClaimOrder(ctx, oracle.Order{SessionID: id, Status: oracle.StatusPaid, Tier: oracle.TierQuick, Query: "q",
+			AmountTotal: 100, Currency: "cad", Source: oracle.SourceWebhook, SessionCreated: time.Now().UTC()}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := e.orders.ClaimMail(ctx, id, oracle.MailVerdict, 0, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	const late, never = "cs_test_feedbackrecordlate", "cs_test_feedbackrecordnever"
+	tok := claimed(late)
+	claimed(never)
+	var slept []time.Duration
+	record := true
+	e.h.RecordWait = 300 * time.Millisecond
+	e.h.Sleep = func(_ context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		if record && len(slept) == 2 { // the mailer's record lands while the event waits
+			record = false
+			return e.orders.MailSent(ctx, late, oracle.MailVerdict, tok, "msg-late", oracle.MailSent)
+		}
+		return nil
+	}
+	before := len(e.alerts())
+	if n := e.run(notification(t, sesevent.Bounce, late, "msg-late", "late@example.com")); n != 0 {
+		t.Fatalf("%d failures, want the bounce applied once the send was recorded", n)
+	}
+	if got := e.state(late); got != oracle.MailBounced || len(slept) != 2 {
+		t.Fatalf("state %q after %d waits, want bounced after 2", got, len(slept))
+	}
+	if alerts := e.alerts()[before:]; len(alerts) != 1 || !strings.Contains(alerts[0], "EMAIL_BOUNCED") {
+		t.Fatalf("alerts %q, want the bounce's", alerts)
+	}
+	slept = nil
+	if n := e.run(notification(t, sesevent.Bounce, never, "msg-never", "never@example.com")); n != 1 {
+		t.Fatalf("%d failures, want the event failed for SQS to deliver again", n)
+	}
+	if got := e.state(never); got != "" || len(slept) != 3 {
+		t.Fatalf("state %q after %d waits, want no state after 3 (300 ms)", got, len(slept))
+	}
+}
+
 // A complaint puts the address, as sent and as a keyed hash, on the
 // suppression list the mailer reads.
 func TestComplaintSuppressesTheAddress(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/tracing"
+	"42sisters.ai/oracle/shared/wait"
 )
 
 func main() {
@@ -26,6 +27,8 @@ func main() {
 		Hasher:      cfg.Hasher,
 		Metrics:     fn.Metrics,
 		Log:         fn.Log,
+		Sleep:       wait.Sleep,
+		RecordWait:  DefaultRecordWait,
 	}
 	lambda.Start(tracing.Invocations(fn.Tracing, h.Handle))
 }

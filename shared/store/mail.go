@@ -26,6 +26,11 @@ var ErrMailInFlight = errors.New("this mail is being sent by another attempt")
 // duplicate of a job the retry schedule has moved past.
 var ErrAttemptSpent = errors.New("this attempt of the mail was already made")
 
+// ErrMailNotRecorded means the transport's feedback came before the mailer
+// recorded the send it is about: the delivery is still claimed, its
+// message id not yet written. The feedback is to be applied again later.
+var ErrMailNotRecorded = errors.New("the send this feedback is about is not recorded yet")
+
 // mailAttrs names the order's delivery attributes for one mail kind:
 // sent_at marks the delivery closed (whatever its outcome), lease_until and
 // lease the claim of one attempt, message_id what the transport answered
@@ -104,7 +109,9 @@ var mailMoves = map[oracle.MailState][]oracle.MailState{
 // MailFeedback moves the email of kind, sent as messageID, to state, as
 // the transport's feedback tells. It reports whether the state changed:
 // false when the event is for another message (a stale or forged id), is a
-// repeat, or would move the state backwards.
+// repeat, or would move the state backwards. While the delivery is still
+// claimed and nothing recorded (the transport's event came faster than the
+// mailer's record of the send), it returns ErrMailNotRecorded.
 func (o *Orders) MailFeedback(ctx context.Context, sessionID string, kind oracle.MailKind, messageID string, state oracle.MailState) (bool, error) {
 	from, ok := mailMoves[state]
 	if !ok {
@@ -126,20 +133,40 @@ func (o *Orders) MailFeedback(ctx context.Context, sessionID string, kind oracle
 		cond += p
 	}
 	_, err := o.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(o.table),
-		Key:                       key(sessionID),
-		UpdateExpression:          aws.String("SET #state = :state, updated_at = :now"),
-		ConditionExpression:       aws.String(cond + ")"),
-		ExpressionAttributeNames:  map[string]string{"#msg": a.messageID, "#state": a.state},
-		ExpressionAttributeValues: values,
+		TableName:                           aws.String(o.table),
+		Key:                                 key(sessionID),
+		UpdateExpression:                    aws.String("SET #state = :state, updated_at = :now"),
+		ConditionExpression:                 aws.String(cond + ")"),
+		ExpressionAttributeNames:            map[string]string{"#msg": a.messageID, "#state": a.state},
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if condwrite.ConditionFailed(err) {
+	if item, failed := condwrite.Failed(err); failed {
+		if sendUnrecorded(item, a, o.now()) {
+			return false, ErrMailNotRecorded
+		}
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("feedback %s for %s mail of %s: %w", state, kind, oracle.ShortID(sessionID), err)
 	}
 	return true, nil
+}
+
+// sendUnrecorded reports whether item's delivery is claimed by a live
+// attempt and not closed: the send may have happened, its record not yet
+// written. A lapsed claim's attempt is over (a crash): its message, if it
+// left, is not the one the delivery will record.
+func sendUnrecorded(item map[string]types.AttributeValue, a mailAttrs, now time.Time) bool {
+	if _, closed := item[a.sent]; closed {
+		return false
+	}
+	until, ok := item[a.leaseUntil].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	ms, err := strconv.ParseInt(until.Value, 10, 64)
+	return err == nil && ms > now.UnixMilli()
 }
 
 // mailStates reads each kind's state from an order item.

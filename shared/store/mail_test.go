@@ -191,6 +191,44 @@ func TestFeedbackMovesTheMailStateOnlyForward(t *testing.T) {
 	}
 }
 
+// The transport's event can come before the mailer's record of the send
+// it is about (SES answers, its event travels through SNS and SQS, and
+// the mailer has not yet written the message id): while a live claim holds
+// the delivery, the feedback is not lost as "another message" but reported
+// for later; once recorded, it applies. A claim that lapsed (a crash) or a
+// delivery never claimed is not waited for.
+func TestFeedbackBeforeTheSendIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	const id, lapsed, never = "cs_test_feedbackearly", "cs_test_feedbacklapsed", "cs_test_feedbacknever"
+	for _, o := range []string{id, lapsed, never} {
+		paidOrder(t, orders, o)
+	}
+	tok, err := orders.ClaimMail(ctx, id, "verdict", 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.ClaimMail(ctx, lapsed, "verdict", 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := orders.MailFeedback(ctx, id, "verdict", "msg-early", oracle.MailBounced)
+	if moved || !errors.Is(err, store.ErrMailNotRecorded) {
+		t.Fatalf("feedback before the record: moved %v %v, want ErrMailNotRecorded", moved, err)
+	}
+	if err := orders.MailSent(ctx, id, "verdict", tok, "msg-early", oracle.MailSent); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := orders.MailFeedback(ctx, id, "verdict", "msg-early", oracle.MailBounced); !moved || err != nil {
+		t.Fatalf("feedback after the record: moved %v %v, want it applied", moved, err)
+	}
+	clk.Add(2 * time.Second)
+	for _, o := range []string{lapsed, never} {
+		if moved, err := orders.MailFeedback(ctx, o, "verdict", "msg-lost", oracle.MailBounced); moved || err != nil {
+			t.Fatalf("%s: moved %v %v, want nothing to wait for", o, moved, err)
+		}
+	}
+}
+
 func TestMailDeadLetterIsRecordedOnce(t *testing.T) {
 	ctx := context.Background()
 	_, ledger, clk := newOrders(t)
