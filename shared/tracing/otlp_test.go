@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,8 +54,16 @@ func TestOurOTLPIsTheOfficialExporters(t *testing.T) {
 		t.Fatalf("our request does not decode: %v", err)
 	}
 	// The one difference: a link's trace state, which OTLP's Link has and
-	// the official exporter leaves out; ours carries it.
-	if diff := cmp.Diff(&want, &got, protocmp.Transform(), protocmp.IgnoreFields(&tracepb.Span_Link{}, "trace_state")); diff != "" {
+	// the official exporter leaves out; ours carries it. The order of the
+	// resources and of their scopes means nothing (the official exporter
+	// groups them through a map): each is compared with its own.
+	byResource := protocmp.SortRepeated(func(a, b *tracepb.ResourceSpans) bool {
+		return resourceKey(a) < resourceKey(b)
+	})
+	byScope := protocmp.SortRepeated(func(a, b *tracepb.ScopeSpans) bool {
+		return a.GetScope().GetName()+" "+a.GetScope().GetVersion() < b.GetScope().GetName()+" "+b.GetScope().GetVersion()
+	})
+	if diff := cmp.Diff(&want, &got, protocmp.Transform(), byResource, byScope, protocmp.IgnoreFields(&tracepb.Span_Link{}, "trace_state")); diff != "" {
 		t.Fatalf("ours differs from the official exporter's (-official +ours):\n%s", diff)
 	}
 	states := 0
@@ -77,6 +86,15 @@ func TestOurOTLPIsTheOfficialExporters(t *testing.T) {
 	if again := encodeRequest(prefix, spans); string(again[:4]) != "kept" || string(again[4:]) != string(ours) {
 		t.Fatal("encodeRequest does not append to the buffer it is given")
 	}
+}
+
+// resourceKey names a resource by its attributes, in their order.
+func resourceKey(rs *tracepb.ResourceSpans) string {
+	var k strings.Builder
+	for _, kv := range rs.GetResource().GetAttributes() {
+		fmt.Fprintf(&k, "%s=%s;", kv.GetKey(), kv.GetValue().GetStringValue())
+	}
+	return k.String()
 }
 
 func shapes(t *testing.T) []sdktrace.ReadOnlySpan {
