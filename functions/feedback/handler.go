@@ -146,7 +146,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 func (h *Handler) feedback(ctx context.Context, session string, kind oracle.MailKind, messageID string, state oracle.MailState) (bool, error) {
 	for waited := time.Duration(0); ; waited += recordPoll {
 		moved, err := h.Orders.MailFeedback(ctx, session, kind, messageID, state)
-		if !errors.Is(err, store.ErrMailNotRecorded) || waited >= h.RecordWait {
+		if !errors.Is(err, store.ErrMailNotRecorded) || waited >= h.RecordWait || h.Sleep == nil {
 			return moved, err
 		}
 		if err := h.Sleep(ctx, recordPoll); err != nil {
