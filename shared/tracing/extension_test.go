@@ -147,10 +147,9 @@ func TestLaterRunsAfterTheAnswer(t *testing.T) {
 				j.note("export")
 			}))
 			defer rx.Close()
-			var logs strings.Builder
-			var logMu sync.Mutex
+			logs := &testkit.Buffer{}
 			p := tracing.Start(tracing.Settings{Service: "webhook", URL: rx.URL + "/v1/traces", Timeout: 10 * time.Second,
-				RuntimeAPI: api.Addr()}, aws.Config{}, slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil)))
+				RuntimeAPI: api.Addr()}, aws.Config{}, slog.New(slog.NewTextHandler(logs, nil)))
 			release := make(chan struct{})
 			handler := func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 				_, span := tracing.Tracer().Start(ctx, "DynamoDB.PutItem")
@@ -202,22 +201,9 @@ func TestLaterRunsAfterTheAnswer(t *testing.T) {
 			if !tc.traced {
 				return
 			}
-			logMu.Lock()
-			defer logMu.Unlock()
 			if !strings.Contains(logs.String(), "work left for after the answer panicked") || !strings.Contains(logs.String(), "a bug in a closing line") {
 				t.Fatalf("the panic was not logged: %q", logs.String())
 			}
 		})
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
