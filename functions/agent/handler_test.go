@@ -522,6 +522,55 @@ func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// TestAForgedSignatureHoldsNoAuthorization: a payment whose signature is
+// not its payer's, with a real payer's authorization, is refused as
+// invalid_exact_evm_signature with one INVALID record, no order and no
+// call to the facilitator (its recovery runs while the claim is written);
+// the claim it made is released, so the payer's own payment of that
+// authorization then goes through. Fails if the claim is kept, or if
+// anything after the claim runs before the recovery has passed.
+func TestAForgedSignatureHoldsNoAuthorization(t *testing.T) {
+	e := newEnv(t)
+	req := e.offer("/x402/query").Accepts[0]
+	payer, forger := wallet(t), wallet(t)
+	genuine, err := x402.NewPayment(payer, req, nil, e.clock.Now(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := genuine
+	n, _ := x402.LookupNetwork(req.Network)
+	if forged.Payload.Signature, err = x402.SignAuthorization(forger, n, genuine.Payload.Authorization); err != nil {
+		t.Fatal(err)
+	}
+	send := func(p x402.PaymentPayload) httpapi.Response {
+		header, err := x402.EncodeHeader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.do(request("/x402/query", body, header))
+	}
+
+	resp := send(forged)
+	pr, _ := x402.DecodePaymentRequired(resp.Headers[x402.HeaderPaymentRequired])
+	if resp.StatusCode != http.StatusPaymentRequired || pr.Error != x402.ReasonInvalidSignature {
+		t.Fatalf("the forged payment: %d %q, want 402 %s", resp.StatusCode, pr.Error, x402.ReasonInvalidSignature)
+	}
+	if calls := e.fac.Calls(); len(calls) != 0 {
+		t.Fatalf("the facilitator was called for a forged payment: %+v", calls)
+	}
+	recs := e.records()
+	if len(recs) != 1 || recs[0].Status != audit.StatusInvalid || recs[0].SessionID != "" {
+		t.Fatalf("records %+v, want one INVALID without an order", recs)
+	}
+
+	if resp := send(genuine); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the payer's own payment after the forgery: %d %s", resp.StatusCode, resp.Body)
+	}
+	if e.settles() != 1 || len(e.generateJobs()) != 1 {
+		t.Fatalf("%d settlements, want the payer's one with its job", e.settles())
+	}
+}
+
 // TestAnAuthorizationPaysOnce: the same payment sent ten times at once,
 // then once more, is settled once and generated once; every other request
 // gets a 402 that says the authorization was used and one REPLAY record.

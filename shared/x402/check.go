@@ -7,20 +7,21 @@ import (
 	"time"
 )
 
-// Check is the local check of a payment against the requirements the server
-// offered, done before anything costs money: the version is 2; the accepted
-// requirement is one of accepts (scheme, network, asset, payTo and amount;
-// addresses in any case); the authorization pays payTo exactly the amount;
-// it is valid now (validAfter <= now) and stays valid for settleRoom more
-// (validBefore >= now + settleRoom, which should cover a settlement plus the
-// facilitators' own 6-second margin); its nonce is 32 bytes; and its
-// signature is 65 bytes that recover exactly from under the offered
-// requirement's EIP-712 domain.
+// CheckTerms is the local check of a payment's terms against the
+// requirements the server offered, done before anything costs money: the
+// version is 2; the accepted requirement is one of accepts (scheme,
+// network, asset, payTo and amount; addresses in any case); the
+// authorization pays payTo exactly the amount; it is valid now (validAfter
+// <= now) and stays valid for settleRoom more (validBefore >= now +
+// settleRoom, which should cover a settlement plus the facilitators' own
+// 6-second margin); its nonce is 32 bytes; and its signature is 65 bytes
+// with a low s. CheckSigner is the rest of the check: a payment is checked
+// when both pass.
 //
 // It returns the offered requirement the payment matched (send that one to
 // the facilitator, never the client's copy). A refusal is a *Refusal whose
 // Reason is the protocol's error code.
-func Check(p PaymentPayload, accepts []PaymentRequirements, now time.Time, settleRoom time.Duration) (PaymentRequirements, error) {
+func CheckTerms(p PaymentPayload, accepts []PaymentRequirements, now time.Time, settleRoom time.Duration) (PaymentRequirements, error) {
 	if p.X402Version != Version {
 		return PaymentRequirements{}, refuse(ReasonInvalidVersion, "x402Version %d, this server speaks %d", p.X402Version, Version)
 	}
@@ -28,8 +29,7 @@ func Check(p PaymentPayload, accepts []PaymentRequirements, now time.Time, settl
 	if r != nil {
 		return PaymentRequirements{}, r
 	}
-	domain, ok := domainOf(req)
-	if !ok {
+	if _, ok := domainOf(req); !ok {
 		return PaymentRequirements{}, refuse(ReasonMissingEIP712Domain, "the offered requirement on %s has no EIP-712 name and version", req.Network)
 	}
 
@@ -68,18 +68,34 @@ func Check(p PaymentPayload, accepts []PaymentRequirements, now time.Time, settl
 	if deadline := now.Add(settleRoom).Unix(); validBefore.Cmp(big.NewInt(deadline)) < 0 {
 		return PaymentRequirements{}, refuse(ReasonValidBefore, "valid only before %s, settling needs it valid until %d", validBefore, deadline)
 	}
-
-	signer, err := RecoverSigner(domain, a, p.Payload.Signature)
-	if errors.Is(err, errSignatureFormat) {
+	if _, err := compactSignature(p.Payload.Signature); err != nil {
 		return PaymentRequirements{}, refuse(ReasonSignatureFormat, "%v (only 65-byte EOA signatures are accepted)", err)
 	}
+	return req, nil
+}
+
+// CheckSigner is the costly half of the local check (a secp256k1 recovery,
+// about 150 µs): the signature recovers exactly authorization.from under
+// the EIP-712 domain of req, the requirement CheckTerms matched. It is
+// apart so that a caller can run it while its first write is on the wire.
+// A refusal is a *Refusal.
+func CheckSigner(p PaymentPayload, req PaymentRequirements) error {
+	domain, ok := domainOf(req)
+	if !ok {
+		return refuse(ReasonMissingEIP712Domain, "the offered requirement on %s has no EIP-712 name and version", req.Network)
+	}
+	a := p.Payload.Authorization
+	signer, err := RecoverSigner(domain, a, p.Payload.Signature)
+	if errors.Is(err, errSignatureFormat) {
+		return refuse(ReasonSignatureFormat, "%v (only 65-byte EOA signatures are accepted)", err)
+	}
 	if err != nil {
-		return PaymentRequirements{}, refuse(ReasonInvalidSignature, "%v", err)
+		return refuse(ReasonInvalidSignature, "%v", err)
 	}
 	if !SameAddress(signer, a.From) {
-		return PaymentRequirements{}, refuse(ReasonInvalidSignature, "signed by %s, not by authorization.from %s", signer, a.From)
+		return refuse(ReasonInvalidSignature, "signed by %s, not by authorization.from %s", signer, a.From)
 	}
-	return req, nil
+	return nil
 }
 
 // match finds the offered requirement the client accepted; when none

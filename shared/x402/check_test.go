@@ -48,7 +48,10 @@ func offers() []PaymentRequirements {
 
 // shop is a paid resource over real HTTP, as the agent function will be: no
 // header, a 402 with PAYMENT-REQUIRED; a header that does not decode, a 400;
-// a payment Check refuses, a 402 whose error is the reason; else 200.
+// a payment the local check refuses, a 402 whose error is the reason; else
+// 200. Only a signature by another key may pass CheckTerms and be refused
+// by CheckSigner: every other refusal costs no recovery, and the agent
+// function writes nothing before it.
 func shop(t *testing.T, accepts []PaymentRequirements) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,13 +75,19 @@ func shop(t *testing.T, accepts []PaymentRequirements) *httptest.Server {
 			_ = json.NewEncoder(w).Encode(map[string]string{"error": refusal.Reason})
 			return
 		}
-		req, err := Check(p, accepts, testNow, testRoom)
+		req, err := CheckTerms(p, accepts, testNow, testRoom)
+		if err == nil {
+			err = CheckSigner(p, req)
+			if errors.As(err, &refusal) && refusal.Reason != ReasonInvalidSignature {
+				t.Errorf("CheckSigner refused what CheckTerms let through: %v", err)
+			}
+		}
 		if errors.As(err, &refusal) {
 			required(refusal.Reason)
 			return
 		}
 		if err != nil {
-			t.Errorf("Check returned %v, not a *Refusal", err)
+			t.Errorf("the check returned %v, not a *Refusal", err)
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
@@ -255,17 +264,20 @@ func TestCheckAcceptsViemsSignature(t *testing.T) {
 	n, _ := LookupNetwork(v.Network)
 	req := Requirement(n, 1, v.Authorization.To, 60*time.Second)
 	p := PaymentPayload{X402Version: 2, Accepted: req, Payload: ExactPayload{Signature: v.Signature, Authorization: v.Authorization}}
-	if _, err := Check(p, nil, testNow, testRoom); err == nil {
+	if _, err := CheckTerms(p, nil, testNow, testRoom); err == nil {
 		t.Fatal("checked against no offers")
 	}
-	got, err := Check(p, []PaymentRequirements{req}, testNow, testRoom)
+	got, err := CheckTerms(p, []PaymentRequirements{req}, testNow, testRoom)
+	if err == nil {
+		err = CheckSigner(p, got)
+	}
 	if err != nil || got.Amount != "1" {
 		t.Fatalf("viem's payment refused: %v", err)
 	}
 }
 
 func TestRefusalIsFoundByErrorsAs(t *testing.T) {
-	_, err := Check(PaymentPayload{X402Version: 1}, offers(), testNow, testRoom)
+	_, err := CheckTerms(PaymentPayload{X402Version: 1}, offers(), testNow, testRoom)
 	wrapped := errors.Join(errors.New("agent: paid request"), err)
 	var r *Refusal
 	if !errors.As(wrapped, &r) || r.Reason != ReasonInvalidVersion || !strings.Contains(err.Error(), ReasonInvalidVersion) {
@@ -286,7 +298,11 @@ func BenchmarkCheck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Check(p, accepts, testNow, testRoom); err != nil {
+		req, err := CheckTerms(p, accepts, testNow, testRoom)
+		if err == nil {
+			err = CheckSigner(p, req)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -89,32 +89,43 @@ func RecoverSigner(n NetworkInfo, a Authorization, signature string) (string, er
 }
 
 func recoverDigest(digest [32]byte, signature string) (string, error) {
+	compact, err := compactSignature(signature)
+	if err != nil {
+		return "", err
+	}
+	pub, _, err := ecdsa.RecoverCompact(compact[:], digest[:])
+	if err != nil {
+		return "", fmt.Errorf("x402: signature does not recover: %w", err)
+	}
+	return AddressOf(pub), nil
+}
+
+// compactSignature reads a 65-byte r‖s‖v signature in hex as the compact
+// form the recovery takes (v first, 27 or 28), refusing what the USDC
+// contract's ECRecover refuses: another length, another v, a high s.
+func compactSignature(signature string) ([65]byte, error) {
+	var compact [65]byte
 	sig, err := decodeHex(signature)
 	if err != nil {
-		return "", fmt.Errorf("x402: %w: %w", errSignatureFormat, err)
+		return compact, fmt.Errorf("x402: %w: %w", errSignatureFormat, err)
 	}
 	if len(sig) != 65 {
-		return "", fmt.Errorf("x402: %w: %d bytes, not 65", errSignatureFormat, len(sig))
+		return compact, fmt.Errorf("x402: %w: %d bytes, not 65", errSignatureFormat, len(sig))
 	}
 	v := sig[64]
 	if v >= 27 {
 		v -= 27
 	}
 	if v > 1 {
-		return "", fmt.Errorf("x402: %w: v is %d, not 27 or 28", errSignatureFormat, sig[64])
+		return compact, fmt.Errorf("x402: %w: v is %d, not 27 or 28", errSignatureFormat, sig[64])
 	}
 	var s secp256k1.ModNScalar
 	if overflow := s.SetByteSlice(sig[32:64]); overflow || s.IsOverHalfOrder() {
-		return "", fmt.Errorf("x402: %w: s is in the upper half of the order (malleable)", errSignatureFormat)
+		return compact, fmt.Errorf("x402: %w: s is in the upper half of the order (malleable)", errSignatureFormat)
 	}
-	compact := make([]byte, 65)
 	compact[0] = 27 + v
 	copy(compact[1:], sig[:64])
-	pub, _, err := ecdsa.RecoverCompact(compact, digest[:])
-	if err != nil {
-		return "", fmt.Errorf("x402: signature does not recover: %w", err)
-	}
-	return AddressOf(pub), nil
+	return compact, nil
 }
 
 // AddressOf is the EIP-55 Ethereum address of a public key.
