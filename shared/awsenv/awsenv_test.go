@@ -108,35 +108,6 @@ func TestACancelledCallIsNotRetried(t *testing.T) {
 	}
 }
 
-// TestMaxAttemptsFromTheEnvironmentStillHolds: AWS_MAX_ATTEMPTS=1 (the
-// local stack's compressed email schedule sets it, so that each SES
-// failure is one attempt of the mailer's schedule) caps the retryer
-// LoadLambda installs (infra/awsprofile's test holds Load to it too).
-func TestMaxAttemptsFromTheEnvironmentStillHolds(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	t.Setenv("AWS_MAX_ATTEMPTS", "1")
-	t.Setenv("AWS_REGION", "ca-central-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-	cfg, err := LoadLambda(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = NewTables(cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String("t"),
-		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}},
-	})
-	if err == nil || calls.Load() != 1 {
-		t.Fatalf("%d requests (err %v), want 1 with AWS_MAX_ATTEMPTS=1", calls.Load(), err)
-	}
-}
-
 // TestLoadLambdaReadsWhatLambdaSets: a function's configuration is the
 // environment Lambda gives it: the region and the execution role's keys
 // with their session token sign each request, a service's own endpoint
