@@ -75,6 +75,9 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
+				// A bug, not the payer's doing: said in the log, and the
+				// payment refused with nothing kept (its claim released).
+				h.Log.ErrorContext(ctx, "the signature's check panicked", "panic", fmt.Sprint(r))
 				signed <- fmt.Errorf("agent: the signature's check failed: %v", r)
 			}
 		}()
