@@ -7,12 +7,14 @@ import (
 	"errors"
 	"net/http"
 	"net/mail"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/mailaddr"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
 )
@@ -41,25 +43,47 @@ func decode(req httpapi.Request, v any) error {
 	return nil
 }
 
-// validAddress checks an address as a person types it: one plain address,
-// no display name, a dot in its domain, of a sensible length.
-func validAddress(s string) error {
+// validAddress checks an address as a person types it and returns its
+// canonical form (shared/mailaddr), the only one the chat keys or mails: one
+// plain address, no display name, a dot in its domain, of a sensible
+// length. A look-alike of another address (a domain whose Unicode lower
+// case names another domain) or a local part beyond ASCII is refused with
+// the way to type it.
+func validAddress(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return oracle.Errorf(oracle.CodeInvalid, "email is required: the address to send your sign-in link to")
+		return "", oracle.Errorf(oracle.CodeInvalid, "email is required: the address to send your sign-in link to")
 	}
 	if !utf8.ValidString(s) || len(s) > MaxAddress {
-		return oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
+		return "", oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
 	}
 	a, err := mail.ParseAddress(s)
 	if err != nil || a.Name != "" || a.Address != s {
-		return oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
+		return "", oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
 	}
-	_, domain, _ := strings.Cut(s, "@")
-	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") {
-		return oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
+	canonical, err := mailaddr.Canonical(s)
+	switch {
+	case errors.Is(err, mailaddr.ErrLookalike), errors.Is(err, mailaddr.ErrLocalNotASCII):
+		return "", oracle.Errorf(oracle.CodeInvalid, "email has letters we cannot send to safely: please type the address exactly as your mail provider writes it")
+	case err != nil:
+		return "", oracle.Errorf(oracle.CodeInvalid, "email is not a valid address")
 	}
-	return nil
+	return canonical, nil
+}
+
+// clientOf names the client a request comes from for its rate limits: an
+// IPv4 address, or an IPv6 address's /64, which one subscriber holds whole
+// (RFC 6177): keyed on the whole address, one client would be 2^64.
+func clientOf(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
 // signInSent is the answer to every accepted sign-in request, whether or
@@ -77,11 +101,11 @@ func (h *Handler) requestSignIn(ctx context.Context, req httpapi.Request) httpap
 	if body.Email == nil {
 		return h.fail(ctx, oracle.Errorf(oracle.CodeInvalid, "email is required: the address to send your sign-in link to"))
 	}
-	if err := validAddress(*body.Email); err != nil {
+	email, err := validAddress(*body.Email)
+	if err != nil {
 		return h.fail(ctx, err)
 	}
-	email := strings.TrimSpace(*body.Email)
-	client := "signin-ip#" + h.Hasher.Hash("client "+req.RequestContext.HTTP.SourceIP)
+	client := "signin-ip#" + h.Hasher.Hash("client "+clientOf(req.RequestContext.HTTP.SourceIP))
 	ok, err := h.Accounts.Allow(ctx, client, h.SignInPerClient)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))

@@ -14,6 +14,7 @@ import (
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/mail"
+	"42sisters.ai/oracle/shared/mailaddr"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -62,6 +63,9 @@ func (h *Handler) sendChat(ctx context.Context, t *task) error {
 		h.release(ctx, t)
 		return err
 	}
+	if to, err = h.accountAddress(ctx, t, to); err != nil {
+		return nil
+	}
 	suppressed, err := h.suppressed(ctx, to)
 	if err != nil {
 		h.release(ctx, t)
@@ -102,6 +106,28 @@ func (h *Handler) sendChat(ctx context.Context, t *task) error {
 	h.auditChat(ctx, t, audit.StatusEmailSent, nil)
 	t.log.InfoContext(ctx, "mail sent")
 	return nil
+}
+
+// errNotItsAddress: the account holds an address that does not name it.
+var errNotItsAddress = errors.New("the account's address is not its own")
+
+// accountAddress is the canonical form of the address an account holds,
+// the only one its email goes to, once that form names the account. An
+// account written before addresses had one canonical form can hold
+// another's (a look-alike overwrote it): its email is not sent, the
+// delivery is closed, and the operator hears of it (errNotItsAddress).
+func (h *Handler) accountAddress(ctx context.Context, t *task, stored string) (string, error) {
+	to, err := mailaddr.Canonical(stored)
+	if err == nil && h.Hasher.Email(to) == t.job.Account {
+		return to, nil
+	}
+	t.log.ErrorContext(ctx, "the chat account holds an address that is not its own; nothing sent")
+	h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail("the account's address is not its own canonical address"))
+	h.close(ctx, t, "none: not the account's address", "")
+	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.EmailFailed, Subject: chatSubject(t),
+		Detail: fmt.Sprintf("the %s email %s was not sent: the chat account %s holds an address that is not its own canonical form (written before addresses were canonical, possibly by a look-alike's sign-in request); erase the account (make ops ACTION=chat-erase) and ask its owner to sign in again",
+			t.job.Kind, t.job.Nonce, t.job.Account)})
+	return "", errNotItsAddress
 }
 
 // chatLetter renders the task's email as it will leave and passes it

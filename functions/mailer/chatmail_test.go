@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	fakegraph "42sisters.ai/oracle/infra/fakes/fakegraph"
@@ -432,5 +434,65 @@ func TestSmokeAccountsChatEmailsAreFlaggedSmoke(t *testing.T) {
 		if !seen[audit.MailEvent(oracle.MailChatSignIn)] || !seen[audit.EventMailAttempt] || !seen[audit.EventFilter] {
 			t.Errorf("the records of %s: %v, want the delivery, the attempt and the filter's", account, seen)
 		}
+	}
+}
+
+// Issue 38, finding 1: a chat email goes only to the canonical form of
+// the address its account holds, and only when that form names the
+// account: an account a look-alike overwrote before addresses were
+// canonical gets nothing sent, its delivery closed, and one alert.
+func TestChatEmailGoesOnlyToTheAccountsOwnCanonicalAddress(t *testing.T) {
+	e := newGraphEnv(t)
+	ctx := context.Background()
+	local := strings.TrimSuffix(uniqueAddress(t), "@example.com")
+	mixed := strings.ToUpper(local[:1]) + local[1:] + "@EXAMPLE.com"
+	account := e.account(mixed)
+	e.followJob(chatJob(oracle.MailChatPaymentFailed, account))
+	if n := e.inGraph(local + "@example.com"); n != 1 {
+		t.Fatalf("%d emails to the canonical address, want 1", n)
+	}
+
+	// The victim's account, its address overwritten by a look-alike's
+	// sign-in request under the old lower-casing.
+	victim := e.account(local + "@gmail.com")
+	lookalike := local + "@gmaİl.com"
+	if _, err := dynamodb.NewFromConfig(e.f.AWS).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.f.Ref("ChatTable")), Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "acct#" + victim}, "sk": &types.AttributeValueMemberS{Value: "account"}},
+		UpdateExpression:          aws.String("SET email = :e"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberS{Value: lookalike}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sends := e.graph.CountCalls(fakegraph.KindSend)
+	j := chatJob(oracle.MailChatSignIn, victim)
+	for range 2 {
+		if n := e.run(job(j)); n != 0 {
+			t.Fatal("the job failed")
+		}
+	}
+	if n := e.graph.CountCalls(fakegraph.KindSend); n != sends {
+		t.Fatalf("%d emails sent for the overwritten account, want none", n-sends)
+	}
+	var closed int
+	for _, r := range e.chatRecords() {
+		if r.Email == victim && r.ErrorDetail != nil && *r.ErrorDetail == "the account's address is not its own canonical address" {
+			closed++
+		}
+	}
+	if closed != 1 {
+		t.Fatalf("%d records closing it, want 1", closed)
+	}
+	var raised int
+	for _, a := range e.alerts() {
+		if strings.Contains(a, "| EMAIL_FAILED |") && strings.Contains(a, victim) {
+			raised++
+			if strings.Contains(a, local) {
+				t.Fatalf("the alert names the address: %s", a)
+			}
+		}
+	}
+	if raised != 1 {
+		t.Fatalf("%d alerts, want 1: %q", raised, e.alerts())
 	}
 }

@@ -42,6 +42,14 @@ func TestHasher(t *testing.T) {
 	if h.Email(" Customer@Example.com ") != h.Email("customer@example.com") {
 		t.Fatal("email hash is not normalised")
 	}
+	// One address, one hash, in either spelling of its domain; a
+	// look-alike (İ, which Go lowers to i) never shares the person's.
+	if h.Email("ana@bücher.de") != h.Email("ana@xn--bcher-kva.de") {
+		t.Fatal("an internationalised domain hashes apart from its punycode")
+	}
+	if h.Email("kate@gmaİl.com") == h.Email("kate@gmail.com") || h.Email("\u212Aate@gmail.com") == h.Email("kate@gmail.com") {
+		t.Fatal("a look-alike address hashes as the address it imitates")
+	}
 	if h.Hash("x") == h.Hash("y") || h.Hash("") != "" {
 		t.Fatal("hash is not a function of its input")
 	}

@@ -9,9 +9,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"strings"
 
 	"42sisters.ai/oracle/shared/config"
+	"42sisters.ai/oracle/shared/mailaddr"
 )
 
 // HashPrefix marks a keyed hash; the schema check requires it on the email
@@ -59,8 +59,9 @@ func (h *Hasher) Hash(s string) string {
 	return HashPrefix + hex.EncodeToString(m.Sum(nil)[:16])
 }
 
-// Email hashes an address after trimming and lower-casing it, so an operator
-// can find a customer's orders from the address they write in with.
+// Email hashes an address in its canonical form (mailaddr.Folded), so an
+// operator can find a customer's orders from the address they write in
+// with, and two mailboxes never share a hash.
 func (h *Hasher) Email(addr string) string {
-	return h.Hash(strings.ToLower(strings.TrimSpace(addr)))
+	return h.Hash(mailaddr.Folded(addr))
 }
