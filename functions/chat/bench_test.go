@@ -66,6 +66,7 @@ func BenchmarkChatExchange(b *testing.B) {
 		Site: defaultSite, Support: oracle.SupportAddress, Origin: origin, CookieKey: []byte(cookieKey),
 		RetentionDays: 30, DailyCap: 1 << 30, HistoryChars: HistoryChars, ShowChars: ShowChars, ReplyTimeout: 5 * time.Second,
 		SignInPerAccount: chat.SignInPerAccount, SignInPerClient: chat.SignInPerClient,
+		NewTrialsPerDay: 1 << 30, GiveBacksPerDay: chat.GiveBacksPerDay,
 		Accounts:      timedAccounts{store, t},
 		Conversations: timedConversations{conv, t},
 		Replier:       timedReplier{instantReplier{strings.Repeat("Your plan holds if the lease does. ", 30)[:1000]}, t},
@@ -150,9 +151,9 @@ func (a timedAccounts) Usage(ctx context.Context, account string) (chat.Usage, e
 	return a.Accounts.Usage(ctx, account)
 }
 
-func (a timedAccounts) TakeExchange(ctx context.Context, account string, subscribed bool, dailyCap int) (chat.Spent, error) {
+func (a timedAccounts) TakeExchange(ctx context.Context, u chat.Usage, p chat.Policy) (chat.Spent, error) {
 	defer a.t.since("TakeExchange", time.Now())
-	return a.Accounts.TakeExchange(ctx, account, subscribed, dailyCap)
+	return a.Accounts.TakeExchange(ctx, u, p)
 }
 
 func (a timedAccounts) Settle(ctx context.Context, sp chat.Spent) error {

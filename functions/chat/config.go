@@ -28,6 +28,7 @@ type settings struct {
 	Retention     time.Duration
 	RetentionDays int
 	DailyCap      int
+	NewTrials     int
 	ReplyTimeout  time.Duration
 	CookieKey     []byte
 	Hasher        *audit.Hasher
@@ -52,6 +53,10 @@ const (
 	defaultSite          = "42 Sisters AI"
 	defaultRetentionDays = 30
 	defaultDailyCap      = 25
+	// defaultNewTrials bounds a day's free trials: at make cost's bound of
+	// $0.0035 an exchange, 500 whole trials cost about US$5.25 of model
+	// calls.
+	defaultNewTrials = 500
 	// defaultReplyTimeout leaves the answer room within API Gateway's 30 s.
 	defaultReplyTimeout = 25 * time.Second
 	// defaultCallTimeout bounds one model call: the stances share 40 % of
@@ -76,6 +81,7 @@ func loadFrom(ctx context.Context, env *config.Env) (settings, error) {
 		Support:       env.Address("SUPPORT_EMAIL", oracle.SupportAddress),
 		RetentionDays: env.Int("CHAT_RETENTION_DAYS", defaultRetentionDays, 1, 365),
 		DailyCap:      env.Int("CHAT_DAILY_CAP", defaultDailyCap, 1, 10000),
+		NewTrials:     env.Int("CHAT_NEW_TRIALS_PER_DAY", defaultNewTrials, 1, 1000000),
 		ReplyTimeout:  env.Duration("CHAT_REPLY_TIMEOUT", defaultReplyTimeout),
 		Hasher:        audit.HasherFrom(ctx, env),
 		StripeKey:     env.Credential(ctx, "STRIPE_SECRET_KEY", true),

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode/utf8"
 
+	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/chatreply"
@@ -63,6 +65,10 @@ func (h *Handler) subscriptionView(s Subscription, dayUsed int) *subscriptionVie
 // trialUsed is the 402 body: the free exchanges are used, subscribe.
 var trialUsed = map[string]any{"error": "trial_used", "subscribe": true}
 
+// trialsPaused is the 402 body when a trial would start and today's new
+// trials are all taken: subscribe, or come back tomorrow.
+var trialsPaused = map[string]any{"error": "trials_paused", "subscribe": true}
+
 // exchange is what one message became, for its audit record.
 type exchange struct {
 	started time.Time
@@ -93,12 +99,19 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
-	spent, err := h.Accounts.TakeExchange(ctx, s.Account, sub.Grants, h.DailyCap)
+	spent, err := h.Accounts.TakeExchange(ctx, u, chat.Policy{Subscribed: sub.Grants, DailyCap: h.DailyCap, NewTrialsPerDay: h.NewTrialsPerDay})
 	switch {
 	case errors.Is(err, chat.ErrTrialUsed):
 		x.outcome = audit.ChatTrialUsed
 		h.record(ctx, x)
 		return httpapi.JSON(http.StatusPaymentRequired, trialUsed)
+	case errors.Is(err, chat.ErrTrialsPaused):
+		x.outcome = audit.ChatTrialUsed
+		h.record(ctx, x)
+		h.trialsPaused(ctx)
+		resp := httpapi.JSON(http.StatusPaymentRequired, trialsPaused)
+		resp.Headers["Retry-After"] = retryAfter(h.Now(), 24*time.Hour)
+		return resp
 	case errors.Is(err, chat.ErrDailyCap):
 		x.outcome, x.plan = audit.ChatCapped, chat.PlanSubscriber
 		h.record(ctx, x)
@@ -129,13 +142,19 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 		})
 	}
 	x.outcome, x.filter, x.reply = audit.ChatAnswered, reply.Filter, utf8.RuneCountInString(reply.Text)
-	left := spent.Left
+	left, counted := spent.Left, true
 	if reply.Filter == FilterApology {
-		// The apology is not a reply: nothing spent, nothing stored.
+		// The apology is not a reply: nothing stored, and the exchange
+		// given back, a few times a day: each cost four model calls.
 		// Each also raised CHAT_REPLY_FILTERED.
 		h.Metrics.Count(obs.ChatApologies, 1)
-		if h.giveBack(ctx, spent) {
-			left++
+		if h.mayGiveBack(ctx, s.Account) {
+			counted = false
+			if h.giveBack(ctx, spent) {
+				left++
+			}
+		} else if err := h.Accounts.Settle(ctx, spent); err != nil {
+			h.Log.ErrorContext(ctx, "exchange not settled", "account", s.Account, "error", err.Error())
 		}
 	} else {
 		if err := h.Conversations.Append(ctx, s.Account, msg, reply.Text, x.started); err != nil {
@@ -149,7 +168,7 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 	h.record(ctx, x)
 	out := map[string]any{"reply": reply.Text, "plan": string(spent.Plan)}
 	if reply.Filter == FilterApology {
-		out["counted"] = false
+		out["counted"] = counted
 	}
 	if spent.Plan == chat.PlanSubscriber {
 		out["subscription"] = h.subscriptionView(sub, h.DailyCap-left)
@@ -184,6 +203,31 @@ func (h *Handler) reply(ctx context.Context, account, msg string) (ReplyResult, 
 		return ReplyResult{}, errors.New("empty reply")
 	}
 	return r, nil
+}
+
+// mayGiveBack counts one give-back of an apology against the account's
+// daily allowance (GiveBacksPerDay), reporting whether it is within it. A
+// store that cannot count gives nothing back: the exchange counts.
+func (h *Handler) mayGiveBack(ctx context.Context, account string) bool {
+	ok, err := h.Accounts.Allow(ctx, "giveback#"+account, h.GiveBacksPerDay)
+	if err != nil {
+		h.Log.ErrorContext(ctx, "give-backs not counted; the exchange counts", "account", account, "error", err.Error())
+		return false
+	}
+	return ok
+}
+
+// trialsPaused tells the operator, once a UTC day, that today's new trials
+// reached their cap (the first refusal of the day raises it).
+func (h *Handler) trialsPaused(ctx context.Context) {
+	first, err := h.Accounts.Allow(ctx, "alert#trials-paused", chat.Window{Limit: 1, Per: 24 * time.Hour})
+	if err != nil {
+		h.Log.ErrorContext(ctx, "trials paused; the alert's daily mark not read", "error", err.Error())
+	}
+	if err != nil || first {
+		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.ChatTrialsPaused, Subject: h.Now().UTC().Format(time.DateOnly),
+			Detail: fmt.Sprintf("today's %d new Sisters Chat trials are all taken: new ones are refused until midnight UTC (subscribers and trials already started go on). Many sign-ups at once can be an abuse of the trial: read the chat's sign-in requests in the logs; raise ChatNewTrialsPerDay if it is real demand", h.NewTrialsPerDay)})
+	}
 }
 
 // giveBack returns an exchange, reporting whether it was; a failure is

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/httpapi"
@@ -26,7 +27,7 @@ type Accounts interface {
 	Address(ctx context.Context, account string) (string, error)
 	ConsumeSignIn(ctx context.Context, token string) (account string, err error)
 	Usage(ctx context.Context, account string) (chat.Usage, error)
-	TakeExchange(ctx context.Context, account string, subscribed bool, dailyCap int) (chat.Spent, error)
+	TakeExchange(ctx context.Context, u chat.Usage, p chat.Policy) (chat.Spent, error)
 	Settle(ctx context.Context, sp chat.Spent) error
 	GiveBack(ctx context.Context, sp chat.Spent) (bool, error)
 	SignOut(ctx context.Context, account string) error
@@ -48,6 +49,11 @@ type Mailer interface {
 // Auditor appends audit records, alerting when one cannot be written.
 type Auditor interface {
 	Record(ctx context.Context, r audit.Record, id string)
+}
+
+// Alerter raises an operator alert (alert.Alerter).
+type Alerter interface {
+	Raise(ctx context.Context, a alert.Alert)
 }
 
 // Counter counts a metric (obs.Metrics): the chat counts only its
@@ -81,6 +87,10 @@ type Handler struct {
 	// SignInPerAccount and SignInPerClient limit sign-in requests.
 	SignInPerAccount chat.Window
 	SignInPerClient  chat.Window
+	// NewTrialsPerDay bounds the trials started service-wide each UTC day;
+	// GiveBacksPerDay an account's apologies given back.
+	NewTrialsPerDay int
+	GiveBacksPerDay chat.Window
 
 	Accounts      Accounts
 	Conversations Conversations
@@ -89,6 +99,7 @@ type Handler struct {
 	Subscriptions Subscriptions
 	Billing       Billing
 	Audit         Auditor
+	Alerts        Alerter
 	Metrics       Counter
 	Hasher        *audit.Hasher
 	Log           *slog.Logger

@@ -43,6 +43,16 @@ func newChatEnv(t *testing.T) *chatEnv {
 	return c
 }
 
+// take spends one exchange of account as the chat does: its usage read
+// first.
+func (c *chatEnv) take(ctx context.Context, account string) (chat.Spent, error) {
+	u, err := c.accounts.Usage(ctx, account)
+	if err != nil {
+		return chat.Spent{}, err
+	}
+	return c.accounts.TakeExchange(ctx, u, chat.Policy{DailyCap: 25, NewTrialsPerDay: 1000})
+}
+
 // signUp makes the account of addr, with one exchange of the trial spent
 // and n exchanges stored.
 func (c *chatEnv) signUp(addr string, exchanges int) string {
@@ -53,7 +63,7 @@ func (c *chatEnv) signUp(addr string, exchanges int) string {
 		c.t.Fatal(err)
 	}
 	for i := range exchanges {
-		sp, err := c.accounts.TakeExchange(ctx, account, false, 25)
+		sp, err := c.take(ctx, account)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -193,7 +203,7 @@ func TestChatGrantGivesExchangesOncePerRequest(t *testing.T) {
 	c := newChatEnv(t)
 	ctx := context.Background()
 	account := c.signUp(chatAddr, 3)
-	if _, err := c.accounts.TakeExchange(ctx, account, false, 25); err == nil {
+	if _, err := c.take(ctx, account); err == nil {
 		t.Fatal("the trial is used: the fourth exchange was taken")
 	}
 	r := Request{Action: "chat-grant", Email: chatAddr, N: 5, AuthorisedBy: by, Reason: why}
@@ -207,7 +217,7 @@ func TestChatGrantGivesExchangesOncePerRequest(t *testing.T) {
 	if a := c.do(r); !a.OK || !a.Changed || !strings.Contains(a.Message, "10 granted exchanges left") {
 		t.Fatalf("another grant: %+v", a)
 	}
-	sp, err := c.accounts.TakeExchange(ctx, account, false, 25)
+	sp, err := c.take(ctx, account)
 	if err != nil || sp.Plan != chat.PlanGranted || sp.Left != 9 {
 		t.Fatalf("an exchange after the grant: %+v, %v", sp, err)
 	}

@@ -246,6 +246,10 @@ const (
 	// block list categories that matched, never an entry or the text. Many
 	// point at the chat prompt: run make prompt-check.
 	ChatReplyFiltered Kind = "CHAT_REPLY_FILTERED"
+	// ChatTrialsPaused (WARN): today's new Sisters Chat trials reached
+	// ChatNewTrialsPerDay; new trials are refused until midnight UTC.
+	// Raised once a day, by the first refusal.
+	ChatTrialsPaused Kind = "CHAT_TRIALS_PAUSED"
 )
 
 // Kinds is every kind, in the order above.
@@ -260,6 +264,6 @@ func Kinds() []Kind {
 		ChatSubscriptionUnknown, ChatSubscriptionRepaired,
 		InboxMessage, InboxSeeded, InboxUnreadable, InboxFailed, AutoresponseFailed,
 		X402SettleFailed, X402SettleUnconfirmed, X402RefundOwed, X402FacilitatorDown,
-		ChatReplyFiltered,
+		ChatReplyFiltered, ChatTrialsPaused,
 	}
 }

@@ -8,29 +8,34 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/mailaddr"
 )
 
-// AccountOf is the name of the account of an address: its keyed hash,
-// trimmed and lower-cased as every keyed hash of an address is.
+// AccountOf is the name of the account of an address: the keyed hash of
+// its canonical form, as every keyed hash of an address is.
 func (s *Store) AccountOf(email string) string { return s.hasher.Email(email) }
 
-// SignUp makes sure the account of email exists and holds the address as
-// the person last wrote it, and returns the account's name; created
-// reports whether this call made it. An account starts with its whole
-// trial.
+// SignUp makes sure the account of email exists, and returns its name;
+// created reports whether this call made it. The account holds the
+// address's canonical form (mailaddr.Canonical), the only one its email
+// goes to, and the name of its trial; a request of no one signed in never
+// changes an account's address. An address without a canonical form is
+// refused.
 func (s *Store) SignUp(ctx context.Context, email string) (account string, created bool, err error) {
-	account = s.AccountOf(email)
-	if account == "" {
-		return "", false, fmt.Errorf("sign up: empty address")
+	canonical, err := mailaddr.Canonical(email)
+	if err != nil {
+		return "", false, fmt.Errorf("sign up: %w", err)
 	}
+	account = s.AccountOf(canonical)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
 		Key:              key(accountPK(account), skAccount),
-		UpdateExpression: aws.String("SET email = :e, created_at = if_not_exists(created_at, :now), trial_used = if_not_exists(trial_used, :zero)"),
+		UpdateExpression: aws.String("SET email = if_not_exists(email, :e), trial = if_not_exists(trial, :trial), created_at = if_not_exists(created_at, :now)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":e":    str(email),
-			":now":  str(s.now().UTC().Format(time.RFC3339Nano)),
-			":zero": &types.AttributeValueMemberN{Value: "0"},
+			":e":     str(canonical),
+			":trial": str(s.trialOf(canonical)),
+			":now":   str(s.now().UTC().Format(time.RFC3339Nano)),
 		},
 		ReturnValues: types.ReturnValueAllOld,
 	})
@@ -63,12 +68,31 @@ func (s *Store) Address(ctx context.Context, account string) (string, error) {
 }
 
 // RemoveAccount deletes the account's item (its address, counts and
-// grants), reporting whether there was one: the smoke test's cleanup, so
-// that its next run starts with a whole trial. Its messages are forgotten
-// apart (Conversation.Forget) and its sign-in tokens expire on their own.
+// grants) and its trial's, reporting whether there was an account: the
+// smoke test's cleanup, so that its next run starts with a whole trial.
+// Its messages are forgotten apart (Conversation.Forget) and its sign-in
+// tokens expire on their own. A person's erasure keeps the trial's item:
+// that is what stops a new account from buying three more exchanges.
 func (s *Store) RemoveAccount(ctx context.Context, account string) (removed bool, err error) {
 	if account == "" {
 		return false, fmt.Errorf("remove account: no account named")
+	}
+	got, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(accountPK(account), skAccount), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return false, fmt.Errorf("remove account: %w", err)
+	}
+	// The trial first: a removal that fails between the two deletes is
+	// run again on an account that still names its trial.
+	trial := stringOf(got.Item, "trial")
+	if trial == "" {
+		trial = s.trialOf(stringOf(got.Item, "email"))
+	}
+	if trial != "" {
+		if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(trial, skTrial)}); err != nil {
+			return false, fmt.Errorf("remove account: its trial: %w", err)
+		}
 	}
 	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:    aws.String(s.table),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
@@ -50,8 +51,41 @@ func TestSignUpKeepsOneAccountPerAddress(t *testing.T) {
 	if err != nil || created || again != first {
 		t.Fatalf("second SignUp: %q created=%v %v, want %q not created", again, created, err, first)
 	}
-	if addr, err := s.Address(ctx, first); err != nil || addr != " ana@example.com " {
-		t.Fatalf("Address = %q, %v: want the address as last written", addr, err)
+	if addr, err := s.Address(ctx, first); err != nil || addr != "ana@example.com" {
+		t.Fatalf("Address = %q, %v: want its canonical form", addr, err)
+	}
+}
+
+// Issue 38's first finding: a look-alike of a person's address neither
+// names their account nor changes the address it holds, and an account's
+// address is never changed by a sign-up, whatever it holds.
+func TestSignUpNeverChangesAnAccountsAddress(t *testing.T) {
+	ctx := context.Background()
+	s, _, db, table := newStore(t)
+	victim, _, err := s.SignUp(ctx, "kate@gmail.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lookalike := range []string{"kate@gmaİl.com", "\u212Aate@gmail.com"} {
+		if account, _, err := s.SignUp(ctx, lookalike); err == nil {
+			t.Errorf("SignUp(%q) made account %q, want a refusal", lookalike, account)
+		}
+	}
+	// An account written before addresses were canonical holds another
+	// spelling: a sign-up of its canonical form leaves it as it is.
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "acct#" + victim}, "sk": &types.AttributeValueMemberS{Value: "account"}},
+		UpdateExpression:          aws.String("SET email = :e"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberS{Value: "Kate@Gmail.com"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if again, created, err := s.SignUp(ctx, "KATE@gmail.com"); err != nil || created || again != victim {
+		t.Fatalf("SignUp of the canonical form: %q created=%v %v", again, created, err)
+	}
+	if addr, err := s.Address(ctx, victim); err != nil || addr != "Kate@Gmail.com" {
+		t.Fatalf("Address = %q, %v: a sign-up changed it", addr, err)
 	}
 }
 
@@ -168,7 +202,7 @@ func TestRemoveAccountStartsTheTrialAfresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeExchange(ctx, account, false, 100); err != nil {
+	if _, err := takeFor(ctx, s, account, false, 100); err != nil {
 		t.Fatal(err)
 	}
 	if u, err := s.Usage(ctx, account); err != nil || u.FreeLeft != chat.TrialExchanges-1 {

@@ -46,8 +46,11 @@ type Spent struct {
 	Plan    Plan
 	// Day is the UTC day a subscriber's exchange counts against.
 	Day string
-	// Token names the spend on the account item (its pending set) until it
-	// is settled or given back, so that each happens at most once.
+	// Trial names the trial item a trial exchange was taken from.
+	Trial string
+	// Token names the spend on its item (the pending set of the trial's,
+	// or of the account's) until it is settled or given back, so that each
+	// happens at most once.
 	Token string
 	// Left is what remains after this one: free exchanges (trial and
 	// granted) for those plans, today's exchanges for a subscriber.
@@ -56,6 +59,15 @@ type Spent struct {
 
 // Usage is what an account has used and has left.
 type Usage struct {
+	// Account is the account's name.
+	Account string
+	// Trial names the account's trial (trialPK): the trial identity of its
+	// address, which every address of one person shares.
+	Trial string
+	// TrialStarted: the trial has its own item (an exchange was taken
+	// from it); until then TrialUsed is what the account counted before
+	// trials had one (legacyTrialUsed), usually none.
+	TrialStarted bool
 	// FreeLeft is the trial's exchanges left plus the operator's grants.
 	FreeLeft  int
 	TrialUsed int
@@ -89,8 +101,10 @@ func holds(item map[string]types.AttributeValue, set, token string) bool {
 	return ok && slices.Contains(v.Value, token)
 }
 
+// usageOf reads an account item; the trial's count is the account's own
+// until the trial item is read (withTrial).
 func usageOf(item map[string]types.AttributeValue, today string) Usage {
-	u := Usage{TrialUsed: intOf(item, "trial_used"), Granted: intOf(item, "granted")}
+	u := Usage{TrialUsed: intOf(item, legacyTrialUsed), Granted: intOf(item, "granted")}
 	u.FreeLeft = max(TrialExchanges-u.TrialUsed, 0) + max(u.Granted, 0)
 	if stringOf(item, "day") == today {
 		u.DayUsed = intOf(item, "day_used")
@@ -104,7 +118,8 @@ func usageOf(item map[string]types.AttributeValue, today string) Usage {
 	return u
 }
 
-// Usage reads the account's counts: ErrNoAccount when there is none.
+// Usage reads the account's counts and its trial's: ErrNoAccount when
+// there is no account.
 func (s *Store) Usage(ctx context.Context, account string) (Usage, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
@@ -117,7 +132,15 @@ func (s *Store) Usage(ctx context.Context, account string) (Usage, error) {
 	if out.Item == nil {
 		return Usage{}, ErrNoAccount
 	}
-	return usageOf(out.Item, day(s.now())), nil
+	u := usageOf(out.Item, day(s.now()))
+	u.Account = account
+	if u.Trial = stringOf(out.Item, "trial"); u.Trial == "" {
+		u.Trial = s.trialOf(stringOf(out.Item, "email"))
+	}
+	if err := s.readTrial(ctx, &u); err != nil {
+		return Usage{}, err
+	}
+	return u, nil
 }
 
 // spend is one conditional update that takes an exchange: cond must hold
@@ -148,55 +171,75 @@ func (s *Store) spend(ctx context.Context, account, token, set, cond string, val
 	return r.Applied, r.Current, nil
 }
 
-// TakeExchange spends one exchange of account before the model is called:
-// from the trial first, then the operator's grants, then, when subscribed
-// (the subscription grants access now), today's fair-use allowance of
-// dailyCap. Each is one conditional update, so concurrent messages can
-// never take more than there is. It refuses with ErrTrialUsed (nothing
-// free left, no subscription), ErrDailyCap or ErrNoAccount.
-func (s *Store) TakeExchange(ctx context.Context, account string, subscribed bool, dailyCap int) (Spent, error) {
+// Policy is what an exchange may be taken from beyond the free ones.
+type Policy struct {
+	// Subscribed: the account's subscription grants access now.
+	Subscribed bool
+	// DailyCap is a subscriber's exchanges per UTC day.
+	DailyCap int
+	// NewTrialsPerDay bounds the trials started service-wide each UTC day.
+	NewTrialsPerDay int
+}
+
+// TakeExchange spends one exchange of the account u read before the model
+// is called: from its trial first, then the operator's grants, then, when
+// subscribed, today's fair-use allowance of p.DailyCap. Each is one
+// conditional update, so concurrent messages can never take more than
+// there is. It refuses with ErrTrialUsed (nothing free left, no
+// subscription), ErrTrialsPaused (a trial would start, and today's new
+// trials are all taken), ErrDailyCap or ErrNoAccount.
+func (s *Store) TakeExchange(ctx context.Context, u Usage, p Policy) (Spent, error) {
 	token, err := condwrite.Token()
 	if err != nil {
 		return Spent{}, err
 	}
+	account := u.Account
 	sp := Spent{Account: account, Token: token}
-	ok, item, err := s.spend(ctx, account, token, "trial_used = if_not_exists(trial_used, :zero) + :one",
-		"attribute_not_exists(trial_used) OR trial_used < :max",
-		map[string]types.AttributeValue{":zero": num(0), ":one": num(1), ":max": num(TrialExchanges)})
-	if err != nil {
-		return Spent{}, err
+	trialLeft := 0
+	paused := false
+	if u.TrialUsed < TrialExchanges {
+		taken, err := s.takeTrial(ctx, u, p.NewTrialsPerDay, sp)
+		switch {
+		case err == nil:
+			taken.Left += max(u.Granted, 0)
+			return taken, nil
+		case errors.Is(err, ErrTrialsPaused):
+			paused, trialLeft = true, TrialExchanges-u.TrialUsed
+		case !errors.Is(err, ErrTrialUsed):
+			return Spent{}, err
+		}
 	}
-	if ok {
-		sp.Plan, sp.Left = PlanTrial, usageOf(item, "").FreeLeft
-		return sp, nil
-	}
-	// The refused update returned the item: with no grant on it, asking
-	// for one is a write that cannot apply, which every subscriber's
-	// exchange would pay for.
-	if intOf(item, "granted") > 0 {
-		ok, item, err = s.spend(ctx, account, token, "granted = granted - :one", "granted > :zero",
+	// The read's grants say whether asking for one can apply: without, it
+	// is a write that cannot, which every subscriber's exchange would pay
+	// for.
+	if u.Granted > 0 {
+		ok, current, err := s.spend(ctx, account, token, "granted = granted - :one", "granted > :zero",
 			map[string]types.AttributeValue{":zero": num(0), ":one": num(1)})
 		if err != nil {
 			return Spent{}, err
 		}
 		if ok {
-			sp.Plan, sp.Left = PlanGranted, usageOf(item, "").FreeLeft
+			sp.Plan, sp.Left = PlanGranted, trialLeft+max(intOf(current, "granted"), 0)
 			return sp, nil
 		}
 	}
-	if !subscribed {
+	switch {
+	case p.Subscribed && p.DailyCap < 1:
+		return Spent{}, ErrDailyCap
+	case p.Subscribed:
+	case paused:
+		return Spent{}, ErrTrialsPaused
+	default:
 		return Spent{}, ErrTrialUsed
 	}
-	if dailyCap < 1 {
-		return Spent{}, ErrDailyCap
-	}
+	dailyCap := p.DailyCap
 	today := day(s.now())
 	sp.Plan, sp.Day = PlanSubscriber, today
 	// Today's count goes up while its day is today; the first exchange of
 	// a day starts the count again. Between two concurrent first
 	// exchanges, the one that loses the second race counts on the first.
 	for range 3 {
-		ok, item, err = s.spend(ctx, account, token, "day_used = day_used + :one", "#d = :today AND day_used < :cap",
+		ok, item, err := s.spend(ctx, account, token, "day_used = day_used + :one", "#d = :today AND day_used < :cap",
 			map[string]types.AttributeValue{":one": num(1), ":today": str(today), ":cap": num(dailyCap)})
 		if err != nil {
 			return Spent{}, err
@@ -235,7 +278,7 @@ func (s *Store) settle(ctx context.Context, sp Spent, set, cond string, values m
 	}
 	r, err := condwrite.Update(ctx, s.db, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(accountPK(sp.Account), skAccount),
+		Key:                       sp.key(),
 		UpdateExpression:          aws.String(expr + " DELETE pending :toks"),
 		ConditionExpression:       aws.String("contains(pending, :tok)" + cond),
 		ExpressionAttributeNames:  names(set+cond, "#d", "day"),
@@ -245,6 +288,14 @@ func (s *Store) settle(ctx context.Context, sp Spent, set, cond string, values m
 		return false, nil, err
 	}
 	return r.Applied, r.Current, nil
+}
+
+// key is the item the spend was taken from.
+func (sp Spent) key() map[string]types.AttributeValue {
+	if sp.Plan == PlanTrial {
+		return key(sp.Trial, skTrial)
+	}
+	return key(accountPK(sp.Account), skAccount)
 }
 
 // names is {placeholder: name} when expr uses placeholder, else nil:
@@ -276,7 +327,7 @@ func (s *Store) GiveBack(ctx context.Context, sp Spent) (given bool, err error) 
 	values := map[string]types.AttributeValue{":one": num(1)}
 	switch sp.Plan {
 	case PlanTrial:
-		set, cond = "trial_used = trial_used - :one", "trial_used > :zero"
+		set, cond = "used = used - :one", "used > :zero"
 		values[":zero"] = num(0)
 	case PlanGranted:
 		set = "granted = granted + :one"

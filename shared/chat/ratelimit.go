@@ -26,6 +26,11 @@ var (
 	SignInPerClient  = Window{Limit: 20, Per: time.Hour}
 )
 
+// GiveBacksPerDay bounds the exchanges given back to one account in a UTC
+// day when the person got the apology instead of a reply: each cost four
+// model calls, so past it the exchange counts.
+var GiveBacksPerDay = Window{Limit: 3, Per: 24 * time.Hour}
+
 const skLimit = "limit"
 
 // Allow counts one request against the window w of name (an account's or

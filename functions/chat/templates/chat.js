@@ -198,6 +198,10 @@
     }
     if (code === 402) {
       say(out, '');
+      const paused = data.error === 'trials_paused';
+      const heading = $('offer-heading');
+      heading.textContent = paused ? heading.dataset.paused : heading.dataset.used;
+      $('offer-paused').hidden = !paused;
       state.exchanges_left = 0;
       if (state.subscription) state.subscription.active = false;
       status();
