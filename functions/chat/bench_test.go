@@ -48,7 +48,7 @@ func BenchmarkChatExchange(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	subs := subscription.NewStore(db, table)
+	subs := subscription.NewStore(db, chat.NewClient(f.AWS), table)
 	now := time.Now()
 	if _, _, err := subs.Apply(ctx, subscription.State{Account: account, ID: "sub_bench", Customer: "cus_bench",
 		Status: subscription.Active, PeriodEnd: now.Add(30 * 24 * time.Hour), EventCreated: now, EventID: "evt_bench"}); err != nil {

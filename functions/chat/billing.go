@@ -12,14 +12,17 @@ import (
 
 // subscribe is POST /api/chat/subscribe: where to pay for the
 // subscription (Stripe Checkout, subscription mode). The payment's return
-// grants nothing: only Stripe's events do.
+// grants nothing: only Stripe's events do. While a subscription grants the
+// chat, a second is refused (409) with the customer portal's link, where
+// the person manages the one they have; two Checkouts opened before either
+// was paid can still make two, each kept (shared/subscription).
 func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s session, _ chat.Usage) httpapi.Response {
 	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
 	if sub.Grants {
-		return h.fail(ctx, oracle.Errorf(oracle.CodeConflict, "you are already subscribed: manage your subscription from the chat page"))
+		return h.subscribed(ctx, sub)
 	}
 	email, err := h.Accounts.Address(ctx, s.Account)
 	if err != nil {
@@ -30,6 +33,24 @@ func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s session, _
 		return h.fail(ctx, unavailable(err))
 	}
 	return h.redirect(ctx, u)
+}
+
+// subscribed is subscribe's 409 for an account whose subscription grants
+// the chat: {error, portal}, the portal's link for its customer. Without a
+// link (no customer known yet, or Stripe failed to make the session) the
+// refusal stands alone: a second subscription is never the way round.
+func (h *Handler) subscribed(ctx context.Context, sub Subscription) httpapi.Response {
+	body := map[string]string{"error": "you are already subscribed: manage your subscription in the customer portal"}
+	if sub.Customer != "" {
+		u, err := h.Billing.PortalURL(ctx, sub.Customer)
+		switch {
+		case err != nil:
+			h.Log.WarnContext(ctx, "no portal link for a second subscribe", "error", err.Error())
+		case usableURL(u):
+			body["portal"] = u
+		}
+	}
+	return httpapi.JSON(http.StatusConflict, body)
 }
 
 // portal is POST /api/chat/portal: Stripe's customer portal, where the
@@ -52,11 +73,16 @@ func (h *Handler) portal(ctx context.Context, _ httpapi.Request, s session, _ ch
 // redirect answers {url}, once it is an https (or local http) URL: the
 // page sends the browser there.
 func (h *Handler) redirect(ctx context.Context, u string) httpapi.Response {
-	p, err := url.Parse(u)
-	if err != nil || p.Host == "" || (p.Scheme != "https" && p.Scheme != "http") {
+	if !usableURL(u) {
 		return h.fail(ctx, oracle.Errorf(oracle.CodeInternal, "billing answered an unusable URL"))
 	}
 	return httpapi.JSON(http.StatusOK, map[string]string{"url": u})
+}
+
+// usableURL reports whether u is an absolute https (or local http) URL.
+func usableURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && p.Host != "" && (p.Scheme == "https" || p.Scheme == "http")
 }
 
 // signOut is POST /api/chat/signout: every session of the account ends

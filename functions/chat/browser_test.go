@@ -125,6 +125,13 @@ func TestBrowser(t *testing.T) {
 	}
 	x.billing.mu.Unlock()
 
+	// A page still offering the subscription (another tab, or one loaded
+	// before Stripe's events came) asks again once one grants: the server
+	// refuses a second Checkout, and the browser goes to the portal.
+	browsertest.Do(t, ctx, "the offer again", chromedp.Navigate(base+"/chat"), chromedp.WaitVisible(chromedp.ID("subscribe")))
+	x.subs.set(Subscription{Grants: true, Status: "active", Customer: "cus_1", PeriodEnd: time.Date(2026, 12, 27, 12, 0, 0, 0, time.UTC)})
+	browsertest.Do(t, ctx, "subscribe while subscribed", chromedp.Click(chromedp.ID("subscribe")), chromedp.WaitVisible(chromedp.ID("stub-portal")))
+
 	// Subscribed (Stripe's events, not the return, grant it): the message
 	// box again, the portal, and near the daily cap what is left today.
 	x.h.DailyCap = 11
@@ -148,8 +155,8 @@ func TestBrowser(t *testing.T) {
 	browsertest.Do(t, ctx, "portal", chromedp.Click(chromedp.ID("portal")), chromedp.WaitVisible(chromedp.ID("stub-portal")))
 	x.billing.mu.Lock()
 	defer x.billing.mu.Unlock()
-	if len(x.billing.portals) != 1 || x.billing.portals[0] != "cus_1" {
-		t.Errorf("portal sessions %v", x.billing.portals)
+	if len(x.billing.portals) != 2 || x.billing.portals[0] != "cus_1" || x.billing.portals[1] != "cus_1" || len(x.billing.checkouts) != 1 {
+		t.Errorf("portal sessions %v, checkouts %v: want the portal twice (the refused Subscribe, the button) and one Checkout", x.billing.portals, x.billing.checkouts)
 	}
 }
 

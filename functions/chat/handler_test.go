@@ -772,8 +772,9 @@ func TestSubscribeAndPortal(t *testing.T) {
 		t.Fatalf("portal without a customer: %d %v", resp.StatusCode, body)
 	}
 	x.subs.set(Subscription{Grants: true, Status: "active", Customer: "cus_42", CancelAtPeriodEnd: true, PeriodEnd: x.clock.Now().Add(time.Hour)})
-	if resp, _ := x.do(t, req(http.MethodPost, "/api/chat/subscribe", `{}`, cookie)); resp.StatusCode != http.StatusConflict {
-		t.Fatalf("subscribe while subscribed: %d", resp.StatusCode)
+	resp, body = x.do(t, req(http.MethodPost, "/api/chat/subscribe", `{}`, cookie))
+	if resp.StatusCode != http.StatusConflict || body["portal"] != "https://billing.stripe.test/p/session/cus_42" || body["error"] == "" || len(x.billing.checkouts) != 1 {
+		t.Fatalf("subscribe while subscribed: %d %v, checkouts %v; want 409 with the portal's link and no Checkout", resp.StatusCode, body, x.billing.checkouts)
 	}
 	resp, body = x.do(t, req(http.MethodPost, "/api/chat/portal", `{}`, cookie))
 	if resp.StatusCode != http.StatusOK || body["url"] != "https://billing.stripe.test/p/session/cus_42" {

@@ -9,6 +9,7 @@ import (
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/chatreply"
 	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/coldstart"
@@ -37,24 +38,32 @@ func wire(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *ale
 		return wired{}, err
 	}
 	w.Replier = r
-	w.Subscriptions = subscriptions{store: subscription.NewStore(awsenv.NewTables(fn.AWS), cfg.ChatTable), now: time.Now}
+	w.Subscriptions = subscriptions{store: subscription.NewStore(awsenv.NewTables(fn.AWS), chat.NewClient(fn.AWS), cfg.ChatTable), now: time.Now}
 	w.Billing = billing{stripe: stripex.NewBilling(cfg.StripeKey, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}), site: cfg.BaseURL, now: time.Now}
 	return w, nil
 }
 
-// subscriptions reads an account's subscription as Stripe's events left
-// it (shared/subscription).
+// subscriptions reads an account's subscriptions as Stripe's events left
+// them (shared/subscription).
 type subscriptions struct {
 	store *subscription.Store
 	now   func() time.Time
 }
 
+// Subscription is the account's subscription that grants the chat now, or
+// when none does the most recent (subscription.Current): access lasts
+// while any of them grants it, and the portal opens on its customer.
 func (s subscriptions) Subscription(ctx context.Context, account string) (Subscription, error) {
-	st, found, err := s.store.Get(ctx, account)
-	if err != nil || !found {
+	all, err := s.store.Subscriptions(ctx, account)
+	if err != nil {
 		return Subscription{}, err
 	}
-	return Subscription{Grants: st.Grants(s.now()), Status: st.Status, PeriodEnd: st.PeriodEnd,
+	now := s.now()
+	st, found := subscription.Current(all, now)
+	if !found {
+		return Subscription{}, nil
+	}
+	return Subscription{Grants: st.Grants(now), Status: st.Status, PeriodEnd: st.PeriodEnd,
 		CancelAtPeriodEnd: st.CancelAtPeriodEnd, Customer: st.Customer}, nil
 }
 

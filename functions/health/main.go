@@ -39,7 +39,8 @@ func main() {
 	db := awsenv.NewTables(aws)
 	ledger := store.NewLedger(db, cfg.LedgerTable, time.Now)
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
-	index := store.NewOrderIndex(awsenv.NewQueries(aws), cfg.OrdersTable)
+	queries := awsenv.NewQueries(aws)
+	index := store.NewOrderIndex(queries, cfg.OrdersTable)
 	alerts := fn.Alerter(cfg.AlertsTopic, ledger)
 	auditWriter := audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket).KeepHealthHistory(cfg.HealthHistory, cfg.LockMode, time.Now)
 	queues := queue.NewClient(aws)
@@ -127,7 +128,7 @@ func main() {
 	}
 	h.Subscriptions = &SubscriptionReconciler{
 		Billing: billing,
-		Store:   subscription.NewStore(db, cfg.ChatTable),
+		Store:   subscription.NewStore(db, queries, cfg.ChatTable),
 		Ledger:  ledger,
 		Alerts:  alerts,
 		Log:     log,

@@ -23,7 +23,7 @@ type ChatBilling interface {
 // ChatSubscriptions reads and repairs the stored subscriptions
 // (subscription.Store).
 type ChatSubscriptions interface {
-	Get(ctx context.Context, account string) (subscription.State, bool, error)
+	Get(ctx context.Context, account, id string) (subscription.State, bool, error)
 	Apply(ctx context.Context, st subscription.State) (subscription.State, bool, error)
 }
 
@@ -116,19 +116,14 @@ func (r *SubscriptionReconciler) one(ctx context.Context, s stripex.Subscription
 	if !subscription.ValidAccount(s.Account) {
 		return false, false, r.alertOnce(ctx, alert.ChatSubscriptionUnknown, s, "has no chat account in its metadata")
 	}
-	stored, found, err := r.Store.Get(ctx, s.Account)
+	// Each subscription has its own state: a second one of the account
+	// is repaired beside the first, never in its place.
+	stored, found, err := r.Store.Get(ctx, s.Account, s.ID)
 	if err != nil {
 		return false, true, err
 	}
 	if found && (stored.EventCreated.After(asOf) ||
-		stored.ID == s.ID && stored.Status == s.Status && stored.PeriodEnd.Equal(s.PeriodEnd) && stored.CancelAtPeriodEnd == s.CancelAtPeriodEnd) {
-		return false, true, nil
-	}
-	// An account holds one subscription's state: another one Stripe has
-	// not ended (an old one left unpaid) replaces it only when it grants
-	// the chat and the stored one does not, or the two would take turns.
-	probe := subscription.State{Status: s.Status, PeriodEnd: s.PeriodEnd, CancelAtPeriodEnd: s.CancelAtPeriodEnd}
-	if found && stored.ID != s.ID && (!probe.Grants(asOf) || stored.Grants(asOf)) {
+		stored.Status == s.Status && stored.PeriodEnd.Equal(s.PeriodEnd) && stored.CancelAtPeriodEnd == s.CancelAtPeriodEnd) {
 		return false, true, nil
 	}
 	st := subscription.State{Account: s.Account, ID: s.ID, Customer: s.Customer, Status: s.Status, PeriodEnd: s.PeriodEnd,
@@ -144,7 +139,7 @@ func (r *SubscriptionReconciler) one(ctx context.Context, s stripex.Subscription
 	}
 	was := "nothing"
 	if found {
-		was = fmt.Sprintf("%s %s until %s (cancel at period end %t)", stored.ID, stored.Status, stored.PeriodEnd.Format(time.RFC3339), stored.CancelAtPeriodEnd)
+		was = fmt.Sprintf("%s until %s (cancel at period end %t)", stored.Status, stored.PeriodEnd.Format(time.RFC3339), stored.CancelAtPeriodEnd)
 	}
 	r.Log.WarnContext(ctx, "chat subscription repaired from Stripe's state", "subscription", s.ID, "status", s.Status)
 	return true, true, r.alertOnce(ctx, alert.ChatSubscriptionRepaired, s, "was stored as "+was+"; stored Stripe's state")

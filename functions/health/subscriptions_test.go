@@ -47,7 +47,7 @@ func newSubsEnv(t *testing.T) *subsEnv {
 	t.Cleanup(srv.Close)
 	e.stripe = srv.URL
 	e.billing = stripex.NewBilling(secret.Static("sk_test_health_subs"), stripex.Options{BaseURL: srv.URL})
-	e.subs = subscription.NewStore(db, f.Ref("ChatTable"))
+	e.subs = subscription.NewStore(db, awsenv.NewQueries(f.AWS), f.Ref("ChatTable"))
 	hasher, err := audit.NewHasher("a-pepper-for-the-health-tests")
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestReconcileRepairsLostSubscriptionEvents(t *testing.T) {
 	id, customer := e.subscribe(t, account)
 
 	c := e.run(t)
-	st, found, err := e.subs.Get(ctx, account)
+	st, found, err := e.subs.Get(ctx, account, id)
 	if err != nil || !found || st.ID != id || st.Status != subscription.Active || st.Customer != customer || !st.PeriodEnd.Equal(e.clock.Now().Add(-time.Minute).AddDate(0, 1, 0)) {
 		t.Fatalf("after the run (%+v): stored %+v found=%v %v", c, st, found, err)
 	}
@@ -144,7 +144,7 @@ func TestReconcileRepairsLostSubscriptionEvents(t *testing.T) {
 	if c := e.run(t); c.Status != health.Warn {
 		t.Fatalf("after the cancellation: %+v", c)
 	}
-	if st, _, _ := e.subs.Get(ctx, account); !st.CancelAtPeriodEnd || st.Status != subscription.Active {
+	if st, _, _ := e.subs.Get(ctx, account, id); !st.CancelAtPeriodEnd || st.Status != subscription.Active {
 		t.Fatalf("the cancellation was not repaired: %+v", st)
 	}
 	if got := e.alerts.take(); len(got) != 1 {
@@ -160,7 +160,7 @@ func TestReconcileRepairsLostSubscriptionEvents(t *testing.T) {
 	if c := e.run(t); c.Status != health.OK {
 		t.Fatalf("with a newer event stored: %+v", c)
 	}
-	if st, _, _ := e.subs.Get(ctx, account); st.EventID != "evt_newer" {
+	if st, _, _ := e.subs.Get(ctx, account, id); st.EventID != "evt_newer" {
 		t.Fatalf("the newer event's state was overwritten: %+v", st)
 	}
 }
@@ -215,7 +215,7 @@ func TestReconcileRepairsALostCancellation(t *testing.T) {
 	if c := e.run(t); c.Status != health.Warn || !strings.Contains(c.Detail, "1 repaired") {
 		t.Fatalf("check %+v", c)
 	}
-	st, _, err := e.subs.Get(ctx, account)
+	st, _, err := e.subs.Get(ctx, account, id)
 	if err != nil || st.Status != subscription.Canceled || st.Grants(st.PeriodEnd) {
 		t.Fatalf("stored %+v %v, want canceled", st, err)
 	}
@@ -226,5 +226,44 @@ func TestReconcileRepairsALostCancellation(t *testing.T) {
 	e.clock.Add(EndedWindow + 32*24*time.Hour)
 	if c := e.run(t); c.Status != health.OK || !strings.HasPrefix(c.Detail, "0 chat subscription(s)") {
 		t.Fatalf("long after: %+v", c)
+	}
+}
+
+// An account's second subscription whose events were lost (a second
+// Checkout paid before the first's events came) is stored beside the
+// first, which keeps its own state: each subscription is reconciled on
+// its own item.
+func TestReconcileStoresASecondSubscriptionBesideTheFirst(t *testing.T) {
+	ctx := context.Background()
+	e := newSubsEnv(t)
+	if _, err := e.billing.CreateChatPrice(ctx); err != nil {
+		t.Fatal(err)
+	}
+	account, _, err := e.accounts.SignUp(ctx, "ana@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := e.subscribe(t, account)
+	e.run(t)
+	e.alerts.take()
+	e.clock.Add(stripex.ChatCheckoutWindow)
+	e.subscribe(t, account)
+	var second string
+	err = e.billing.ChatSubscriptions(ctx, time.Time{}, func(s stripex.Subscription) error {
+		if s.Account == account && s.ID != first {
+			second = s.ID
+		}
+		return nil
+	})
+	if err != nil || second == "" {
+		t.Fatalf("no second subscription: %v", err)
+	}
+	if c := e.run(t); c.Status != health.Warn || !strings.Contains(c.Detail, "1 repaired") {
+		t.Fatalf("check %+v", c)
+	}
+	for _, id := range []string{first, second} {
+		if st, found, err := e.subs.Get(ctx, account, id); err != nil || !found || st.Status != subscription.Active {
+			t.Fatalf("%s stored %+v found=%t %v", id, st, found, err)
+		}
 	}
 }

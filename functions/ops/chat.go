@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,10 +28,10 @@ type ChatMessages interface {
 	Recent(ctx context.Context, account string, maxChars int) ([]chat.Turn, error)
 }
 
-// ChatSubscriptions reads an account's subscription as Stripe's events
-// left it (subscription.Store).
+// ChatSubscriptions reads an account's subscriptions as Stripe's events
+// left them (subscription.Store).
 type ChatSubscriptions interface {
-	Get(ctx context.Context, account string) (subscription.State, bool, error)
+	Subscriptions(ctx context.Context, account string) ([]subscription.State, error)
 }
 
 // ChatBilling finds a chat subscription's paid invoice and cancels it in
@@ -55,18 +56,24 @@ const revealChars = 100_000
 // ChatAccount is what `chat` shows of an account: counts and states, never
 // the address or a message.
 type ChatAccount struct {
-	Account      string     `json:"account"` // the address's keyed hash
-	Created      time.Time  `json:"created"`
-	TrialUsed    int        `json:"trial_used"`
-	TrialLeft    int        `json:"trial_left"`
-	Granted      int        `json:"granted_left"`
-	TodayUsed    int        `json:"today_used"`
-	DailyCap     int        `json:"daily_cap"`
-	SignedOutAt  *time.Time `json:"signed_out_at,omitempty"`
-	Subscription *ChatSub   `json:"subscription,omitempty"`
-	Messages     int        `json:"messages"`
-	FirstMessage *time.Time `json:"first_message,omitempty"`
-	LastMessage  *time.Time `json:"last_message,omitempty"`
+	Account     string     `json:"account"` // the address's keyed hash
+	Created     time.Time  `json:"created"`
+	TrialUsed   int        `json:"trial_used"`
+	TrialLeft   int        `json:"trial_left"`
+	Granted     int        `json:"granted_left"`
+	TodayUsed   int        `json:"today_used"`
+	DailyCap    int        `json:"daily_cap"`
+	SignedOutAt *time.Time `json:"signed_out_at,omitempty"`
+	// Subscription is the one the chat goes by (subscription.Current):
+	// one that grants access, else the most recent.
+	Subscription *ChatSub `json:"subscription,omitempty"`
+	// Subscriptions is every subscription of the account, the newest
+	// event's first: two when a second Checkout was paid before the
+	// first's events came.
+	Subscriptions []ChatSub  `json:"subscriptions,omitempty"`
+	Messages      int        `json:"messages"`
+	FirstMessage  *time.Time `json:"first_message,omitempty"`
+	LastMessage   *time.Time `json:"last_message,omitempty"`
 }
 
 // ChatSub is the account's subscription as the chat table holds it.
@@ -115,13 +122,16 @@ func (h *Handler) chatShow(ctx context.Context, r Request) (Answer, error) {
 	if !u.SignedOutAt.IsZero() {
 		v.SignedOutAt = &u.SignedOutAt
 	}
-	st, found, err := h.ChatSubs.Get(ctx, account)
+	all, err := h.ChatSubs.Subscriptions(ctx, account)
 	if err != nil {
 		return Answer{}, err
 	}
-	if found {
-		v.Subscription = &ChatSub{ID: st.ID, Customer: st.Customer, Status: st.Status, PeriodEnd: st.PeriodEnd,
-			CancelAtPeriodEnd: st.CancelAtPeriodEnd, Grants: st.Grants(now)}
+	for _, st := range all {
+		v.Subscriptions = append(v.Subscriptions, ChatSub{ID: st.ID, Customer: st.Customer, Status: st.Status, PeriodEnd: st.PeriodEnd,
+			CancelAtPeriodEnd: st.CancelAtPeriodEnd, Grants: st.Grants(now)})
+	}
+	if cur, found := subscription.Current(all, now); found {
+		v.Subscription = &v.Subscriptions[slices.IndexFunc(all, func(st subscription.State) bool { return st.ID == cur.ID })]
 	}
 	stored, err := h.ChatMessages.Stored(ctx, account)
 	if err != nil {
@@ -169,11 +179,15 @@ func chatText(v ChatAccount, now time.Time) string {
 	} else {
 		fmt.Fprintf(&b, "signed out     never\n")
 	}
-	if s := v.Subscription; s != nil {
+	for _, s := range v.Subscriptions {
 		fmt.Fprintf(&b, "subscription   %s %s, period ends %s, cancel at period end %t, grants access now %t\n", s.ID, s.Status, day(s.PeriodEnd), s.CancelAtPeriodEnd, s.Grants)
 		fmt.Fprintf(&b, "customer       %s\n", s.Customer)
-	} else {
+	}
+	switch n := len(v.Subscriptions); {
+	case n == 0:
 		fmt.Fprintf(&b, "subscription   none\n")
+	case n > 1:
+		fmt.Fprintf(&b, "subscriptions  %d: access while any grants it (now %t); chat-refund refunds and ends every one Stripe has not ended\n", n, v.Subscription.Grants)
 	}
 	if v.Messages > 0 {
 		fmt.Fprintf(&b, "messages       %d stored, from %s to %s\n", v.Messages, day(*v.FirstMessage), day(*v.LastMessage))
@@ -210,29 +224,61 @@ func (h *Handler) chatGrant(ctx context.Context, r Request) (Answer, error) {
 	return Answer{Changed: true, Message: fmt.Sprintf("granted %d free exchanges to %s: %d granted exchanges left", r.N, account, granted)}, nil
 }
 
-// chatRefund refunds the subscription's latest paid invoice in full and
-// cancels the subscription at once, so that access ends with Stripe's
-// customer.subscription.deleted event. Run again, it refunds nothing more
+// chatRefund refunds the latest paid invoice of each of the account's
+// subscriptions that Stripe has not ended, in full, and cancels each at
+// once, so that access ends with Stripe's customer.subscription.deleted
+// events (access lasts while any subscription grants it, so every one is
+// ended). With all of them ended already, it acts on the most recent, as a
+// second run of the same request does. Run again, it refunds nothing more
 // (the refund's idempotency key, then Stripe's "already refunded") and
-// finds the subscription canceled.
+// finds the subscriptions canceled.
 func (h *Handler) chatRefund(ctx context.Context, r Request) (Answer, error) {
 	account, _, err := h.chatAccount(ctx, r)
 	if err != nil {
 		return Answer{}, err
 	}
-	st, found, err := h.ChatSubs.Get(ctx, account)
+	all, err := h.ChatSubs.Subscriptions(ctx, account)
 	if err != nil {
 		return Answer{}, err
 	}
-	if !found {
+	if len(all) == 0 {
 		return Answer{}, refuse("the account has no subscription: nothing to refund")
 	}
 	if h.ChatBilling == nil || h.ChatRefunds == nil {
 		return Answer{}, refuse("no Stripe key for the chat is configured")
 	}
-	in, paid, err := h.ChatBilling.LatestPaidInvoice(ctx, st.ID)
-	if err != nil {
+	var live []subscription.State
+	for _, st := range all {
+		if st.Status != subscription.Canceled && st.Status != subscription.IncompleteExpired {
+			live = append(live, st)
+		}
+	}
+	if len(live) == 0 {
+		cur, _ := subscription.Current(all, h.Now())
+		live = []subscription.State{cur}
+	}
+	var outcomes []string
+	changed := false
+	for _, st := range live {
+		outcome, made, err := h.refundAndCancel(ctx, st.ID)
+		if err != nil {
+			return Answer{}, err
+		}
+		outcomes, changed = append(outcomes, outcome), changed || made
+	}
+	outcome := strings.Join(outcomes, "; ")
+	if err := h.recordOn(ctx, r, oracle.Order{}, account, outcome); err != nil {
 		return Answer{}, err
+	}
+	return Answer{Changed: changed, Message: outcome + "; access ends when Stripe's customer.subscription.deleted event arrives"}, nil
+}
+
+// refundAndCancel refunds subscription id's latest paid invoice and
+// cancels it now; changed is whether either was done by this call.
+func (h *Handler) refundAndCancel(ctx context.Context, id string) (outcome string, changed bool, err error) {
+	in, paid, err := h.ChatBilling.LatestPaidInvoice(ctx, id)
+	if err != nil {
+		return "", false, err
 	}
 	var refunded string
 	made := false
@@ -245,24 +291,20 @@ func (h *Handler) chatRefund(ctx context.Context, r Request) (Answer, error) {
 		case errors.Is(err, stripex.ErrAlreadyRefunded):
 			refunded = fmt.Sprintf("invoice %s already refunded in Stripe", in.ID)
 		case err != nil:
-			return Answer{}, err
+			return "", false, err
 		case re.Replayed:
 			refunded = fmt.Sprintf("invoice %s already refunded (%s)", in.ID, re.ID)
 		default:
 			refunded, made = fmt.Sprintf("refunded invoice %s: %s (%s)", in.ID, re.ID, oracle.FormatAmount(re.Amount, in.Currency)), true
 		}
 	}
-	sub, canceled, err := h.ChatBilling.CancelNow(ctx, st.ID)
+	sub, canceled, err := h.ChatBilling.CancelNow(ctx, id)
 	if err != nil {
-		return Answer{}, err
+		return "", false, err
 	}
-	cancelled := fmt.Sprintf("subscription %s canceled now", st.ID)
+	cancelled := fmt.Sprintf("subscription %s canceled now", id)
 	if !canceled {
-		cancelled = fmt.Sprintf("subscription %s was already %s", st.ID, sub.Status)
+		cancelled = fmt.Sprintf("subscription %s was already %s", id, sub.Status)
 	}
-	outcome := refunded + "; " + cancelled
-	if err := h.recordOn(ctx, r, oracle.Order{}, account, outcome); err != nil {
-		return Answer{}, err
-	}
-	return Answer{Changed: made || canceled, Message: outcome + "; access ends when Stripe's customer.subscription.deleted event arrives"}, nil
+	return refunded + "; " + cancelled, made || canceled, nil
 }

@@ -37,7 +37,7 @@ func newChatEnv(t *testing.T) *chatEnv {
 	t.Helper()
 	e := newEnv(t)
 	db := awsenv.NewTables(e.f.AWS)
-	c := &chatEnv{env: e, accounts: chat.NewStore(db, e.f.Ref("ChatTable"), e.h.Hasher, e.clock.Now), subs: subscription.NewStore(db, e.f.Ref("ChatTable"))}
+	c := &chatEnv{env: e, accounts: chat.NewStore(db, e.f.Ref("ChatTable"), e.h.Hasher, e.clock.Now), subs: subscription.NewStore(db, awsenv.NewQueries(e.f.AWS), e.f.Ref("ChatTable"))}
 	c.conv = c.accounts.Conversation(chat.NewClient(e.f.AWS), 30*24*time.Hour)
 	e.h.Chat, e.h.ChatSubs, e.h.ChatMessages, e.h.ChatDailyCap = c.accounts, c.subs, c.conv, 25
 	return c
@@ -317,5 +317,64 @@ func TestChatRefundRefundsOnceAndCancels(t *testing.T) {
 	recs := c.chatRecords()
 	if len(recs) != 1 || recs[0].Email != account || !strings.Contains(recs[0].Operator.Outcome, "refunded invoice") {
 		t.Fatalf("records %+v", recs)
+	}
+}
+
+// TestChatSeesAndEndsEverySubscription: an account with two paid
+// subscriptions (a second Checkout paid before the first's events came)
+// shows both in `chat`, and chat-refund refunds and cancels both, since
+// access lasts while either grants it.
+func TestChatSeesAndEndsEverySubscription(t *testing.T) {
+	c := newChatEnv(t)
+	ctx := context.Background()
+	account := c.signUp(chatAddr, 3)
+	fake, srv, billing, first := c.stripeChat(account)
+	cs, err := billing.CreateChatCheckout(ctx, stripex.ChatCheckout{Account: account, Email: chatAddr, SiteURL: "https://42sisters.ai"}, c.clock.Now().Add(stripex.ChatCheckoutWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.PostForm(srv.URL+"/pay/"+cs.ID, url.Values{"email": {chatAddr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var second stripex.Subscription
+	if err := billing.ChatSubscriptions(ctx, time.Time{}, func(s stripex.Subscription) error {
+		if s.ID != first.ID {
+			second = s
+		}
+		return nil
+	}); err != nil || second.ID == "" {
+		t.Fatalf("the second subscription: %+v, %v", second, err)
+	}
+	if _, _, err := c.subs.Apply(ctx, subscription.State{Account: account, ID: second.ID, Customer: second.Customer, Status: second.Status,
+		PeriodEnd: second.PeriodEnd, EventCreated: c.clock.Now().Add(time.Second), EventID: "evt_second"}); err != nil {
+		t.Fatal(err)
+	}
+
+	a := c.do(Request{Action: "chat", Email: chatAddr})
+	v, _ := a.Data.(ChatAccount)
+	if !a.OK || len(v.Subscriptions) != 2 || v.Subscription == nil || !v.Subscription.Grants {
+		t.Fatalf("chat: %+v\n%s", v, a.Text)
+	}
+	for _, want := range []string{first.ID + " active", second.ID + " active", first.Customer, second.Customer, "subscriptions  2"} {
+		if !strings.Contains(a.Text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, a.Text)
+		}
+	}
+
+	r := Request{Action: "chat-refund", Email: chatAddr, AuthorisedBy: by, Reason: why}
+	if a := c.do(r); !a.OK || !a.Changed || strings.Count(a.Message, "refunded invoice in_") != 2 || strings.Count(a.Message, "canceled now") != 2 {
+		t.Fatalf("chat-refund: %+v", a)
+	}
+	cancels := map[string]bool{}
+	for _, call := range fake.Calls() {
+		if call.Method == http.MethodDelete && call.Status == http.StatusOK {
+			cancels[call.Path] = true
+		}
+	}
+	if refunds := fakeEvents(t, srv, "charge.refunded"); len(refunds) != 2 || !cancels["/v1/subscriptions/"+first.ID] || !cancels["/v1/subscriptions/"+second.ID] {
+		t.Fatalf("Stripe made %d refunds and cancelled %v", len(refunds), cancels)
 	}
 }

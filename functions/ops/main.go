@@ -90,7 +90,7 @@ func main() {
 	// Sisters Chat's accounts, and its billing with the main key
 	// (STRIPE_SECRET_KEY), the one the chat function subscribes with.
 	accounts := chat.NewStore(db, cfg.ChatTable, cfg.Hasher, time.Now)
-	h.Chat, h.ChatSubs, h.ChatDailyCap = accounts, subscription.NewStore(db, cfg.ChatTable), cfg.ChatDailyCap
+	h.Chat, h.ChatSubs, h.ChatDailyCap = accounts, subscription.NewStore(db, queries, cfg.ChatTable), cfg.ChatDailyCap
 	h.ChatMessages = accounts.Conversation(chat.NewClient(aws), 0)
 	if key := cmp.Or(cfg.StripeLive, cfg.StripeTest); key != nil {
 		h.ChatBilling, h.ChatRefunds = stripex.NewBilling(key, opts), stripex.NewRefundsWithKey(key, opts)

@@ -20,7 +20,7 @@ import (
 
 // Subscriptions keeps the chat's subscriptions (subscription.Store).
 type Subscriptions interface {
-	Get(ctx context.Context, account string) (subscription.State, bool, error)
+	Get(ctx context.Context, account, id string) (subscription.State, bool, error)
 	Apply(ctx context.Context, st subscription.State) (subscription.State, bool, error)
 	Link(ctx context.Context, account, id string) error
 	AccountOf(ctx context.Context, id string) (string, bool, error)
@@ -113,11 +113,11 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 	if ev.linkOnly {
 		after.Status = ""
 		if err = c.Subscriptions.Link(ctx, account, ev.state.ID); err == nil {
-			stored, found, gerr := c.Subscriptions.Get(ctx, account)
+			stored, found, gerr := c.Subscriptions.Get(ctx, account, ev.state.ID)
 			if gerr != nil {
 				return gerr
 			}
-			if found && stored.ID == ev.state.ID {
+			if found {
 				after = stored
 			}
 		}
@@ -127,7 +127,7 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 			applied bool
 		)
 		stored, applied, err = c.Subscriptions.Apply(ctx, ev.state)
-		if err == nil && stored.ID == ev.state.ID {
+		if err == nil {
 			after = stored
 		}
 		log = log.With("applied", applied)

@@ -17,6 +17,7 @@ import (
 	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/secret"
@@ -57,7 +58,7 @@ func newChatEnv(t *testing.T) *chatEnv {
 	t.Cleanup(srv.Close)
 	c := &chatEnv{env: e, fake: fake, url: srv.URL,
 		billing: stripex.NewBilling(secret.Static("sk_test_chat_webhook"), stripex.Options{BaseURL: srv.URL}),
-		subs:    subscription.NewStore(e.db, e.f.Ref("ChatTable"))}
+		subs:    subscription.NewStore(e.db, awsenv.NewQueries(e.f.AWS), e.f.Ref("ChatTable"))}
 	hasher, err := audit.NewHasher(pepper)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,14 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 // shaped by ctl, and returns the subscription's id.
 func (c *chatEnv) subscribe(t *testing.T, account string, ctl fakestripe.Control) string {
 	t.Helper()
-	cs, err := c.billing.CreateChatCheckout(context.Background(), stripex.ChatCheckout{Account: account, Email: "ana@example.com", SiteURL: "https://oracle.example"}, time.Now())
+	return c.subscribeAt(t, account, ctl, time.Now())
+}
+
+// subscribeAt is subscribe with the Checkout Session made at at: another
+// window of stripex.ChatCheckoutWindow is another session.
+func (c *chatEnv) subscribeAt(t *testing.T, account string, ctl fakestripe.Control, at time.Time) string {
+	t.Helper()
+	cs, err := c.billing.CreateChatCheckout(context.Background(), stripex.ChatCheckout{Account: account, Email: "ana@example.com", SiteURL: "https://oracle.example"}, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,14 +134,14 @@ func (c *chatEnv) stripeSub(t *testing.T, id string) stripex.Subscription {
 	return *found
 }
 
-// stored is the account's subscription as the chat table has it.
+// stored is the account's one subscription as the chat table has it.
 func (c *chatEnv) stored(t *testing.T) subscription.State {
 	t.Helper()
-	st, found, err := c.subs.Get(context.Background(), c.account)
-	if err != nil || !found {
-		t.Fatalf("no stored subscription: %v", err)
+	all, err := c.subs.Subscriptions(context.Background(), c.account)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("stored subscriptions %+v (%v), want one", all, err)
 	}
-	return st
+	return all[0]
 }
 
 // delivered checks every delivery so far was answered 200 and returns the
@@ -273,6 +281,44 @@ func TestChatSubscriptionEventsOutOfOrderAndTwice(t *testing.T) {
 	}
 }
 
+// Two Checkouts of one account, the second paid before the first's events
+// came (two tabs, ten minutes apart), make two subscriptions; the second,
+// cancelled at once after the first is active, its events delivered twice
+// and reversed, leaves the first's state and the account's access as they
+// were: each subscription has its own state, and the account has the chat
+// while either grants it.
+func TestCancelledDuplicateSubscriptionKeepsAccess(t *testing.T) {
+	c := newChatEnv(t)
+	ctx := context.Background()
+	paid := c.subscribe(t, c.account, fakestripe.Control{})
+	twiceReversed := fakestripe.Control{Duplicate: 2, Reorder: true}
+	dup := c.subscribeAt(t, c.account, twiceReversed, time.Now().Add(stripex.ChatCheckoutWindow))
+	if dup == paid {
+		t.Fatal("the second Checkout made no second subscription")
+	}
+	c.fake.SetControl(twiceReversed)
+	if _, canceled, err := c.billing.CancelNow(ctx, dup); err != nil || !canceled {
+		t.Fatalf("cancel the duplicate: %t %v", canceled, err)
+	}
+	c.delivered(t)
+
+	all, err := c.subs.Subscriptions(ctx, c.account)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("stored %+v (%v), want both subscriptions", all, err)
+	}
+	for _, id := range []string{paid, dup} {
+		want := c.stripeSub(t, id)
+		got, found, err := c.subs.Get(ctx, c.account, id)
+		if err != nil || !found || got.Status != want.Status || !got.PeriodEnd.Equal(want.PeriodEnd) || got.Customer != want.Customer {
+			t.Fatalf("%s stored %+v (%v), Stripe has %+v", id, got, err, want)
+		}
+	}
+	now := time.Now()
+	if cur, found := subscription.Current(all, now); !found || cur.ID != paid || cur.Status != subscription.Active || !cur.Grants(now) {
+		t.Fatalf("the account's subscription is %+v: the cancelled duplicate took the paid one's access", cur)
+	}
+}
+
 // A subscription whose account does not exist is alerted and answered
 // 200 (nothing would change on a retry); nothing is stored or mailed.
 func TestChatSubscriptionOfNoAccountIsAlerted(t *testing.T) {
@@ -280,7 +326,7 @@ func TestChatSubscriptionOfNoAccountIsAlerted(t *testing.T) {
 	stranger := "hmac-sha256:00000000000000000000000000000000"
 	id := c.subscribe(t, stranger, fakestripe.Control{})
 	c.delivered(t)
-	if _, found, _ := c.subs.Get(context.Background(), stranger); found {
+	if all, _ := c.subs.Subscriptions(context.Background(), stranger); len(all) != 0 {
 		t.Fatal("a state was stored for no account")
 	}
 	if _, found, _ := c.subs.AccountOf(context.Background(), id); found {
@@ -316,7 +362,7 @@ func TestUnreadableChatEvent(t *testing.T) {
 			t.Errorf("%s: %s, want 500", name, status(resp))
 		}
 	}
-	if _, found, _ := c.subs.Get(context.Background(), c.account); found {
+	if all, _ := c.subs.Subscriptions(context.Background(), c.account); len(all) != 0 {
 		t.Fatal("garbage was stored")
 	}
 	if alerts := strings.Join(c.alertTexts(), "\n"); !strings.Contains(alerts, string(alert.WebhookUnreadable)) {
@@ -379,7 +425,7 @@ func TestChatEventsOfAnotherAPIVersionAreRefused(t *testing.T) {
 			t.Errorf("%s recorded as processed", d.Type)
 		}
 	}
-	if _, found, _ := c.subs.Get(context.Background(), c.account); found {
+	if all, _ := c.subs.Subscriptions(context.Background(), c.account); len(all) != 0 {
 		t.Fatal("a state was stored from another version's event")
 	}
 	if _, found, _ := c.subs.AccountOf(context.Background(), id); found {

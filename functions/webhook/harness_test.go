@@ -110,7 +110,7 @@ func newEnvWith(t testing.TB, secrets Secrets, instrument func(*aws.Config)) *en
 		Retention: 90 * 24 * time.Hour,
 	}
 	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now,
-		Chat: &Chat{Subscriptions: subscription.NewStore(e.db, f.Ref("ChatTable")), Mail: e.svc.Mail, Ledger: ledger, Audit: e.svc.Audit,
+		Chat: &Chat{Subscriptions: subscription.NewStore(e.db, awsenv.NewQueries(cfg), f.Ref("ChatTable")), Mail: e.svc.Mail, Ledger: ledger, Audit: e.svc.Audit,
 			Alerts: alerts, Now: e.clock.Now},
 		Money: &Money{
 			Index:        store.NewOrderIndex(awsenv.NewQueries(cfg), f.Ref("OrdersTable")),
@@ -123,7 +123,7 @@ func newEnvWith(t testing.TB, secrets Secrets, instrument func(*aws.Config)) *en
 			Hasher:       hasher,
 			BaseURL:      "https://oracle.example",
 			Now:          e.clock.Now,
-			ChatPayments: subscription.NewStore(e.db, f.Ref("ChatTable")),
+			ChatPayments: subscription.NewStore(e.db, awsenv.NewQueries(cfg), f.Ref("ChatTable")),
 		}}
 	return e
 }

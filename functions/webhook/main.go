@@ -33,7 +33,8 @@ func main() {
 	}
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
 	mailQueue := queue.NewSender(sq, cfg.MailQueue, time.Now)
-	subs := subscription.NewStore(db, cfg.ChatTable)
+	queries := awsenv.NewQueries(aws)
+	subs := subscription.NewStore(db, queries, cfg.ChatTable)
 	recorder := &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log}
 	h := &Handler{
 		Secrets: cfg.Secrets,
@@ -44,7 +45,7 @@ func main() {
 		Log:     log,
 		Now:     time.Now,
 		Money: &Money{
-			Index:    store.NewOrderIndex(awsenv.NewQueries(aws), cfg.OrdersTable),
+			Index:    store.NewOrderIndex(queries, cfg.OrdersTable),
 			Orders:   orders,
 			Records:  audit.NewReader(awsenv.S3(aws), cfg.AuditBucket),
 			Evidence: casefile.NewEvidenceStore(awsenv.S3(aws), cfg.EvidenceBucket),

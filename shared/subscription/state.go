@@ -149,3 +149,27 @@ func (s State) order() string {
 	}
 	return fmt.Sprintf("%012d#%012d#%d#%d#%s", s.EventCreated.Unix(), max(s.PeriodEnd.Unix(), 0), rank[s.Status], cancel, s.EventID)
 }
+
+// Current is the subscription of states (an account's) that says what the
+// account has at now: one that grants the chat, since access lasts while
+// any does (of several, the one paid furthest ahead); when none grants,
+// the one of the newest event. found is false when states is empty.
+func Current(states []State, now time.Time) (current State, found bool) {
+	for _, st := range states {
+		switch {
+		case !found:
+		case st.Grants(now) != current.Grants(now):
+			if !st.Grants(now) {
+				continue
+			}
+		case st.Grants(now) && !st.PeriodEnd.Equal(current.PeriodEnd):
+			if st.PeriodEnd.Before(current.PeriodEnd) {
+				continue
+			}
+		case st.order() <= current.order():
+			continue
+		}
+		current, found = st, true
+	}
+	return current, found
+}

@@ -220,6 +220,12 @@
       location.assign(data.url);
       return;
     }
+    // Subscribed already (a page from before Stripe's events came): to
+    // the portal that manages it, not a second Checkout.
+    if (code === 409 && typeof data.portal === 'string' && /^https?:\/\//.test(data.portal)) {
+      location.assign(data.portal);
+      return;
+    }
     say(out, sentence(data.error));
   }
 
