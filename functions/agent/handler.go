@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/x402"
 )
 
@@ -50,6 +51,12 @@ type Orders interface {
 	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
 }
 
+// JunkCounter counts the payment headers that are no payment to record
+// (store.Ledger): a day's count per kind.
+type JunkCounter interface {
+	CountPaymentJunk(ctx context.Context, kind store.PaymentJunk) error
+}
+
 // Payer claims a settled payment's order and queues its generation
 // (fulfil.Service).
 type Payer interface {
@@ -78,13 +85,16 @@ type Counter interface {
 // the same generation a card payment gets, waiting for the verdict within
 // the API's time limit.
 type Handler struct {
-	// Networks are the networks offered, one requirement each; none means
-	// the rail is off and every route answers 404.
+	// Networks are the networks paid on (X402_NETWORKS); none means the
+	// rail is off and every route answers 404. With a live network among
+	// them, the 402 offers the live ones alone and a test network is
+	// accepted from SmokePayer only (offered, smokeOnly).
 	Networks []x402.NetworkInfo
 	PayTo    string // the wallet paid, EIP-55
 	// SmokePayer is the smoke test's wallet, EIP-55 (empty: none): its
 	// orders on a test network are flagged smoke, so that no figure counts
-	// them and the smoke test may delete them.
+	// them and the smoke test may delete them; beside a live network, a
+	// test network takes its payments alone.
 	SmokePayer string
 	// MaxTimeout is the requirement's maxTimeoutSeconds: how long a signed
 	// authorization stays valid for us to settle.
@@ -108,6 +118,7 @@ type Handler struct {
 
 	Facilitator    Facilitator
 	Authorizations Authorizations
+	Junk           JunkCounter
 	Orders         Orders
 	Payer          Payer
 	Audit          Auditor
@@ -176,11 +187,59 @@ func (h *Handler) query(req httpapi.Request) (string, error) {
 	return *r.Query, nil
 }
 
+// live reports whether the rail takes real money (Base) on any network.
+func (h *Handler) live() bool {
+	for _, n := range h.Networks {
+		if !n.Testnet {
+			return true
+		}
+	}
+	return false
+}
+
+// offered are the networks the 402 offers: beside a live network, the live
+// ones alone. Test USDC is free from a faucet, so a test network offered
+// beside real money would sell the same verdicts for nothing; there it
+// pays for the smoke test alone (smokeOnly). A rail on a test network
+// alone (testnet: a test deployment, the local stack) offers it to all.
+func (h *Handler) offered() []x402.NetworkInfo {
+	if !h.live() {
+		return h.Networks
+	}
+	var out []x402.NetworkInfo
+	for _, n := range h.Networks {
+		if !n.Testnet {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// smokeOnly reports whether a payment on n is taken from the smoke test's
+// wallet alone: a test network beside a live one.
+func (h *Handler) smokeOnly(n x402.NetworkInfo) bool { return n.Testnet && h.live() }
+
 // accepts is what a tier costs: one requirement per network offered.
 func (h *Handler) accepts(tier oracle.Tier) []x402.PaymentRequirements {
-	out := make([]x402.PaymentRequirements, 0, len(h.Networks))
+	return requirements(h.offered(), tier, h.PayTo, h.MaxTimeout)
+}
+
+// payable is what a payment for tier may match: the offered requirements,
+// then those of the networks taken from the smoke test's wallet alone.
+func (h *Handler) payable(tier oracle.Tier) []x402.PaymentRequirements {
+	out := h.accepts(tier)
 	for _, n := range h.Networks {
-		out = append(out, x402.Requirement(n, tier.PriceUSDCAtomic(), h.PayTo, h.MaxTimeout))
+		if h.smokeOnly(n) {
+			out = append(out, x402.Requirement(n, tier.PriceUSDCAtomic(), h.PayTo, h.MaxTimeout))
+		}
+	}
+	return out
+}
+
+func requirements(networks []x402.NetworkInfo, tier oracle.Tier, payTo string, maxTimeout time.Duration) []x402.PaymentRequirements {
+	out := make([]x402.PaymentRequirements, 0, len(networks))
+	for _, n := range networks {
+		out = append(out, x402.Requirement(n, tier.PriceUSDCAtomic(), payTo, maxTimeout))
 	}
 	return out
 }

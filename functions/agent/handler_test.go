@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,7 @@ type env struct {
 	h       *Handler
 	fac     *fakefacilitator.Server
 	orders  *store.Orders
+	ledger  *store.Ledger
 	sqs     *sqs.Client
 	s3      *s3.Client
 	alerts  *testkit.Alerts
@@ -92,16 +94,17 @@ func newEnvWith(t testing.TB, instrument func(*aws.Config)) *env {
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), e.clock.Now)
 	ledger := store.NewLedger(db, f.Ref("LedgerTable"), e.clock.Now)
+	e.ledger = ledger
 	generate := queue.NewSender(queue.NewClient(cfg), f.Ref("GenerateQueue"), e.clock.Now)
 	auditor := &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: e.alerts, Log: log}
-	base, _ := x402.LookupNetwork(x402.NetworkBase)
 	sepolia, _ := x402.LookupNetwork(x402.NetworkBaseSepolia)
 	e.h = &Handler{
-		Networks: []x402.NetworkInfo{sepolia, base}, PayTo: payTo, MaxTimeout: 5 * time.Minute, SettleRoom: 30 * time.Second,
+		// X402_NETWORKS testnet, the local stack's; both: e.both.
+		Networks: []x402.NetworkInfo{sepolia}, PayTo: payTo, MaxTimeout: 5 * time.Minute, SettleRoom: 30 * time.Second,
 		SettleAttempts: 3, Wait: 0, Poll: 250 * time.Millisecond, Reserve: 2 * time.Second,
 		BaseURL: "https://oracle.example", Retention: 90 * 24 * time.Hour, Lease: time.Minute,
 		Facilitator:    x402rail.NewFacilitator(srv.URL, srv.Client(), nil),
-		Authorizations: ledger, Orders: e.orders,
+		Authorizations: ledger, Junk: ledger, Orders: e.orders,
 		Payer: &fulfil.Service{Orders: e.orders, Generate: generate, Audit: auditor, Alerts: e.alerts, Metrics: e.metrics,
 			Hasher: hasher, Log: log, Now: e.clock.Now, Lease: time.Minute, Retention: 90 * 24 * time.Hour},
 		Audit: auditor, Alerts: e.alerts, Metrics: e.metrics, Hasher: hasher, Log: log, Now: e.clock.Now,
@@ -114,6 +117,48 @@ func newEnvWith(t testing.TB, instrument func(*aws.Config)) *env {
 		Random: rand.Reader,
 	}
 	return e
+}
+
+// both is X402_NETWORKS both (Base, then Base Sepolia), with smoke as the
+// smoke test's wallet.
+func (e *env) both(smoke *secp256k1.PrivateKey) {
+	base, _ := x402.LookupNetwork(x402.NetworkBase)
+	sepolia, _ := x402.LookupNetwork(x402.NetworkBaseSepolia)
+	e.h.Networks = []x402.NetworkInfo{base, sepolia}
+	e.h.SmokePayer = x402.AddressOf(smoke.PubKey())
+}
+
+// onSepolia is the requirement to pay req's price on Base Sepolia, as the
+// smoke test makes it when the 402 offers Base alone.
+func onSepolia(req x402.PaymentRequirements) x402.PaymentRequirements {
+	sepolia, _ := x402.LookupNetwork(x402.NetworkBaseSepolia)
+	amount, _ := strconv.ParseInt(req.Amount, 10, 64)
+	return x402.Requirement(sepolia, amount, req.PayTo, time.Duration(req.MaxTimeoutSeconds)*time.Second)
+}
+
+// claims counts the Ledger's authorization claims.
+func (e *env) claims() (n int) {
+	for _, item := range testkit.TableItems(e.t, e.f.AWS, e.f.Ref("LedgerTable")) {
+		if strings.Contains(item, "x402auth#") {
+			n++
+		}
+	}
+	return n
+}
+
+// agentOrders counts the orders table's items.
+func (e *env) agentOrders() int {
+	return len(testkit.TableItems(e.t, e.f.AWS, e.f.Ref("OrdersTable")))
+}
+
+// junk is today's count of each kind of junk payment header.
+func (e *env) junk() map[store.PaymentJunk]int64 {
+	e.t.Helper()
+	got, err := e.ledger.PaymentJunk(context.Background(), e.clock.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got
 }
 
 // wallet is an agent's key.
@@ -231,10 +276,10 @@ func TestAPaymentIsAskedForWithWhatToPay(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: the body %s is not the header's %s", path, b, a)
 		}
-		if pr.X402Version != 2 || pr.Resource == nil || pr.Resource.URL != "https://oracle.example"+path || len(pr.Accepts) != 2 {
+		if pr.X402Version != 2 || pr.Resource == nil || pr.Resource.URL != "https://oracle.example"+path || len(pr.Accepts) != 1 {
 			t.Fatalf("%s: %+v", path, pr)
 		}
-		for i, n := range []x402.Network{x402.NetworkBaseSepolia, x402.NetworkBase} {
+		for i, n := range []x402.Network{x402.NetworkBaseSepolia} {
 			r := pr.Accepts[i]
 			info, _ := x402.LookupNetwork(n)
 			if r.Scheme != "exact" || r.Network != n || r.Asset != info.Asset || r.PayTo != payTo ||
@@ -417,6 +462,10 @@ func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
 		audit   audit.Status
 		settled bool // whether /settle was called
 		alert   string
+		// junk: no payment to record, counted as this kind and not audited.
+		junk store.PaymentJunk
+		// after changes the payment after it is signed.
+		after func(*x402.PaymentPayload)
 	}{
 		{name: "tampered amount", mutate: func(p *x402.PaymentPayload) {
 			p.Payload.Authorization.Value = "1"
@@ -443,7 +492,24 @@ func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
 		{name: "signed by another key", mutate: func(p *x402.PaymentPayload) {
 			p.Payload.Authorization.From = "0x857b06519E91e3A54538791bDbb0E22373e36b66"
 		}, status: 402, reason: x402.ReasonInvalidSignature, audit: audit.StatusInvalid},
-		{name: "not a payment", header: "bm90IGpzb24=", status: 402, reason: x402.ReasonInvalidPayload, audit: audit.StatusInvalid},
+		{name: "not a payment", header: "bm90IGpzb24=", status: 402, reason: x402.ReasonInvalidPayload, junk: store.JunkUndecodable},
+		{name: "not base64", header: "x", status: 402, reason: x402.ReasonInvalidPayload, junk: store.JunkUndecodable},
+		{name: "an empty object", header: "e30=", status: 402, reason: x402.ReasonInvalidVersion, junk: store.JunkMalformed},
+		{name: "version 1", mutate: func(p *x402.PaymentPayload) {
+			p.X402Version = 1
+		}, status: 402, reason: x402.ReasonInvalidVersion, junk: store.JunkMalformed},
+		{name: "another scheme", mutate: func(p *x402.PaymentPayload) {
+			p.Accepted.Scheme = "upto"
+		}, status: 402, reason: x402.ReasonUnsupportedScheme, junk: store.JunkMalformed},
+		{name: "a time that is no number", after: func(p *x402.PaymentPayload) {
+			p.Payload.Authorization.ValidAfter = "soon"
+		}, status: 402, reason: x402.ReasonMalformedExact, junk: store.JunkMalformed},
+		{name: "no signature", after: func(p *x402.PaymentPayload) {
+			p.Payload.Signature = ""
+		}, status: 402, reason: x402.ReasonMissingSignature, junk: store.JunkMalformed},
+		{name: "a smart wallet's signature", after: func(p *x402.PaymentPayload) {
+			p.Payload.Signature += strings.Repeat("ab", 64)
+		}, status: 402, reason: x402.ReasonSignatureFormat, junk: store.JunkMalformed},
 		// A stranger's text in the payment still makes a valid record.
 		{name: "an address for the network", mutate: func(p *x402.PaymentPayload) {
 			p.Accepted.Network = "ana@example.com"
@@ -473,7 +539,17 @@ func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
 			}
 			before := e.fac.Balance(payTo)
 			header := c.header
-			if header == "" {
+			switch {
+			case c.after != nil:
+				p, err := x402.NewPayment(wallet(t), req, nil, e.clock.Now(), rand.Reader)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.after(&p)
+				if header, err = x402.EncodeHeader(p); err != nil {
+					t.Fatal(err)
+				}
+			case header == "":
 				header = e.sign(wallet(t), req, c.mutate)
 			}
 			resp := e.do(request(path, body, header))
@@ -496,6 +572,13 @@ func TestEveryRefusalEndsWithoutAVerdict(t *testing.T) {
 				t.Fatalf("generation jobs %q", jobs)
 			}
 			recs := e.records()
+			if c.junk != "" {
+				if len(recs) != 0 || e.junk()[c.junk] != 1 || len(e.fac.Calls()) != 0 || e.claims() != 0 || e.agentOrders() != 0 {
+					t.Fatalf("records %+v, junk %v, %d facilitator calls, %d claims, %d orders: want no record, one %s counted, nothing else",
+						recs, e.junk(), len(e.fac.Calls()), e.claims(), e.agentOrders(), c.junk)
+				}
+				return
+			}
 			if len(recs) != 1 || recs[0].Status != c.audit || recs[0].ErrorDetail == nil || recs[0].TxHash != "" {
 				t.Fatalf("x402 records %+v, want one %s", recs, c.audit)
 			}
@@ -573,7 +656,9 @@ func TestAForgedSignatureHoldsNoAuthorization(t *testing.T) {
 
 // TestAnAuthorizationPaysOnce: the same payment sent ten times at once,
 // then once more, is settled once and generated once; every other request
-// gets a 402 that says the authorization was used and one REPLAY record.
+// gets a 402 that says the authorization was used, each counts on
+// X402Replays, and the ten replays of one payer in the hour are one REPLAY
+// record.
 func TestAnAuthorizationPaysOnce(t *testing.T) {
 	e := newEnv(t)
 	req := e.offer("/x402/query").Accepts[0]
@@ -618,7 +703,7 @@ func TestAnAuthorizationPaysOnce(t *testing.T) {
 			replays++
 		}
 	}
-	if ok != 1 || replays != 10 {
+	if ok != 1 || replays != 1 {
 		t.Fatalf("%d OK and %d REPLAY records", ok, replays)
 	}
 	if e.metrics.Counts()["X402Replays"] != 10 {
@@ -692,28 +777,35 @@ func TestASlowSettlementStillDelivers(t *testing.T) {
 // TestTheSmokeWalletsOrderIsSmokeOnATestNetworkOnly: an order the smoke
 // test's wallet (X402_SMOKE_PAYER) pays on Base Sepolia is flagged smoke,
 // as is its payment record, and expires within a day, so that no figure
-// counts it and the smoke test may delete it; another wallet's order, or
-// the smoke wallet's on Base (real money), is an ordinary one.
+// counts it and the smoke test may delete it; the smoke wallet's order on
+// Base (real money), or another wallet's on a rail on Base Sepolia alone
+// (testnet), is an ordinary one.
 func TestTheSmokeWalletsOrderIsSmokeOnATestNetworkOnly(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
 	smokeKey := wallet(t)
-	e.h.SmokePayer = x402.AddressOf(smokeKey.PubKey())
-	offer := e.offer("/x402/query").Accepts // Base Sepolia, then Base
 	cases := []struct {
 		name  string
+		both  bool
 		key   *secp256k1.PrivateKey
-		req   x402.PaymentRequirements
 		smoke bool
 	}{
-		{"the smoke wallet on Base Sepolia", smokeKey, offer[0], true},
-		{"another wallet on Base Sepolia", wallet(t), offer[0], false},
-		{"the smoke wallet on Base", smokeKey, offer[1], false},
+		{"the smoke wallet on Base Sepolia beside Base", true, smokeKey, true},
+		{"the smoke wallet on Base", true, smokeKey, false},
+		{"the smoke wallet on Base Sepolia alone", false, smokeKey, true},
+		{"another wallet on Base Sepolia alone", false, wallet(t), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e.t = t
-			resp := e.do(request("/x402/query", body, e.sign(c.key, c.req, nil)))
+			e := newEnv(t)
+			ctx := context.Background()
+			e.h.SmokePayer = x402.AddressOf(smokeKey.PubKey())
+			if c.both {
+				e.both(smokeKey)
+			}
+			req := e.offer("/x402/query").Accepts[0]
+			if c.smoke && c.both {
+				req = onSepolia(req)
+			}
+			resp := e.do(request("/x402/query", body, e.sign(c.key, req, nil)))
 			var pending pendingAnswer
 			if resp.StatusCode != http.StatusAccepted || json.Unmarshal([]byte(resp.Body), &pending) != nil {
 				t.Fatalf("answered %d %s", resp.StatusCode, resp.Body)
@@ -835,5 +927,236 @@ func TestASettlementPastTheDeadlineIsAnsweredInTime(t *testing.T) {
 	}
 	if kinds := strings.Join(e.alerts.Kinds(), ","); !strings.Contains(kinds, "X402_SETTLE_UNCONFIRMED") {
 		t.Fatalf("alerts %s", kinds)
+	}
+}
+
+// TestBesideBaseTestMoneyPaysForTheSmokeTestAlone: with X402_NETWORKS
+// both, every route's 402 offers Base alone; a payment on Base Sepolia is
+// refused invalid_network with no claim, no order and no call to the
+// facilitator, unless its signature proves it the smoke wallet's (a
+// stranger naming the smoke wallet as payer is refused too); the smoke
+// wallet's settles.
+func TestBesideBaseTestMoneyPaysForTheSmokeTestAlone(t *testing.T) {
+	smokeKey := wallet(t)
+	smoke := x402.AddressOf(smokeKey.PubKey())
+	e := newEnv(t)
+	e.both(smokeKey)
+	for path := range Routes {
+		if accepts := e.offer(path).Accepts; len(accepts) != 1 || accepts[0].Network != x402.NetworkBase {
+			t.Fatalf("%s offers %+v, want Base alone", path, accepts)
+		}
+	}
+	cases := []struct {
+		name   string
+		key    *secp256k1.PrivateKey
+		mutate func(*x402.PaymentPayload)
+		reason string // "" for a payment that settles
+	}{
+		{"a stranger on Base Sepolia", wallet(t), nil, x402.ReasonInvalidNetwork},
+		{"a stranger naming the smoke wallet", wallet(t), func(p *x402.PaymentPayload) {
+			p.Payload.Authorization.From = smoke
+		}, x402.ReasonInvalidSignature},
+		{"the smoke wallet", smokeKey, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.both(smokeKey)
+			req := onSepolia(e.offer("/x402/query/premium").Accepts[0])
+			resp := e.do(request("/x402/query/premium", body, e.sign(c.key, req, c.mutate)))
+			if c.reason == "" {
+				if resp.StatusCode != http.StatusAccepted || e.settles() != 1 || len(e.generateJobs()) != 1 {
+					t.Fatalf("answered %d %s with %d settlements, want 202, settled and generated", resp.StatusCode, resp.Body, e.settles())
+				}
+				return
+			}
+			pr, _ := x402.DecodePaymentRequired(resp.Headers[x402.HeaderPaymentRequired])
+			if resp.StatusCode != http.StatusPaymentRequired || pr.Error != c.reason || len(pr.Accepts) != 1 || pr.Accepts[0].Network != x402.NetworkBase {
+				t.Fatalf("answered %d %+v, want 402 %s offering Base", resp.StatusCode, pr, c.reason)
+			}
+			if calls, claims, orders := len(e.fac.Calls()), e.claims(), e.agentOrders(); calls != 0 || claims != 0 || orders != 0 {
+				t.Fatalf("%d facilitator calls, %d claims, %d orders; want none", calls, claims, orders)
+			}
+			if recs := e.records(); len(recs) != 1 || recs[0].Status != audit.StatusInvalid || recs[0].Livemode {
+				t.Fatalf("records %+v, want one INVALID on the test network", recs)
+			}
+		})
+	}
+}
+
+// TestJunkHeadersWriteNoAuditRecord: headers that are no payment (not
+// base64 of JSON) or no well-formed one, sent many times, write no audit
+// record, claim nothing and call nobody: each is counted on its metric and
+// in the Ledger's count of the day, which the health job reports.
+func TestJunkHeadersWriteNoAuditRecord(t *testing.T) {
+	e := newEnv(t)
+	req := e.offer("/x402/query").Accepts[0]
+	valid := func(change func(*x402.PaymentPayload)) string {
+		p, err := x402.NewPayment(wallet(t), req, nil, e.clock.Now(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(&p)
+		h, err := x402.EncodeHeader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	headers := []struct {
+		header string
+		kind   store.PaymentJunk
+	}{
+		{"x", store.JunkUndecodable},
+		{"!!!!", store.JunkUndecodable},
+		{"bm90IGpzb24=", store.JunkUndecodable},
+		{strings.Repeat("A", x402.MaxHeaderBytes+4), store.JunkUndecodable},
+		{"e30=", store.JunkMalformed},
+		{valid(func(p *x402.PaymentPayload) { p.X402Version = 1 }), store.JunkMalformed},
+		{valid(func(p *x402.PaymentPayload) { p.Payload.Signature = "0x12" }), store.JunkMalformed},
+		{valid(func(p *x402.PaymentPayload) { p.Payload.Authorization.Nonce = "0x12" }), store.JunkMalformed},
+	}
+	const rounds = 5
+	want := map[store.PaymentJunk]int64{}
+	for range rounds {
+		for _, h := range headers {
+			resp := e.do(request("/x402/query", body, h.header))
+			if resp.StatusCode != http.StatusPaymentRequired {
+				t.Fatalf("%.20q answered %d %s", h.header, resp.StatusCode, resp.Body)
+			}
+			want[h.kind]++
+		}
+	}
+	if recs := testkit.AuditRecords(t, e.s3, e.f.Ref("AuditBucket")); len(recs) != 0 {
+		t.Fatalf("%d audit records for junk, want none: %+v", len(recs), recs[0])
+	}
+	if got := e.junk(); got[store.JunkUndecodable] != want[store.JunkUndecodable] || got[store.JunkMalformed] != want[store.JunkMalformed] {
+		t.Fatalf("the Ledger counts %v, want %v", got, want)
+	}
+	if m := e.metrics.Counts(); m[obs.X402Undecodable] != float64(want[store.JunkUndecodable]) || m[obs.X402Malformed] != float64(want[store.JunkMalformed]) {
+		t.Fatalf("metrics %v, want %v", m, want)
+	}
+	if calls, claims, orders := len(e.fac.Calls()), e.claims(), e.agentOrders(); calls != 0 || claims != 0 || orders != 0 {
+		t.Fatalf("%d facilitator calls, %d claims, %d orders; want none", calls, claims, orders)
+	}
+	// The day's count is the day's: tomorrow starts again.
+	e.clock.Add(24 * time.Hour)
+	if got := e.junk(); got[store.JunkUndecodable] != 0 || got[store.JunkMalformed] != 0 {
+		t.Fatalf("the next day counts %v, want none", got)
+	}
+}
+
+// TestARefusedPaymentIsRecordedOncePerPayerReasonAndHour: a well-formed
+// payment refused by the local check keeps its INVALID record, one per
+// payer (proved by the signature), reason and hour: ten expired payments
+// of one payer in an hour are one record; another payer, another reason or
+// the next hour is another; forged signatures, whatever payer they name,
+// are one record an hour between them.
+func TestARefusedPaymentIsRecordedOncePerPayerReasonAndHour(t *testing.T) {
+	e := newEnv(t)
+	req := e.offer("/x402/query").Accepts[0]
+	expired := func(p *x402.PaymentPayload) {
+		p.Payload.Authorization.ValidBefore = fmt.Sprint(e.clock.Now().Add(-time.Minute).Unix())
+	}
+	underpaid := func(p *x402.PaymentPayload) { p.Payload.Authorization.Value = "1" }
+	forged := func(p *x402.PaymentPayload) {
+		k := wallet(t)
+		p.Payload.Authorization.From = x402.AddressOf(k.PubKey()) // signed by another key below
+	}
+	payer, other := wallet(t), wallet(t)
+	send := func(key *secp256k1.PrivateKey, mutate func(*x402.PaymentPayload), n int, reason string) {
+		t.Helper()
+		for range n {
+			resp := e.do(request("/x402/query", body, e.sign(key, req, mutate)))
+			pr, _ := x402.DecodePaymentRequired(resp.Headers[x402.HeaderPaymentRequired])
+			if resp.StatusCode != http.StatusPaymentRequired || pr.Error != reason {
+				t.Fatalf("answered %d %q, want 402 %s", resp.StatusCode, pr.Error, reason)
+			}
+		}
+	}
+	count := func() int {
+		n := 0
+		for _, r := range e.records() {
+			if r.Status != audit.StatusInvalid || r.SessionID != "" || r.ErrorDetail == nil {
+				t.Fatalf("record %+v, want INVALID with no order and its reason", r)
+			}
+			n++
+		}
+		return n
+	}
+	send(payer, expired, 10, x402.ReasonValidBefore)
+	if n := count(); n != 1 {
+		t.Fatalf("%d records for ten refusals of one payer and reason in an hour, want 1", n)
+	}
+	send(other, expired, 3, x402.ReasonValidBefore)
+	send(payer, underpaid, 3, x402.ReasonValueMismatch)
+	if n := count(); n != 3 {
+		t.Fatalf("%d records after another payer and another reason, want 3", n)
+	}
+	send(payer, forged, 10, x402.ReasonInvalidSignature)
+	if n := count(); n != 4 {
+		t.Fatalf("%d records after ten forgeries naming ten payers, want 4", n)
+	}
+	e.clock.Add(time.Hour)
+	send(payer, expired, 2, x402.ReasonValidBefore)
+	if n := count(); n != 5 {
+		t.Fatalf("%d records after the next hour's refusal, want 5", n)
+	}
+	if calls, claims := len(e.fac.Calls()), e.claims(); calls != 0 || claims != 0 {
+		t.Fatalf("%d facilitator calls and %d claims for refused payments", calls, claims)
+	}
+}
+
+// TestASettlementOfAnotherPaymentIsUnconfirmed: a /settle that answers
+// success for another network, another payer or another amount than the
+// payment's (the fake facilitator over HTTP, told to) is not this
+// payment's settlement: X402_SETTLE_UNCONFIRMED, the order left unpaid
+// for the operator, no verdict; an answer that reports the right amount
+// settles.
+func TestASettlementOfAnotherPaymentIsUnconfirmed(t *testing.T) {
+	cases := []struct {
+		name      string
+		answer    fakefacilitator.SettleAnswer
+		confirmed bool
+	}{
+		{"another network", fakefacilitator.SettleAnswer{Network: string(x402.NetworkBase)}, false},
+		{"another payer", fakefacilitator.SettleAnswer{Payer: "0x1111111111111111111111111111111111111111"}, false},
+		{"no address for a payer", fakefacilitator.SettleAnswer{Payer: "someone"}, false},
+		{"another amount", fakefacilitator.SettleAnswer{Amount: "1"}, false},
+		{"the amount paid", fakefacilitator.SettleAnswer{Amount: "50000"}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			req := e.offer("/x402/query").Accepts[0]
+			if _, err := e.fac.Apply(fakefacilitator.Control{Answer: &c.answer}); err != nil {
+				t.Fatal(err)
+			}
+			resp := e.do(request("/x402/query", body, e.sign(wallet(t), req, nil)))
+			s, err := x402.DecodePaymentResponse(resp.Headers[x402.HeaderPaymentResponse])
+			if resp.StatusCode != http.StatusAccepted || err != nil {
+				t.Fatalf("answered %d %s, PAYMENT-RESPONSE %v", resp.StatusCode, resp.Body, err)
+			}
+			jobs := e.generateJobs()
+			recs := e.records()
+			if c.confirmed {
+				if !s.Success || len(jobs) != 1 || len(recs) != 1 || recs[0].Status != audit.StatusOK {
+					t.Fatalf("PAYMENT-RESPONSE %+v, %d jobs, records %+v; want settled and generated", s, len(jobs), recs)
+				}
+				return
+			}
+			if s.Success || s.ErrorReason != "settlement_unconfirmed" || len(jobs) != 0 {
+				t.Fatalf("PAYMENT-RESPONSE %+v, %d generation jobs; want settlement_unconfirmed and none", s, len(jobs))
+			}
+			if len(recs) != 1 || recs[0].Status != audit.StatusSettleUnconfirmed || !strings.Contains(*recs[0].ErrorDetail, "not this payment's") {
+				t.Fatalf("records %+v, want one SETTLE_UNCONFIRMED saying why", recs)
+			}
+			if o, _, _ := e.orders.Get(context.Background(), recs[0].SessionID); o.Status != oracle.StatusAwaitingPayment {
+				t.Fatalf("order %s, want AWAITING_PAYMENT for the operator", o.Status)
+			}
+			if kinds := e.alerts.Kinds(); len(kinds) != 1 || kinds[0] != "X402_SETTLE_UNCONFIRMED" {
+				t.Fatalf("alerts %v, want X402_SETTLE_UNCONFIRMED", kinds)
+			}
+		})
 	}
 }

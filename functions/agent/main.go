@@ -48,6 +48,7 @@ func main() {
 		// leave the request time to answer within API Gateway's 30 s.
 		Facilitator:    x402rail.NewFacilitator(cfg.FacilitatorURL, &http.Client{Timeout: 12 * time.Second}, cfg.FacilitatorKey),
 		Authorizations: ledger,
+		Junk:           ledger,
 		Orders:         orders,
 		Payer: &fulfil.Service{Orders: orders, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: fn.Metrics,
 			Hasher: cfg.Hasher, Log: log, Now: time.Now, Lease: cfg.JobLease, Retention: cfg.Retention},

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -43,17 +44,28 @@ type payment struct {
 func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Response {
 	p, err := x402.DecodePaymentSignature(header)
 	if err != nil {
-		h.record(ctx, t, audit.StatusInvalid, x402.ReasonInvalidPayload+": the PAYMENT-SIGNATURE header is not base64 of a JSON payment", "")
-		return h.required(t.tier, t.resource, x402.ReasonInvalidPayload)
+		return h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload)
 	}
 	t.payload = p
-	accepted, err := x402.CheckTerms(p, h.accepts(t.tier), h.Now(), h.SettleRoom)
+	accepted, err := x402.CheckTerms(p, h.payable(t.tier), h.Now(), h.SettleRoom)
 	if err != nil {
-		return h.invalid(ctx, t, err)
+		return h.invalid(ctx, t, err, false)
 	}
 	t.accepted = accepted
 	t.network, _ = x402.LookupNetwork(accepted.Network)
 	auth := p.Payload.Authorization
+	if h.smokeOnly(t.network) {
+		// Test money beside real money pays for the smoke test alone: the
+		// signature proves the payer before anything is claimed, ordered
+		// or asked of the facilitator.
+		if err := x402.CheckSigner(p, accepted); err != nil {
+			return h.invalid(ctx, t, err, false)
+		}
+		if !x402.SameAddress(auth.From, h.SmokePayer) {
+			return h.invalid(ctx, t, &x402.Refusal{Reason: x402.ReasonInvalidNetwork, Detail: fmt.Sprintf(
+				"%s takes the smoke test's wallet's payments only; this service sells on %s", accepted.Network, h.accepts(t.tier)[0].Network)}, true)
+		}
+	}
 
 	id, err := oracle.NewAgentOrderID(h.Random, !t.network.Testnet)
 	if err != nil {
@@ -88,7 +100,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		if err == nil && first {
 			h.release(ctx, t)
 		}
-		return h.invalid(ctx, t, forged)
+		return h.invalid(ctx, t, forged, false)
 	}
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err)
@@ -97,7 +109,8 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		t.order.SessionID = owner
 		ctx = obs.WithOrder(ctx, owner)
 		h.Metrics.Count(obs.X402Replays, 1)
-		h.record(ctx, t, audit.StatusReplay, "authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again", "")
+		h.refused(ctx, t, audit.StatusReplay, x402.ReasonNonceAlreadyUsed, true,
+			"authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again")
 		h.logFor(t).WarnContext(ctx, "x402 authorization presented again; refused")
 		return h.required(t.tier, t.resource, x402.ReasonNonceAlreadyUsed)
 	}
@@ -140,7 +153,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	s, lost, err := h.settle(fctx, t)
 	switch {
 	case err != nil || (lost && !s.Success):
-		return h.unconfirmed(ctx, t, s, err)
+		return h.unconfirmed(ctx, t, s, lostWhy(s, err))
 	case !s.Success:
 		h.failed(ctx, t, "settle_refused")
 		h.Metrics.Count(obs.X402Refused, 1)
@@ -152,19 +165,58 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		h.settlementHeader(&resp, s, t)
 		return resp
 	}
+	// A success is this payment's only when it says so: a settlement on
+	// another network, of another payer or another amount proves nothing,
+	// and the money may have moved for this one or not.
+	if err := x402.CheckSettlement(s, accepted, auth); err != nil {
+		return h.unconfirmed(ctx, t, s, "the facilitator answered a success that is not this payment's ("+err.Error()+")")
+	}
 	return h.settled(ctx, t, s)
 }
 
-// invalid answers a payment the local check refused: one INVALID record and
-// a 402 whose error is the refusal's reason.
-func (h *Handler) invalid(ctx context.Context, t *payment, err error) httpapi.Response {
+// invalid answers a payment the local check refused with a 402 whose error
+// is the refusal's reason. A malformed payment is counted, not recorded; a
+// well-formed one is recorded once per payer, reason and hour (refused).
+// proven says that the signature was checked as the payer's.
+func (h *Handler) invalid(ctx context.Context, t *payment, err error, proven bool) httpapi.Response {
 	reason := x402.ReasonInvalidPayload
 	var r *x402.Refusal
 	if errors.As(err, &r) {
 		reason = r.Reason
 	}
-	h.record(ctx, t, audit.StatusInvalid, err.Error(), "")
+	if x402.Malformed(reason) {
+		return h.junk(ctx, t, store.JunkMalformed, reason)
+	}
+	h.refused(ctx, t, audit.StatusInvalid, reason, proven, err.Error())
 	return h.required(t.tier, t.resource, reason)
+}
+
+// junk answers a header that is no payment to record (undecodable or
+// malformed): it is counted, on the metric and in the Ledger's count of
+// the day that the health job reports, and nothing else is written. Anyone
+// can send one at the API's rate, and an audit record is locked for years.
+func (h *Handler) junk(ctx context.Context, t *payment, kind store.PaymentJunk, reason string) httpapi.Response {
+	metric := obs.X402Malformed
+	if kind == store.JunkUndecodable {
+		metric = obs.X402Undecodable
+	}
+	h.Metrics.Count(metric, 1)
+	if err := h.Junk.CountPaymentJunk(ctx, kind); err != nil {
+		h.logFor(t).ErrorContext(ctx, "counting a refused payment header failed", "kind", string(kind), "error", err.Error())
+	}
+	return h.required(t.tier, t.resource, reason)
+}
+
+// lostWhy says why a settlement is unconfirmed after an answer was lost.
+func lostWhy(s x402.SettleResponse, err error) string {
+	why := "the settlement's answer was lost and its retries did not confirm it"
+	if err != nil {
+		return why + ": " + err.Error()
+	}
+	if s.ErrorReason != "" {
+		why += " (a retry was refused: " + reasonOf(s.ErrorReason, s.ErrorMessage) + ")"
+	}
+	return why
 }
 
 // settle asks the facilitator to settle, sending the same payload again
@@ -196,7 +248,7 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 		// Money moved and the order could not be recorded as paid: the
 		// operator confirms it by hand; the agent polls meanwhile.
 		h.logFor(t).ErrorContext(ctx, "settled, but the order could not be recorded as paid", "error", err.Error())
-		return h.unconfirmed(ctx, t, s, fmt.Errorf("settled in %s, but recording the order as paid failed: %w", s.Transaction, err))
+		return h.unconfirmed(ctx, t, s, fmt.Sprintf("settled in %s, but recording the order as paid failed: %v", s.Transaction, err))
 	}
 	t.order.Status = oracle.StatusPaid
 	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
@@ -213,16 +265,10 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	return resp
 }
 
-// unconfirmed answers a settlement nobody can confirm: the order waits,
-// unpaid and not generated, for the operator, who checks the chain; the
-// agent is given the address to poll.
-func (h *Handler) unconfirmed(ctx context.Context, t *payment, s x402.SettleResponse, cause error) httpapi.Response {
-	why := "the settlement's answer was lost and its retries did not confirm it"
-	if cause != nil {
-		why += ": " + cause.Error()
-	} else if s.ErrorReason != "" {
-		why += " (a retry was refused: " + reasonOf(s.ErrorReason, s.ErrorMessage) + ")"
-	}
+// unconfirmed answers a settlement nobody can confirm (why says what was
+// seen): the order waits, unpaid and not generated, for the operator, who
+// checks the chain; the agent is given the address to poll.
+func (h *Handler) unconfirmed(ctx context.Context, t *payment, s x402.SettleResponse, why string) httpapi.Response {
 	h.Metrics.Count(obs.X402Unconfirmed, 1)
 	h.record(ctx, t, audit.StatusSettleUnconfirmed, why, s.Transaction)
 	auth := t.payload.Payload.Authorization
@@ -266,9 +312,32 @@ func (h *Handler) release(ctx context.Context, t *payment) {
 	}
 }
 
-// record writes the audit record of one verification outcome (AUDIT_TRAIL's
-// x402 form).
+// record writes the audit record of one verification outcome of an order
+// (AUDIT_TRAIL's x402 form).
 func (h *Handler) record(ctx context.Context, t *payment, status audit.Status, detail, tx string) {
+	h.Audit.Record(ctx, h.recordOf(t, status, detail, tx), audit.RecordID(t.order.SessionID, audit.NameX402, statusPart(status), t.request))
+}
+
+// refused writes the record of a well-formed payment refused for reason
+// before anything was settled for it (a local check, a replay): anyone can
+// send it again at will, so it is kept once per payer, reason and hour, as
+// the verdict API keeps a served verdict's (audit.Hourly). The payer is the
+// keyed hash of the address the signature proves (proven, or proved here
+// against the payment's own terms), else "unproven": an address no
+// signature backs costs nothing to vary.
+func (h *Handler) refused(ctx context.Context, t *payment, status audit.Status, reason string, proven bool, detail string) {
+	r := h.recordOf(t, status, detail, "")
+	payer := "unproven"
+	if proven || x402.CheckSigner(t.payload, t.payload.Accepted) == nil {
+		payer = strings.TrimPrefix(h.Hasher.Hash(checksummed(t.payload.Payload.Authorization.From)), audit.HashPrefix)
+	} else {
+		r.Payer = ""
+	}
+	h.Audit.Record(ctx, r, audit.RecordID("x402-"+payer, audit.NameX402, statusPart(status), reason, audit.Hourly(h.Now())))
+}
+
+// recordOf is the x402 record of one outcome.
+func (h *Handler) recordOf(t *payment, status audit.Status, detail, tx string) audit.Record {
 	now := h.Now()
 	r := audit.Record{
 		Timestamp: now.UTC(), SessionID: t.order.SessionID, Tier: string(t.tier), QueryHash: h.Hasher.Hash(t.query),
@@ -292,11 +361,7 @@ func (h *Handler) record(ctx context.Context, t *payment, status audit.Status, d
 	if status != audit.StatusOK {
 		r.ErrorDetail = audit.Detail(oracle.Clip(audit.WithoutAddresses(detail), 500))
 	}
-	id := audit.RecordID(t.order.SessionID, audit.NameX402, statusPart(status), t.request)
-	if t.order.SessionID == "" {
-		id = audit.RecordID("x402-"+t.request, audit.NameX402, statusPart(status))
-	}
-	h.Audit.Record(ctx, r, id)
+	return r
 }
 
 // settlementHeader adds PAYMENT-RESPONSE, on success and on failure.

@@ -447,3 +447,31 @@ func facilitatorCheck(f SupportedKinds, networks []x402.NetworkInfo) Check {
 		return health.OK, fmt.Sprintf("x402 v%d %s supported on %s", x402.Version, x402.SchemeExact, strings.Join(listed, ", ")), nil
 	}}
 }
+
+// JunkCounts reads one day's counts of the payment headers the agent rail
+// refused without an audit record (store.Ledger).
+type JunkCounts interface {
+	PaymentJunk(ctx context.Context, day time.Time) (map[store.PaymentJunk]int64, error)
+}
+
+// paymentJunkCheck puts yesterday's and today's (UTC) counts of the agent
+// rail's undecodable and malformed payment headers in the run's figures:
+// they are counted there, not audited one by one. A count is no failure
+// (the X402Undecodable and X402Malformed metrics show a burst as it
+// happens); a Ledger that cannot be read is.
+func paymentJunkCheck(l JunkCounts, now func() time.Time) Check {
+	return Check{Name: "x402_junk", Run: func(ctx context.Context, rec *health.Record) (health.Status, string, error) {
+		today := now().UTC()
+		figures := map[string]health.PaymentJunk{}
+		for _, day := range []time.Time{today.AddDate(0, 0, -1), today} {
+			n, err := l.PaymentJunk(ctx, day)
+			if err != nil {
+				return "", "", err
+			}
+			figures[day.Format(time.DateOnly)] = health.PaymentJunk{Undecodable: n[store.JunkUndecodable], Malformed: n[store.JunkMalformed]}
+		}
+		rec.X402Junk = figures
+		f := figures[today.Format(time.DateOnly)]
+		return health.OK, fmt.Sprintf("payment headers refused unrecorded today (UTC): %d undecodable, %d malformed", f.Undecodable, f.Malformed), nil
+	}}
+}

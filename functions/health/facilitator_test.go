@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"42sisters.ai/oracle/infra/fakes/fakefacilitator"
 	"42sisters.ai/oracle/shared/health"
+	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/x402"
 	"42sisters.ai/oracle/shared/x402rail"
 )
@@ -89,5 +93,39 @@ func TestTheFacilitatorIsChecked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTheRefusedPaymentHeadersAreFigures: the payment headers the agent
+// rail counted instead of auditing (the Ledger's count per kind and UTC
+// day, written as the agent function writes it) are the run's figures,
+// yesterday's and today's, and the check's detail names today's.
+func TestTheRefusedPaymentHeadersAreFigures(t *testing.T) {
+	e := newLifecycleEnv(t)
+	ctx := context.Background()
+	count := func(kind store.PaymentJunk, n int) {
+		for range n {
+			if err := e.ledger.CountPaymentJunk(ctx, kind); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count(store.JunkMalformed, 4) // yesterday
+	e.clock.Add(24 * time.Hour)
+	count(store.JunkUndecodable, 3)
+	count(store.JunkMalformed, 2)
+	e.h.Checks = []Check{paymentJunkCheck(e.ledger, e.clock.Now)}
+	rec, alerts := e.run(t)
+	today, yesterday := e.clock.Now().UTC().Format(time.DateOnly), e.clock.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
+	want := map[string]health.PaymentJunk{today: {Undecodable: 3, Malformed: 2}, yesterday: {Malformed: 4}}
+	if !reflect.DeepEqual(rec.X402Junk, want) {
+		t.Fatalf("figures %+v, want %+v", rec.X402Junk, want)
+	}
+	if c := rec.Checks[0]; c.Name != "x402_junk" || c.Status != health.OK || !strings.Contains(c.Detail, "3 undecodable, 2 malformed") || len(alerts) != 0 {
+		t.Fatalf("check %+v, alerts %q", c, alerts)
+	}
+	kept, found, err := e.ledger.LatestHealth(ctx)
+	if err != nil || !found || !reflect.DeepEqual(kept.X402Junk, want) {
+		t.Fatalf("the kept record's figures %+v (%v %v), want %+v", kept.X402Junk, found, err, want)
 	}
 }

@@ -94,7 +94,7 @@ func main() {
 	)
 	if cfg.Rail.On() {
 		f := x402rail.NewFacilitator(cfg.Rail.FacilitatorURL, &http.Client{Timeout: 5 * time.Second}, cfg.Rail.FacilitatorKey)
-		checks = append(checks, facilitatorCheck(f, cfg.Rail.Networks))
+		checks = append(checks, facilitatorCheck(f, cfg.Rail.Networks), paymentJunkCheck(ledger, time.Now))
 	}
 	h.Checks = checks
 	h.Reconcile = &Reconciler{

@@ -321,7 +321,7 @@ func (h *Handler) serve(ctx context.Context, o oracle.Order, arrived time.Time) 
 	now := h.Now()
 	r := audit.OfOrder(h.Hasher, o, audit.SourceCacheHit, audit.EventVerdictServed, audit.StatusCached, arrived, now)
 	// A failed audit write alerts; the customer still gets the verdict.
-	h.Audit.Record(ctx, r, audit.RecordID(o.SessionID, audit.NameServed, now.UTC().Truncate(time.Hour).Unix()))
+	h.Audit.Record(ctx, r, audit.RecordID(o.SessionID, audit.NameServed, audit.Hourly(now)))
 	a := answer{
 		Status: "ready", Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query, Verdict: json.RawMessage(o.Verdict),
 		CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -116,8 +117,12 @@ const (
 	NameOperator RecordName = "operator"
 
 	// NameX402: -<status>-<request>: one verification outcome of an x402
-	// payment, the request being the invocation that met it (the API's
-	// requests are never retried, so each is one event).
+	// payment's order, the request being the invocation that met it (the
+	// API's requests are never retried, so each is one event). A payment
+	// refused before it has an order, or replayed, is anyone's to send
+	// again: its record is "x402-<payer>.x402-<status>-<reason>-<hour>"
+	// (Hourly), one per payer (the hex of the keyed hash of the address its
+	// signature proves, or "unproven"), reason and hour.
 	NameX402 RecordName = "x402"
 
 	// An inbox message's records, named with InboxRecordID: its receipt,
@@ -157,6 +162,14 @@ func RecordID(session string, name RecordName, parts ...any) string {
 	}
 	return b.String()
 }
+
+// Hourly is the part of a record's id that keeps one record of an event
+// per hour: the writer writes an id once, so the hour's first event is
+// recorded and the others find it there. For events that anyone can repeat
+// at will (a result page reloaded, a refused payment sent again), whose
+// records are locked for years and would otherwise grow the log without
+// bound.
+func Hourly(t time.Time) int64 { return t.UTC().Truncate(time.Hour).Unix() }
 
 // NameChatSubscription: -<event id>: one of Stripe's events about a chat
 // subscription, as applied (with ChatRecordID).

@@ -101,6 +101,16 @@ type Record struct {
 	PastTTL   int64          `json:"past_ttl"`
 	Queues    []Queue        `json:"queues"`
 	Reconcile Reconciliation `json:"reconcile"`
+	// X402Junk counts, by UTC date (yesterday and today so far), the agent
+	// rail's payment headers refused without an audit record each.
+	X402Junk map[string]PaymentJunk `json:"x402_junk,omitempty"`
+}
+
+// PaymentJunk is one day's count of payment headers that were no payment
+// (undecodable) or no well-formed one (malformed).
+type PaymentJunk struct {
+	Undecodable int64 `json:"undecodable"`
+	Malformed   int64 `json:"malformed"`
 }
 
 // OverallOf is the worst status of the checks.

@@ -55,6 +55,12 @@ const (
 	X402Refused     = "X402Refused"
 	X402Replays     = "X402Replays"
 	X402Unconfirmed = "X402Unconfirmed"
+	// Payment headers refused without an audit record each: not base64 of
+	// a JSON payment (X402Undecodable), or no well-formed one
+	// (X402Malformed). The Ledger keeps each day's count for the health
+	// job's figures.
+	X402Undecodable = "X402Undecodable"
+	X402Malformed   = "X402Malformed"
 
 	// Sisters Chat: exchanges answered, subscriptions bought (a trial's
 	// conversion), messages the model could not answer, apologies.

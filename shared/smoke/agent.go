@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
@@ -142,10 +143,24 @@ func (r *Runner) agentPayment(ctx context.Context, st *run) (string, error) {
 			req = a
 		}
 	}
+	// Beside Base (X402Networks both) the 402 offers Base alone, and the
+	// agent function takes Base Sepolia from the smoke wallet only: the
+	// same price to the same wallet, on the test network.
+	for _, a := range pr.Accepts {
+		if req.Network == "" && a.Network == x402.NetworkBase {
+			sepolia, _ := x402.LookupNetwork(x402.NetworkBaseSepolia)
+			amount, err := strconv.ParseInt(a.Amount, 10, 64)
+			if err != nil {
+				return "", fmt.Errorf("the 402 asks %q units on Base: %w", oracle.Clip(a.Amount, 40), err)
+			}
+			req = x402.Requirement(sepolia, amount, a.PayTo, time.Duration(a.MaxTimeoutSeconds)*time.Second)
+			req.Scheme = a.Scheme
+		}
+	}
 	price := strconv.FormatInt(oracle.TierQuick.PriceUSDCAtomic(), 10)
 	switch {
 	case req.Network == "":
-		return "", errors.New("the 402 offers no Base Sepolia requirement")
+		return "", errors.New("the 402 offers neither Base Sepolia nor Base")
 	case req.Scheme != x402.SchemeExact || req.Amount != price || !x402.SameAddress(req.PayTo, r.Agent.PayTo):
 		return "", fmt.Errorf("the 402 asks %q units in scheme %q to %s, want %s in %q to X402PayTo %s",
 			oracle.Clip(req.Amount, 40), oracle.Clip(req.Scheme, 20), oracle.Clip(req.PayTo, 64), price, x402.SchemeExact, r.Agent.PayTo)

@@ -153,3 +153,27 @@ func AuthorizationID(n Network, asset string, a Authorization) (string, error) {
 	}
 	return fmt.Sprintf("%s/0x%x/0x%x/0x%x", n, contract, from, nonce), nil
 }
+
+// CheckSettlement compares a successful settlement's answer with the
+// payment it was asked to settle: the facilitator's network must be req's,
+// its payer the authorization's from (in any case), and its amount, when it
+// reports one (the specification's SettleResponse has none; some
+// facilitators add it), req's amount. An answer about another network,
+// payer or amount proves nothing about this payment, whatever its success
+// says.
+func CheckSettlement(s SettleResponse, req PaymentRequirements, a Authorization) error {
+	if s.Network != req.Network {
+		return fmt.Errorf("x402: the settlement answered is on network %q, the payment is on %s", clip(string(s.Network)), req.Network)
+	}
+	if !SameAddress(s.Payer, a.From) {
+		return fmt.Errorf("x402: the settlement answered names payer %q, the payment's is %s", clip(s.Payer), clip(a.From))
+	}
+	if s.Amount != "" {
+		got, err := parseUint256(s.Amount)
+		want, ok := new(big.Int).SetString(req.Amount, 10)
+		if err != nil || !ok || got.Cmp(want) != 0 {
+			return fmt.Errorf("x402: the settlement answered moved %q units, the payment is for %s", clip(s.Amount), req.Amount)
+		}
+	}
+	return nil
+}

@@ -11,7 +11,7 @@ import (
 
 // specHeaders are the reference specification's own header examples
 // (testdata/spec_headers.txt, copied from specs/transports-v2/http.md).
-func specHeaders(t *testing.T) map[string][]string {
+func specHeaders(t testing.TB) map[string][]string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/spec_headers.txt")
 	if err != nil {

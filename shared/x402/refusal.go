@@ -32,6 +32,20 @@ const (
 	ReasonTransactionFailed   = "invalid_exact_evm_transaction_failed"
 )
 
+// Malformed reports whether a refusal's reason says that the payment is no
+// well-formed one: a header that does not decode, a version or scheme this
+// server does not speak, a field that does not parse, no signature or one
+// of the wrong shape. The other reasons refuse a well-formed payment for
+// what it says (its network, asset, payee, amount, validity window or
+// signer), or a replay.
+func Malformed(reason string) bool {
+	switch reason {
+	case ReasonInvalidPayload, ReasonInvalidVersion, ReasonUnsupportedScheme, ReasonMalformedExact, ReasonMissingSignature, ReasonSignatureFormat:
+		return true
+	}
+	return false
+}
+
 // Refusal is a payment this package refused: Reason is a protocol error code
 // (one of the Reason constants), Detail says what exactly was wrong.
 type Refusal struct {

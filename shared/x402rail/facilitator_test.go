@@ -140,6 +140,18 @@ func TestSettingsFromTheEnvironment(t *testing.T) {
 		{"no facilitator", map[string]string{"X402_PAY_TO": payTo}, []x402.Network{x402.NetworkBaseSepolia}, "X402_FACILITATOR_URL"},
 		{"a bad key", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "https://x402.org/facilitator", "X402_FACILITATOR_KEY": "just-one-part"},
 			[]x402.Network{x402.NetworkBaseSepolia}, "X402_FACILITATOR_KEY"},
+		// The facilitator's answer says whether money moved: plain http is
+		// refused except to a loopback address (the local stack's fake).
+		{"http to another host", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "http://x402.org/facilitator"},
+			[]x402.Network{x402.NetworkBaseSepolia}, "X402_FACILITATOR_URL"},
+		{"http to a private address", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "http://10.0.0.7:3005"},
+			[]x402.Network{x402.NetworkBaseSepolia}, "X402_FACILITATOR_URL"},
+		{"http to a host named like loopback", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "http://127.0.0.1.evil.example"},
+			[]x402.Network{x402.NetworkBaseSepolia}, "X402_FACILITATOR_URL"},
+		{"http to 127.0.0.1", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "http://127.0.0.1:3005"}, []x402.Network{x402.NetworkBaseSepolia}, ""},
+		{"http to 127.8.9.10", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "http://127.8.9.10:3005"}, []x402.Network{x402.NetworkBaseSepolia}, ""},
+		{"http to localhost", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "http://localhost:3005"}, []x402.Network{x402.NetworkBaseSepolia}, ""},
+		{"http to ::1", map[string]string{"X402_PAY_TO": payTo, "X402_FACILITATOR_URL": "http://[::1]:3005"}, []x402.Network{x402.NetworkBaseSepolia}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := config.New(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }, nil)

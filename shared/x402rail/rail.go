@@ -8,6 +8,8 @@ package x402rail
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"42sisters.ai/oracle/shared/config"
@@ -60,6 +62,11 @@ func FromEnv(ctx context.Context, env *config.Env) Settings {
 		s.Networks = append(s.Networks, info)
 	}
 	s.FacilitatorURL = env.URL("X402_FACILITATOR_URL")
+	if s.FacilitatorURL != "" {
+		if err := CheckFacilitatorURL(s.FacilitatorURL); err != nil {
+			env.Invalid("X402_FACILITATOR_URL", err)
+		}
+	}
 	s.FacilitatorKey = env.Credential(ctx, "X402_FACILITATOR_KEY", false)
 	if k := s.FacilitatorKey.Get(); k != "" {
 		if _, err := Authorizer(k); err != nil {
@@ -67,6 +74,27 @@ func FromEnv(ctx context.Context, env *config.Env) Settings {
 		}
 	}
 	return s
+}
+
+// CheckFacilitatorURL refuses a facilitator reached over plain http,
+// except on a loopback address (localhost, 127.0.0.0/8, ::1: the local
+// stack's fake): the facilitator's answer says whether money moved, and
+// its key travels with each request.
+func CheckFacilitatorURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("must be an absolute https:// URL, got %q", raw)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		host := u.Hostname()
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("must be https:// (plain http only to a loopback address, the local stack's), got %q", raw)
 }
 
 // Authorizer is the CDP facilitator's authorizer for its API key pair,

@@ -64,7 +64,7 @@ func (s *Server) handleSettle(w http.ResponseWriter, r *http.Request) {
 	// The checks and the transfer are one step, as one transaction on a
 	// chain is: two settles of one authorization cannot both pass.
 	s.mu.Lock()
-	mode, slow := s.control.Settle, time.Duration(s.control.SlowMS)*time.Millisecond
+	mode, slow, shape := s.control.Settle, time.Duration(s.control.SlowMS)*time.Millisecond, s.control.Answer
 	no = s.onChain(t)
 	tx := ""
 	switch {
@@ -98,7 +98,9 @@ func (s *Server) handleSettle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.finish(call, "settled", tx, http.StatusOK)
-	s.writeJSON(w, http.StatusOK, settleResponse{Success: true, Payer: t.from, Transaction: tx, Network: string(t.network)})
+	answer := settleResponse{Success: true, Payer: t.from, Transaction: tx, Network: string(t.network)}
+	shape.shape(&answer)
+	s.writeJSON(w, http.StatusOK, answer)
 }
 
 // read reads and checks the body of a /verify or /settle request and

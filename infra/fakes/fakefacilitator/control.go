@@ -53,17 +53,56 @@ type Control struct {
 	Balances map[string]string `json:"balances,omitempty"`
 	// Faucet is the balance of an address not seen before, in atomic units.
 	Faucet string `json:"faucet,omitempty"`
+	// Answer changes what a settlement that succeeds answers, as a
+	// facilitator answering for another payment would: its network, its
+	// payer, and an amount (which the specification's answer does not
+	// carry). The money moves as the payment says all the same; {} answers
+	// truthfully again.
+	Answer *SettleAnswer `json:"answer,omitempty"`
 	// Reset returns the fake to New's state: settle ok, up, the default
-	// faucet, no balances, no authorization used. The calls are kept.
+	// faucet, no balances, no authorization used, truthful answers. The
+	// calls are kept.
 	Reset bool `json:"reset,omitempty"`
+}
+
+// SettleAnswer is what a successful settlement's answer says instead of
+// the truth; an empty field leaves that part true.
+type SettleAnswer struct {
+	Network string `json:"network,omitempty"`
+	Payer   string `json:"payer,omitempty"`
+	Amount  string `json:"amount,omitempty"`
+}
+
+// shape changes a successful settlement's answer as a says.
+func (a SettleAnswer) shape(r *settleResponse) {
+	if a.Network != "" {
+		r.Network = a.Network
+	}
+	if a.Payer != "" {
+		r.Payer = a.Payer
+	}
+	r.Amount = a.Amount
+}
+
+func (a SettleAnswer) validate() error {
+	for name, v := range map[string]string{"network": a.Network, "payer": a.Payer, "amount": a.Amount} {
+		if len(v) > 100 {
+			return fmt.Errorf("answer.%s is over 100 bytes", name)
+		}
+	}
+	if _, ok := parseUint256(a.Amount); a.Amount != "" && !ok {
+		return fmt.Errorf("answer.amount must be a decimal amount in atomic units, got %q", a.Amount)
+	}
+	return nil
 }
 
 // State is the fake's behaviour, as POST /_control answers it.
 type State struct {
-	Settle SettleMode `json:"settle"`
-	SlowMS int        `json:"slow_ms"`
-	Down   bool       `json:"down"`
-	Faucet string     `json:"faucet"`
+	Settle SettleMode    `json:"settle"`
+	SlowMS int           `json:"slow_ms"`
+	Down   bool          `json:"down"`
+	Faucet string        `json:"faucet"`
+	Answer *SettleAnswer `json:"answer,omitempty"`
 }
 
 // modes is the part of a Control that holds between requests.
@@ -71,6 +110,7 @@ type modes struct {
 	Settle SettleMode
 	SlowMS int
 	Down   bool
+	Answer SettleAnswer
 }
 
 // Apply changes the fake as c says, all of it or, when c is invalid,
@@ -95,6 +135,9 @@ func (s *Server) Apply(c Control) (State, error) {
 	if c.Down != nil {
 		next.Down = *c.Down
 	}
+	if c.Answer != nil {
+		next.Answer = *c.Answer
+	}
 	if err := next.validate(); err != nil {
 		return State{}, fmt.Errorf("apply control: %w", err)
 	}
@@ -113,7 +156,11 @@ func (s *Server) Apply(c Control) (State, error) {
 
 // state returns the fake's State. The caller holds s.mu.
 func (s *Server) state() State {
-	return State{Settle: s.control.Settle, SlowMS: s.control.SlowMS, Down: s.control.Down, Faucet: s.faucet.String()}
+	st := State{Settle: s.control.Settle, SlowMS: s.control.SlowMS, Down: s.control.Down, Faucet: s.faucet.String()}
+	if a := s.control.Answer; a != (SettleAnswer{}) {
+		st.Answer = &a
+	}
+	return st
 }
 
 func (m modes) validate() error {
@@ -126,7 +173,7 @@ func (m modes) validate() error {
 	if m.Settle == SettleSlow && m.SlowMS == 0 {
 		return errors.New("settle slow needs slow_ms above 0")
 	}
-	return nil
+	return m.Answer.validate()
 }
 
 // amounts reads c's faucet and balances (keyed by lower-case address).

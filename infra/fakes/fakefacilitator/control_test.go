@@ -2,6 +2,7 @@ package fakefacilitator_test
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,6 +26,8 @@ func TestControlIsValidatedWhole(t *testing.T) {
 		// A valid part does not apply when another part is invalid.
 		`{"down":true,"balances":{"` + payTo + `":"7"},"settle":"never"}`,
 		`{"reset":true,"faucet":"x"}`,
+		`{"answer":{"amount":"seven"}}`,
+		`{"answer":"eip155:1"}`,
 		`{"sttle":"ok"}`,
 		`{"down":true} {"down":false}`,
 		`[]`,
@@ -36,7 +39,7 @@ func TestControlIsValidatedWhole(t *testing.T) {
 			}
 		})
 	}
-	if st := f.control(t, `{}`); st != (fakefacilitator.State{Settle: "ok", Faucet: "10000000"}) {
+	if st := f.control(t, `{}`); !reflect.DeepEqual(st, fakefacilitator.State{Settle: "ok", Faucet: "10000000"}) {
 		t.Errorf("state %+v after invalid controls, want New's", st)
 	}
 	if b := f.balances(t); len(b) != 1 || b[strings.ToLower(payer)] != "5" {
@@ -57,11 +60,16 @@ func TestControlChangesWhatItNames(t *testing.T) {
 		{`{"down":true}`, fakefacilitator.State{Settle: "slow", SlowMS: 2500, Down: true, Faucet: "10000000"}},
 		{`{"faucet":"0"}`, fakefacilitator.State{Settle: "slow", SlowMS: 2500, Down: true, Faucet: "0"}},
 		{`{"settle":"lose","down":false}`, fakefacilitator.State{Settle: "lose", SlowMS: 2500, Faucet: "0"}},
+		{`{"answer":{"network":"eip155:1","amount":"7"}}`, fakefacilitator.State{Settle: "lose", SlowMS: 2500, Faucet: "0",
+			Answer: &fakefacilitator.SettleAnswer{Network: "eip155:1", Amount: "7"}}},
+		{`{"answer":{}}`, fakefacilitator.State{Settle: "lose", SlowMS: 2500, Faucet: "0"}},
+		{`{"answer":{"payer":"0x1111111111111111111111111111111111111111"}}`, fakefacilitator.State{Settle: "lose", SlowMS: 2500, Faucet: "0",
+			Answer: &fakefacilitator.SettleAnswer{Payer: "0x1111111111111111111111111111111111111111"}}},
 		{`{"reset":true,"settle":"refuse"}`, fakefacilitator.State{Settle: "refuse", Faucet: "10000000"}},
 		{`{"reset":true}`, fakefacilitator.State{Settle: "ok", Faucet: "10000000"}},
 	}
 	for _, s := range steps {
-		if got := f.control(t, s.body); got != s.want {
+		if got := f.control(t, s.body); !reflect.DeepEqual(got, s.want) {
 			t.Errorf("%s: state %+v, want %+v", s.body, got, s.want)
 		}
 	}

@@ -41,6 +41,7 @@
 //	curl localhost:PORT/_control -d '{"settle":"slow","slow_ms":40000}'
 //	curl localhost:PORT/_control -d '{"down":true}'
 //	curl localhost:PORT/_control -d '{"faucet":"0","balances":{"0x…":"50000"}}'
+//	curl localhost:PORT/_control -d '{"answer":{"network":"eip155:8453"}}'
 //	curl localhost:PORT/_control -d '{"reset":true}'
 //
 // The ledger is one test USDC for both networks, addresses compared without

@@ -24,7 +24,9 @@ type verifyResponse struct {
 	Payer          string `json:"payer,omitempty"`
 }
 
-// settleResponse is the answer to POST /settle.
+// settleResponse is the answer to POST /settle. Amount is no field of the
+// specification's: the fake sends it only when told to (Control.Answer),
+// as a facilitator that reports what it moved does.
 type settleResponse struct {
 	Success      bool   `json:"success"`
 	ErrorReason  string `json:"errorReason,omitempty"`
@@ -32,6 +34,7 @@ type settleResponse struct {
 	Payer        string `json:"payer,omitempty"`
 	Transaction  string `json:"transaction"`
 	Network      string `json:"network"`
+	Amount       string `json:"amount,omitempty"`
 }
 
 // supportedKind and supportedResponse are the answer to GET /supported.

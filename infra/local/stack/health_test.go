@@ -32,7 +32,7 @@ var healthChecks = []string{
 	"audit_bucket", "chat_subscriptions", "email", "ledger_table", "model_circuit", "model_key", "orders", "orders_table",
 	"queue_dead_letters", "queue_generate", "queue_mail",
 	"queue_mail_events", "stripe", "stripe_reconcile", "verdict_integrity",
-	"x402_facilitator", // the agent rail is on in the local stack
+	"x402_facilitator", "x402_junk", // the agent rail is on in the local stack
 }
 
 // GET /api/health through the front door of a fresh stack started as
