@@ -97,6 +97,7 @@ fuzz-core:
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),30000x) ./shared/sosfilter
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePayment$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/x402
+	$(GO) test -run '^$$$$' -fuzz '^FuzzCanonical$$$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/mailaddr
 
 ## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's six crash points, each ending with one verdict and one email (two when killed after the send, before its record); prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
 CRASH_ORDERS ?= 10
