@@ -104,7 +104,8 @@ func usageOf(item map[string]types.AttributeValue, today string) Usage {
 	return u
 }
 
-// Usage reads the account's counts: ErrNoAccount when there is none.
+// Usage reads the account's counts: ErrNoAccount when there is none, or
+// only one whose time has passed (an unconfirmed account's expires_at).
 func (s *Store) Usage(ctx context.Context, account string) (Usage, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
@@ -114,10 +115,11 @@ func (s *Store) Usage(ctx context.Context, account string) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("read account: %w", err)
 	}
-	if out.Item == nil {
+	now := s.now()
+	if out.Item == nil || expired(out.Item, now) {
 		return Usage{}, ErrNoAccount
 	}
-	return usageOf(out.Item, day(s.now())), nil
+	return usageOf(out.Item, day(now)), nil
 }
 
 // spend is one conditional update that takes an exchange: cond must hold
@@ -258,10 +260,15 @@ func names(expr, placeholder, name string) map[string]string {
 
 // Settle marks an answered exchange as kept: it can no longer be given
 // back. Only the pending token changes; a spend settled already is not an
-// error.
+// error. ErrNoAccount means the account was erased while the exchange was
+// answered: what the exchange stored is then the caller's to forget.
 func (s *Store) Settle(ctx context.Context, sp Spent) error {
-	if _, _, err := s.settle(ctx, sp, "", "", map[string]types.AttributeValue{}); err != nil {
+	applied, item, err := s.settle(ctx, sp, "", "", map[string]types.AttributeValue{})
+	if err != nil {
 		return fmt.Errorf("settle an exchange: %w", err)
+	}
+	if !applied && item == nil {
+		return ErrNoAccount
 	}
 	return nil
 }
