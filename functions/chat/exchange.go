@@ -141,7 +141,14 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 		if err := h.Conversations.Append(ctx, s.Account, msg, reply.Text, x.started); err != nil {
 			h.Log.ErrorContext(ctx, "exchange answered but not stored", "account", s.Account, "error", err.Error())
 		}
-		if err := h.Accounts.Settle(ctx, spent); err != nil {
+		switch err := h.Accounts.Settle(ctx, spent); {
+		case errors.Is(err, chat.ErrNoAccount):
+			// Erased while the model answered, maybe after the erasure's
+			// last look: what was just stored goes too.
+			if _, err := h.Conversations.Forget(ctx, s.Account); err != nil {
+				h.Log.ErrorContext(ctx, "an erased account's exchange not forgotten", "account", s.Account, "error", err.Error())
+			}
+		case err != nil:
 			h.Log.ErrorContext(ctx, "exchange not settled", "account", s.Account, "error", err.Error())
 		}
 		h.Metrics.Count(obs.ChatExchanges, 1)

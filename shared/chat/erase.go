@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/condwrite"
 )
 
 // Erased is what an erasure deleted, counted: never a word of it.
@@ -94,9 +95,14 @@ func (c *Conversation) eraseTokens(ctx context.Context, account string, out *Era
 }
 
 // erasePartition deletes the items of the account's partition but its
-// account item, counting them into out.
+// account item, counting them into out, and the link from each
+// subscription they name back to the account (shared/subscription's
+// sub#<id>, which only that account's link is deleted).
 func (c *Conversation) erasePartition(ctx context.Context, account string, out *Erased) error {
-	var reqs []types.WriteRequest
+	var (
+		reqs []types.WriteRequest
+		subs []string
+	)
 	err := c.eachItem(ctx, accountPK(account), func(it map[string]types.AttributeValue) {
 		sk := stringOf(it, "sk")
 		switch {
@@ -107,16 +113,42 @@ func (c *Conversation) erasePartition(ctx context.Context, account string, out *
 		default:
 			out.Other++
 		}
+		if id := stringOf(it, "subscription"); id != "" {
+			subs = append(subs, id)
+		}
 		reqs = append(reqs, deleteRequest(stringOf(it, "pk"), sk))
 	})
 	if err != nil {
 		return err
 	}
+	for _, id := range subs {
+		if err := c.unlink(ctx, account, id); err != nil {
+			return err
+		}
+	}
 	return c.write(ctx, reqs)
 }
 
-// eachItem calls fn with the key of every item of partition pk, page after
-// page.
+// unlink deletes subscription id's link to account, if it is account's.
+func (c *Conversation) unlink(ctx context.Context, account, id string) error {
+	_, err := c.store.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(c.store.table),
+		Key:                       key("sub#"+id, skSubscriptionLink),
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR account = :a"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":a": str(account)},
+	})
+	if condwrite.ConditionFailed(err) {
+		return nil // another account's: not this erasure's
+	}
+	return err
+}
+
+// skSubscriptionLink is the sort key of shared/subscription's link from a
+// subscription to its account.
+const skSubscriptionLink = "subscription"
+
+// eachItem calls fn with the key, and the subscription it names, of every
+// item of partition pk, page after page.
 func (c *Conversation) eachItem(ctx context.Context, pk string, fn func(map[string]types.AttributeValue)) error {
 	var start map[string]types.AttributeValue
 	for {
@@ -124,7 +156,7 @@ func (c *Conversation) eachItem(ctx context.Context, pk string, fn func(map[stri
 			TableName:                 aws.String(c.store.table),
 			KeyConditionExpression:    aws.String("pk = :pk"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
-			ProjectionExpression:      aws.String("pk, sk"),
+			ProjectionExpression:      aws.String("pk, sk, subscription"),
 			ConsistentRead:            aws.Bool(true),
 			ExclusiveStartKey:         start,
 		})

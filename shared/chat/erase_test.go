@@ -224,8 +224,8 @@ func TestExpiredAccountReadsAsAbsent(t *testing.T) {
 }
 
 // TestEraseLeavesNothingOfTheAccount: the address, the conversation, the
-// tokens (spent and not), the sign-in rate windows and the subscription's
-// state are deleted; another account's items, and a trial item, stay;
+// tokens (spent and not), the sign-in rate windows, the subscription's
+// state and its link to the account are deleted; another account's items, and a trial item, stay;
 // erasing again erases nothing and is no error.
 func TestEraseLeavesNothingOfTheAccount(t *testing.T) {
 	ctx := context.Background()
@@ -276,8 +276,12 @@ func TestEraseLeavesNothingOfTheAccount(t *testing.T) {
 	}
 	sub := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "acct#" + account}, "sk": &types.AttributeValueMemberS{Value: "subscription"},
 		"subscription": &types.AttributeValueMemberS{Value: "sub_leaving"}}
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: sub}); err != nil {
-		t.Fatal(err)
+	link := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "sub#sub_leaving"}, "sk": &types.AttributeValueMemberS{Value: "subscription"},
+		"account": &types.AttributeValueMemberS{Value: account}}
+	for _, it := range []map[string]types.AttributeValue{sub, link} {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	clock.Add(chat.SignInPerAccount.Per / 2)
 
