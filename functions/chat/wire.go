@@ -59,7 +59,7 @@ func (c canceller) CancelNow(ctx context.Context, account string) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("read the subscription: %w", err)
 	}
-	if !found || ended(st.Status) {
+	if !found || subscription.Ended(st.Status) {
 		return nil, nil
 	}
 	// stripex.ChatCancelKey is the idempotency key: a retry, or the
@@ -68,12 +68,6 @@ func (c canceller) CancelNow(ctx context.Context, account string) ([]string, err
 		return nil, fmt.Errorf("cancel subscription %s: %w", st.ID, err)
 	}
 	return []string{st.ID}, nil
-}
-
-// ended reports whether Stripe has ended a subscription of status for
-// good: nothing more will be charged.
-func ended(status string) bool {
-	return status == subscription.Canceled || status == subscription.IncompleteExpired
 }
 
 // subscriptions reads an account's subscription as Stripe's events left
