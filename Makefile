@@ -170,7 +170,7 @@ deploy:
 	*) echo "deploy: deployed, but the smoke test could not run (exit $$code): see docs/deploying.md, the smoke test";; \
 	esac; exit $$code
 
-## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; make ops ACTION=chat EMAIL=ada@example.com; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY (or AUTHORISED_BY) REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY SHOW EMAIL N TX
+## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; make ops ACTION=chat EMAIL=ada@example.com; make ops ACTION=chat-erase EMAIL=ada@example.com BY=ana REASON='asked by email'; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY (or AUTHORISED_BY) REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY SHOW EMAIL N TX
 ops:
 	@mkdir -p .build && python3 infra/opsverb/ops.py request > .build/ops-request.json
 ifdef REMOTE
