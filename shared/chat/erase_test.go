@@ -103,7 +103,7 @@ func TestUnconfirmedAccountExpiresAndConfirmationKeepsIt(t *testing.T) {
 	if got, want := expiry(t, item(t, db, table, pk, "account")), clock.Now().Add(chat.UnconfirmedTTL); !got.Equal(want) {
 		t.Fatalf("a never-used sign-up expires at %v, want %v", got, want)
 	}
-	token, expires, err := s.IssueSignIn(ctx, account)
+	_, expires, err := s.IssueSignIn(ctx, account)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestUnconfirmedAccountExpiresAndConfirmationKeepsIt(t *testing.T) {
 	if got, want := expiry(t, item(t, db, table, pk, "account")), clock.Now().Add(chat.UnconfirmedTTL); !got.Equal(want) {
 		t.Fatalf("after a second request the account expires at %v, want %v", got, want)
 	}
-	token, _, err = s.IssueSignIn(ctx, account)
+	token, _, err := s.IssueSignIn(ctx, account)
 	if err != nil {
 		t.Fatal(err)
 	}
