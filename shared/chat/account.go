@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,7 +25,8 @@ func (s *Store) AccountOf(email string) string { return s.hasher.Email(email) }
 // (unconfirmed: it has an expires_at) is forgotten UnconfirmedTTL after
 // its latest request; one whose time has passed, which the table has not
 // yet removed, is made afresh. A confirmed account (its first sign-in,
-// ConsumeSignIn) keeps no expiry, and SignUp writes nothing to it.
+// ConsumeSignIn) keeps no expiry, and SignUp writes nothing to it. The
+// address is kept trimmed, as the mail goes to it.
 func (s *Store) SignUp(ctx context.Context, email string) (account string, created bool, err error) {
 	account = s.AccountOf(email)
 	if account == "" {
@@ -43,7 +45,7 @@ func (s *Store) SignUp(ctx context.Context, email string) (account string, creat
 			UpdateExpression:    aws.String("SET email = :e, created_at = :now, trial_used = if_not_exists(trial_used, :zero), expires_at = :exp, write_id = :wid"),
 			ConditionExpression: aws.String("attribute_not_exists(pk) OR expires_at <= :unix"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":e":    str(email),
+				":e":    str(strings.TrimSpace(email)),
 				":now":  str(now.UTC().Format(time.RFC3339Nano)),
 				":zero": &types.AttributeValueMemberN{Value: "0"},
 				":exp":  unix(exp),
