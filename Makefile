@@ -97,7 +97,7 @@ fuzz-core:
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),30000x) ./shared/sosfilter
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePayment$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/x402
-	$(GO) test -run '^$$$$' -fuzz '^FuzzCanonical$$$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/mailaddr
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/mailaddr
 
 ## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's six crash points, each ending with one verdict and one email (two when killed after the send, before its record); prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
 CRASH_ORDERS ?= 10
@@ -173,7 +173,7 @@ deploy:
 	*) echo "deploy: deployed, but the smoke test could not run (exit $$code): see docs/deploying.md, the smoke test";; \
 	esac; exit $$code
 
-## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; make ops ACTION=chat EMAIL=ada@example.com; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY (or AUTHORISED_BY) REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY SHOW EMAIL N TX
+## ops: one operator action on `make run`'s stack, e.g. make ops ACTION=list; make ops ACTION=refund SESSION=cs_test_a1B2 BY=ana REASON='asked by email'; make ops ACTION=chat EMAIL=ada@example.com; make ops ACTION=chat-erase EMAIL=ada@example.com BY=ana REASON='asked by email'; with REMOTE=1 on the deployed stack's OpsFunction (sam remote invoke). Variables: ACTION SESSION BY (or AUTHORISED_BY) REASON MODE TIER QUERY KIND FORCE=1 REVEAL=1 QUEUE FROM TO DAY SHOW EMAIL N TX
 ops:
 	@mkdir -p .build && python3 infra/opsverb/ops.py request > .build/ops-request.json
 ifdef REMOTE

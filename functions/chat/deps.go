@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The three dependencies another piece provides, seen as this function
+// The four dependencies another piece provides, seen as this function
 // needs them; wire.go adapts the real ones.
 
 // Replier answers a message in the Oracle's one voice, checked by the
@@ -74,4 +74,14 @@ type Subscription struct {
 type Billing interface {
 	CheckoutURL(ctx context.Context, account, email string) (string, error)
 	PortalURL(ctx context.Context, customer string) (string, error)
+}
+
+// Canceller ends an account's subscriptions in Stripe at once, before the
+// account is erased (shared/subscription and shared/stripex).
+type Canceller interface {
+	// CancelNow cancels every subscription of account that Stripe has not
+	// ended, and returns their ids: ended by this call or by an earlier
+	// attempt whose erasure failed. Any failure means nothing may be
+	// erased yet.
+	CancelNow(ctx context.Context, account string) ([]string, error)
 }

@@ -160,7 +160,14 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u
 		if err := h.Conversations.Append(ctx, s.Account, msg, reply.Text, x.started); err != nil {
 			h.Log.ErrorContext(ctx, "exchange answered but not stored", "account", s.Account, "error", err.Error())
 		}
-		if err := h.Accounts.Settle(ctx, spent); err != nil {
+		switch err := h.Accounts.Settle(ctx, spent); {
+		case errors.Is(err, chat.ErrNoAccount):
+			// Erased while the model answered, maybe after the erasure's
+			// last look: what was just stored goes too.
+			if _, err := h.Conversations.Forget(ctx, s.Account); err != nil {
+				h.Log.ErrorContext(ctx, "an erased account's exchange not forgotten", "account", s.Account, "error", err.Error())
+			}
+		case err != nil:
 			h.Log.ErrorContext(ctx, "exchange not settled", "account", s.Account, "error", err.Error())
 		}
 		h.Metrics.Count(obs.ChatExchanges, 1)
@@ -209,7 +216,7 @@ func (h *Handler) reply(ctx context.Context, account, msg string) (ReplyResult, 
 // daily allowance (GiveBacksPerDay), reporting whether it is within it. A
 // store that cannot count gives nothing back: the exchange counts.
 func (h *Handler) mayGiveBack(ctx context.Context, account string) bool {
-	ok, err := h.Accounts.Allow(ctx, "giveback#"+account, h.GiveBacksPerDay)
+	ok, err := h.Accounts.Allow(ctx, chat.GiveBackLimit(account), h.GiveBacksPerDay)
 	if err != nil {
 		h.Log.ErrorContext(ctx, "give-backs not counted; the exchange counts", "account", account, "error", err.Error())
 		return false

@@ -39,6 +39,7 @@ type Conversations interface {
 	Append(ctx context.Context, account, message, reply string, at time.Time) error
 	Recent(ctx context.Context, account string, maxChars int) ([]chat.Turn, error)
 	Forget(ctx context.Context, account string) (int, error)
+	Erase(ctx context.Context, account string, signIn chat.Window) (chat.Erased, error)
 }
 
 // Mailer queues the sign-in email (queue.Sender on the mail queue).
@@ -98,6 +99,7 @@ type Handler struct {
 	Replier       Replier
 	Subscriptions Subscriptions
 	Billing       Billing
+	Canceller     Canceller
 	Audit         Auditor
 	Alerts        Alerter
 	Metrics       Counter
@@ -160,6 +162,7 @@ var api = map[route]func(*Handler, context.Context, httpapi.Request) httpapi.Res
 	{http.MethodPost, "/api/chat/subscribe"}: signedIn((*Handler).subscribe),
 	{http.MethodPost, "/api/chat/portal"}:    signedIn((*Handler).portal),
 	{http.MethodPost, "/api/chat/signout"}:   signedIn((*Handler).signOut),
+	{http.MethodDelete, "/api/chat/account"}: signedIn((*Handler).erase),
 }
 
 // sameOrigin is the CSRF defence of every state-changing route: a JSON
@@ -220,6 +223,10 @@ func (h *Handler) session(ctx context.Context, req httpapi.Request) (session, ch
 	case err != nil:
 		return session{}, chat.Usage{}, unavailable(err)
 	case !u.SignedOutAt.IsZero() && !s.Issued.After(u.SignedOutAt):
+		return session{}, chat.Usage{}, errNoSession
+	case s.Issued.Before(u.Created.Truncate(time.Millisecond)):
+		// Issued to an account of the same name that was erased: the
+		// account made since is another person's to sign in to.
 		return session{}, chat.Usage{}, errNoSession
 	}
 	return s, u, nil

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
@@ -25,10 +28,13 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/stripex"
+	"42sisters.ai/oracle/shared/subscription"
 )
 
 const (
+	stripeKey = "sk_test_chat_erase"
 	origin    = "https://chat.example.test"
 	cookieKey = "a cookie key of thirty-two bytes or more, for tests"
 	address   = "Person.Private@example.com"
@@ -187,6 +193,11 @@ type harness struct {
 	db      *dynamodb.Client
 	table   string
 	aws     aws.Config
+	f       *provision.Fixture
+	// The fake Stripe over HTTP, which the handler's Canceller calls.
+	stripe    *fakestripe.Server
+	stripeURL string
+	subStore  *subscription.Store
 }
 
 func newHarness(t *testing.T) *harness {
@@ -200,16 +211,22 @@ func newHarness(t *testing.T) *harness {
 		clock:   testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)),
 		replier: &fakeReplier{}, subs: &fakeSubscriptions{}, billing: &fakeBilling{}, mail: &fakeMail{},
 		audit: &auditSpy{t: t}, alerts: &testkit.Alerts{}, metrics: &testkit.Metrics{}, logs: &safeBuffer{},
-		db: dynamodb.NewFromConfig(f.AWS), table: f.Ref("ChatTable"), aws: f.AWS,
+		db: dynamodb.NewFromConfig(f.AWS), table: f.Ref("ChatTable"), aws: f.AWS, f: f,
 	}
 	x.store = chat.NewStore(awsenv.NewTables(f.AWS), x.table, hasher, x.clock.Now)
+	x.stripe = fakestripe.New(fakestripe.Options{Rand: mrand.NewChaCha8([32]byte{38})})
+	srv := httptest.NewServer(x.stripe)
+	t.Cleanup(srv.Close)
+	x.stripeURL = srv.URL
+	x.subStore = subscription.NewStore(awsenv.NewTables(f.AWS), chat.NewClient(f.AWS), x.table)
+	cancels := canceller{store: x.subStore, stripe: stripex.NewBilling(secret.Static(stripeKey), stripex.Options{BaseURL: srv.URL})}
 	x.h = &Handler{
 		Site: defaultSite, Support: oracle.SupportAddress, Origin: origin, CookieKey: []byte(cookieKey),
 		RetentionDays: 30, DailyCap: 100, HistoryChars: HistoryChars, ShowChars: ShowChars, ReplyTimeout: 5 * time.Second,
 		SignInPerAccount: chat.SignInPerAccount, SignInPerClient: chat.SignInPerClient,
 		NewTrialsPerDay: 1000, GiveBacksPerDay: chat.GiveBacksPerDay,
 		Accounts: x.store, Conversations: x.store.Conversation(x.db, 30*24*time.Hour),
-		Mail: x.mail, Replier: x.replier, Subscriptions: x.subs, Billing: x.billing, Audit: x.audit, Alerts: x.alerts, Metrics: x.metrics,
+		Mail: x.mail, Replier: x.replier, Subscriptions: x.subs, Billing: x.billing, Canceller: cancels, Audit: x.audit, Alerts: x.alerts, Metrics: x.metrics,
 		Hasher: hasher, Log: obs.NewLogger(x.logs, "DEBUG"), Now: x.clock.Now, Random: rand.Reader,
 	}
 	return x
@@ -450,6 +467,7 @@ func TestSessionCookieIsCheckedOnEveryAPIRoute(t *testing.T) {
 		{http.MethodPost, "/api/chat/subscribe", `{}`},
 		{http.MethodPost, "/api/chat/portal", `{}`},
 		{http.MethodPost, "/api/chat/signout", `{}`},
+		{http.MethodDelete, "/api/chat/account", `{}`},
 	}
 	for _, f := range forged {
 		for _, r := range routes {
@@ -487,6 +505,7 @@ func TestStateChangingRoutesRefuseOtherOrigins(t *testing.T) {
 		{http.MethodPost, "/api/chat/subscribe", `{}`},
 		{http.MethodPost, "/api/chat/portal", `{}`},
 		{http.MethodPost, "/api/chat/signout", `{}`},
+		{http.MethodDelete, "/api/chat/account", `{}`},
 	}
 	attacks := []struct {
 		name    string
@@ -511,6 +530,9 @@ func TestStateChangingRoutesRefuseOtherOrigins(t *testing.T) {
 	}
 	if x.replier.count() != 0 || len(x.mail.sent()) != 0 || len(x.billing.checkouts)+len(x.billing.portals) != 0 || x.freeLeft(t, account) != chat.TrialExchanges {
 		t.Fatal("a refused request did something")
+	}
+	if _, err := x.store.Address(context.Background(), account); err != nil {
+		t.Fatalf("a refused erasure erased the account: %v", err)
 	}
 	// The browser's own same-origin request without an Origin header.
 	rq := req(http.MethodPost, "/api/chat", `{"message":"hello"}`, cookie)

@@ -1,10 +1,11 @@
 // Command chat is the Lambda function behind Sisters Chat: the page at
 // GET /chat, the sign-in link at GET /chat/signin, and the API under
 // /api/chat (sign-in requests, messages, the conversation and its
-// deletion, the subscription's Checkout and portal, sign-out). An account
-// is the address's keyed hash; its trial, grants and daily cap are counted
-// with conditional writes in the chat table; the model, the subscriptions
-// and Stripe's sessions come through wire.go.
+// deletion, the subscription's Checkout and portal, sign-out, the
+// account's erasure). An account is the address's keyed hash; its trial,
+// grants and daily cap are counted with conditional writes in the chat
+// table; the model, the subscriptions and Stripe's sessions come through
+// wire.go.
 package main
 
 import (
@@ -46,6 +47,7 @@ func main() {
 		Replier:       deps.Replier,
 		Subscriptions: deps.Subscriptions,
 		Billing:       deps.Billing,
+		Canceller:     deps.Canceller,
 		Audit:         &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(aws), cfg.AuditBucket), Alerts: alerts, Log: log},
 		Alerts:        alerts,
 		Metrics:       fn.Metrics,

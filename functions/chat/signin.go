@@ -116,7 +116,7 @@ func (h *Handler) requestSignIn(ctx context.Context, req httpapi.Request) httpap
 		return resp
 	}
 	account := h.Hasher.Email(email)
-	ok, err = h.Accounts.Allow(ctx, "signin-acct#"+account, h.SignInPerAccount)
+	ok, err = h.Accounts.Allow(ctx, chat.SignInAccountLimit(account), h.SignInPerAccount)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}

@@ -25,12 +25,14 @@ type wired struct {
 	Replier       Replier
 	Subscriptions Subscriptions
 	Billing       Billing
+	Canceller     Canceller
 }
 
 // wire makes the production Replier (shared/chatreply on the Gemini
 // client and the generator's circuit), Subscriptions (shared/subscription
-// on the chat table) and Billing (shared/stripex's subscription Checkout
-// and portal sessions) from the settings read at cold start.
+// on the chat table), Billing (shared/stripex's subscription Checkout and
+// portal sessions) and Canceller (the two together) from the settings read
+// at cold start.
 func wire(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *alert.Alerter) (wired, error) {
 	var w wired
 	r, err := replier(ctx, fn, cfg, alerts)
@@ -38,9 +40,39 @@ func wire(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *ale
 		return wired{}, err
 	}
 	w.Replier = r
-	w.Subscriptions = subscriptions{store: subscription.NewStore(awsenv.NewTables(fn.AWS), chat.NewClient(fn.AWS), cfg.ChatTable), now: time.Now}
-	w.Billing = billing{stripe: stripex.NewBilling(cfg.StripeKey, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1}), site: cfg.BaseURL, now: time.Now}
+	subs := subscription.NewStore(awsenv.NewTables(fn.AWS), chat.NewClient(fn.AWS), cfg.ChatTable)
+	stripe := stripex.NewBilling(cfg.StripeKey, stripex.Options{BaseURL: cfg.StripeAPIBase, Retries: 1})
+	w.Subscriptions = subscriptions{store: subs, now: time.Now}
+	w.Billing = billing{stripe: stripe, site: cfg.BaseURL, now: time.Now}
+	w.Canceller = canceller{store: subs, stripe: stripe}
 	return w, nil
+}
+
+// canceller cancels every subscription of an account that Stripe has not
+// ended, as the chat table knows them, in Stripe.
+type canceller struct {
+	store  *subscription.Store
+	stripe *stripex.Billing
+}
+
+func (c canceller) CancelNow(ctx context.Context, account string) ([]string, error) {
+	states, err := c.store.Subscriptions(ctx, account)
+	if err != nil {
+		return nil, fmt.Errorf("read the subscriptions: %w", err)
+	}
+	var cancelled []string
+	for _, st := range states {
+		if subscription.Ended(st.Status) {
+			continue
+		}
+		// stripex.ChatCancelKey is the idempotency key: a retry, or the
+		// operator's chat-refund, cancels once.
+		if _, _, err := c.stripe.CancelNow(ctx, st.ID); err != nil {
+			return cancelled, fmt.Errorf("cancel subscription %s: %w", st.ID, err)
+		}
+		cancelled = append(cancelled, st.ID)
+	}
+	return cancelled, nil
 }
 
 // subscriptions reads an account's subscriptions as Stripe's events left

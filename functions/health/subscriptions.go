@@ -130,6 +130,10 @@ func (r *SubscriptionReconciler) one(ctx context.Context, s stripex.Subscription
 		CancelAtPeriodEnd: s.CancelAtPeriodEnd, EventCreated: asOf, EventID: "evt_reconcile_" + strconv.FormatInt(asOf.Unix(), 10)}
 	_, applied, err := r.Store.Apply(ctx, st)
 	switch {
+	case errors.Is(err, subscription.ErrNoAccount) && subscription.Ended(s.Status):
+		// Ended, for an account that is gone (erased, its subscription
+		// cancelled first): nothing is charged, nothing to repair.
+		return false, true, nil
 	case errors.Is(err, subscription.ErrNoAccount), errors.Is(err, subscription.ErrOtherAccount):
 		return false, false, r.alertOnce(ctx, alert.ChatSubscriptionUnknown, s, "names an account that does not exist, or not its own: "+err.Error())
 	case err != nil:

@@ -267,3 +267,25 @@ func TestReconcileStoresASecondSubscriptionBesideTheFirst(t *testing.T) {
 		}
 	}
 }
+
+// An account erased at its owner's request has its subscription cancelled
+// first: the ended subscription of an account that is gone needs nothing
+// (TestReconcileAlertsASubscriptionOfNoAccount is the live one's alert).
+func TestReconcileLeavesAnErasedAccountsEndedSubscription(t *testing.T) {
+	ctx := context.Background()
+	e := newSubsEnv(t)
+	if _, err := e.billing.CreateChatPrice(ctx); err != nil {
+		t.Fatal(err)
+	}
+	erased := "hmac-sha256:0123456789abcdef0123456789abcdef"
+	id, _ := e.subscribe(t, erased)
+	if _, canceled, err := e.billing.CancelNow(ctx, id); err != nil || !canceled {
+		t.Fatalf("cancel: %v %v", canceled, err)
+	}
+	if c := e.run(t); c.Status != health.OK || !strings.Contains(c.Detail, "0 naming no account") {
+		t.Fatalf("check %+v", c)
+	}
+	if got := e.alerts.take(); len(got) != 0 {
+		t.Fatalf("alerts %v", got)
+	}
+}

@@ -22,10 +22,12 @@ type ChatAccounts interface {
 	GrantOnce(ctx context.Context, account string, n int, id string) (int, bool, error)
 }
 
-// ChatMessages is the chat's stored conversations (chat.Conversation).
+// ChatMessages is the chat's stored conversations, and the erasure of an
+// account's every item (chat.Conversation).
 type ChatMessages interface {
 	Stored(ctx context.Context, account string) (chat.Stored, error)
 	Recent(ctx context.Context, account string, maxChars int) ([]chat.Turn, error)
+	Erase(ctx context.Context, account string, signIn chat.Window) (chat.Erased, error)
 }
 
 // ChatSubscriptions reads an account's subscriptions as Stripe's events
@@ -90,22 +92,32 @@ type ChatSub struct {
 // refusal when the address is not one or no account has it. The address is
 // never echoed.
 func (h *Handler) chatAccount(ctx context.Context, r Request) (string, chat.Usage, error) {
-	if h.Chat == nil {
-		return "", chat.Usage{}, refuse("the chat table is not configured (CHAT_TABLE)")
+	account, err := h.chatName(r)
+	if err != nil {
+		return "", chat.Usage{}, err
 	}
-	addr := strings.TrimSpace(r.Email)
-	if addr == "" {
-		return "", chat.Usage{}, refuse("%s needs the account's address: email (make ops EMAIL=...)", r.Action)
-	}
-	if len(addr) > maxAddress || !audit.HasEmail(addr) {
-		return "", chat.Usage{}, refuse("email is not an address")
-	}
-	account := h.Chat.AccountOf(addr)
 	u, err := h.Chat.Usage(ctx, account)
 	if errors.Is(err, chat.ErrNoAccount) {
 		return "", chat.Usage{}, refuse("no chat account has that address (an account is made by its first sign-in request)")
 	}
 	return account, u, err
+}
+
+// chatName is the name of the account r's address would have (its keyed
+// hash), whether or not there is one: a refusal when the address is not
+// one.
+func (h *Handler) chatName(r Request) (string, error) {
+	if h.Chat == nil {
+		return "", refuse("the chat table is not configured (CHAT_TABLE)")
+	}
+	addr := strings.TrimSpace(r.Email)
+	if addr == "" {
+		return "", refuse("%s needs the account's address: email (make ops EMAIL=...)", r.Action)
+	}
+	if len(addr) > maxAddress || !audit.HasEmail(addr) {
+		return "", refuse("email is not an address")
+	}
+	return h.Chat.AccountOf(addr), nil
 }
 
 // chatShow shows an account: its counts, its subscription and how much of
@@ -307,4 +319,67 @@ func (h *Handler) refundAndCancel(ctx context.Context, id string) (outcome strin
 		cancelled = fmt.Sprintf("subscription %s was already %s", id, sub.Status)
 	}
 	return refunded + "; " + cancelled, made || canceled, nil
+}
+
+// chatErase erases the account of an address at its owner's request by
+// email, as DELETE /api/chat/account does at their word: a subscription
+// Stripe has not ended is cancelled at once first (when Stripe cannot, or
+// no key is configured, nothing is erased), then the address, the
+// conversation, the sign-in tokens and rate windows, the subscriptions'
+// states. The trial's count stays, under its own keyed hash. It prints
+// counts, never a word. Run again it erases what is left, which is
+// nothing, and the same request is recorded once.
+func (h *Handler) chatErase(ctx context.Context, r Request) (Answer, error) {
+	account, err := h.chatName(r)
+	if err != nil {
+		return Answer{}, err
+	}
+	states, err := h.ChatSubs.Subscriptions(ctx, account)
+	if err != nil {
+		return Answer{}, err
+	}
+	var cancelled []string
+	for _, st := range states {
+		if subscription.Ended(st.Status) {
+			continue
+		}
+		if h.ChatBilling == nil {
+			return Answer{}, refuse("the account's subscription %s is %s and no Stripe key for the chat is configured to cancel it: nothing was erased", st.ID, st.Status)
+		}
+		if _, _, err := h.ChatBilling.CancelNow(ctx, st.ID); err != nil {
+			return Answer{}, fmt.Errorf("cancel subscription %s, so nothing was erased: %w", st.ID, err)
+		}
+		cancelled = append(cancelled, st.ID)
+	}
+	e, err := h.ChatMessages.Erase(ctx, account, chat.SignInPerAccount)
+	if err != nil {
+		return Answer{}, err
+	}
+	outcome := erasureText(e, cancelled)
+	if err := h.recordOn(ctx, r, oracle.Order{}, account, outcome); err != nil {
+		return Answer{}, err
+	}
+	if !e.Any() && len(cancelled) == 0 {
+		return Answer{Message: fmt.Sprintf("nothing held for that address (%s): no chat account, or erased already", account), Data: e}, nil
+	}
+	return Answer{Changed: true, Message: fmt.Sprintf("erased chat account %s: %s", account, outcome), Data: e}, nil
+}
+
+// erasureText says what an erasure deleted, and the subscriptions it
+// cancelled first.
+func erasureText(e chat.Erased, cancelled []string) string {
+	account := "no account item"
+	if e.Account {
+		account = "the account item (the address)"
+	}
+	sub := "no subscription to cancel"
+	switch len(cancelled) {
+	case 0:
+	case 1:
+		sub = "subscription " + cancelled[0] + " canceled at once in Stripe"
+	default:
+		sub = "subscriptions " + strings.Join(cancelled, ", ") + " canceled at once in Stripe"
+	}
+	return fmt.Sprintf("%s, %d messages, %d sign-in tokens, %d rate entries, %d other items deleted; %s",
+		account, e.Messages, e.Tokens, e.RateEntries, e.Other, sub)
 }

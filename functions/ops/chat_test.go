@@ -14,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 
 	fakestripe "42sisters.ai/oracle/infra/fakes/fakestripe"
+	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/chat"
@@ -182,6 +183,10 @@ func TestChatRefusesWhatItCannotDo(t *testing.T) {
 		{"refund without who", Request{Action: "chat-refund", Email: chatAddr, Reason: why}, "authorised_by"},
 		{"refund without a subscription", Request{Action: "chat-refund", Email: chatAddr, AuthorisedBy: by, Reason: why}, "no subscription"},
 		{"refund of an unknown address", Request{Action: "chat-refund", Email: "nobody@example.com", AuthorisedBy: by, Reason: why}, "no chat account"},
+		{"erase without who", Request{Action: "chat-erase", Email: chatAddr, Reason: why}, "authorised_by"},
+		{"erase without why", Request{Action: "chat-erase", Email: chatAddr, AuthorisedBy: by}, "authorised_by"},
+		{"erase of no address", Request{Action: "chat-erase", AuthorisedBy: by, Reason: why}, "needs the account's address"},
+		{"erase of a non-address", Request{Action: "chat-erase", Email: "ada", AuthorisedBy: by, Reason: why}, "not an address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := c.do(tc.r)
@@ -376,5 +381,90 @@ func TestChatSeesAndEndsEverySubscription(t *testing.T) {
 	}
 	if refunds := fakeEvents(t, srv, "charge.refunded"); len(refunds) != 2 || !cancels["/v1/subscriptions/"+first.ID] || !cancels["/v1/subscriptions/"+second.ID] {
 		t.Fatalf("Stripe made %d refunds and cancelled %v", len(refunds), cancels)
+	}
+}
+
+// held is the chat table's items that name account, but a trial item
+// (kept under the trial identity's keyed hash, which an erasure keeps).
+func (c *chatEnv) held(account string) []string {
+	c.t.Helper()
+	var out []string
+	for _, it := range testkit.TableItems(c.t, c.f.AWS, c.f.Ref("ChatTable")) {
+		if !strings.Contains(it, `"pk":"trial#`) && (strings.Contains(it, strings.TrimPrefix(account, audit.HashPrefix)) || strings.Contains(it, chatAddr)) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// TestChatEraseErasesOnceAndCancels: chat-erase, for a request that
+// arrives by email, cancels the subscription at once through the fake
+// Stripe, then deletes every item of the account and prints what went,
+// counted, never a word; run again it changes nothing, cancels nothing
+// more, and the request is recorded once, naming the account by its hash.
+func TestChatEraseErasesOnceAndCancels(t *testing.T) {
+	c := newChatEnv(t)
+	ctx := context.Background()
+	other := c.signUp("grace@example.com", 1)
+	account := c.signUp(chatAddr, 2)
+	if _, _, err := c.accounts.IssueSignIn(ctx, account); err != nil {
+		t.Fatal(err)
+	}
+	fake, _, _, st := c.stripeChat(account)
+	r := Request{Action: "chat-erase", Email: " Ada@Example.com ", AuthorisedBy: by, Reason: why}
+	first := c.do(r)
+	e, _ := first.Data.(chat.Erased)
+	if !first.OK || !first.Changed || e != (chat.Erased{Account: true, Messages: 4, Tokens: 1, Other: 1}) ||
+		!strings.Contains(first.Message, "4 messages, 1 sign-in tokens") || !strings.Contains(first.Message, st.ID+" canceled at once") {
+		t.Fatalf("chat-erase: %+v", first)
+	}
+	if held := c.held(account); len(held) != 0 {
+		t.Fatalf("the chat table still holds the account's items:\n%s", strings.Join(held, "\n"))
+	}
+	if _, err := c.accounts.Usage(ctx, other); err != nil {
+		t.Fatalf("another account: %v", err)
+	}
+	again := c.do(r)
+	if !again.OK || again.Changed || !strings.Contains(again.Message, "nothing held") {
+		t.Fatalf("chat-erase again: %+v", again)
+	}
+	cancels := 0
+	for _, call := range fake.Calls() {
+		if call.Method == http.MethodDelete && call.Path == "/v1/subscriptions/"+st.ID && call.Status == http.StatusOK {
+			cancels++
+		}
+	}
+	if cancels != 1 {
+		t.Fatalf("Stripe cancelled %d times, want once", cancels)
+	}
+	recs := c.chatRecords()
+	if len(recs) != 1 || recs[0].Email != account || recs[0].Operator.Action != "chat-erase" || !strings.Contains(recs[0].Operator.Outcome, "4 messages") {
+		t.Fatalf("records %+v", recs)
+	}
+	all, _ := json.Marshal([]any{first, again, recs})
+	if strings.Contains(strings.ToLower(string(all)), "ada@") || strings.Contains(string(all), "secret plan") {
+		t.Fatalf("the answers or the record hold the address or a message:\n%s", all)
+	}
+}
+
+// TestChatEraseWhenStripeCannotCancelErasesNothing: Stripe down is a
+// failure to be retried, and nothing is erased; no Stripe key, with a
+// subscription to cancel, is a refusal that erases nothing.
+func TestChatEraseWhenStripeCannotCancelErasesNothing(t *testing.T) {
+	c := newChatEnv(t)
+	account := c.signUp(chatAddr, 2)
+	_, srv, _, _ := c.stripeChat(account)
+	before := len(c.held(account))
+	r := Request{Action: "chat-erase", Email: chatAddr, AuthorisedBy: by, Reason: why}
+	srv.Close()
+	if ans, err := c.h.Handle(context.Background(), r); err == nil || !strings.Contains(err.Error(), "nothing was erased") {
+		t.Fatalf("Stripe down: %+v %v, want a failure saying nothing was erased", ans, err)
+	}
+	c.h.ChatBilling = nil
+	if a := c.do(r); a.OK || !strings.Contains(a.Message, "nothing was erased") {
+		t.Fatalf("no Stripe key: %+v", a)
+	}
+	if after := len(c.held(account)); after != before || len(c.chatRecords()) != 0 {
+		t.Fatalf("%d of the account's items before, %d after, %d records", before, after, len(c.chatRecords()))
 	}
 }

@@ -200,6 +200,7 @@ var actions = map[string]action{
 	"chat":         {(*Handler).chatShow, false},
 	"chat-grant":   {(*Handler).chatGrant, true},
 	"chat-refund":  {(*Handler).chatRefund, true},
+	"chat-erase":   {(*Handler).chatErase, true},
 }
 
 // Actions lists the action names.

@@ -1,7 +1,7 @@
 // Command ops is the operator's hands: actions on orders (list, show,
 // deliver, rerun, refund, resend, redrive), on the audit log (report,
 // seal, verify-seal), on the support inbox (inbox: print a message) and on
-// Sisters Chat's accounts (chat, chat-grant, chat-refund),
+// Sisters Chat's accounts (chat, chat-grant, chat-refund, chat-erase),
 // invoked with `sam remote invoke OpsFunction -e events/ops/<action>.json`
 // or `make ops ACTION=…`, and daily, to seal the audit log's previous day.
 // It has no HTTP route.

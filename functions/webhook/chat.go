@@ -133,6 +133,12 @@ func (c *Chat) handle(ctx context.Context, log *slog.Logger, event stripe.Event,
 		log = log.With("applied", applied)
 	}
 	switch {
+	case errors.Is(err, subscription.ErrNoAccount) && subscription.Ended(ev.state.Status):
+		// Ended, for an account that is gone (erased at its owner's
+		// request, its subscription cancelled first): nothing is charged,
+		// nothing to store, nothing for the operator to do.
+		log.InfoContext(ctx, "ended subscription of an account that is gone; nothing stored", "status", ev.state.Status)
+		return nil
 	case errors.Is(err, subscription.ErrNoAccount):
 		c.unknown(ctx, log, event, ev.state.ID, "names a chat account that does not exist")
 		return nil

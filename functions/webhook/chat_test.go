@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -340,6 +341,37 @@ func TestChatSubscriptionOfNoAccountIsAlerted(t *testing.T) {
 		if !c.eventRecorded(ev) {
 			t.Errorf("event %s not recorded as processed", ev)
 		}
+	}
+}
+
+// An erasure cancels the account's subscription, then deletes the
+// account: the customer.subscription.deleted that follows names an
+// account that is gone, and needs no alert; nothing is stored.
+func TestEndedSubscriptionOfAnErasedAccountIsNotAlerted(t *testing.T) {
+	c := newChatEnv(t)
+	ctx := context.Background()
+	id := c.subscribe(t, c.account, fakestripe.Control{})
+	c.delivered(t)
+	hasher, err := audit.NewHasher(pepper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := chat.NewStore(c.db, c.f.Ref("ChatTable"), hasher, nil).Conversation(chat.NewClient(c.f.AWS), time.Hour)
+	if _, err := conv.Erase(ctx, c.account, chat.SignInPerAccount); err != nil {
+		t.Fatal(err)
+	}
+	if _, canceled, err := c.billing.CancelNow(ctx, id); err != nil || !canceled {
+		t.Fatalf("cancel: %v %v", canceled, err)
+	}
+	types := c.delivered(t)
+	if !slices.Contains(slices.Collect(maps.Values(types)), "customer.subscription.deleted") {
+		t.Fatalf("no customer.subscription.deleted delivered: %v", types)
+	}
+	if alerts := strings.Join(c.alertTexts(), "\n"); strings.Contains(alerts, string(alert.ChatSubscriptionUnknown)) {
+		t.Fatalf("alerts: %s", alerts)
+	}
+	if states, err := c.subs.Subscriptions(ctx, c.account); err != nil || len(states) != 0 {
+		t.Fatalf("states stored for the erased account: %+v %v", states, err)
 	}
 }
 

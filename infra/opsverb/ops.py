@@ -32,7 +32,7 @@ def request():
         except ValueError:
             sys.exit("make ops: N is a whole number, e.g. N=5")
     if "action" not in req:
-        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal|inbox|x402-confirm|x402-void|chat|chat-grant|chat-refund")
+        sys.exit("make ops needs ACTION=list|show|deliver|rerun|refund|resend|redrive|report|seal|verify-seal|inbox|x402-confirm|x402-void|chat|chat-grant|chat-refund|chat-erase")
     json.dump(req, sys.stdout)
 
 

@@ -71,6 +71,16 @@ func chat(h *audit.Hasher, event audit.Event, subscription string) func(*audit.R
 	}
 }
 
+// erased makes a record the chat's record of an erasure, naming
+// subscription outside its erasure block.
+func erased(h *audit.Hasher, subscription string) func(*audit.Record) {
+	return func(r *audit.Record) {
+		r.Source, r.Event, r.SessionID, r.Email = audit.SourceChat, audit.EventChatErased, "", h.Email("Person@example.com")
+		r.Chat = &audit.Chat{Outcome: audit.ChatErased, Subscription: subscription,
+			Erasure: &audit.Erasure{Account: true, Messages: 6, Tokens: 2, RateEntries: 1, Other: 1, Cancelled: []string{"sub_2"}}}
+	}
+}
+
 // chatMail makes a record the mailer's record of a chat account's email,
 // then applies set.
 func chatMail(h *audit.Hasher, set func(*audit.Record)) func(*audit.Record) {
@@ -152,6 +162,18 @@ func TestValidate(t *testing.T) {
 		{"chat subscription event", chat(h, audit.EventChatSubscription, "sub_1"), true},
 		{"chat exchange naming a subscription", chat(h, audit.EventChatExchange, "sub_1"), false},
 		{"chat subscription event naming none", chat(h, audit.EventChatSubscription, ""), false},
+		// An erasure: its counts and the subscriptions it cancelled, in its
+		// erasure block alone.
+		{"chat erasure", erased(h, ""), true},
+		{"chat erasure without its block", func(r *audit.Record) {
+			erased(h, "")(r)
+			r.Chat.Erasure = nil
+		}, false},
+		{"chat erasure naming a subscription outside its block", erased(h, "sub_1"), false},
+		{"erasure block on an exchange", func(r *audit.Record) {
+			chat(h, audit.EventChatExchange, "")(r)
+			r.Chat.Erasure = &audit.Erasure{Account: true}
+		}, false},
 		{"chat record naming a session", func(r *audit.Record) {
 			chat(h, audit.EventChatExchange, "")(r)
 			r.SessionID = "cs_test_abc"

@@ -196,6 +196,21 @@ type Chat struct {
 	Subscription       string     `json:"subscription,omitempty"`
 	SubscriptionStatus string     `json:"subscription_status,omitempty"`
 	PeriodEnd          *time.Time `json:"period_end,omitempty"`
+	// Erasure is set on a chat_erased record, and only there.
+	Erasure *Erasure `json:"erasure,omitempty"`
+}
+
+// Erasure is what an account's erasure deleted, counted, and the
+// subscriptions it cancelled in Stripe first.
+type Erasure struct {
+	// Account: the account item, which held the address, was there.
+	Account     bool `json:"account"`
+	Messages    int  `json:"messages"`
+	Tokens      int  `json:"signin_tokens"`
+	RateEntries int  `json:"rate_entries"`
+	// Other items of the account: its subscription's state.
+	Other     int      `json:"other_items"`
+	Cancelled []string `json:"subscriptions_cancelled,omitempty"`
 }
 
 // The chat's plans, outcomes and filter results.
@@ -208,6 +223,8 @@ const (
 	ChatModelFailed = "model_failed"
 	ChatTrialUsed   = "trial_used"
 	ChatCapped      = "capped"
+	// ChatErased is a chat_erased record's outcome.
+	ChatErased = "erased"
 
 	ChatFilterPass        = "pass"
 	ChatFilterRegenerated = "regenerated"
@@ -362,7 +379,11 @@ func (r Record) encode() ([]byte, error) {
 		return nil, fmt.Errorf("audit record: a chat record names its account and its chat block, and no session")
 	case !chat && r.Chat != nil:
 		return nil, fmt.Errorf("audit record: only a chat record has a chat block")
-	case chat && (r.Event == EventChatExchange) == (r.Chat.Subscription != ""):
+	case chat && (r.Event == EventChatErased) != (r.Chat.Erasure != nil):
+		return nil, fmt.Errorf("audit record: a chat erasure, and only one, has its erasure block")
+	case chat && r.Event == EventChatErased && r.Chat.Subscription != "":
+		return nil, fmt.Errorf("audit record: a chat erasure lists the subscriptions it cancelled in its erasure block")
+	case chat && r.Event != EventChatErased && (r.Event == EventChatExchange) == (r.Chat.Subscription != ""):
 		return nil, fmt.Errorf("audit record: a chat exchange names no subscription, a subscription event names one")
 	case chatMail && (r.SessionID != "" || !isHash(r.Email)):
 		return nil, fmt.Errorf("audit record: a chat account's email names its account and no session")

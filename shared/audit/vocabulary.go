@@ -72,6 +72,10 @@ const (
 	// subscription, as applied (Record.Chat).
 	EventChatExchange     Event = "chat_exchange"
 	EventChatSubscription Event = "chat_subscription"
+	// EventChatErased is a chat account erased at its owner's request
+	// (DELETE /api/chat/account): what was deleted, counted, and the
+	// subscriptions cancelled (Record.Chat.Erasure); never the address.
+	EventChatErased Event = "chat_erased"
 )
 
 // MailEvent is the event of one delivery of a mail kind ("mail_verdict").
@@ -179,4 +183,14 @@ const NameChatSubscription RecordName = "subscription-event"
 // "chat-<subscription>.<name>", then "-<part>" for each part.
 func ChatRecordID(subscription string, name RecordName, parts ...any) string {
 	return RecordID("chat-"+subscription, name, parts...)
+}
+
+// NameChatErased: -<Unix seconds>: an account's erasure at that second
+// (with ChatAccountRecordID).
+const NameChatErased RecordName = "erased"
+
+// ChatAccountRecordID is the id of a record of the chat account (its keyed
+// hash): "chat-<account's hex>.<name>", then "-<part>" for each part.
+func ChatAccountRecordID(account string, name RecordName, parts ...any) string {
+	return RecordID("chat-"+strings.TrimPrefix(account, HashPrefix), name, parts...)
 }

@@ -25,6 +25,8 @@ func TestRecordIDsKeepTheirForm(t *testing.T) {
 		{audit.RecordID(s, audit.NameFilterMail, oracle.MailVerdict), s + ".filter-mail-verdict"},
 		{audit.RecordID(s, audit.NameServed, "req-1"), s + ".served-req-1"},
 		{string(audit.MailEvent(oracle.MailReview)), "mail_review"},
+		{audit.ChatAccountRecordID(audit.HashPrefix+"0123456789abcdef0123456789abcdef", audit.NameChatErased, int64(1767225600)),
+			"chat-0123456789abcdef0123456789abcdef.erased-1767225600"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/mailaddr"
 )
 
@@ -16,52 +17,93 @@ import (
 // its canonical form, as every keyed hash of an address is.
 func (s *Store) AccountOf(email string) string { return s.hasher.Email(email) }
 
-// SignUp makes sure the account of email exists, and returns its name;
-// created reports whether this call made it. The account holds the
-// address's canonical form (mailaddr.Canonical), the only one its email
-// goes to, and the name of its trial; a request of no one signed in never
-// changes an account's address. An address without a canonical form is
-// refused.
+// SignUp makes sure the account of email exists, and returns the
+// account's name; created reports whether this call made it. The account
+// holds the address's canonical form (mailaddr.Canonical), the only one
+// its email goes to, and the name of its trial; an address without a
+// canonical form is refused. A sign-in request proves nothing of who sent
+// it, so SignUp never changes an existing account's address. An account
+// whose link was never used (unconfirmed: it has an expires_at) is
+// forgotten UnconfirmedTTL after its latest request; one whose time has
+// passed, which the table has not yet removed, is made afresh. A
+// confirmed account (its first sign-in, ConsumeSignIn) keeps no expiry,
+// and SignUp writes nothing to it.
 func (s *Store) SignUp(ctx context.Context, email string) (account string, created bool, err error) {
 	canonical, err := mailaddr.Canonical(email)
 	if err != nil {
 		return "", false, fmt.Errorf("sign up: %w", err)
 	}
 	account = s.AccountOf(canonical)
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(s.table),
-		Key:              key(accountPK(account), skAccount),
-		UpdateExpression: aws.String("SET email = if_not_exists(email, :e), trial = if_not_exists(trial, :trial), created_at = if_not_exists(created_at, :now)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":e":     str(canonical),
-			":trial": str(s.trialOf(canonical)),
-			":now":   str(s.now().UTC().Format(time.RFC3339Nano)),
-		},
-		ReturnValues: types.ReturnValueAllOld,
-	})
-	if err != nil {
-		return "", false, fmt.Errorf("sign up: %w", err)
+	now := s.now()
+	exp := now.Add(UnconfirmedTTL)
+	// Two writes race here only with another request of the same address,
+	// a sign-in or an erasure: each round sees a state the last one left.
+	for range signUpRounds {
+		// condwrite: a retried attempt whose first was applied is still
+		// "created".
+		r, err := condwrite.Update(ctx, s.db, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(s.table),
+			Key:                 key(accountPK(account), skAccount),
+			UpdateExpression:    aws.String("SET email = :e, #trial = :trial, created_at = :now, expires_at = :exp, write_id = :wid"),
+			ConditionExpression: aws.String("attribute_not_exists(pk) OR expires_at <= :unix"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":e":     str(canonical),
+				":trial": str(s.trialOf(canonical)),
+				":now":   str(now.UTC().Format(time.RFC3339Nano)),
+				":exp":   unix(exp),
+				":unix":  unix(now),
+			},
+			ExpressionAttributeNames: map[string]string{"#trial": "trial"},
+		})
+		if err != nil {
+			return "", false, fmt.Errorf("sign up: %w", err)
+		}
+		if r.Applied {
+			return account, true, nil
+		}
+		if _, unconfirmed := r.Current["expires_at"]; !unconfirmed {
+			return account, false, nil
+		}
+		// Not yet confirmed: its time starts again from this request.
+		r, err = condwrite.Update(ctx, s.db, &dynamodb.UpdateItemInput{
+			TableName:           aws.String(s.table),
+			Key:                 key(accountPK(account), skAccount),
+			UpdateExpression:    aws.String("SET expires_at = :exp, write_id = :wid"),
+			ConditionExpression: aws.String("expires_at > :unix"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":exp":  unix(exp),
+				":unix": unix(now),
+			},
+		})
+		if err != nil {
+			return "", false, fmt.Errorf("sign up: %w", err)
+		}
+		if _, unconfirmed := r.Current["expires_at"]; r.Applied || (r.Current != nil && !unconfirmed) {
+			return account, false, nil
+		}
+		// Erased or expired meanwhile: made afresh in the next round.
 	}
-	// A retried request whose first attempt was applied sees its own
-	// created_at here and says "not created": only a welcome would differ.
-	_, existed := out.Attributes["created_at"]
-	return account, !existed, nil
+	return "", false, fmt.Errorf("sign up: the account kept changing")
 }
 
+// signUpRounds bounds SignUp's races.
+const signUpRounds = 3
+
 // Address is the account's address, for its sign-in links and billing
-// notices: ErrNoAccount when there is no such account.
+// notices: ErrNoAccount when there is no such account (or only one whose
+// time has passed).
 func (s *Store) Address(ctx context.Context, account string) (string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:            aws.String(s.table),
 		Key:                  key(accountPK(account), skAccount),
 		ConsistentRead:       aws.Bool(true),
-		ProjectionExpression: aws.String("email"),
+		ProjectionExpression: aws.String("email, expires_at"),
 	})
 	if err != nil {
 		return "", fmt.Errorf("read account: %w", err)
 	}
 	email := stringOf(out.Item, "email")
-	if email == "" {
+	if email == "" || expired(out.Item, s.now()) {
 		return "", ErrNoAccount
 	}
 	return email, nil

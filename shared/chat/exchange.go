@@ -119,7 +119,8 @@ func usageOf(item map[string]types.AttributeValue, today string) Usage {
 }
 
 // Usage reads the account's counts and its trial's: ErrNoAccount when
-// there is no account.
+// there is no account, or only one whose time has passed (an unconfirmed
+// account's expires_at).
 func (s *Store) Usage(ctx context.Context, account string) (Usage, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
@@ -129,10 +130,11 @@ func (s *Store) Usage(ctx context.Context, account string) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("read account: %w", err)
 	}
-	if out.Item == nil {
+	now := s.now()
+	if out.Item == nil || expired(out.Item, now) {
 		return Usage{}, ErrNoAccount
 	}
-	u := usageOf(out.Item, day(s.now()))
+	u := usageOf(out.Item, day(now))
 	u.Account = account
 	if u.Trial = stringOf(out.Item, "trial"); u.Trial == "" {
 		u.Trial = s.trialOf(stringOf(out.Item, "email"))
@@ -309,10 +311,37 @@ func names(expr, placeholder, name string) map[string]string {
 
 // Settle marks an answered exchange as kept: it can no longer be given
 // back. Only the pending token changes; a spend settled already is not an
-// error.
+// error. ErrNoAccount means the account was erased while the exchange was
+// answered: what the exchange stored is then the caller's to forget.
 func (s *Store) Settle(ctx context.Context, sp Spent) error {
-	if _, _, err := s.settle(ctx, sp, "", "", map[string]types.AttributeValue{}); err != nil {
+	applied, item, err := s.settle(ctx, sp, "", "", map[string]types.AttributeValue{})
+	if err != nil {
 		return fmt.Errorf("settle an exchange: %w", err)
+	}
+	if !applied && item == nil {
+		return ErrNoAccount
+	}
+	if sp.Plan == PlanTrial {
+		// The trial's item outlives the account: ask the account itself.
+		return s.exists(ctx, sp.Account)
+	}
+	return nil
+}
+
+// exists is nil when account exists (and has not expired), else
+// ErrNoAccount.
+func (s *Store) exists(ctx context.Context, account string) error {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:            aws.String(s.table),
+		Key:                  key(accountPK(account), skAccount),
+		ConsistentRead:       aws.Bool(true),
+		ProjectionExpression: aws.String("pk, expires_at"),
+	})
+	if err != nil {
+		return fmt.Errorf("settle an exchange: %w", err)
+	}
+	if out.Item == nil || expired(out.Item, s.now()) {
+		return ErrNoAccount
 	}
 	return nil
 }

@@ -33,6 +33,19 @@ var GiveBacksPerDay = Window{Limit: 3, Per: 24 * time.Hour}
 
 const skLimit = "limit"
 
+// SignInAccountLimit is the name under which an account's sign-in
+// requests are counted (Allow with SignInPerAccount): its windows are the
+// account's, and its erasure deletes them.
+func SignInAccountLimit(account string) string { return "signin-acct#" + account }
+
+// GiveBackLimit names an account's give-backs window (GiveBacksPerDay).
+func GiveBackLimit(account string) string { return "giveback#" + account }
+
+// limitKey is the key of name's window that starts at start.
+func limitKey(name string, start time.Time) map[string]types.AttributeValue {
+	return key("limit#"+name+"#"+strconv.FormatInt(start.Unix(), 10), skLimit)
+}
+
 // Allow counts one request against the window w of name (an account's or
 // a client's keyed hash, with what it is for) and reports whether it is
 // within the limit: one conditional update on the window's item, which
@@ -45,7 +58,7 @@ func (s *Store) Allow(ctx context.Context, name string, w Window) (bool, error) 
 	start := now.Truncate(w.Per)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
-		Key:                 key("limit#"+name+"#"+strconv.FormatInt(start.Unix(), 10), skLimit),
+		Key:                 limitKey(name, start),
 		UpdateExpression:    aws.String("ADD n :one SET expires_at = :exp"),
 		ConditionExpression: aws.String("attribute_not_exists(n) OR n < :limit"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{

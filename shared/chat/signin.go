@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,7 +47,9 @@ func signInPK(token string) string {
 
 // IssueSignIn mints a single-use sign-in token for account, valid for
 // SignInTTL: the mailer calls it as it sends the link, so that each email
-// carries its own.
+// carries its own. The token is listed under its account first (an item
+// of the account's sign-in index, expiring with it), so that no token of
+// an account escapes its erasure.
 func (s *Store) IssueSignIn(ctx context.Context, account string) (token string, expires time.Time, err error) {
 	token, err = oracle.RandomBase62(rand.Reader, tokenLen)
 	if err != nil {
@@ -56,14 +57,26 @@ func (s *Store) IssueSignIn(ctx context.Context, account string) (token string, 
 	}
 	now := s.now()
 	expires = now.Add(SignInTTL)
+	pk := signInPK(token)
+	// Written again by a retry, the same item: no condition needed.
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table),
+		Item: map[string]types.AttributeValue{
+			"pk":         str(signInIndexPK(account)),
+			"sk":         str(pk),
+			"expires_at": unix(expires),
+		},
+	}); err != nil {
+		return "", time.Time{}, fmt.Errorf("list sign-in token: %w", err)
+	}
 	r, err := condwrite.Put(ctx, s.db, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
 		Item: map[string]types.AttributeValue{
-			"pk":         str(signInPK(token)),
+			"pk":         str(pk),
 			"sk":         str(skSignIn),
 			"account":    str(account),
 			"created_at": str(now.UTC().Format(time.RFC3339Nano)),
-			"expires_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(expires.Unix(), 10)},
+			"expires_at": unix(expires),
 		},
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	})
@@ -77,8 +90,11 @@ func (s *Store) IssueSignIn(ctx context.Context, account string) (token string, 
 }
 
 // ConsumeSignIn spends token and returns its account: once only (a
-// conditional write), and only before it expires. A refusal is
-// ErrSignInInvalid, ErrSignInUsed or ErrSignInExpired.
+// conditional write), and only before it expires. The first sign-in
+// confirms the account: its expiry (UnconfirmedTTL) is removed in the same
+// call, so that a confirmed account never keeps one. A refusal is
+// ErrSignInInvalid (also when the account is gone: erased, or forgotten
+// unconfirmed), ErrSignInUsed or ErrSignInExpired.
 func (s *Store) ConsumeSignIn(ctx context.Context, token string) (account string, err error) {
 	if !tokenForm.MatchString(token) {
 		return "", ErrSignInInvalid
@@ -91,7 +107,7 @@ func (s *Store) ConsumeSignIn(ctx context.Context, token string) (account string
 		ConditionExpression: aws.String("attribute_exists(pk) AND attribute_not_exists(used_at) AND expires_at > :unix"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now":  str(now.UTC().Format(time.RFC3339Nano)),
-			":unix": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
+			":unix": unix(now),
 		},
 		ReturnValues: types.ReturnValueAllNew,
 	})
@@ -99,7 +115,11 @@ func (s *Store) ConsumeSignIn(ctx context.Context, token string) (account string
 		return "", fmt.Errorf("spend sign-in token: %w", err)
 	}
 	if r.Applied {
-		return stringOf(r.Current, "account"), nil
+		account = stringOf(r.Current, "account")
+		if err := s.confirm(ctx, account, now); err != nil {
+			return "", err
+		}
+		return account, nil
 	}
 	switch {
 	case r.Current == nil:
@@ -109,4 +129,27 @@ func (s *Store) ConsumeSignIn(ctx context.Context, token string) (account string
 	default:
 		return "", ErrSignInExpired
 	}
+}
+
+// confirm marks account as signed in once (confirmed_at, kept from the
+// first) and removes its expiry: ErrSignInInvalid when it has no account
+// item, or only one whose time has passed.
+func (s *Store) confirm(ctx context.Context, account string, now time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(account), skAccount),
+		UpdateExpression:    aws.String("SET confirmed_at = if_not_exists(confirmed_at, :now) REMOVE expires_at"),
+		ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(expires_at) OR expires_at > :unix)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":  str(now.UTC().Format(time.RFC3339Nano)),
+			":unix": unix(now),
+		},
+	})
+	if condwrite.ConditionFailed(err) {
+		return ErrSignInInvalid
+	}
+	if err != nil {
+		return fmt.Errorf("confirm the account: %w", err)
+	}
+	return nil
 }

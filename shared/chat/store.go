@@ -7,6 +7,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -43,13 +44,42 @@ func NewStore(db Tables, table string, hasher *audit.Hasher, now func() time.Tim
 // ErrNoAccount: no account has that name.
 var ErrNoAccount = errors.New("chat: no such account")
 
-// Item keys: every item of an account shares its partition.
+// Item keys: every item of an account shares its partition, apart from
+// its sign-in tokens (keyed by the token's hash, so that a link finds its
+// item), which an index partition of their own lists, and its rate windows.
 const (
 	skAccount = "account"
 	skSignIn  = "signin"
 )
 
 func accountPK(account string) string { return "acct#" + account }
+
+// signInIndexPK is the partition that lists account's sign-in tokens, one
+// item per token (its sort key the token item's key), so that an erasure
+// finds them. It starts with signin# as the token items do: the mailer,
+// which mints tokens, may write only there.
+func signInIndexPK(account string) string { return "signin#acct#" + account }
+
+// UnconfirmedTTL is how long an account whose sign-in link was never used
+// is kept after its latest sign-in request: the table's TTL (expires_at)
+// then forgets the address. The first sign-in removes it.
+const UnconfirmedTTL = 24 * time.Hour
+
+// expired reports whether item has an expiry (expires_at, the table's TTL)
+// at or before now: DynamoDB removes such an item lazily, up to days
+// later, and until then every reader treats it as absent.
+func expired(item map[string]types.AttributeValue, now time.Time) bool {
+	v, ok := item["expires_at"].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	at, err := strconv.ParseInt(v.Value, 10, 64)
+	return err == nil && at <= now.Unix()
+}
+
+func unix(t time.Time) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}
+}
 
 func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{

@@ -42,6 +42,10 @@ var rank = map[string]int{
 	IncompleteExpired: 5,
 }
 
+// Ended reports whether Stripe has ended a subscription of status for
+// good (canceled, incomplete_expired): it charges nothing more.
+func Ended(status string) bool { return status == Canceled || status == IncompleteExpired }
+
 // KnownStatus reports whether status is one of Stripe's.
 func KnownStatus(status string) bool {
 	_, ok := rank[status]

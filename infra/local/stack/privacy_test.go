@@ -471,6 +471,10 @@ func signInTokens(ctx context.Context, endpoint string, addrs []string) ([]strin
 // signInItem is how ChatTable names a sign-in token: by its SHA-256.
 var signInItem = regexp.MustCompile(`^signin#[0-9a-f]{64}$`)
 
+// signInIndex is the partition that lists an account's tokens, each item's
+// sort key a token item's key (signInItem).
+var signInIndex = regexp.MustCompile(`^signin#acct#hmac-sha256:[0-9a-f]{32}$`)
+
 // chatFinds is chatPrivacySweep's search of the stack whose resources
 // start with prefix on the moto server at endpoint, and of its log: sweep,
 // for addrs, messages and tokens everywhere but chatPlaces, then each
@@ -509,7 +513,13 @@ func chatFinds(ctx context.Context, endpoint, prefix, log string, addrs, message
 			}
 			for _, item := range page.Items {
 				pk, _ := item["pk"].(*ddbtypes.AttributeValueMemberS)
-				if pk != nil && strings.HasPrefix(pk.Value, "signin#") {
+				sk, _ := item["sk"].(*ddbtypes.AttributeValueMemberS)
+				switch {
+				case pk != nil && sk != nil && signInIndex.MatchString(pk.Value):
+					if !signInItem.MatchString(sk.Value) {
+						found = append(found, fmt.Sprintf("a sign-in index item of %s does not name a token by its SHA-256: %.60q", table, sk.Value))
+					}
+				case pk != nil && strings.HasPrefix(pk.Value, "signin#"):
 					stored[pk.Value] = true
 					if !signInItem.MatchString(pk.Value) {
 						found = append(found, fmt.Sprintf("a sign-in item of %s is not named by a token's SHA-256: %.60q", table, pk.Value))
@@ -600,6 +610,7 @@ func TestChatPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 			return err
 		}, "", token[:6]},
 		{"a sign-in item named by its token", item("signin#"+token, "signin"), "", "not named by a token's SHA-256"},
+		{"an account's sign-in index naming a token", item("signin#acct#"+account, "signin#"+token), "", "does not name a token by its SHA-256"},
 		{"a message in an audit object", func() error {
 			_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(f.Ref("AuditBucket")), Key: aws.String("records/chat.json"),
 				ChecksumAlgorithm: s3types.ChecksumAlgorithmSha256, Body: strings.NewReader(`{"detail":"` + message + `"}`)})
