@@ -1,20 +1,31 @@
 package main
 
 import (
-	"42sisters.ai/oracle/infra/browsertest"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"42sisters.ai/oracle/infra/browsertest"
+	"42sisters.ai/oracle/infra/local/gateway"
+	"42sisters.ai/oracle/infra/provision"
+	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/httpapi"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // artifacts is where the screenshots go (git-ignored), for a person to
@@ -22,11 +33,13 @@ import (
 var artifacts = filepath.Join("..", "..", "test-artifacts", "chat")
 
 // TestBrowser drives the chat page in headless Chromium against the
-// handler (the chat table on moto, fakes for the model, subscriptions and
-// Stripe): sign in from the emailed link, three exchanges, the fourth
-// refused with the offer, Subscribe taking the browser to Checkout, on a
-// phone's width, with hostile text shown as text and no script error or
-// CSP violation.
+// handler behind the routes template.yaml gives it (the chat table on
+// moto, fakes for the model, subscriptions and Stripe): the emailed link's
+// page and its button signing in ("Signed in as …" shown), three
+// exchanges (Enter sends, Shift and Enter a new line), the fourth refused
+// with the offer, Subscribe taking the browser to Checkout, and deleting
+// the account behind the page's own confirmation, on a phone's width, with
+// hostile text shown as text and no script error or CSP violation.
 func TestBrowser(t *testing.T) {
 	browser := browsertest.Start(t)
 	x := newHarness(t)
@@ -47,7 +60,19 @@ func TestBrowser(t *testing.T) {
 	mux.HandleFunc("GET /stub-stripe/portal", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, `<!DOCTYPE html><html lang="en"><title>Portal</title><h1 id="stub-portal">Stub portal</h1></html>`)
 	})
-	mux.Handle("/", lambdaHTTP(x.h))
+	var (
+		mu            sync.Mutex // the server's goroutines write what the test reads
+		buttonHeaders http.Header
+	)
+	routes := templateRoutes(t, x.h)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/chat/signin" {
+			mu.Lock()
+			buttonHeaders = r.Header.Clone()
+			mu.Unlock()
+		}
+		routes.ServeHTTP(w, r)
+	}))
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -69,15 +94,50 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The link's page: one button, nothing spent by opening it.
 	browsertest.Do(t, ctx, "open the emailed link", chromedp.Navigate(base+"/chat/signin?token="+token),
+		chromedp.WaitVisible(chromedp.ID("signin-confirm")))
+	browsertest.FitsWidth(t, ctx)
+	browsertest.Accessible(t, ctx)
+	browsertest.Screenshot(t, ctx, artifacts, "signin-link-375")
+	if n := browsertest.Eval[int](t, ctx, `document.cookie.length + document.querySelectorAll('form').length * 100`); n != 100 {
+		t.Errorf("the link's page: one form and no cookie, got %d", n)
+	}
+	browsertest.Do(t, ctx, "press Sign in", chromedp.Click(chromedp.ID("signin-confirm")),
 		chromedp.WaitVisible(chromedp.ID("message-form")))
+	mu.Lock()
+	t.Logf("the button's form came with Origin %q, Sec-Fetch-Site %q", buttonHeaders.Get("Origin"), buttonHeaders.Get("Sec-Fetch-Site"))
+	mu.Unlock()
+	if got := browsertest.Eval[string](t, ctx, `location.pathname`); got != "/chat" {
+		t.Errorf("signed in at %s, want /chat", got)
+	}
+	stored, err := x.store.Address(context.Background(), jobs[0].Account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := browsertest.Text(t, ctx, ".account p"); got != "Signed in as "+stored {
+		t.Errorf("the page says %q, want it signed in as %s", got, stored)
+	}
 	if got := browsertest.Text(t, ctx, "#left"); got != "3 free exchanges left of 3." {
 		t.Errorf("before the first message: %q", got)
 	}
 
+	// Enter sends; Shift and Enter start a new line first.
+	browsertest.Do(t, ctx, "type a line and a new one", chromedp.SendKeys(chromedp.ID("message"), "Should I move"),
+		pressEnter(chromedp.ModifierShift), chromedp.SendKeys(chromedp.ID("message"), "to Lisbon?"))
+	if got := browsertest.Eval[string](t, ctx, `document.getElementById('message').value`); got != "Should I move\nto Lisbon?" {
+		t.Errorf("Shift and Enter: the box holds %q", got)
+	}
+	if n := browsertest.Eval[int](t, ctx, `document.querySelectorAll('.turn').length`); n != 0 {
+		t.Errorf("Shift and Enter sent the message: %d turns", n)
+	}
 	hostile := `<img src=x onerror=alert(1)><script>alert(2)</script>`
-	for i, m := range []string{"Should I move to Lisbon?", hostile, "And the timing?"} {
-		browsertest.Do(t, ctx, "send", chromedp.SendKeys(chromedp.ID("message"), m), chromedp.Click(chromedp.ID("send")))
+	for i, m := range []string{"", hostile, "And the timing?"} {
+		if i == 1 {
+			browsertest.Do(t, ctx, "send with the button", chromedp.SendKeys(chromedp.ID("message"), m), chromedp.Click(chromedp.ID("send")))
+		} else {
+			browsertest.Do(t, ctx, "send with Enter", chromedp.SendKeys(chromedp.ID("message"), m), pressEnter(chromedp.ModifierNone))
+		}
 		browsertest.Do(t, ctx, "wait for the reply", chromedp.Poll[chromedp.Void](
 			`document.querySelectorAll('.turn-aether').length === `+itoa(i+1)))
 		if i == 1 {
@@ -91,6 +151,9 @@ func TestBrowser(t *testing.T) {
 	}
 	if got := browsertest.Eval[string](t, ctx, `document.querySelectorAll('.turn-user')[1].lastChild.textContent`); got != hostile {
 		t.Errorf("the hostile message shows as %q", got)
+	}
+	if got := x.replier.calls[0].Message; got != "Should I move\nto Lisbon?" {
+		t.Errorf("the first message sent with Enter was %q", got)
 	}
 	browsertest.Screenshot(t, ctx, artifacts, "three-exchanges-375")
 
@@ -154,48 +217,101 @@ func TestBrowser(t *testing.T) {
 	browsertest.Screenshot(t, ctx, artifacts, "subscriber-375")
 	browsertest.Do(t, ctx, "portal", chromedp.Click(chromedp.ID("portal")), chromedp.WaitVisible(chromedp.ID("stub-portal")))
 	x.billing.mu.Lock()
-	defer x.billing.mu.Unlock()
 	if len(x.billing.portals) != 2 || x.billing.portals[0] != "cus_1" || x.billing.portals[1] != "cus_1" || len(x.billing.checkouts) != 1 {
 		t.Errorf("portal sessions %v, checkouts %v: want the portal twice (the refused Subscribe, the button) and one Checkout", x.billing.portals, x.billing.checkouts)
 	}
+	x.billing.mu.Unlock()
+
+	// Deleting the account: the page asks first, on the page, saying what
+	// goes and what happens to the subscription; keeping it sends nothing.
+	browsertest.Do(t, ctx, "back to the chat", chromedp.Navigate(base+"/chat"), chromedp.WaitVisible(chromedp.ID("erase")))
+	browsertest.Do(t, ctx, "delete my account", chromedp.Click(chromedp.ID("erase")),
+		chromedp.Poll[chromedp.Void](`document.activeElement.id === 'erase-heading'`))
+	said := browsertest.Text(t, ctx, "#erase-confirm")
+	for _, want := range []string{"email address", "conversation", "sign-in links", "cancelled at once through Stripe", "no further charge",
+		"not refunded automatically", oracle.SupportAddress} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the confirmation does not say %q: %s", want, said)
+		}
+	}
+	browsertest.FitsWidth(t, ctx)
+	browsertest.Accessible(t, ctx)
+	browsertest.Screenshot(t, ctx, artifacts, "erase-confirm-375")
+	browsertest.Do(t, ctx, "keep it", chromedp.Click(chromedp.ID("erase-no")),
+		chromedp.Poll[chromedp.Void](`document.getElementById('erase-confirm').hidden && document.activeElement.id === 'erase'`))
+	// The erasure is the real route's: the account is gone from the
+	// table once the page says so, and not before.
+	if _, err := x.store.Address(context.Background(), jobs[0].Account); err != nil {
+		t.Fatalf("keeping the account: %v", err)
+	}
+	browsertest.Do(t, ctx, "delete it", chromedp.Click(chromedp.ID("erase")), chromedp.WaitVisible(chromedp.ID("erase-yes")),
+		chromedp.Click(chromedp.ID("erase-yes")), chromedp.WaitVisible(chromedp.ID("erased")), chromedp.WaitVisible(chromedp.ID("signin-form")))
+	if _, err := x.store.Address(context.Background(), jobs[0].Account); !errors.Is(err, chat.ErrNoAccount) {
+		t.Fatalf("after the page's erasure the account reads %v, want ErrNoAccount", err)
+	}
+	if !browsertest.Eval[bool](t, ctx, `document.getElementById('chat').hidden && document.activeElement.id === 'erased' && document.getElementById('address').textContent === ''`) {
+		t.Error("after the erasure the conversation or the address is still shown, or the note is not focused")
+	}
+	browsertest.FitsWidth(t, ctx)
+	browsertest.Accessible(t, ctx)
+	browsertest.Screenshot(t, ctx, artifacts, "erased-375")
 }
 
-// lambdaHTTP serves h as API Gateway would: payload 2.0 requests, cookies
-// out of the headers and back as Set-Cookie.
-func lambdaHTTP(h *Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		req := httpapi.Request{RawPath: r.URL.EscapedPath(), RawQueryString: r.URL.RawQuery, Headers: map[string]string{}, Body: string(body)}
-		req.RequestContext.HTTP.Method = r.Method
-		req.RequestContext.HTTP.Path = r.URL.Path
-		req.RequestContext.HTTP.SourceIP = "127.0.0.1"
-		for k, v := range r.Header {
-			if strings.EqualFold(k, "Cookie") {
-				for _, c := range v {
-					req.Cookies = append(req.Cookies, strings.Split(c, "; ")...)
-				}
-				continue
-			}
-			req.Headers[strings.ToLower(k)] = strings.Join(v, ",")
+// pressEnter presses Enter in the focused element as a keyboard does: one
+// keyDown that carries the key's text, from which the browser makes the
+// character, so that a page that handles the keydown stops it as it would
+// for a person (chromedp's own key events send the character apart, which
+// no page can stop).
+func pressEnter(modifiers chromedp.Modifier) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		down := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Modifiers: int64(modifiers),
+			Key: "Enter", Code: "Enter", Text: "\r", UnmodifiedText: "\r", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
+		if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, down); err != nil {
+			return err
 		}
-		if q := r.URL.Query(); len(q) > 0 {
-			req.QueryStringParameters = map[string]string{}
-			for k, v := range q {
-				req.QueryStringParameters[k] = strings.Join(v, ",")
-			}
-		}
-		resp, err := h.Handle(r.Context(), req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		for k, v := range resp.Headers {
-			w.Header().Set(k, v)
-		}
-		for _, c := range resp.Cookies {
-			w.Header().Add("Set-Cookie", c)
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.WriteString(w, resp.Body)
+		up := down
+		up.Type, up.Text, up.UnmodifiedText = input.DispatchKeyEventTypeKeyUp, "", ""
+		_, err := cdp.Call(ctx, t, input.DispatchKeyEvent, up)
+		return err
 	})
+}
+
+// templateRoutes serves h behind the routes template.yaml gives the chat
+// function, through the local stack's gateway: payload 2.0 events, cookies
+// out of the headers and back as Set-Cookie, and a 404 for a route the
+// template does not have.
+func templateRoutes(t *testing.T, h *Handler) http.Handler {
+	t.Helper()
+	tpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []gateway.Route
+	for _, fn := range tpl.Functions() {
+		if fn.LogicalID == "ChatFunction" {
+			for _, r := range fn.Routes {
+				routes = append(routes, gateway.Route{Method: r.Method, Path: r.Path, Function: invoker{h}})
+			}
+		}
+	}
+	g, err := gateway.New(gateway.Options{Routes: routes, Log: log.New(io.Discard, "", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// invoker runs the handler as the Lambda runtime runs its bootstrap.
+type invoker struct{ h *Handler }
+
+func (i invoker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	var req httpapi.Request
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, err
+	}
+	resp, err := i.h.Handle(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(resp)
 }

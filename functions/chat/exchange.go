@@ -279,7 +279,8 @@ type turnView struct {
 	At   time.Time `json:"at"`
 }
 
-// conversation is GET /api/chat: the conversation and what is left.
+// conversation is GET /api/chat: the signed-in address, the conversation
+// and what is left.
 func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s session, u chat.Usage) httpapi.Response {
 	turns, err := h.Conversations.Recent(ctx, s.Account, h.ShowChars)
 	if err != nil {
@@ -289,11 +290,18 @@ func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s session
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
+	// The page says whose account this is, so that no one types into an
+	// account that is not theirs without seeing it.
+	address, err := h.Accounts.Address(ctx, s.Account)
+	if err != nil {
+		return h.fail(ctx, unavailable(err))
+	}
 	messages := make([]turnView, 0, len(turns))
 	for _, t := range turns {
 		messages = append(messages, turnView{Role: t.Role, Text: t.Text, At: t.At})
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{
+		"address":         address,
 		"messages":        messages,
 		"exchanges_left":  u.FreeLeft,
 		"trial_exchanges": chat.TrialExchanges,

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
 
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -14,19 +17,24 @@ import (
 
 // renderAll renders every page in every form a person can receive it:
 // the chat page (its states all in one rendering, hidden until its script
-// shows them) and each sign-in link problem.
+// shows them), the sign-in link's page and each of its refusals.
 func renderAll() []page {
 	h := &Handler{Site: defaultSite, Support: oracle.SupportAddress, DailyCap: defaultDailyCap, RetentionDays: defaultRetentionDays,
 		Log: obs.NewLogger(io.Discard, "ERROR")}
 	var r httpapi.Request
 	back := r
 	back.QueryStringParameters = map[string]string{"subscribed": "1"}
-	return []page{
+	pages := []page{
 		h.chatPage(r),
 		h.chatPage(back),
 		h.problem(http.StatusMethodNotAllowed, "This request is not supported", "This address shows a page; it does not accept anything sent to it."),
 		h.signInProblem(http.StatusBadRequest, "This sign-in link is not valid", "x"),
+		h.signInPage(context.Background(), link(http.MethodGet, "q3Zx9vB0kLm4Rt7YwE2sN8aHc5Jd1Pf6Gu0Ii3Oo9Kl")),
 	}
+	for _, err := range []error{errNotFromSite, chat.ErrSignInInvalid, chat.ErrSignInUsed, chat.ErrSignInExpired, errFormType, errFormTooLarge, errors.New("the table is down")} {
+		pages = append(pages, h.signInRefused(context.Background(), err))
+	}
+	return pages
 }
 
 // Every word the chat can show a person passes the content filter: each

@@ -64,8 +64,9 @@ type Counter interface {
 	Count(name string, n float64)
 }
 
-// Handler serves Sisters Chat: the page at GET /chat, the sign-in link at
-// GET /chat/signin and the API under /api/chat.
+// Handler serves Sisters Chat: the page at GET /chat, the sign-in link's
+// page at GET /chat/signin, its button at POST /chat/signin and the API
+// under /api/chat.
 type Handler struct {
 	Site    string // the company name in titles and the header
 	Support string // the address for people, and for the Bridge tier
@@ -122,18 +123,23 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if path == "" {
 		path = "/"
 	}
-	switch path {
-	case "/chat", "/chat/signin":
-		// Only a GET spends a sign-in link: a HEAD (a mail scanner's
-		// look at the link) must not.
-		if method != http.MethodGet && (method != http.MethodHead || path != "/chat") {
-			return h.html(h.problem(http.StatusMethodNotAllowed, "This request is not supported",
-				"This address shows a page; it does not accept anything sent to it.")), nil
-		}
-		if path == "/chat" {
-			return h.html(h.chatPage(req)), nil
-		}
+	switch {
+	case path == "/chat" && (method == http.MethodGet || method == http.MethodHead):
+		return h.html(h.chatPage(req)), nil
+	case path == "/chat/signin" && (method == http.MethodGet || method == http.MethodHead):
+		// The emailed link only shows a button: a mail scanner, or a page
+		// elsewhere that sends the browser here, spends nothing.
+		return h.html(h.signInPage(ctx, req)), nil
+	case path == "/chat/signin" && method == http.MethodPost:
 		return h.signIn(ctx, req), nil
+	case path == "/chat":
+		return h.html(h.problem(http.StatusMethodNotAllowed, "This request is not supported",
+			"This address shows a page; it does not accept anything sent to it.")), nil
+	case path == "/chat/signin":
+		resp := h.html(h.signInProblem(http.StatusMethodNotAllowed, "This request is not supported",
+			"This address shows the page of a sign-in link and takes its button, nothing else."))
+		resp.Headers["Allow"] = "GET, HEAD, POST"
+		return resp, nil
 	}
 	serve, known := api[route{method, path}]
 	if !known {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -262,30 +264,61 @@ func (x *harness) do(t *testing.T, r httpapi.Request) (httpapi.Response, map[str
 	return resp, body
 }
 
-// signIn signs address in through its emailed link and returns the
-// session cookie's value.
+// signIn signs address in as a person does: the emailed link's page,
+// then its button; it returns the session cookie's value.
 func (x *harness) signIn(t *testing.T, addr string) (account, cookie string) {
+	t.Helper()
+	account, token := x.mint(t, addr)
+	if resp, _ := x.do(t, link(http.MethodGet, token)); resp.StatusCode != http.StatusOK || len(resp.Cookies) != 0 {
+		t.Fatalf("sign-in link's page: %d %v", resp.StatusCode, resp.Cookies)
+	}
+	return account, x.press(t, form(token))
+}
+
+// mint makes addr's account and mints a sign-in token as the mailer does.
+func (x *harness) mint(t *testing.T, addr string) (account, token string) {
 	t.Helper()
 	ctx := context.Background()
 	account, _, err := x.store.SignUp(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, _, err := x.store.IssueSignIn(ctx, account)
+	token, _, err = x.store.IssueSignIn(ctx, account)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := req(http.MethodGet, "/chat/signin", "", "")
-	r.QueryStringParameters = map[string]string{"token": token}
+	return account, token
+}
+
+// press posts the sign-in form r, which must sign in: 303 to /chat with
+// the session cookie, whose value it returns.
+func (x *harness) press(t *testing.T, r httpapi.Request) string {
+	t.Helper()
 	resp, _ := x.do(t, r)
 	if resp.StatusCode != http.StatusSeeOther || resp.Headers["Location"] != "/chat" || len(resp.Cookies) != 1 {
-		t.Fatalf("sign-in link: %d %v %v", resp.StatusCode, resp.Headers, resp.Cookies)
+		t.Fatalf("sign-in button: %d %v %v %s", resp.StatusCode, resp.Headers, resp.Cookies, resp.Body)
 	}
 	c, err := http.ParseSetCookie(resp.Cookies[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return account, c.Value
+	return c.Value
+}
+
+// link is the emailed link opened with method (GET or HEAD).
+func link(method, token string) httpapi.Request {
+	r := req(method, "/chat/signin", "", "")
+	r.Headers = map[string]string{}
+	r.QueryStringParameters = map[string]string{"token": token}
+	return r
+}
+
+// form is the sign-in page's form as a browser posts it: from the site's
+// own page, form-encoded.
+func form(token string) httpapi.Request {
+	r := req(http.MethodPost, "/chat/signin", "token="+url.QueryEscape(token), "")
+	r.Headers = map[string]string{"origin": origin, "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-origin"}
+	return r
 }
 
 func (x *harness) send(t *testing.T, cookie, message string) (httpapi.Response, map[string]any) {
@@ -388,23 +421,132 @@ func TestSignInRequestsAreRateLimited(t *testing.T) {
 	}
 }
 
-func TestSignInLinkSetsTheSessionCookieOnce(t *testing.T) {
+// Finding 2 of issue 38: opening the emailed link (GET, or a scanner's
+// HEAD) shows a page whose one button posts the token; it spends nothing,
+// sets no cookie and reads nothing, so that a used, expired or unknown
+// token of the right form shows the same page, and the link still works
+// afterwards. A token that could not have been minted is "not valid" at
+// once.
+func TestSignInLinkShowsAButtonAndSpendsNothing(t *testing.T) {
 	x := newHarness(t)
-	ctx := context.Background()
-	account, _, _ := x.store.SignUp(ctx, address)
-	token, _, err := x.store.IssueSignIn(ctx, account)
-	if err != nil {
-		t.Fatal(err)
+	account, token := x.mint(t, address)
+	_, used := x.mint(t, address)
+	x.press(t, form(used))
+	page := func(method, tok string) string {
+		return strings.ReplaceAll(x.mustPage(t, link(method, tok)), tok, "TOKEN")
 	}
-	link := func(tok string) httpapi.Response {
-		r := req(http.MethodGet, "/chat/signin", "", "")
-		r.QueryStringParameters = map[string]string{"token": tok}
+	want := page(http.MethodGet, token)
+	for _, part := range []string{`<form method="post" action="/chat/signin">`, `<input type="hidden" name="token" value="TOKEN">`,
+		`<button type="submit" id="signin-confirm">Sign in</button>`} {
+		if !strings.Contains(want, part) {
+			t.Errorf("the link's page lacks %s:\n%s", part, want)
+		}
+	}
+	for i := range 3 {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			if got := page(method, token); got != want {
+				t.Fatalf("%s %d of the link: the page changed:\n%s", method, i+1, got)
+			}
+		}
+	}
+	// A scanner learns nothing: a used token's page and an unknown one's
+	// are the page of a working link.
+	for name, tok := range map[string]string{"used": used, "unknown": strings.Repeat("Z", 43)} {
+		if got := page(http.MethodGet, tok); got != want {
+			t.Errorf("the page of a %s token differs from a working one's:\n%s", name, got)
+		}
+	}
+	for _, tok := range []string{"", "short", strings.Repeat("A", 44), strings.Repeat("A", 42) + "-", strings.Repeat("A", 43) + "," + strings.Repeat("B", 43)} {
+		resp, _ := x.do(t, link(http.MethodGet, tok))
+		if resp.StatusCode != http.StatusBadRequest || len(resp.Cookies) != 0 || !strings.Contains(resp.Body, "not valid") || strings.Contains(resp.Body, "<form") {
+			t.Errorf("link with token %q: %d %v, want 400 not valid, no button", tok, resp.StatusCode, resp.Cookies)
+		}
+	}
+	if x.freeLeft(t, account) != chat.TrialExchanges {
+		t.Fatal("opening the link changed the account")
+	}
+	x.press(t, form(token))
+}
+
+// mustPage answers r, which must be the sign-in link's page: 200, HTML
+// that is never cached and sends no referrer (the token is in its address)
+// and may post its form only to this site, and no cookie.
+func (x *harness) mustPage(t *testing.T, r httpapi.Request) string {
+	t.Helper()
+	resp, _ := x.do(t, r)
+	h := resp.Headers
+	if resp.StatusCode != http.StatusOK || len(resp.Cookies) != 0 || !strings.HasPrefix(h["Content-Type"], "text/html") ||
+		h["Cache-Control"] != "no-store" || h["Referrer-Policy"] != "no-referrer" || !strings.Contains(h["Content-Security-Policy"], "form-action 'self'") {
+		t.Fatalf("%s %s: %d %v %v", r.RequestContext.HTTP.Method, r.RawPath, resp.StatusCode, h, resp.Cookies)
+	}
+	return resp.Body
+}
+
+// Finding 2 of issue 38: the button's POST is a form, which any site can
+// make a browser send, so it signs in only from this site's own page: the
+// browser's Origin is the site's, or (none, or "null" from a page that
+// sends no referrer) its Sec-Fetch-Site is same-origin. Anything else is
+// a 403 page, and the token stays unspent.
+func TestSignInButtonRefusesOtherSites(t *testing.T) {
+	x := newHarness(t)
+	const ct = "application/x-www-form-urlencoded"
+	refused := []struct {
+		name    string
+		headers map[string]string
+	}{
+		{"another origin", map[string]string{"origin": "https://evil.example", "content-type": ct}},
+		{"another origin, said same-origin", map[string]string{"origin": "https://evil.example", "content-type": ct, "sec-fetch-site": "same-origin"}},
+		{"the site's origin over http", map[string]string{"origin": "http://chat.example.test", "content-type": ct}},
+		{"a subdomain", map[string]string{"origin": "https://x.chat.example.test", "content-type": ct}},
+		{"no origin and no Sec-Fetch-Site", map[string]string{"content-type": ct}},
+		{"no origin, cross-site", map[string]string{"content-type": ct, "sec-fetch-site": "cross-site"}},
+		{"no origin, same-site", map[string]string{"content-type": ct, "sec-fetch-site": "same-site"}},
+		{"no origin, typed in", map[string]string{"content-type": ct, "sec-fetch-site": "none"}},
+		{"a null origin, cross-site", map[string]string{"origin": "null", "content-type": ct, "sec-fetch-site": "cross-site"}},
+		{"a null origin alone", map[string]string{"origin": "null", "content-type": ct}},
+	}
+	account, token := x.mint(t, address)
+	for _, c := range refused {
+		r := form(token)
+		r.Headers = c.headers
 		resp, _ := x.do(t, r)
-		return resp
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies) != 0 || !strings.HasPrefix(resp.Headers["Content-Type"], "text/html") ||
+			!strings.Contains(resp.Body, "This sign-in was refused") || !strings.Contains(resp.Body, `href="/chat"`) {
+			t.Errorf("%s: %d %v %v, want the 403 page", c.name, resp.StatusCode, resp.Headers, resp.Cookies)
+		}
 	}
-	resp := link(token)
-	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies) != 1 {
-		t.Fatalf("first use: %d %v", resp.StatusCode, resp.Cookies)
+	cookie := x.press(t, form(token))
+	if s, err := verify([]byte(cookieKey), cookie, x.clock.Now()); err != nil || s.Account != account {
+		t.Fatalf("the token after the refusals: %v %v", s, err)
+	}
+	if strings.Contains(x.logs.String(), token) {
+		t.Fatal("the logs hold the token")
+	}
+	accepted := []struct {
+		name    string
+		headers map[string]string
+	}{
+		{"the site's origin", map[string]string{"origin": origin, "content-type": ct}},
+		{"no origin, same-origin", map[string]string{"content-type": ct + "; charset=UTF-8", "sec-fetch-site": "same-origin"}},
+		{"a null origin, same-origin", map[string]string{"origin": "null", "content-type": ct, "sec-fetch-site": "same-origin"}},
+	}
+	for _, c := range accepted {
+		_, tok := x.mint(t, address)
+		r := form(tok)
+		r.Headers = c.headers
+		x.press(t, r)
+	}
+}
+
+// The button spends the link once: 303 to /chat with the session cookie;
+// a second press, an expired link, or a form that is not the page's get a
+// page saying why, with the way to ask again, and no cookie.
+func TestSignInButtonSetsTheSessionCookieOnce(t *testing.T) {
+	x := newHarness(t)
+	account, token := x.mint(t, address)
+	resp, _ := x.do(t, form(token))
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies) != 1 || resp.Headers["Location"] != "/chat" || resp.Headers["Cache-Control"] != "no-store" {
+		t.Fatalf("first use: %d %v %v", resp.StatusCode, resp.Headers, resp.Cookies)
 	}
 	c, err := http.ParseSetCookie(resp.Cookies[0])
 	if err != nil {
@@ -417,25 +559,50 @@ func TestSignInLinkSetsTheSessionCookieOnce(t *testing.T) {
 		t.Fatalf("cookie value %q", c.Value)
 	}
 
-	late, _, _ := x.store.IssueSignIn(ctx, account)
+	_, late := x.mint(t, address)
+	_, spare := x.mint(t, address)
 	x.clock.Add(chat.SignInTTL)
+	_, fresh := x.mint(t, address)
+	body := func(b string) func(httpapi.Request) httpapi.Request {
+		return func(r httpapi.Request) httpapi.Request { r.Body = b; return r }
+	}
 	cases := []struct {
-		name, token string
-		status      int
-		says        string
+		name   string
+		r      httpapi.Request
+		status int
+		says   string
 	}{
-		{"replayed", token, http.StatusGone, "already used"},
-		{"expired", late, http.StatusGone, "expired"},
-		{"forged", strings.Repeat("A", 43), http.StatusBadRequest, "not valid"},
-		{"missing", "", http.StatusBadRequest, "not valid"},
+		{"replayed", form(token), http.StatusGone, "already used"},
+		{"expired", form(late), http.StatusGone, "expired"},
+		{"forged", form(strings.Repeat("A", 43)), http.StatusBadRequest, "not valid"},
+		{"missing", form(""), http.StatusBadRequest, "not valid"},
+		{"no token field", body("tok=" + fresh)(form(fresh)), http.StatusBadRequest, "not valid"},
+		{"two tokens", body("token=" + fresh + "&token=" + spare)(form(fresh)), http.StatusBadRequest, "not valid"},
+		{"a token with more", body("token=" + fresh + "x")(form(fresh)), http.StatusBadRequest, "not valid"},
+		{"not a form", body("token=%zz")(form(fresh)), http.StatusBadRequest, "not valid"},
+		{"bad base64", func() httpapi.Request { r := form(fresh); r.IsBase64Encoded = true; r.Body = "!!"; return r }(), http.StatusBadRequest, "not valid"},
+		{"too large", body("token=" + fresh + "&pad=" + strings.Repeat("a", MaxSignInForm))(form(fresh)), http.StatusRequestEntityTooLarge, "takes the sign-in page&#39;s button only"},
+		{"JSON", func() httpapi.Request {
+			r := form(fresh)
+			r.Headers["content-type"] = "application/json"
+			r.Body = `{"token":"` + fresh + `"}`
+			return r
+		}(), http.StatusUnsupportedMediaType, "takes the sign-in page&#39;s button only"},
+		{"no content type", func() httpapi.Request { r := form(fresh); delete(r.Headers, "content-type"); return r }(), http.StatusUnsupportedMediaType, "takes the sign-in page&#39;s button only"},
 	}
 	for _, c := range cases {
-		resp := link(c.token)
+		resp, _ := x.do(t, c.r)
 		if resp.StatusCode != c.status || len(resp.Cookies) != 0 || !strings.Contains(resp.Body, c.says) ||
 			!strings.Contains(resp.Body, `href="/chat"`) || resp.Headers["Content-Security-Policy"] == "" {
-			t.Errorf("%s link: %d cookies %v, want %d saying %q with a link to ask again", c.name, resp.StatusCode, resp.Cookies, c.status, c.says)
+			t.Errorf("%s: %d cookies %v, want %d saying %q with a link to ask again", c.name, resp.StatusCode, resp.Cookies, c.status, c.says)
 		}
 	}
+	// None of the refused forms spent the fresh link; API Gateway's base64
+	// form of the body is read as the body.
+	r := form(fresh)
+	r.IsBase64Encoded = true
+	r.Body = base64.StdEncoding.EncodeToString([]byte("token=" + fresh))
+	x.press(t, r)
 }
 
 func TestSessionCookieIsCheckedOnEveryAPIRoute(t *testing.T) {
@@ -780,6 +947,23 @@ func TestConversationIsShownAndForgotten(t *testing.T) {
 	}
 }
 
+// Finding 2 of issue 38: GET /api/chat names the signed-in address (as
+// the account holds it), so that the page says whose account it is.
+func TestConversationNamesTheSignedInAddress(t *testing.T) {
+	x := newHarness(t)
+	for _, addr := range []string{address, "someone.else@example.org"} {
+		account, cookie := x.signIn(t, addr)
+		stored, err := x.store.Address(context.Background(), account)
+		if err != nil || !strings.EqualFold(stored, addr) {
+			t.Fatalf("stored address %q %v", stored, err)
+		}
+		resp, body := x.do(t, req(http.MethodGet, "/api/chat", "", cookie))
+		if resp.StatusCode != http.StatusOK || body["address"] != stored {
+			t.Errorf("GET /api/chat signed in as %s: %d address %v", addr, resp.StatusCode, body["address"])
+		}
+	}
+}
+
 func TestSubscribeAndPortal(t *testing.T) {
 	x := newHarness(t)
 	account, cookie := x.signIn(t, address)
@@ -844,8 +1028,9 @@ func TestRoutesMethodsAndPages(t *testing.T) {
 		{http.MethodGet, "/chat", 200, true},
 		{http.MethodGet, "/chat/", 200, true},
 		{http.MethodPost, "/chat", 405, true},
-		{http.MethodPost, "/chat/signin", 405, true},
-		{http.MethodHead, "/chat/signin", 405, true},
+		{http.MethodPut, "/chat/signin", 405, true},
+		{http.MethodDelete, "/chat/signin", 405, true},
+		{http.MethodHead, "/chat/signin", 400, true},
 		{http.MethodHead, "/chat", 200, true},
 		{http.MethodPut, "/api/chat", 405, false},
 		{http.MethodGet, "/api/chat/signin", 405, false},
@@ -860,6 +1045,9 @@ func TestRoutesMethodsAndPages(t *testing.T) {
 		if isHTML && !strings.Contains(resp.Headers["Content-Security-Policy"], "default-src 'none'") {
 			t.Errorf("%s %s: no CSP", c.method, c.path)
 		}
+	}
+	if resp, _ := x.do(t, req(http.MethodPut, "/chat/signin", "", "")); resp.Headers["Allow"] != "GET, HEAD, POST" {
+		t.Errorf("PUT /chat/signin: Allow %q", resp.Headers["Allow"])
 	}
 	r := req(http.MethodGet, "/chat", "", "")
 	r.QueryStringParameters = map[string]string{"subscribed": "1"}

@@ -1,11 +1,12 @@
 // Command chat is the Lambda function behind Sisters Chat: the page at
-// GET /chat, the sign-in link at GET /chat/signin, and the API under
-// /api/chat (sign-in requests, messages, the conversation and its
-// deletion, the subscription's Checkout and portal, sign-out, the
-// account's erasure). An account is the address's keyed hash; its trial,
-// grants and daily cap are counted with conditional writes in the chat
-// table; the model, the subscriptions and Stripe's sessions come through
-// wire.go.
+// GET /chat, the sign-in link's page at GET /chat/signin and its button at
+// POST /chat/signin, and the API under /api/chat (sign-in requests,
+// messages, the conversation and its deletion, the subscription's Checkout
+// and portal, sign-out, the account's erasure). An account is the keyed
+// hash of the address's canonical form; its trial (under the trial
+// identity's keyed hash), grants and daily cap are counted with
+// conditional writes in the chat table; the model, the subscriptions and
+// Stripe's sessions come through wire.go.
 package main
 
 import (

@@ -55,6 +55,13 @@ type chatView struct {
 	Price         string
 }
 
+// signInView is the sign-in link's page: the token its button posts.
+type signInView struct {
+	frame
+	Token       string
+	SessionDays int
+}
+
 type problemView struct {
 	frame
 	Heading string

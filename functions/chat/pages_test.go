@@ -32,6 +32,7 @@ func TestPagesAreWhatHTMLTemplateWrites(t *testing.T) {
 		{"chat.html", chatView{frame: f("Sisters Chat", true), Trial: 5, MaxMessage: 2000, DailyCap: 50, NearCap: NearCap, RetentionDays: 30, Price: Price, Subscribed: true}},
 		{"problem.html", problemView{frame: f(hostile, false), Heading: hostile, Message: hostile}},
 		{"problem.html", problemView{frame: f("Link expired", false), Heading: "Link expired", Message: hostile, AskAgain: true}},
+		{"signin.html", signInView{frame: f("Sign in to Sisters Chat", false), Token: hostile, SessionDays: 30}},
 	}
 	for i, v := range views {
 		ours, err := pages.Execute(v.name, v.data)

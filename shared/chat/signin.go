@@ -38,6 +38,10 @@ const tokenLen = 43
 // tokenForm is a minted token.
 var tokenForm = regexp.MustCompile(`^[0-9A-Za-z]{43}$`)
 
+// WellFormed reports whether token has a minted token's form, without
+// reading the store: the sign-in link's page shows its button only then.
+func WellFormed(token string) bool { return tokenForm.MatchString(token) }
+
 // signInPK names a token's item by the token's SHA-256: the table never
 // holds a working token, so reading it signs no one in.
 func signInPK(token string) string {

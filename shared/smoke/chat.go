@@ -198,19 +198,31 @@ func (r *Runner) signInSent(ctx context.Context, account string, asked time.Time
 // for an hour, named when none comes.
 var signInsPerHour = chat.SignInPerAccount.Limit
 
-// openSignIn opens the sign-in link as a browser does and returns the
-// session cookie it sets. Its errors never show the token.
+// openSignIn opens the sign-in link and presses its button as a browser
+// does (the link's page, which spends nothing, then its form posted from
+// the site's origin) and returns the session cookie the button sets. Its
+// errors never show the token.
 func (r *Runner) openSignIn(ctx context.Context, token string) (string, error) {
 	const route = "/chat/signin"
-	// The answer is a redirect to /chat; its cookie is what is wanted.
+	// The button's answer is a redirect to /chat; its cookie is what is
+	// wanted.
 	c := *r.HTTP
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	status, h, b, err := r.exchange(ctx, &c, http.MethodGet, r.APIURL+route+"?token="+url.QueryEscape(token), route, nil, nil)
 	if err != nil {
 		return "", r.late(ctx, err)
 	}
+	if status != http.StatusOK || len(h.Values("Set-Cookie")) != 0 || !strings.Contains(string(b), `action="/chat/signin"`) {
+		return "", fmt.Errorf("GET %s → %d, want 200, the sign-in button and no cookie: %s", route, status, oracle.Clip(pageTitle(b), 120))
+	}
+	form := []byte(url.Values{"token": {token}}.Encode())
+	headers := map[string]string{"Origin": r.Origin, "Content-Type": "application/x-www-form-urlencoded"}
+	status, h, b, err = r.exchange(ctx, &c, http.MethodPost, r.APIURL+route, route, form, headers)
+	if err != nil {
+		return "", r.late(ctx, err)
+	}
 	if status != http.StatusSeeOther || h.Get("Location") != "/chat" {
-		return "", fmt.Errorf("GET %s → %d (Location %q), want 303 to /chat: %s", route, status, oracle.Clip(h.Get("Location"), 80), oracle.Clip(pageTitle(b), 120))
+		return "", fmt.Errorf("POST %s → %d (Location %q), want 303 to /chat: %s", route, status, oracle.Clip(h.Get("Location"), 80), oracle.Clip(pageTitle(b), 120))
 	}
 	for _, line := range h.Values("Set-Cookie") {
 		if ck, err := http.ParseSetCookie(line); err == nil && ck.Name == chatCookie && ck.Value != "" {
@@ -220,7 +232,7 @@ func (r *Runner) openSignIn(ctx context.Context, token string) (string, error) {
 			return ck.Value, nil
 		}
 	}
-	return "", fmt.Errorf("GET %s set no %s session cookie", route, chatCookie)
+	return "", fmt.Errorf("POST %s set no %s session cookie", route, chatCookie)
 }
 
 // pageTitle is an HTML page's title, what a refused link's page says.

@@ -96,7 +96,11 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(v)
 	}
-	if r.Method != http.MethodGet && (r.Header.Get("Origin") != siteOrigin || r.Header.Get("Content-Type") != "application/json") {
+	wantType := "application/json"
+	if r.URL.Path == "/chat/signin" {
+		wantType = "application/x-www-form-urlencoded"
+	}
+	if r.Method != http.MethodGet && (r.Header.Get("Origin") != siteOrigin || r.Header.Get("Content-Type") != wantType) {
 		reply(http.StatusForbidden, map[string]string{"error": "requests from another site are refused"})
 		return
 	}
@@ -124,7 +128,9 @@ func (f *fakeChat) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(http.StatusAccepted, map[string]string{"status": "sent"})
 	case route == "GET /chat/signin":
-		token := r.URL.Query().Get("token")
+		fmt.Fprint(w, `<html><title>Sign in</title><form method="post" action="/chat/signin"></form></html>`)
+	case route == "POST /chat/signin":
+		token := r.FormValue("token")
 		if f.linkStatus != 0 || !f.tokens[token] {
 			w.WriteHeader(max(f.linkStatus, http.StatusBadRequest))
 			fmt.Fprint(w, "<html><title>This sign-in link was already used</title></html>")
@@ -169,9 +175,10 @@ func chatRunner(t *testing.T, f *fakeChat) *smoke.Runner {
 
 // TestTheChatStageSignsInAndHasOneExchange: the chat stage asks for the
 // smoke address's sign-in link, waits for the mailer's record of it sent,
-// opens a link minted as the mailer mints one, has one exchange of a
-// whole trial (3 → 2) with no subscription and forgets it, every request
-// from the site's origin; the cleanup removes the account.
+// opens a link minted as the mailer mints one and presses its button, has
+// one exchange of a whole trial (3 → 2) with no subscription and forgets
+// it, every request from the site's origin; the cleanup removes the
+// account.
 func TestTheChatStageSignsInAndHasOneExchange(t *testing.T) {
 	f := newFakeChat()
 	rep := chatRunner(t, f).Run(context.Background())
@@ -185,8 +192,8 @@ func TestTheChatStageSignsInAndHasOneExchange(t *testing.T) {
 	if f.exists || f.removed != 2 {
 		t.Errorf("the account exists=%v after %d removals, want removed before and after", f.exists, f.removed)
 	}
-	want := "POST /api/chat/signin,GET /chat/signin,GET /api/chat,POST /api/chat,DELETE /api/chat"
-	if got := strings.Join(f.calls[len(f.calls)-5:], ","); got != want {
+	want := "POST /api/chat/signin,GET /chat/signin,POST /chat/signin,GET /api/chat,POST /api/chat,DELETE /api/chat"
+	if got := strings.Join(f.calls[len(f.calls)-6:], ","); got != want {
 		t.Errorf("calls %s, want %s", got, want)
 	}
 	if !strings.Contains(rep.String(), "[STAGE 12] Sisters Chat ") {
@@ -212,7 +219,7 @@ func TestAFailingChatStageFailsTheRun(t *testing.T) {
 		{"the email counted as a person's", func(f *fakeChat) { f.mailNotSmoke = true },
 			"the sign-in email's audit record is not flagged smoke: the mailer counts it as a person's"},
 		{"the link refused", func(f *fakeChat) { f.linkStatus = http.StatusGone },
-			`GET /chat/signin → 410 (Location ""), want 303 to /chat: This sign-in link was already used`},
+			`POST /chat/signin → 410 (Location ""), want 303 to /chat: This sign-in link was already used`},
 		{"a trial not whole", func(f *fakeChat) { f.startLeft = 2 }, "the fresh smoke account has 2 free exchanges, want 3"},
 		{"a subscription", func(f *fakeChat) { f.subscription = `{"status":"active","active":true}` },
 			`the smoke account has a subscription: {"status":"active","active":true}`},

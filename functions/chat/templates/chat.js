@@ -1,5 +1,6 @@
 // Sisters Chat: asks GET /api/chat who is signed in, shows the sign-in
-// form or the conversation, and sends each message to POST /api/chat.
+// form or the conversation (and whose it is), and sends each message to
+// POST /api/chat; Enter sends.
 // Text is only ever inserted as text; every request is same-origin JSON.
 (() => {
   'use strict';
@@ -18,6 +19,13 @@
 
   function show(id) {
     for (const s of ['loading', 'signin', 'sent', 'chat']) $(s).hidden = s !== id;
+    $('erased').hidden = true;
+    closeErase();
+  }
+
+  function closeErase() {
+    $('erase-confirm').hidden = true;
+    say($('erase-message'), '');
   }
 
   function sentence(s) {
@@ -118,6 +126,7 @@
       return;
     }
     state = data;
+    $('address').textContent = String(data.address || '');
     $('conversation').replaceChildren();
     for (const m of data.messages) turn(m.role, m.text);
     $('empty').hidden = data.messages.length > 0;
@@ -152,6 +161,15 @@
   });
 
   message.addEventListener('input', count);
+
+  // Enter sends, as in any chat; Shift and Enter start a new line. While an
+  // input method composes a word, its Enter ends the composition and sends
+  // nothing.
+  message.addEventListener('keydown', (e) => {
+    if (e.key !== 'Enter' || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+    e.preventDefault();
+    if (!$('send').disabled) $('message-form').requestSubmit();
+  });
 
   $('message-form').addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -247,6 +265,41 @@
     say($('chat-message'), sentence(data.error));
   });
 
+  // Deleting the account is asked again on the page itself, which says
+  // what it erases and what happens to a subscription before anyone
+  // confirms.
+  $('erase').addEventListener('click', () => {
+    $('erase-confirm').hidden = false;
+    $('erase-heading').focus();
+  });
+  $('erase-no').addEventListener('click', () => {
+    closeErase();
+    $('erase').focus();
+  });
+  $('erase-yes').addEventListener('click', async (e) => {
+    const button = e.currentTarget;
+    const out = $('erase-message');
+    button.disabled = true;
+    say(out, 'Deleting your account…', true);
+    const { status: code, data } = await call('DELETE', '/api/chat/account');
+    button.disabled = false;
+    if (code === 200 && data.erased === true) {
+      state = null;
+      $('conversation').replaceChildren();
+      $('address').textContent = '';
+      show('signin');
+      $('erased').hidden = false;
+      $('erased').focus();
+      return;
+    }
+    if (code === 401) {
+      show('signin');
+      say($('signin-message'), 'Your session has ended. Please sign in again.');
+      return;
+    }
+    say(out, sentence(data.error));
+  });
+
   $('signout').addEventListener('click', async (e) => {
     const button = e.currentTarget;
     button.disabled = true;
@@ -255,6 +308,7 @@
     if (code === 200 || code === 401) {
       state = null;
       $('conversation').replaceChildren();
+      $('address').textContent = '';
       show('signin');
       return;
     }

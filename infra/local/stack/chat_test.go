@@ -23,13 +23,14 @@ var signInLink = regexp.MustCompile(`http://localhost:\d+/chat/signin\?token=[0-
 
 // TestChatEndToEnd is a person's whole life with Sisters Chat on the local
 // stack, in headless Chromium on a phone's width: the sign-in link from
-// the email in the local mailbox, three free exchanges, the fourth refused
-// with the offer, the subscription paid on the fake Stripe's page (only
-// Stripe's events grant it), the fourth answered, the plan cancelled in the
-// fake portal with access kept to the period's end, and refused once the
-// fake Stripe's clock has passed it and ended the subscription. Then the
-// chat's privacy sweep: the address, the messages, the emailed link and
-// the cookie are nowhere but where they belong.
+// the email in the local mailbox and its page's button, three free
+// exchanges, the fourth refused with the offer, the subscription paid on
+// the fake Stripe's page (only Stripe's events grant it), the fourth
+// answered, the plan cancelled in the fake portal with access kept to the
+// period's end, and refused once the fake Stripe's clock has passed it and
+// ended the subscription. Then the chat's privacy sweep: the address, the
+// messages, the emailed link and the cookie are nowhere but where they
+// belong.
 func TestChatEndToEnd(t *testing.T) {
 	t.Parallel()
 	o := options(t)
@@ -96,7 +97,8 @@ func TestChatEndToEnd(t *testing.T) {
 	if link == "" {
 		t.Fatalf("the sign-in email has no link:\n%s", mails[0].Text)
 	}
-	step("open the emailed link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("message-form")))
+	step("open the emailed link and press Sign in", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("signin-confirm")),
+		chromedp.Click(chromedp.ID("signin-confirm")), chromedp.WaitVisible(chromedp.ID("message-form")))
 	shot("signed-in")
 
 	// The trial: three exchanges, then the offer; a fourth is refused by
