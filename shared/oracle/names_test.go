@@ -19,6 +19,9 @@ func TestNameIDs(t *testing.T) {
 		{"https://x/result/" + card + "?a=1", "https://x/result/" + ShortID(card) + "?a=1"},
 		{ShortID(card) + " stays", ShortID(card) + " stays"},
 		{"cs_live_short", "cs_live_short"},
+		{"cs_live_a1B2c3D4e5F6g7H8i", "cs_live_a1B2c3D4e5F6g7H8"},
+		{"xcs_test_" + card[8:] + "-" + agent + "!", "xcs_test_" + card[8:24] + "-" + ShortID(agent) + "!"},
+		{agent + card, ShortID(agent) + ShortID(card)},
 	} {
 		got := NameIDs(c.in)
 		if got != c.want {
