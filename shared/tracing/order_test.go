@@ -75,7 +75,8 @@ func receive(t *testing.T, c *sqs.Client, url, arn string) events.SQSEvent {
 // queue, the generator and its model call, the mail queue, the mailer and
 // its SES send), against the fake Stripe, the fake Gemini and moto, and
 // reads the spans an OTLP receiver got: one trace, each hop the child of
-// the one before, every span of the order naming it by its name (never its whole id).
+// the one before, every span of the order naming it by its name (never its
+// whole id).
 func TestOneOrderIsOneTrace(t *testing.T) {
 	rx := newReceiver(t)
 	base := awsenv.ForEndpoint(motoserver.ForTest(t), "us-east-1")
