@@ -361,14 +361,14 @@ func TestTheIndexProjectsWhatTheJobReads(t *testing.T) {
 	}
 }
 
-// TestCorruptStoredVerdictIsSetAsideOnce is CACHE_HEALTH VC-4 and
+// TestCorruptStoredVerdictIsCritical is CACHE_HEALTH VC-4 and
 // CACHE_ALERT VC-4 and failure mode 4: a READY order whose stored verdict
 // no longer parses, or no longer matches its hash, is found by the
 // integrity sample, CRITICAL, and treated as every reader treats it: set
 // aside (its text kept), one VERDICT_CORRUPT naming the order by its name
 // only, its generation queued again. The next run raises nothing and
 // queues nothing. An intact verdict is left as it was.
-func TestCorruptStoredVerdictIsSetAsideOnce(t *testing.T) {
+func TestCorruptStoredVerdictIsCritical(t *testing.T) {
 	ctx := context.Background()
 	e := newReconcileEnv(t)
 	e.jobs(t) // the claims' own
