@@ -8,6 +8,7 @@ import (
 
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/x402"
 )
 
@@ -36,7 +37,10 @@ type pendingAnswer struct {
 
 // answer waits for the settled order's verdict, within Wait and what the
 // request's deadline leaves, and answers 200 with it; a verdict not ready
-// by then (or an order held for review) is a 202 with where to poll.
+// by then (or an order held for review) is a 202 with where to poll. A
+// stored verdict is checked as every reader checks it (repair.Guard): a
+// corrupt one is set aside, alerted once and generated again, and the
+// agent polls for the repaired one.
 func (h *Handler) answer(ctx context.Context, t *payment, s x402.SettleResponse) httpapi.Response {
 	// The wait runs on the handler's clock; the request's deadline is
 	// wall-clock time.
@@ -46,7 +50,15 @@ func (h *Handler) answer(ctx context.Context, t *payment, s x402.SettleResponse)
 		if err != nil {
 			h.logFor(t).WarnContext(ctx, "reading the order while waiting for its verdict failed", "error", err.Error())
 		}
-		if found && o.Status == oracle.StatusReady && oracle.VerdictProblem(o, h.Hasher.Hash) == "" {
+		if found && o.Status == oracle.StatusReady {
+			outcome, err := h.Verdicts.Check(ctx, o)
+			if err != nil {
+				// The guard alerted it; the poll address reads it again.
+				h.logFor(t).ErrorContext(ctx, "a corrupt verdict could not be set aside", "error", err.Error())
+			}
+			if err != nil || outcome != repair.Intact {
+				break
+			}
 			resp := httpapi.JSON(http.StatusOK, verdictAnswer{
 				Status: "ready", OrderID: o.SessionID, Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query,
 				Verdict: json.RawMessage(o.Verdict), CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),

@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/x402"
 )
@@ -61,6 +62,12 @@ type JunkCounter interface {
 // (fulfil.Service).
 type Payer interface {
 	ClaimPaid(ctx context.Context, want oracle.Order) (fulfil.Result, error)
+}
+
+// VerdictGuard checks a stored verdict before it is served, setting a
+// corrupt one aside (repair.Guard).
+type VerdictGuard interface {
+	Check(ctx context.Context, o oracle.Order) (repair.Outcome, error)
 }
 
 // Auditor appends audit records, alerting when one cannot be written.
@@ -120,6 +127,7 @@ type Handler struct {
 	Authorizations Authorizations
 	Junk           JunkCounter
 	Orders         Orders
+	Verdicts       VerdictGuard
 	Payer          Payer
 	Audit          Auditor
 	Alerts         Alerter

@@ -25,6 +25,7 @@ import (
 	"42sisters.ai/oracle/infra/fakes/fakefacilitator"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/fulfil"
@@ -32,6 +33,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/x402"
 	"42sisters.ai/oracle/shared/x402rail"
@@ -105,6 +107,7 @@ func newEnvWith(t testing.TB, instrument func(*aws.Config)) *env {
 		BaseURL: "https://oracle.example", Retention: 90 * 24 * time.Hour, Lease: time.Minute,
 		Facilitator:    x402rail.NewFacilitator(srv.URL, srv.Client(), nil),
 		Authorizations: ledger, Junk: ledger, Orders: e.orders,
+		Verdicts: &repair.Guard{Orders: e.orders, Hash: hasher.Hash, Generate: generate, Alerts: e.alerts, Log: log},
 		Payer: &fulfil.Service{Orders: e.orders, Generate: generate, Audit: auditor, Alerts: e.alerts, Metrics: e.metrics,
 			Hasher: hasher, Log: log, Now: e.clock.Now, Lease: time.Minute, Retention: 90 * 24 * time.Hour},
 		Audit: auditor, Alerts: e.alerts, Metrics: e.metrics, Hasher: hasher, Log: log, Now: e.clock.Now,
@@ -416,9 +419,63 @@ func TestAVerdictReadyInTimeIsTheAnswer(t *testing.T) {
 	}
 }
 
+// TestACorruptVerdictIsSetAsideAndPolledFor: a verdict stored corrupt
+// (its text no longer matches its hash) is never the answer: the paid
+// request sets it aside as every reader does (its text kept, the order
+// PAID again), raises one VERDICT_CORRUPT naming the order by its name,
+// queues its generation again, and answers 202 with the address to poll.
+func TestACorruptVerdictIsSetAsideAndPolledFor(t *testing.T) {
+	e := newEnv(t)
+	e.h.Wait = 30 * time.Second
+	var once sync.Once
+	e.h.Sleep = func(ctx context.Context, d time.Duration) error {
+		once.Do(func() {
+			e.generateJobs() // the claim's own
+			id := storeVerdict(e, oracle.TierQuick)
+			testkit.CorruptVerdict(t, e.f.AWS, e.f.Ref("OrdersTable"), id, `{"summary":"A clear`)
+		})
+		e.clock.Add(d)
+		return nil
+	}
+	req := e.offer("/x402/query").Accepts[0]
+	resp := e.do(request("/x402/query", body, e.sign(wallet(t), req, nil)))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("answered %d %s, want 202 with where to poll", resp.StatusCode, resp.Body)
+	}
+	var pending pendingAnswer
+	if err := json.Unmarshal([]byte(resp.Body), &pending); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Headers["Location"] != "https://oracle.example/x402/result/"+pending.OrderID {
+		t.Fatalf("Location %q for %+v", resp.Headers["Location"], pending)
+	}
+	o, _, err := e.orders.Get(context.Background(), pending.OrderID)
+	if err != nil || o.Status != oracle.StatusPaid || o.Verdict != "" || o.SetAsideVerdict != `{"summary":"A clear` || o.SetAsideAt == nil {
+		t.Fatalf("order %s, verdict %q, set aside %q at %v (%v); want PAID with the corrupt verdict set aside", o.Status, o.Verdict, o.SetAsideVerdict, o.SetAsideAt, err)
+	}
+	var corrupt []alert.Alert
+	for _, a := range e.alerts.Raised() {
+		if a.Kind == alert.VerdictCorrupt {
+			corrupt = append(corrupt, a)
+		}
+	}
+	if len(corrupt) != 1 || corrupt[0].Severity != alert.Critical || corrupt[0].Session != pending.OrderID {
+		t.Fatalf("VERDICT_CORRUPT alerts %+v, want one for the order", corrupt)
+	}
+	if text := corrupt[0].Text(e.clock.Now()); strings.Contains(text, pending.OrderID) || !strings.Contains(text, oracle.ShortID(pending.OrderID)) {
+		t.Fatalf("the alert %q does not name the order by its name alone", text)
+	}
+	if jobs := e.generateJobs(); len(jobs) != 1 || !strings.Contains(jobs[0], pending.OrderID) {
+		t.Fatalf("generate jobs %q, want the repair's", jobs)
+	}
+	if strings.Contains(e.logs.String(), pending.OrderID) {
+		t.Fatal("the agent's log lines hold the whole order id")
+	}
+}
+
 // storeVerdict stores a verdict for the one order waiting in the table, as
-// the generator would.
-func storeVerdict(e *env, tier oracle.Tier) {
+// the generator would, and returns the order's id.
+func storeVerdict(e *env, tier oracle.Tier) string {
 	e.t.Helper()
 	ctx := context.Background()
 	var id string
@@ -444,6 +501,7 @@ func storeVerdict(e *env, tier oracle.Tier) {
 	if _, err := e.orders.StoreVerdict(ctx, id, lease, store.StoredVerdict{Canonical: string(raw), Hash: e.h.Hasher.Hash(string(raw)), Label: oracle.VerdictGreen}); err != nil {
 		e.t.Fatal(err)
 	}
+	return id
 }
 
 // TestEveryRefusalEndsWithoutAVerdict: each way a payment can be refused

@@ -19,6 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/tracing"
 	"42sisters.ai/oracle/shared/wait"
@@ -50,6 +51,7 @@ func main() {
 		Authorizations: ledger,
 		Junk:           ledger,
 		Orders:         orders,
+		Verdicts:       &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash, Generate: generate, Alerts: alerts, Log: log},
 		Payer: &fulfil.Service{Orders: orders, Generate: generate, Audit: auditor, Alerts: alerts, Metrics: fn.Metrics,
 			Hasher: cfg.Hasher, Log: log, Now: time.Now, Lease: cfg.JobLease, Retention: cfg.Retention},
 		Audit:   auditor,

@@ -242,8 +242,8 @@ func TestEveryDeadMessageAlertsOnceAndIsRecorded(t *testing.T) {
 			t.Errorf("%d log lines name %s, want one", n, id)
 		}
 	}
-	if !strings.Contains(e.logs.String(), `"order":"`+session+`"`) {
-		t.Error("no log line names the jobs' order by its whole id")
+	if !strings.Contains(e.logs.String(), `"order":"`+oracle.ShortID(session)+`"`) || strings.Contains(e.logs.String(), session) {
+		t.Error("no log line names the jobs' order by its name, or one holds its whole id")
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"42sisters.ai/oracle/shared/geminikey"
 	"42sisters.ai/oracle/shared/health"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 	"42sisters.ai/oracle/shared/x402"
@@ -350,13 +351,23 @@ type SampleSource interface {
 	Sample(ctx context.Context, status oracle.Status, from int64, n int) ([]string, error)
 }
 
+// VerdictGuard is what every reader of a stored verdict asks before it
+// serves one (repair.Guard): a corrupt verdict is set aside by one
+// conditional write, alerted once, and its order repaired.
+type VerdictGuard interface {
+	Check(ctx context.Context, o oracle.Order) (repair.Outcome, error)
+}
+
 // integrityCheck reads a random sample of READY orders and checks that
-// each stored verdict still parses and still matches its hash: a corrupt
-// one is critical and alerted by its session's name (oracle.ShortID)
-// (SPEC_ORACLE_CACHE_ALERT's corrupt entry). It only reads (CACHE_HEALTH
-// invariant 3): the set-aside and repair are the readers' (shared/repair),
-// which the alert tells the operator how to start.
-func integrityCheck(idx SampleSource, orders OrderReader, hasher *audit.Hasher, alerts Alerter, retention time.Duration, now func() time.Time, rnd func() float64) Check {
+// each stored verdict still parses and still matches its hash
+// (SPEC_ORACLE_CACHE_ALERT's corrupt entry). The sample reads; a corrupt
+// verdict it meets is handed to the readers' guard (shared/repair), which
+// quarantines it as CACHE_ALERT failure mode 4 asks (set aside, its text
+// kept, one CRITICAL VERDICT_CORRUPT naming the order by its name, its
+// generation queued again), so the next run does not raise it again: a
+// set-aside order is no longer READY, and its repair is. An intact verdict
+// is never touched (CACHE_HEALTH invariant 3).
+func integrityCheck(idx SampleSource, orders OrderReader, verdicts VerdictGuard, retention time.Duration, now func() time.Time, rnd func() float64) Check {
 	return Check{Name: "verdict_integrity", Run: func(ctx context.Context, rec *health.Record) (health.Status, string, error) {
 		t := now()
 		from := t.Unix() + int64(rnd()*retention.Seconds())
@@ -381,16 +392,16 @@ func integrityCheck(idx SampleSource, orders OrderReader, hasher *audit.Hasher, 
 			if !found || o.Status != oracle.StatusReady {
 				continue // deleted or moved on since the index saw it
 			}
-			if why := oracle.VerdictProblem(o, hasher.Hash); why != "" {
+			// An error is a set-aside not written: the guard alerted it,
+			// and the next reader or run tries again.
+			if outcome, _ := verdicts.Check(ctx, o); outcome != repair.Intact {
 				corrupt++
-				alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.VerdictCorrupt, Session: id,
-					Detail: "the stored verdict " + why + "; the first reader sets it aside and has it generated again (make ops ACTION=show SESSION=" + id + " does it now)"})
 			}
 		}
 		detail := fmt.Sprintf("%d stored verdict(s) sampled", len(ids))
 		if corrupt > 0 {
-			// Which ones, the VERDICT_CORRUPT alerts say; the record names no session.
-			return health.Critical, fmt.Sprintf("%s, %d corrupt", detail, corrupt), nil
+			// Which ones, the VERDICT_CORRUPT alerts say; the record names no order.
+			return health.Critical, fmt.Sprintf("%s, %d corrupt: set aside and being repaired", detail, corrupt), nil
 		}
 		return health.OK, detail + ", all intact", nil
 	}, Finding: true}

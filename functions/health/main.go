@@ -25,6 +25,7 @@ import (
 	"42sisters.ai/oracle/shared/geminikey"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/stripex"
 	"42sisters.ai/oracle/shared/subscription"
@@ -90,7 +91,8 @@ func main() {
 		modelKeyCheck(model),
 		circuitCheck(circuit.New(db, cfg.LedgerTable, "gemini", circuit.Options{}, time.Now), cfg.StuckAfter, time.Now),
 		stripeCheck(pingers),
-		integrityCheck(index, orders, cfg.Hasher, alerts, cfg.Retention, time.Now, randFloat),
+		integrityCheck(index, orders, &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash,
+			Generate: queue.NewSender(queues, cfg.Queues[0].URL, time.Now), Alerts: alerts, Log: log}, cfg.Retention, time.Now, randFloat),
 	)
 	if cfg.Rail.On() {
 		f := x402rail.NewFacilitator(cfg.Rail.FacilitatorURL, &http.Client{Timeout: 5 * time.Second}, cfg.Rail.FacilitatorKey)

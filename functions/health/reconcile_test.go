@@ -21,6 +21,7 @@ import (
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -360,21 +361,30 @@ func TestTheIndexProjectsWhatTheJobReads(t *testing.T) {
 	}
 }
 
-// TestCorruptStoredVerdictIsCritical is CACHE_HEALTH VC-4 and CACHE_ALERT
-// VC-4: a READY order whose stored verdict no longer parses, or no longer
-// matches its hash, is found by the integrity sample, CRITICAL, and
-// alerted by its session; an intact one passes; nothing is written.
+// TestCorruptStoredVerdictIsCritical is CACHE_HEALTH VC-4 and
+// CACHE_ALERT VC-4 and failure mode 4: a READY order whose stored verdict
+// no longer parses, or no longer matches its hash, is found by the
+// integrity sample, CRITICAL, and treated as every reader treats it: set
+// aside (its text kept), one VERDICT_CORRUPT naming the order by its name
+// only, its generation queued again. The next run raises nothing and
+// queues nothing. An intact verdict is left as it was.
 func TestCorruptStoredVerdictIsCritical(t *testing.T) {
 	ctx := context.Background()
 	e := newReconcileEnv(t)
+	e.jobs(t) // the claims' own
 	hasher := e.r.Fulfil.(*fulfil.Service).Hasher
+	const (
+		intact   = "cs_test_healthintactA1B2C3D4E5F6G7H8I9J0K1L2M3N4O5P6"
+		unparsed = "cs_test_healthunparsedA1B2C3D4E5F6G7H8I9J0K1L2M3N4O5P6"
+		tampered = "cs_test_healthtamperedA1B2C3D4E5F6G7H8I9J0K1L2M3N4O5P6"
+	)
 	good := `{"summary":"A clear plan.","verdict":"GREEN"}`
 	stored := map[string]string{
-		"cs_test_healthintact":   hasher.Hash(good),
-		"cs_test_healthunparsed": hasher.Hash("{not json"),
-		"cs_test_healthtampered": hasher.Hash(`{"summary":"Something else.","verdict":"RED"}`),
+		intact:   hasher.Hash(good),
+		unparsed: hasher.Hash("{not json"),
+		tampered: hasher.Hash(`{"summary":"Something else.","verdict":"RED"}`),
 	}
-	canonical := map[string]string{"cs_test_healthintact": good, "cs_test_healthunparsed": "{not json", "cs_test_healthtampered": good}
+	canonical := map[string]string{intact: good, unparsed: "{not json", tampered: good}
 	for id, hash := range stored {
 		e.claim(t, id)
 		_, lease, err := e.orders.StartGeneration(ctx, id, time.Minute)
@@ -386,22 +396,53 @@ func TestCorruptStoredVerdictIsCritical(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := integrityCheck(e.r.Index.(*store.OrderIndex), e.orders, hasher, e.alerts, 90*24*time.Hour, e.clock.Now, func() float64 { return 0 })
+	e.jobs(t)
+	guard := &repair.Guard{Orders: e.orders, Hash: hasher.Hash, Generate: e.r.Fulfil.(*fulfil.Service).Generate,
+		Alerts: e.alerts, Log: obs.NewLogger(&testkit.Buffer{}, "DEBUG")}
+	check := integrityCheck(e.r.Index.(*store.OrderIndex), e.orders, guard, 90*24*time.Hour, e.clock.Now, func() float64 { return 0 })
 	status, detail, err := check.Run(ctx, &health.Record{})
 	if err != nil || status != health.Critical || !strings.Contains(detail, "3 stored verdict(s) sampled, 2 corrupt") {
 		t.Fatalf("integrity %s %q %v, want critical with two corrupt of three", status, detail, err)
 	}
+	raised := e.alerts.list
 	got := strings.Join(e.alerts.take(), ",")
-	for _, id := range []string{"cs_test_healthunparsed", "cs_test_healthtampered"} {
-		if !strings.Contains(got, "CRITICAL VERDICT_CORRUPT "+id) {
-			t.Errorf("alerts %q, want VERDICT_CORRUPT for %s", got, id)
+	for _, id := range []string{unparsed, tampered} {
+		if strings.Count(got, "CRITICAL VERDICT_CORRUPT "+id) != 1 {
+			t.Errorf("alerts %q, want one VERDICT_CORRUPT for %s", got, oracle.ShortID(id))
+		}
+		o, _, err := e.orders.Get(ctx, id)
+		if err != nil || o.Status != oracle.StatusPaid || o.Verdict != "" || o.SetAsideVerdict != canonical[id] || o.SetAsideAt == nil {
+			t.Errorf("%s after the sample: %s, verdict %q, set aside %q at %v (%v); want PAID with its verdict set aside",
+				oracle.ShortID(id), o.Status, o.Verdict, o.SetAsideVerdict, o.SetAsideAt, err)
 		}
 	}
-	if strings.Contains(got, "cs_test_healthintact") {
+	for _, a := range raised {
+		if text := a.Text(e.clock.Now()); strings.Contains(text, a.Session) {
+			t.Errorf("the alert holds the whole order id: %s", text)
+		}
+	}
+	if strings.Contains(got, intact) {
 		t.Errorf("the intact verdict was alerted: %q", got)
 	}
-	if o, _, _ := e.orders.Get(ctx, "cs_test_healthunparsed"); o.Status != oracle.StatusReady || o.Verdict != "{not json" {
-		t.Fatalf("the sample changed the order: %+v", o)
+	if o, _, _ := e.orders.Get(ctx, intact); o.Status != oracle.StatusReady || o.Verdict != good || o.SetAsideAt != nil {
+		t.Fatalf("the sample changed the intact order: %+v", o)
+	}
+	jobs := e.jobs(t)
+	slices.Sort(jobs)
+	if want := []string{tampered, unparsed}; !slices.Equal(jobs, want) {
+		t.Fatalf("generate jobs %v, want the two corrupt orders' repairs", jobs)
+	}
+
+	// The next run: nothing corrupt is READY any more.
+	status, detail, err = check.Run(ctx, &health.Record{})
+	if err != nil || status != health.OK || !strings.Contains(detail, "1 stored verdict(s) sampled, all intact") {
+		t.Fatalf("the next run: %s %q %v, want the intact one alone", status, detail, err)
+	}
+	if again := e.alerts.take(); len(again) != 0 {
+		t.Fatalf("the next run raised %q", again)
+	}
+	if again := e.jobs(t); len(again) != 0 {
+		t.Fatalf("the next run queued %v", again)
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 // TestEveryLineOfAnInvocationNamesItsRequestTraceAndOrder runs the mailer's
 // handler as Lambda does (a request id and an X-Ray trace header on the
 // context) over an order's verdict email and a redelivery of it: every line
-// it writes carries the request id, the trace id, the order's whole id and
-// the SQS message it was processing.
+// it writes carries the request id, the trace id, the order's name (never
+// its whole id) and the SQS message it was processing.
 func TestEveryLineOfAnInvocationNamesItsRequestTraceAndOrder(t *testing.T) {
 	e := newEnv(t)
 	sent := e.paidSession(oracle.TierQuick, uniqueAddress(t))
@@ -49,7 +49,7 @@ func TestEveryLineOfAnInvocationNamesItsRequestTraceAndOrder(t *testing.T) {
 			if len(lines) < c.atLeast || lines[0] == "" {
 				t.Fatalf("%d lines, want at least %d:\n%s", len(lines), c.atLeast, strings.Join(lines, "\n"))
 			}
-			want := map[string]string{"request_id": c.request, "trace_id": c.trace, "order": c.order, "sqs_message_id": c.message}
+			want := map[string]string{"request_id": c.request, "trace_id": c.trace, "order": oracle.ShortID(c.order), "sqs_message_id": c.message}
 			for _, l := range lines {
 				var f map[string]any
 				if err := json.Unmarshal([]byte(l), &f); err != nil {

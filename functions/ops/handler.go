@@ -84,10 +84,11 @@ type Orders interface {
 	ReopenMail(ctx context.Context, sessionID string, kind oracle.MailKind) (bool, error)
 }
 
-// Index reads orders by state, and finds them by the start of their
-// session id (store.OrderIndex).
+// Index reads orders by state, and finds them by their name or the start
+// of their session id (store.OrderIndex).
 type Index interface {
 	ByStatus(ctx context.Context, status oracle.Status, exp store.Expiring, each func(store.Indexed) error) error
+	WithName(ctx context.Context, name string, limit int) ([]string, error)
 	WithPrefix(ctx context.Context, prefix string, limit int) ([]string, error)
 }
 
@@ -251,19 +252,29 @@ func (h *Handler) Handle(ctx context.Context, r Request) (Answer, error) {
 // maxCandidates bounds the orders an ambiguous session prefix lists.
 const maxCandidates = 10
 
-// resolve finds the order r names: its full session id, or any start of
-// one (as alerts and `list` name it) that no other order shares. An
-// ambiguous start is refused with the orders it could be.
+// resolve finds the order r names: its name (oracle.ShortID, as alerts,
+// log lines and `list` give it), its full session id, or any start of one
+// that no other order shares. An ambiguous name or start is refused with
+// the orders it could be.
 func (h *Handler) resolve(ctx context.Context, r Request) (oracle.Order, error) {
 	id := strings.TrimSpace(r.Session)
 	if !oracle.ValidSessionID(id) && !validPrefix(id) {
-		return oracle.Order{}, refuse("name the order: session is its id, or the start of it that alerts and list show (cs_live_, cs_test_, x402_live_ or x402_test_ and at least one more character), e.g. cs_live_a1B2c3D4e5F6g7H8")
+		return oracle.Order{}, refuse("name the order: session is its name as alerts and list show it (cs_live_, cs_test_, x402_live_ or x402_test_ and 16 more characters, e.g. cs_live_a1B2c3D4e5F6g7H8), or any start of its id that only it has")
 	}
 	if o, found, err := h.Orders.Get(ctx, id); err != nil || found {
 		return o, err
 	}
 	// One more than the list shows, to tell "these" from "these and more".
-	matches, err := h.Index.WithPrefix(ctx, id, maxCandidates+1)
+	var matches []string
+	var err error
+	if oracle.IsName(id) {
+		// By the name index: a query, not a scan.
+		matches, err = h.Index.WithName(ctx, id, maxCandidates+1)
+	}
+	if err == nil && len(matches) == 0 {
+		// A shorter start, or an order written before orders had names.
+		matches, err = h.Index.WithPrefix(ctx, id, maxCandidates+1)
+	}
 	if err != nil {
 		return oracle.Order{}, err
 	}

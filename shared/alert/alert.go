@@ -1,8 +1,8 @@
 // Package alert raises operator alerts: severities, a 60-second dedupe
-// window per kind and session, SNS delivery with a retry, sessions named by
-// oracle.ShortID, and a log line with an AlertFallback metric, which an
-// alarm watches, when SNS cannot be reached. Raising an alert never fails
-// its caller.
+// window per kind and session, SNS delivery with a retry, orders named by
+// oracle.ShortID only (never by the whole id, even in a detail), and a log
+// line with an AlertFallback metric, which an alarm watches, when SNS
+// cannot be reached. Raising an alert never fails its caller.
 package alert
 
 import (
@@ -51,16 +51,18 @@ type Alert struct {
 	Line string
 }
 
-// Text is the alert as it is published and logged.
+// Text is the alert as it is published and logged. It names every order
+// by its name only, wherever the detail or the line holds its whole id: the
+// alert goes out by email, and a whole id opens the customer's result page.
 func (a Alert) Text(now time.Time) string {
 	if a.Line != "" {
-		return a.Line
+		return oracle.NameIDs(a.Line)
 	}
 	session := oracle.ShortID(a.Session)
 	if session == "" {
 		session = "-"
 	}
-	return fmt.Sprintf("[ORACLE-ALERT] %s | %s | %s | %s | %s", a.Severity, now.UTC().Format(time.RFC3339), a.Kind, session, a.Detail)
+	return oracle.NameIDs(fmt.Sprintf("[ORACLE-ALERT] %s | %s | %s | %s | %s", a.Severity, now.UTC().Format(time.RFC3339), a.Kind, session, a.Detail))
 }
 
 // Publisher is the SNS call alerts need.

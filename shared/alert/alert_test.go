@@ -16,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
 )
 
@@ -195,5 +196,73 @@ func TestAHangingLedgerStillLetsTheAlertOut(t *testing.T) {
 	}
 	if !strings.Contains(fx.logs.String(), "alert dedupe unavailable; sending anyway") {
 		t.Fatal("the unavailable dedupe left no log line")
+	}
+}
+
+// wholeIDAlerts are alerts of kind for a card order and an agent order
+// whose whole id is also in the detail (as an ops command or a page
+// address) or in the preset line.
+func wholeIDAlerts(kind alert.Kind) []alert.Alert {
+	var out []alert.Alert
+	for _, id := range []string{session, agentOrder} {
+		out = append(out,
+			alert.Alert{Severity: alert.Critical, Kind: kind, Session: id, Subject: "detail",
+				Detail: "the stored verdict no longer parses (make ops ACTION=show SESSION=" + id + "; https://example.com/result/" + id + ")"},
+			alert.Alert{Severity: alert.Critical, Kind: kind, Session: id, Subject: "line", Line: "[" + string(kind) + "] session=" + id + " tier=quick"})
+	}
+	return out
+}
+
+const agentOrder = "x402_live_a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6"
+
+// namesOnly checks that text names the alert's order by its name alone.
+func namesOnly(t *testing.T, a alert.Alert, text string) {
+	t.Helper()
+	if strings.Contains(text, a.Session) || !strings.Contains(text, oracle.ShortID(a.Session)) {
+		t.Errorf("%s: %q does not name the order by %s alone", a.Kind, text, oracle.ShortID(a.Session))
+	}
+}
+
+// TestNoAlertKindCarriesAWholeOrderID: an alert goes out by email, and a
+// whole order id opens the customer's result page (their query and
+// verdict). Every kind's text, built with a whole id in its session, its
+// detail or its preset line, names the order by its name (oracle.ShortID)
+// only; and so do what the alerter publishes and logs.
+func TestNoAlertKindCarriesAWholeOrderID(t *testing.T) {
+	at := time.Date(2026, 11, 21, 14, 0, 0, 0, time.UTC)
+	for _, kind := range alert.Kinds() {
+		for _, a := range wholeIDAlerts(kind) {
+			namesOnly(t, a, a.Text(at))
+		}
+	}
+	fx := newFixture(t)
+	sent := wholeIDAlerts(alert.VerdictCorrupt)
+	for _, a := range sent {
+		fx.al.Raise(context.Background(), a)
+	}
+	published := fx.published(t)
+	if len(published) != len(sent) {
+		t.Fatalf("published %d alerts, want %d", len(published), len(sent))
+	}
+	// The topic's order is not the raises' order: each text must name one
+	// of the orders, and hold neither whole id.
+	for _, text := range published {
+		names := 0
+		for _, id := range []string{session, agentOrder} {
+			if strings.Contains(text, id) {
+				t.Errorf("published with a whole order id: %s", text)
+			}
+			if strings.Contains(text, oracle.ShortID(id)) {
+				names++
+			}
+		}
+		if names != 1 {
+			t.Errorf("published without the order's name: %s", text)
+		}
+	}
+	for _, id := range []string{session, agentOrder} {
+		if strings.Contains(fx.logs.String(), id) {
+			t.Errorf("the alerter's log lines hold the whole id %s", id)
+		}
 	}
 }

@@ -145,8 +145,9 @@ const (
 	OrderUnresolved Kind = "ORDER_UNRESOLVED"
 	// VerdictCorrupt (CRITICAL): a stored verdict no longer parses or no
 	// longer matches its hash. Raised once per order by the reader that
-	// sets it aside (shared/repair), saying whether it is generated again
-	// or held; by the health job's sample until a reader meets it.
+	// sets it aside (shared/repair: the verdict API, the mailer, the
+	// agent, the health job's sample, make ops), saying whether it is
+	// generated again or held.
 	VerdictCorrupt Kind = "VERDICT_CORRUPT"
 	// SmokePassed (INFO): the smoke test's thirteen stages passed; the report
 	// is the detail. Nothing to do.

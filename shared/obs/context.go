@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"go.opentelemetry.io/otel/trace"
+
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // The fields every line gets from its context: an operator follows one
@@ -16,7 +18,7 @@ import (
 const (
 	KeyRequestID = "request_id"     // Lambda's request id
 	KeyTraceID   = "trace_id"       // 32 hex digits: OpenTelemetry's, else X-Ray's root
-	KeyOrder     = "order"          // the order's whole id: the Stripe session id or the agent order's id
+	KeyOrder     = "order"          // the order's name (oracle.ShortID), never its whole id
 	KeyMessageID = "sqs_message_id" // the SQS message being processed
 )
 
@@ -39,13 +41,16 @@ func fieldsOf(ctx context.Context) fields {
 	return f
 }
 
-// WithOrder returns ctx whose log lines name the order by its whole id.
+// WithOrder returns ctx whose log lines name the order id by its name
+// (oracle.ShortID): a whole id opens the customer's result page, and with
+// it their query and verdict, so no log reader may see one.
 func WithOrder(ctx context.Context, id string) context.Context {
+	name := oracle.ShortID(id)
 	f := fieldsOf(ctx)
-	if f.order == id {
+	if f.order == name {
 		return ctx
 	}
-	f.order = id
+	f.order = name
 	return context.WithValue(ctx, fieldsKey{}, f)
 }
 
@@ -73,12 +78,12 @@ func WithAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
 	return context.WithValue(ctx, fieldsKey{}, f)
 }
 
-// OrderOf is the order ctx names ("" when none).
+// OrderOf is the name of the order ctx names ("" when none).
 func OrderOf(ctx context.Context) string { return fieldsOf(ctx).order }
 
 // Order is the log attribute naming an order that is not its context's (a
-// sweep over many orders): always the whole id, never a prefix.
-func Order(id string) slog.Attr { return slog.String(KeyOrder, id) }
+// sweep over many orders): its name, never the whole id.
+func Order(id string) slog.Attr { return slog.String(KeyOrder, oracle.ShortID(id)) }
 
 // contextHandler adds the context's ids to every record before the redacting
 // JSON handler writes it. The attributes are appended to the record (no map,

@@ -16,6 +16,7 @@ import (
 
 const (
 	testOrder   = "cs_test_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6"
+	testName    = "cs_test_a1B2c3D4e5F6g7H8" // oracle.ShortID(testOrder): lines name the order by it
 	testRequest = "8476a536-e9f4-11e8-9739-2dfe598c3fcd"
 	testTrace   = "5759e988bd862e3fe1be46a994272793"
 	xrayHeader  = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
@@ -62,16 +63,16 @@ func TestContextFieldsOnEveryLine(t *testing.T) {
 		{name: "order and message", ctx: func(t testing.TB) context.Context {
 			return obs.WithMessage(obs.WithOrder(lambdaCtx(spanContext(t)), testOrder), "059f36b4-87a3-44ab-83d2-661975830a7d")
 		}, want: map[string]string{"request_id": testRequest, "trace_id": "0af7651916cd43dd8448eb211c80319c",
-			"order": testOrder, "sqs_message_id": "059f36b4-87a3-44ab-83d2-661975830a7d"}},
+			"order": testName, "sqs_message_id": "059f36b4-87a3-44ab-83d2-661975830a7d"}},
 		{name: "message without an order", ctx: func(testing.TB) context.Context {
 			return obs.WithMessage(context.Background(), "m-1")
 		}, want: map[string]string{"sqs_message_id": "m-1"}},
 		{name: "the latest order wins", ctx: func(testing.TB) context.Context {
 			return obs.WithOrder(obs.WithMessage(obs.WithOrder(context.Background(), "cs_test_first"), "m-2"), testOrder)
-		}, want: map[string]string{"order": testOrder, "sqs_message_id": "m-2"}},
+		}, want: map[string]string{"order": testName, "sqs_message_id": "m-2"}},
 		{name: "the logger's own order is not named twice", ctx: func(testing.TB) context.Context {
 			return obs.WithOrder(context.Background(), testOrder)
-		}, with: []any{obs.Order(testOrder)}, want: map[string]string{"order": testOrder}},
+		}, with: []any{obs.Order(testOrder)}, want: map[string]string{"order": testName}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("_X_AMZN_TRACE_ID", tc.env)
@@ -110,10 +111,10 @@ func TestContextFieldsThroughWithAndGroups(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
 		t.Fatal(err)
 	}
-	if line["kind"] != "verdict" || line["order"] != testOrder || line["request_id"] != testRequest {
+	if line["kind"] != "verdict" || line["order"] != testName || line["request_id"] != testRequest {
 		t.Fatalf("fields lost through With: %s", out.String())
 	}
-	if obs.OrderOf(ctx) != testOrder || obs.OrderOf(context.Background()) != "" {
+	if obs.OrderOf(ctx) != testName || obs.OrderOf(context.Background()) != "" {
 		t.Fatal("OrderOf does not read the context's order")
 	}
 }
@@ -134,9 +135,9 @@ func TestContextAttrsOnEveryLine(t *testing.T) {
 		ctx  context.Context
 		want map[string]any
 	}{
-		{"parent", parent, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testOrder}},
-		{"child redacted", a, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testOrder, "email": "[redacted]"}},
-		{"sibling", b, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testOrder, "event_type": "checkout.session.completed"}},
+		{"parent", parent, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testName}},
+		{"child redacted", a, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testName, "email": "[redacted]"}},
+		{"sibling", b, map[string]any{"event_id": "evt_1", "livemode": false, "attempt": float64(1), "order": testName, "event_type": "checkout.session.completed"}},
 		{"none", obs.WithAttrs(context.Background()), map[string]any{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,13 +1,15 @@
 // Package obs provides the structured JSON logger and CloudWatch embedded
 // metric format lines every function writes, with the privacy rules built in
-// (email or query attributes are redacted) and the ids of the context on every
-// line (context.go).
+// (email or query attributes are redacted, an order's whole id is cut to its
+// name) and the ids of the context on every line (context.go).
 package obs
 
 import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // redacted are attribute keys whose values must never reach a log line.
@@ -25,6 +27,24 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if redacted[strings.ToLower(a.Key)] {
 				return slog.String(a.Key, "[redacted]")
+			}
+			// A whole order id opens the customer's result page: whatever
+			// text carries one (an error, a URL) names the order instead.
+			var v string
+			switch a.Value.Kind() {
+			case slog.KindString:
+				v = a.Value.String()
+			case slog.KindAny:
+				err, ok := a.Value.Any().(error)
+				if !ok {
+					return a
+				}
+				v = err.Error()
+			default:
+				return a
+			}
+			if named := oracle.NameIDs(v); named != v || a.Value.Kind() == slog.KindAny {
+				return slog.String(a.Key, named)
 			}
 			return a
 		},

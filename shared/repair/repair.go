@@ -1,6 +1,7 @@
 // Package repair is what every reader of a stored verdict (the verdict API
-// behind the result page, the mailer, `make ops ACTION=show`) does before it
-// serves, mails or shows one: the verdict must parse and match its keyed
+// behind the result page, the mailer, the agent's paid request, the health
+// job's sample, `make ops ACTION=show`) does before it serves, mails,
+// samples or shows one: the verdict must parse and match its keyed
 // hash. A corrupt one is set aside by one conditional write, so that of
 // concurrent readers exactly one raises CRITICAL VERDICT_CORRUPT, and the
 // order is repaired as SPEC_ORACLE_REGEN_CONSISTENCY has it: generated

@@ -18,10 +18,14 @@ type stored struct {
 	GenLeaseUntil int64  `dynamodbav:"gen_lease_until,omitempty"`
 	GenLease      string `dynamodbav:"gen_lease,omitempty"`
 	ExpiresAt     int64  `dynamodbav:"expires_at"` // DynamoDB's TTL, epoch seconds
+	// Name is the order's name (oracle.ShortID), the key of NameIndex:
+	// alerts and log lines name an order by it alone, and `make ops`
+	// finds the order through it.
+	Name string `dynamodbav:"name,omitempty"`
 }
 
 func storedOf(o oracle.Order) stored {
-	s := stored{Order: o}
+	s := stored{Order: o, Name: oracle.ShortID(o.SessionID)}
 	if !o.Expires.IsZero() {
 		s.ExpiresAt = o.Expires.Unix()
 	}

@@ -262,6 +262,38 @@ func (o *OrderIndex) TableSize(ctx context.Context) (int64, error) {
 	return aws.ToInt64(out.Table.ItemCount), nil
 }
 
+// NameIndex is the Orders table's index by name (keys only): alerts and log
+// lines name an order by its name (oracle.ShortID) alone, and the operator
+// finds it through this index with that name.
+const NameIndex = "by_name"
+
+// WithName returns the session ids of the orders named name, at most limit
+// of them, sorted: one, unless two orders share their first 16 random
+// characters. An order written before names were (and so without one) is
+// not in the index: WithPrefix finds it. Eventually consistent, as the
+// index is: read the order itself before acting on it.
+func (o *OrderIndex) WithName(ctx context.Context, name string, limit int) ([]string, error) {
+	out, err := o.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(o.table),
+		IndexName:                 aws.String(NameIndex),
+		KeyConditionExpression:    aws.String("#n = :n"),
+		ExpressionAttributeNames:  map[string]string{"#n": "name"}, // a reserved word
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: name}},
+		Limit:                     aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find the order named %s: %w", oracle.ShortID(name), err)
+	}
+	var ids []string
+	for _, item := range out.Items {
+		if s, ok := item["session_id"].(*types.AttributeValueMemberS); ok {
+			ids = append(ids, s.Value)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 // WithPrefix returns the session ids that start with prefix, at most
 // limit of them, sorted. DynamoDB cannot query a partition key by its
 // start, so this scans the status index (which projects every order, and

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // AWS adds a span around each AWS SDK call, its retries inside it, to a
@@ -42,15 +44,16 @@ func awsSpan(ctx context.Context, in middleware.InitializeInput, next middleware
 		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 	}
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, oracle.NameIDs(err.Error()))
 	}
 	return out, md, err
 }
 
 // Transport makes a span of each request through base (nil: Go's
 // default transport), named for peer ("stripe", "gemini", "graph"): its
-// method and path, never its query, which can hold an address. A request
-// outside any trace passes untouched.
+// method and path, never its query, which can hold an address, and an
+// order's id in the path (Stripe's /v1/checkout/sessions/cs_…) only by its
+// name. A request outside any trace passes untouched.
 func Transport(peer string, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -71,12 +74,12 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx, span := Tracer().Start(ctx, t.peer+" "+r.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("http.request.method", r.Method),
 		attribute.String("server.address", r.URL.Hostname()),
-		attribute.String("url.path", r.URL.Path),
+		attribute.String("url.path", oracle.NameIDs(r.URL.Path)),
 	))
 	defer span.End()
 	resp, err := t.base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, oracle.NameIDs(err.Error()))
 		return resp, err
 	}
 	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // runLater runs what an invocation left for after its answer (Later). A
@@ -69,7 +71,7 @@ func Invocations[In, Out any](p *Provider, h func(context.Context, In) (Out, err
 				span.SetAttributes(Order.String(id))
 			}
 			if err != nil {
-				span.SetStatus(codes.Error, err.Error())
+				span.SetStatus(codes.Error, oracle.NameIDs(err.Error()))
 			}
 			if r, ok := any(out).(events.APIGatewayV2HTTPResponse); ok {
 				span.SetAttributes(attribute.Int("http.response.status_code", r.StatusCode))

@@ -37,10 +37,12 @@ import (
 
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/obs"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
-// Order is the attribute naming the order a span works on: its whole id
-// (the Stripe session id, or the agent order's id), never a prefix.
+// Order is the attribute naming the order a span works on: its name
+// (oracle.ShortID), never its whole id, which opens the customer's result
+// page to whoever reads the traces.
 const Order = attribute.Key("oracle.order")
 
 // scope is the instrumentation scope of the service's own spans.
@@ -268,16 +270,17 @@ func (b *buffer) Shutdown(ctx context.Context) error   { b.flush(ctx); return ni
 
 // WithOrder names the order the work under ctx is for: the current span
 // and every span started under the returned context carry oracle.order =
-// id, the order's whole id; so does the invocation's span when this is
-// the only order it worked on; and so does every log line written with
-// the returned context (obs.WithOrder).
+// the order's name (oracle.ShortID of id); so does the invocation's span
+// when this is the only order it worked on; and so does every log line
+// written with the returned context (obs.WithOrder).
 func WithOrder(ctx context.Context, id string) context.Context {
 	if id == "" {
 		return ctx
 	}
-	trace.SpanFromContext(ctx).SetAttributes(Order.String(id))
+	name := oracle.ShortID(id)
+	trace.SpanFromContext(ctx).SetAttributes(Order.String(name))
 	if inv, ok := ctx.Value(invocationKey{}).(*invocation); ok {
-		inv.order(id)
+		inv.order(name)
 	}
 	return obs.WithOrder(ctx, id)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // LogLine is one line a function wrote, as the stack captured it in
@@ -56,12 +58,14 @@ func FunctionLogs(output string) []LogLine {
 	return out
 }
 
-// OrderLogs are the function lines that name the order by its whole id:
-// what the saved query one-order shows in AWS.
+// OrderLogs are the function lines that name the order (its whole id or
+// its name): what the saved query one-order shows in AWS. The lines name it
+// by its name (oracle.ShortID), never by the whole id.
 func OrderLogs(output, order string) []LogLine {
+	name := oracle.ShortID(order)
 	var out []LogLine
 	for _, l := range FunctionLogs(output) {
-		if l.Fields["order"] == order {
+		if l.Fields["order"] == name {
 			out = append(out, l)
 		}
 	}

@@ -390,7 +390,7 @@ func seenOpenByAnother(lines []logLine) openSeen {
 func unparked(lines []logLine, orders []order) []string {
 	var missing []string
 	for _, o := range orders {
-		if !slices.ContainsFunc(lines, func(l logLine) bool { return l.msg == msgParked && l.session == o.session }) {
+		if !slices.ContainsFunc(lines, func(l logLine) bool { return l.msg == msgParked && l.session == oracle.ShortID(o.session) }) {
 			missing = append(missing, o.tier+" "+oracle.ShortID(o.session))
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // The suite's privacy sweep: once every end-to-end test has run, every
@@ -36,8 +37,10 @@ import (
 // suite started is searched for every email address and query text the
 // suite used, and every order for the keyed hash of every address (an
 // order holds the query, so nothing may tie it to the customer:
-// PRODUCT_TIERS INV-5). What keeps a customer's words by design is left
-// out, and named in the sweep's report: the order's own query and verdict
+// PRODUCT_TIERS INV-5); and every function's log line for a whole order
+// id (a session id or an agent order's id opens the result page: a line
+// names an order by its name alone). What keeps a customer's words by
+// design is left out, and named in the sweep's report: the order's own query and verdict
 // (the page reads them there), and the one place in each of three buckets
 // that keeps raw payloads (payloadPlaces); everything else in those
 // buckets is searched like the rest.
@@ -238,10 +241,31 @@ func sweep(ctx context.Context, endpoint string, prefixes []string, logs []strin
 			if strings.HasPrefix(line, "[stripe]") || strings.HasPrefix(line, "[gemini]") {
 				continue
 			}
-			find(fmt.Sprintf("a line of stack log %d (%.80s)", i, line), line)
+			where := fmt.Sprintf("a line of stack log %d (%.80s)", i, oracle.NameIDs(line))
+			find(where, line)
+			if id := wholeOrderID(line); id != "" {
+				found = append(found, fmt.Sprintf("%s holds the whole id of order %s", where, oracle.ShortID(id)))
+			}
 		}
 	}
 	return found, read, nil
+}
+
+// functionPrefix starts a line a function wrote, as the stack captures it.
+var functionPrefix = regexp.MustCompile(`^\[[A-Za-z0-9]+Function#[0-9]+\] `)
+
+// orderID is an order's whole id: its mode prefix and more random
+// characters than its name (oracle.ShortID) keeps.
+var orderID = regexp.MustCompile(`(?:cs_(?:live|test)_|x402_(?:live|test)_)[A-Za-z0-9]{17,}`)
+
+// wholeOrderID is the whole order id a function's line holds, or "": a
+// whole id opens the customer's result page, so the functions name an
+// order by its name alone (issue 38, finding 10).
+func wholeOrderID(line string) string {
+	if !functionPrefix.MatchString(line) {
+		return ""
+	}
+	return orderID.FindString(line)
 }
 
 // without is item less the attributes names.
@@ -301,7 +325,7 @@ func sweepSuite() int {
 		fmt.Fprintf(os.Stderr, "privacy sweep: %d finds of customer data where none may be:\n  %s\n", len(found), strings.Join(found, "\n  "))
 		return 1
 	}
-	fmt.Printf("privacy sweep: %d addresses (and their keyed hashes, in the orders) and %d queries searched in %d items, objects and log lines of %d stacks: none found outside their places; kept by design, not searched: %s\n",
+	fmt.Printf("privacy sweep: %d addresses (and their keyed hashes, in the orders) and %d queries searched in %d items, objects and log lines of %d stacks: none found outside their places, and no whole order id in a function's line; kept by design, not searched: %s\n",
 		len(used.addresses), len(used.queries), read, len(used.prefixes), byDesign())
 	return 0
 }
@@ -392,6 +416,19 @@ func TestPrivacySweepFindsWhatIsPlanted(t *testing.T) {
 	found, _, err := sweep(ctx, endpoint, clean, []string{`[MailerFunction#1] {"msg":"sent to ` + addr + `"}`, "[stripe] " + addr}, []string{addr}, nil)
 	if err != nil || len(found) != 4 || !strings.Contains(strings.Join(found, "\n"), "stack log 0") {
 		t.Fatalf("a planted log line: %v %v", found, err)
+	}
+	// A function's line with a whole order id, of either kind; a fake's
+	// line and a line naming the order by its name are not reported.
+	const card, agent = "cs_test_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6", "x402_test_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
+	lines := []string{
+		`[VerdictFunction#2] {"msg":"served","order":"` + oracle.ShortID(card) + `"}`,
+		"[stripe] session " + card + " completed",
+		`[GeneratorFunction#1] {"msg":"stored","error":"get order ` + card + `"}`,
+		`[AgentFunction#1] {"msg":"paid","url":"https://x/result/` + agent + `"}`,
+	}
+	found, _, err = sweep(ctx, endpoint, clean, []string{strings.Join(lines, "\n")}, nil, nil)
+	if err != nil || len(found) != 2 || strings.Contains(strings.Join(found, "\n"), card) || strings.Contains(strings.Join(found, "\n"), agent) {
+		t.Fatalf("the planted whole order ids: %q %v, want the two function lines, each by the order's name", found, err)
 	}
 }
 

@@ -354,7 +354,7 @@ func TestInvokeOneFunction(t *testing.T) {
 		t.Errorf("response %d %s, want 200 with a pay page url", resp.StatusCode, resp.Body)
 	}
 	session := regexp.MustCompile(`cs_test_[A-Za-z0-9]+`).FindString(resp.Body)
-	if got := received.Order(session); len(got) != 1 || len(got[0].Spans) < 2 || got[0].Spans[0].Service != "checkout" {
+	if got := received.Order(oracle.ShortID(session)); len(got) != 1 || len(got[0].Spans) < 2 || got[0].Spans[0].Service != "checkout" {
 		t.Errorf("the running stack received %+v for %s, want the invocation's trace: the checkout's span and its call to Stripe", got, session)
 	}
 	if _, err := stack.Invoke(ctx, o, "NoSuchFunction", event); err == nil || !strings.Contains(err.Error(), "CheckoutFunction") {

@@ -37,7 +37,8 @@ const site = "42 Sisters AI · local stack"
 const maxDepth = 12
 
 // Page serves the trace pages from Store: the waterfall of one order
-// (every trace with a span whose oracle.order is the whole session id),
+// (every trace with a span whose oracle.order is the order's name, found
+// by its name or its whole session id),
 // ?format=json (or Accept: application/json) for its spans as data, a 404
 // page for an order without spans, and the list of orders at PagePath.
 type Page struct {
@@ -65,6 +66,11 @@ func (p Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	traces := p.Store.Order(order)
+	if len(traces) == 0 {
+		// The spans name the order by its name: the result page's whole
+		// session id finds them through it.
+		traces = p.Store.Order(oracle.ShortID(order))
+	}
 	if asJSON {
 		if len(traces) == 0 {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no span has %s %q", OrderAttribute, order)})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"42sisters.ai/oracle/infra/local/traces"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // t0 is when the sample order's first span starts.
@@ -151,5 +152,26 @@ func TestConcurrentExportsAndReads(t *testing.T) {
 	wg.Wait()
 	if got := store.Order(sampleOrder); len(got) != 1 || len(got[0].Spans) != 8*20 {
 		t.Errorf("%d traces, want one of %d spans", len(got), 8*20)
+	}
+}
+
+// The functions name an order in their spans by its name (oracle.ShortID);
+// the result page's address gives the whole session id, which finds them.
+func TestWholeSessionIDFindsTheNamedSpans(t *testing.T) {
+	const whole = "cs_test_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6"
+	srv, store := server(t, traces.Limits{})
+	spans := sample()
+	for i := range spans {
+		spans[i].Attributes = map[string]any{traces.OrderAttribute: oracle.ShortID(whole)}
+	}
+	store.Add(spans[:3])
+	for _, order := range []string{whole, oracle.ShortID(whole)} {
+		resp := get(t, srv.URL+traces.PagePath+order+"?format=json")
+		var got struct{ Spans []map[string]any }
+		err := json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || len(got.Spans) != 3 {
+			t.Errorf("%s: %d with %d spans (%v), want its 3", order, resp.StatusCode, len(got.Spans), err)
+		}
 	}
 }
