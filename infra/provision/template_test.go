@@ -336,13 +336,14 @@ func TestTheSmokeTestIsScheduledAndWatched(t *testing.T) {
 		chat++
 		switch m[1] + m[2] {
 		case `["dynamodb:PutItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["signin#*"]}}`,
-			`["dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["acct#*"]}}`:
+			`["dynamodb:GetItem","dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["acct#*"]}}`,
+			`["dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["trial#*"]}}`:
 		default:
 			t.Errorf("the smoke function may %s%s on the chat table", m[1], m[2])
 		}
 	}
-	if chat != 2 {
-		t.Errorf("%d statements on the chat table, want the sign-in token's and the account's: %s", chat, policy)
+	if chat != 3 {
+		t.Errorf("%d statements on the chat table, want the sign-in token's, the account's and its trial's: %s", chat, policy)
 	}
 }
 
