@@ -80,7 +80,7 @@ unit:
 	CGO_ENABLED=0 $(GO) build -o .build/warm/ ./functions/...
 	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -ldflags=-w -count=1 -p 4 -parallel 4 -timeout 9m ./infra/local/stack ./...)
 
-## fuzz: short fuzz runs of the content filter, the crosscheck, the x402 payment header's decoder, the query chunking, the webhook's parsing, the model reply's parsing and the inbox's message parsing
+## fuzz: short fuzz runs of the content filter, the crosscheck, the x402 payment header's decoder, the address canonicaliser, the sign-in form, the session cookie, the query chunking, the webhook's parsing, the model reply's parsing and the inbox's message parsing
 fuzz: fuzz-core
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/stripex
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(or $(FUZZTIME),20000x) ./functions/webhook
@@ -88,16 +88,19 @@ fuzz: fuzz-core
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/inbox
 
 # make test fuzzes only the targets whose packages need neither the AWS
-# SDK nor Stripe's client (the content filter, the crosscheck, the x402
-# payment header's decoder): the fuzzer instruments every package a
-# target's test binary links, and for the other four that is a third
-# compilation of every dependency, over a minute on a cold machine. Their
-# seeds run with every other test.
+# SDK nor Stripe's client (the content filter, the crosscheck, and every
+# decoder of what a stranger sends: the x402 payment header, an address,
+# the sign-in form, the session cookie): the fuzzer instruments every
+# package a target's test binary links, and for the other four that is a
+# third compilation of every dependency, over a minute on a cold machine.
+# Their seeds run with every other test.
 fuzz-core:
 	$(GO) test -run '^$$' -fuzz '^FuzzFilter$$' -fuzztime $(or $(FUZZTIME),30000x) ./shared/sosfilter
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(or $(FUZZTIME),200000x) ./shared/crosscheck
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePayment$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/x402
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/mailaddr
+	$(GO) test -run '^$$' -fuzz '^FuzzFormToken$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/chatsession
+	$(GO) test -run '^$$' -fuzz '^FuzzSessionCookie$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/chatsession
 
 ## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's six crash points, each ending with one verdict and one email (two when killed after the send, before its record); prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
 CRASH_ORDERS ?= 10

@@ -19,6 +19,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/subscription"
@@ -75,7 +76,7 @@ func BenchmarkChatExchange(b *testing.B) {
 			Alerts: &testkit.Alerts{}, Log: obs.NewLogger(io.Discard, "INFO")}, t},
 		Metrics: &testkit.Metrics{}, Hasher: hasher, Log: obs.NewLogger(io.Discard, "INFO"), Now: time.Now, Random: rand.Reader,
 	}
-	cookie := sign([]byte(cookieKey), session{Account: account, Issued: now})
+	cookie := chatsession.Sign([]byte(cookieKey), chatsession.Session{Account: account, Issued: now})
 	message, _ := json.Marshal(map[string]string{"message": strings.Repeat("Is this plan sound? ", 100)[:MaxMessageChars]})
 	r := req(http.MethodPost, "/api/chat", string(message), cookie)
 	var handled time.Duration

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -16,7 +17,7 @@ import (
 // chat, a second is refused (409) with the customer portal's link, where
 // the person manages the one they have; two Checkouts opened before either
 // was paid can still make two, each kept (shared/subscription).
-func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s session, _ chat.Usage) httpapi.Response {
+func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s chatsession.Session, _ chat.Usage) httpapi.Response {
 	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
@@ -55,7 +56,7 @@ func (h *Handler) subscribed(ctx context.Context, sub Subscription) httpapi.Resp
 
 // portal is POST /api/chat/portal: Stripe's customer portal, where the
 // person manages or cancels the subscription.
-func (h *Handler) portal(ctx context.Context, _ httpapi.Request, s session, _ chat.Usage) httpapi.Response {
+func (h *Handler) portal(ctx context.Context, _ httpapi.Request, s chatsession.Session, _ chat.Usage) httpapi.Response {
 	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
@@ -87,12 +88,12 @@ func usableURL(u string) bool {
 
 // signOut is POST /api/chat/signout: every session of the account ends
 // (the cookies issued before are refused) and the browser's is cleared.
-func (h *Handler) signOut(ctx context.Context, _ httpapi.Request, s session, _ chat.Usage) httpapi.Response {
+func (h *Handler) signOut(ctx context.Context, _ httpapi.Request, s chatsession.Session, _ chat.Usage) httpapi.Response {
 	if err := h.Accounts.SignOut(ctx, s.Account); err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
 	resp := httpapi.JSON(http.StatusOK, map[string]bool{"signed_out": true})
-	resp.Cookies = []string{clearCookie()}
+	resp.Cookies = []string{chatsession.ClearCookie()}
 	h.Log.InfoContext(ctx, "signed out", "account", s.Account)
 	return resp
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/circuit"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/gemini"
@@ -112,8 +113,8 @@ func loadFrom(ctx context.Context, env *config.Env) (settings, error) {
 		s.Origin = origin
 	}
 	if key := env.Secret(ctx, "CHAT_COOKIE_KEY", true); key != "" {
-		if len(key) < MinCookieKey {
-			env.Invalid("CHAT_COOKIE_KEY", fmt.Errorf("must be at least %d bytes", MinCookieKey))
+		if len(key) < chatsession.MinKey {
+			env.Invalid("CHAT_COOKIE_KEY", fmt.Errorf("must be at least %d bytes", chatsession.MinKey))
 		}
 		s.CookieKey = []byte(key)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/config"
 )
 
@@ -13,7 +14,7 @@ func TestConfig(t *testing.T) {
 	base := map[string]string{
 		"CHAT_TABLE": "chat", "LEDGER_TABLE": "ledger", "MAIL_QUEUE_URL": "https://sqs.test/mail", "AUDIT_BUCKET": "audit",
 		"ALERTS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alerts", "BASE_URL": "https://42sisters.ai/oracle",
-		"HASH_PEPPER": "a pepper of sixteen bytes or more", "CHAT_COOKIE_KEY": strings.Repeat("k", MinCookieKey),
+		"HASH_PEPPER": "a pepper of sixteen bytes or more", "CHAT_COOKIE_KEY": strings.Repeat("k", chatsession.MinKey),
 		"GEMINI_API_KEY": "a model key", "STRIPE_SECRET_KEY": "sk_test_123",
 	}
 	load := func(change map[string]string) (settings, error) {

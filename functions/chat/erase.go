@@ -7,6 +7,7 @@ import (
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/stripex"
@@ -21,7 +22,7 @@ import (
 // audit record counts what went, by the account's keyed hash. The trial's
 // count is kept apart, under its own keyed hash: erasing buys no new
 // trial.
-func (h *Handler) erase(ctx context.Context, req httpapi.Request, s session, _ chat.Usage) httpapi.Response {
+func (h *Handler) erase(ctx context.Context, req httpapi.Request, s chatsession.Session, _ chat.Usage) httpapi.Response {
 	var body struct{}
 	if err := decode(req, &body); err != nil {
 		return h.fail(ctx, err)
@@ -44,7 +45,7 @@ func (h *Handler) erase(ctx context.Context, req httpapi.Request, s session, _ c
 	h.Log.InfoContext(ctx, "account erased", "account", s.Account, "messages", erased.Messages,
 		"signin_tokens", erased.Tokens, "rate_entries", erased.RateEntries, "subscriptions_cancelled", len(cancelled))
 	resp := httpapi.JSON(http.StatusOK, map[string]bool{"erased": true})
-	resp.Cookies = []string{clearCookie()}
+	resp.Cookies = []string{chatsession.ClearCookie()}
 	return resp
 }
 

@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/secret"
@@ -175,7 +176,7 @@ func TestEraseForgetsTheAccountAndCancelsItsSubscription(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || body["erased"] != true {
 		t.Fatalf("erase: %d %v", resp.StatusCode, body)
 	}
-	if len(resp.Cookies) != 1 || !strings.Contains(resp.Cookies[0], "Max-Age=0") || !strings.HasPrefix(resp.Cookies[0], CookieName+"=;") {
+	if len(resp.Cookies) != 1 || !strings.Contains(resp.Cookies[0], "Max-Age=0") || !strings.HasPrefix(resp.Cookies[0], chatsession.CookieName+"=;") {
 		t.Fatalf("the cookie is not cleared: %v", resp.Cookies)
 	}
 	if held := x.held(t, account); len(held) != 0 {

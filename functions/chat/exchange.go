@@ -12,6 +12,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/chat"
 	"42sisters.ai/oracle/shared/chatreply"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -84,7 +85,7 @@ type exchange struct {
 // message is POST /api/chat {message}: an exchange is taken (trial,
 // granted, or a subscriber's day), the model answers, and the exchange is
 // kept, or given back when the model failed or the apology stood in.
-func (h *Handler) message(ctx context.Context, req httpapi.Request, s session, u chat.Usage) httpapi.Response {
+func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsession.Session, u chat.Usage) httpapi.Response {
 	x := &exchange{started: h.Now(), account: s.Account}
 	var body messageBody
 	if err := decode(req, &body); err != nil {
@@ -281,7 +282,7 @@ type turnView struct {
 
 // conversation is GET /api/chat: the signed-in address, the conversation
 // and what is left.
-func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s session, u chat.Usage) httpapi.Response {
+func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s chatsession.Session, u chat.Usage) httpapi.Response {
 	turns, err := h.Conversations.Recent(ctx, s.Account, h.ShowChars)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
@@ -311,7 +312,7 @@ func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s session
 }
 
 // forget is DELETE /api/chat: every message of the account, at once.
-func (h *Handler) forget(ctx context.Context, _ httpapi.Request, s session, _ chat.Usage) httpapi.Response {
+func (h *Handler) forget(ctx context.Context, _ httpapi.Request, s chatsession.Session, _ chat.Usage) httpapi.Response {
 	n, err := h.Conversations.Forget(ctx, s.Account)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))

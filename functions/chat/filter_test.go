@@ -9,6 +9,7 @@ import (
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -31,7 +32,7 @@ func renderAll() []page {
 		h.signInProblem(http.StatusBadRequest, "This sign-in link is not valid", "x"),
 		h.signInPage(context.Background(), link(http.MethodGet, "q3Zx9vB0kLm4Rt7YwE2sN8aHc5Jd1Pf6Gu0Ii3Oo9Kl")),
 	}
-	for _, err := range []error{errNotFromSite, chat.ErrSignInInvalid, chat.ErrSignInUsed, chat.ErrSignInExpired, errFormType, errFormTooLarge, errors.New("the table is down")} {
+	for _, err := range []error{chatsession.ErrNotFromSite, chat.ErrSignInInvalid, chat.ErrSignInUsed, chat.ErrSignInExpired, chatsession.ErrFormType, chatsession.ErrFormTooLarge, errors.New("the table is down")} {
 		pages = append(pages, h.signInRefused(context.Background(), err))
 	}
 	return pages

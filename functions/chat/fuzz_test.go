@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 )
@@ -55,7 +56,7 @@ func FuzzSignInForm(f *testing.F) {
 	f.Add(ct, origin, "", []byte("token="+strings.Repeat("A", 43)), false)
 	f.Add("application/json", origin, "", []byte(`{"token":"`+token+`"}`), false)
 	f.Add("multipart/form-data; boundary=x", origin, "", []byte("--x\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n"+token+"\r\n--x--"), false)
-	f.Add(ct, origin, "", []byte("token="+token+"&pad="+strings.Repeat("a", MaxSignInForm)), false)
+	f.Add(ct, origin, "", []byte("token="+token+"&pad="+strings.Repeat("a", chatsession.MaxForm)), false)
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, contentType, from, fetchSite string, body []byte, encoded bool) {
 		store := &spendOnce{token: token, account: account}
@@ -71,7 +72,7 @@ func FuzzSignInForm(f *testing.F) {
 			t.Fatalf("an error crossed the handler: %v", err)
 		}
 		for _, tok := range store.spent {
-			if !chat.WellFormed(tok) {
+			if !chatsession.WellFormed(tok) {
 				t.Fatalf("the store was asked about %q, not a token's form", tok)
 			}
 		}
@@ -93,41 +94,8 @@ func FuzzSignInForm(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s, err := verify([]byte(cookieKey), c.Value, now); err != nil || s.Account != account {
+		if s, err := chatsession.Verify([]byte(cookieKey), c.Value, now); err != nil || s.Account != account {
 			t.Fatalf("the session cookie %q: %+v %v", c.Value, s, err)
-		}
-	})
-}
-
-// FuzzSessionCookie reads arbitrary Cookie lines as the API does
-// (cookieOf, then verify): nothing panics, and a session comes only from
-// a value this service signed, for an account's name, within its 30 days.
-func FuzzSessionCookie(f *testing.F) {
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	account := "hmac-sha256:0123456789abcdef0123456789abcdef"
-	good := sign([]byte(cookieKey), session{Account: account, Issued: now.Add(-time.Hour)})
-	f.Add(CookieName + "=" + good)
-	f.Add("a=b; " + CookieName + "=" + good + "; c=d")
-	f.Add(CookieName + `="` + good + `"`)
-	f.Add(CookieName + "=" + strings.Replace(good, account, "hmac-sha256:ffffffffffffffffffffffffffffffff", 1))
-	f.Add(CookieName + "=" + sign([]byte("another key of thirty-two bytes or more"), session{Account: account, Issued: now}))
-	f.Add(CookieName + "=" + sign([]byte(cookieKey), session{Account: account, Issued: now.Add(-SessionTTL)}))
-	f.Add(CookieName + "=" + sign([]byte(cookieKey), session{Account: "not an account", Issued: now}))
-	f.Add(CookieName + "=" + account + ".1.")
-	f.Add(CookieName + "=...")
-	f.Add(CookieName + "=")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, line string) {
-		for _, r := range []httpapi.Request{{Cookies: []string{line}}, {Headers: map[string]string{"cookie": line}}} {
-			value := cookieOf(r)
-			s, err := verify([]byte(cookieKey), value, now)
-			if err != nil {
-				continue
-			}
-			if value != sign([]byte(cookieKey), s) || !accountForm.MatchString(s.Account) ||
-				s.Issued.After(now.Add(clockSkew)) || !now.Before(s.Issued.Add(SessionTTL)) {
-				t.Fatalf("a session %+v from %q, which this service did not sign so", s, value)
-			}
 		}
 	})
 }

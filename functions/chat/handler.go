@@ -16,6 +16,7 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
@@ -194,13 +195,13 @@ func (h *Handler) sameOrigin(req httpapi.Request) error {
 
 // signedIn wraps a route that needs a session: a missing, forged,
 // expired or signed-out cookie is a 401 that also clears it.
-func signedIn(serve func(*Handler, context.Context, httpapi.Request, session, chat.Usage) httpapi.Response) func(*Handler, context.Context, httpapi.Request) httpapi.Response {
+func signedIn(serve func(*Handler, context.Context, httpapi.Request, chatsession.Session, chat.Usage) httpapi.Response) func(*Handler, context.Context, httpapi.Request) httpapi.Response {
 	return func(h *Handler, ctx context.Context, req httpapi.Request) httpapi.Response {
 		s, u, err := h.session(ctx, req)
-		if errors.Is(err, errNoSession) {
+		if errors.Is(err, chatsession.ErrNoSession) {
 			resp := httpapi.JSON(http.StatusUnauthorized, map[string]any{"error": "please sign in: your session is missing or has expired", "signin": true})
-			if cookieOf(req) != "" {
-				resp.Cookies = []string{clearCookie()}
+			if chatsession.CookieValue(req) != "" {
+				resp.Cookies = []string{chatsession.ClearCookie()}
 			}
 			return resp
 		}
@@ -211,29 +212,29 @@ func signedIn(serve func(*Handler, context.Context, httpapi.Request, session, ch
 	}
 }
 
-// session reads and checks the request's session, and its account's
+// session reads and checks the request's chatsession.Session, and its account's
 // counts.
-func (h *Handler) session(ctx context.Context, req httpapi.Request) (session, chat.Usage, error) {
-	value := cookieOf(req)
+func (h *Handler) session(ctx context.Context, req httpapi.Request) (chatsession.Session, chat.Usage, error) {
+	value := chatsession.CookieValue(req)
 	if value == "" {
-		return session{}, chat.Usage{}, errNoSession
+		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
 	}
-	s, err := verify(h.CookieKey, value, h.Now())
+	s, err := chatsession.Verify(h.CookieKey, value, h.Now())
 	if err != nil {
-		return session{}, chat.Usage{}, err
+		return chatsession.Session{}, chat.Usage{}, err
 	}
 	u, err := h.Accounts.Usage(ctx, s.Account)
 	switch {
 	case errors.Is(err, chat.ErrNoAccount):
-		return session{}, chat.Usage{}, errNoSession
+		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
 	case err != nil:
-		return session{}, chat.Usage{}, unavailable(err)
+		return chatsession.Session{}, chat.Usage{}, unavailable(err)
 	case !u.SignedOutAt.IsZero() && !s.Issued.After(u.SignedOutAt):
-		return session{}, chat.Usage{}, errNoSession
+		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
 	case s.Issued.Before(u.Created.Truncate(time.Millisecond)):
 		// Issued to an account of the same name that was erased: the
 		// account made since is another person's to sign in to.
-		return session{}, chat.Usage{}, errNoSession
+		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
 	}
 	return s, u, nil
 }

@@ -26,6 +26,7 @@ import (
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -243,7 +244,7 @@ func req(method, path, body, cookie string) httpapi.Request {
 	r.RequestContext.HTTP.SourceIP = "203.0.113.7"
 	r.Headers = map[string]string{"origin": origin, "content-type": "application/json"}
 	if cookie != "" {
-		r.Cookies = []string{CookieName + "=" + cookie}
+		r.Cookies = []string{chatsession.CookieName + "=" + cookie}
 	}
 	r.Body = body
 	return r
@@ -516,7 +517,7 @@ func TestSignInButtonRefusesOtherSites(t *testing.T) {
 		}
 	}
 	cookie := x.press(t, form(token))
-	if s, err := verify([]byte(cookieKey), cookie, x.clock.Now()); err != nil || s.Account != account {
+	if s, err := chatsession.Verify([]byte(cookieKey), cookie, x.clock.Now()); err != nil || s.Account != account {
 		t.Fatalf("the token after the refusals: %v %v", s, err)
 	}
 	if strings.Contains(x.logs.String(), token) {
@@ -552,7 +553,7 @@ func TestSignInButtonSetsTheSessionCookieOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Name != CookieName || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge != 2592000 {
+	if c.Name != chatsession.CookieName || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge != 2592000 {
 		t.Fatalf("cookie %q", resp.Cookies[0])
 	}
 	if strings.Contains(c.Value, token) || !strings.HasPrefix(c.Value, account+".") {
@@ -581,7 +582,7 @@ func TestSignInButtonSetsTheSessionCookieOnce(t *testing.T) {
 		{"a token with more", body("token=" + fresh + "x")(form(fresh)), http.StatusBadRequest, "not valid"},
 		{"not a form", body("token=%zz")(form(fresh)), http.StatusBadRequest, "not valid"},
 		{"bad base64", func() httpapi.Request { r := form(fresh); r.IsBase64Encoded = true; r.Body = "!!"; return r }(), http.StatusBadRequest, "not valid"},
-		{"too large", body("token=" + fresh + "&pad=" + strings.Repeat("a", MaxSignInForm))(form(fresh)), http.StatusRequestEntityTooLarge, "takes the sign-in page&#39;s button only"},
+		{"too large", body("token=" + fresh + "&pad=" + strings.Repeat("a", chatsession.MaxForm))(form(fresh)), http.StatusRequestEntityTooLarge, "takes the sign-in page&#39;s button only"},
 		{"JSON", func() httpapi.Request {
 			r := form(fresh)
 			r.Headers["content-type"] = "application/json"
@@ -625,7 +626,7 @@ func TestSessionCookieIsCheckedOnEveryAPIRoute(t *testing.T) {
 		{"a changed issue time", strings.Replace(cookie, "."+strings.Split(ms, ".")[0]+".", ".9"+strings.Split(ms, ".")[0]+".", 1)},
 		{"a tampered signature", string(flip)},
 		{"no signature", account + "." + strings.Split(ms, ".")[0]},
-		{"signed with another key", sign([]byte("another key of thirty-two bytes or more"), session{Account: account, Issued: x.clock.Now()})},
+		{"signed with another key", chatsession.Sign([]byte("another key of thirty-two bytes or more"), chatsession.Session{Account: account, Issued: x.clock.Now()})},
 	}
 	routes := []struct{ method, path, body string }{
 		{http.MethodGet, "/api/chat", ""},
@@ -651,7 +652,7 @@ func TestSessionCookieIsCheckedOnEveryAPIRoute(t *testing.T) {
 		t.Fatal("a refused session reached the model or spent an exchange")
 	}
 	// Expired: 30 days after its sign-in.
-	x.clock.Add(SessionTTL - time.Second)
+	x.clock.Add(chatsession.TTL - time.Second)
 	if resp, _ := x.do(t, req(http.MethodGet, "/api/chat", "", cookie)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("a second before expiry: %d", resp.StatusCode)
 	}

@@ -5,17 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"mime"
 	"net/http"
 	"net/mail"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/mailaddr"
 	"42sisters.ai/oracle/shared/oracle"
@@ -147,17 +145,6 @@ func retryAfter(now time.Time, per time.Duration) string {
 	return itoa(int(left.Round(time.Second) / time.Second))
 }
 
-// MaxSignInForm bounds POST /chat/signin's body: the sign-in page's form
-// is one token of 43 characters.
-const MaxSignInForm = 1 << 10
-
-// Why a POST /chat/signin is not the sign-in page's form.
-var (
-	errNotFromSite  = errors.New("the sign-in form was posted from another site")
-	errFormType     = errors.New("the sign-in form is not form-encoded")
-	errFormTooLarge = errors.New("the sign-in form is too large")
-)
-
 // signInPage is GET (and HEAD) /chat/signin?token=…, the emailed link: a
 // page whose one button posts the token to POST /chat/signin. It reads
 // and spends nothing and sets no cookie, so a mail scanner that opens the
@@ -166,24 +153,24 @@ var (
 // gets the "not valid" page at once.
 func (h *Handler) signInPage(ctx context.Context, req httpapi.Request) page {
 	token := req.QueryStringParameters["token"]
-	if !chat.WellFormed(token) {
+	if !chatsession.WellFormed(token) {
 		return h.signInRefused(ctx, chat.ErrSignInInvalid)
 	}
 	return h.render("signin.html", http.StatusOK, nil, signInView{frame: h.newFrame("Sign in to Sisters Chat", nil),
-		Token: token, SessionDays: int(SessionTTL / (24 * time.Hour))})
+		Token: token, SessionDays: int(chatsession.TTL / (24 * time.Hour))})
 }
 
 // signIn is POST /chat/signin, the sign-in page's button: from this site's
-// own page only (formFromSite), it spends the token, signs the person in
+// own page only (chatsession.FromSite), it spends the token, signs the person in
 // (the session cookie) and takes them to the chat; a refused form or link
 // gets a page saying why, with the way to ask for a new link, and spends
 // nothing.
 func (h *Handler) signIn(ctx context.Context, req httpapi.Request) httpapi.Response {
-	if !h.formFromSite(req) {
+	if !chatsession.FromSite(req, h.Origin) {
 		h.Log.InfoContext(ctx, "sign-in form from another site refused", "sec_fetch_site", oracle.Clip(httpapi.Header(req, "Sec-Fetch-Site"), 20))
-		return h.html(h.signInRefused(ctx, errNotFromSite))
+		return h.html(h.signInRefused(ctx, chatsession.ErrNotFromSite))
 	}
-	token, err := signInForm(req)
+	token, err := chatsession.FormToken(req)
 	if err != nil {
 		return h.html(h.signInRefused(ctx, err))
 	}
@@ -196,55 +183,16 @@ func (h *Handler) signIn(ctx context.Context, req httpapi.Request) httpapi.Respo
 		"Cache-Control":   "no-store",
 		"Referrer-Policy": "no-referrer",
 	}}
-	resp.Cookies = []string{setCookie(sign(h.CookieKey, session{Account: account, Issued: h.Now()}))}
+	resp.Cookies = []string{chatsession.SetCookie(chatsession.Sign(h.CookieKey, chatsession.Session{Account: account, Issued: h.Now()}))}
 	h.Log.InfoContext(ctx, "signed in", "account", account)
 	return resp
-}
-
-// formFromSite is the CSRF defence of the sign-in form, which a browser
-// posts form-encoded, so the JSON rule of sameOrigin cannot apply: the
-// browser's Origin must be the site's; without one, or with "null" (what a
-// browser sends for a form posted from a page whose referrer policy is
-// no-referrer, as the sign-in page's is), its Sec-Fetch-Site must say
-// same-origin. Both headers are the browser's own: no page can set them.
-func (h *Handler) formFromSite(req httpapi.Request) bool {
-	if origin := httpapi.Header(req, "Origin"); origin != "" && origin != "null" {
-		return origin == h.Origin
-	}
-	return httpapi.Header(req, "Sec-Fetch-Site") == "same-origin"
-}
-
-// signInForm reads the sign-in page's form: form-encoded, small, with one
-// token of a minted token's form (chat.ErrSignInInvalid otherwise, before
-// any store read).
-func signInForm(req httpapi.Request) (string, error) {
-	mt, _, err := mime.ParseMediaType(httpapi.Header(req, "Content-Type"))
-	if err != nil || mt != "application/x-www-form-urlencoded" {
-		return "", errFormType
-	}
-	body, err := httpapi.Body(req, MaxSignInForm)
-	if err != nil {
-		if httpapi.Status(err) == http.StatusRequestEntityTooLarge {
-			return "", fmt.Errorf("%w: %w", errFormTooLarge, err)
-		}
-		return "", fmt.Errorf("%w: %w", chat.ErrSignInInvalid, err)
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", chat.ErrSignInInvalid, err)
-	}
-	tokens := form["token"]
-	if len(tokens) != 1 || !chat.WellFormed(tokens[0]) {
-		return "", chat.ErrSignInInvalid
-	}
-	return tokens[0], nil
 }
 
 // signInRefused is the page of a sign-in that did not happen: why, and the
 // way to ask for a new link.
 func (h *Handler) signInRefused(ctx context.Context, err error) page {
 	switch {
-	case errors.Is(err, chat.ErrSignInInvalid):
+	case errors.Is(err, chat.ErrSignInInvalid), errors.Is(err, chatsession.ErrNoToken):
 		return h.signInProblem(http.StatusBadRequest, "This sign-in link is not valid",
 			"The link may have been cut short when it was copied. Ask for a new one below.")
 	case errors.Is(err, chat.ErrSignInUsed):
@@ -253,13 +201,13 @@ func (h *Handler) signInRefused(ctx context.Context, err error) page {
 	case errors.Is(err, chat.ErrSignInExpired):
 		return h.signInProblem(http.StatusGone, "This sign-in link has expired",
 			"Links work for 15 minutes. Ask for a new one below.")
-	case errors.Is(err, errNotFromSite):
+	case errors.Is(err, chatsession.ErrNotFromSite):
 		return h.signInProblem(http.StatusForbidden, "This sign-in was refused",
 			"A sign-in link works only from its own page on this site. Open the link from your email again and press Sign in there.")
-	case errors.Is(err, errFormType):
+	case errors.Is(err, chatsession.ErrFormType):
 		return h.signInProblem(http.StatusUnsupportedMediaType, "This request is not supported",
 			"This address takes the sign-in page's button only. Open the link from your email again and press Sign in there.")
-	case errors.Is(err, errFormTooLarge):
+	case errors.Is(err, chatsession.ErrFormTooLarge):
 		return h.signInProblem(http.StatusRequestEntityTooLarge, "This request is not supported",
 			"This address takes the sign-in page's button only. Open the link from your email again and press Sign in there.")
 	default:

@@ -336,13 +336,14 @@ func TestTheSmokeTestIsScheduledAndWatched(t *testing.T) {
 		chat++
 		switch m[1] + m[2] {
 		case `["dynamodb:PutItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["signin#*"]}}`,
-			`["dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["acct#*"]}}`:
+			`["dynamodb:GetItem","dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["acct#*"]}}`,
+			`["dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["trial#*"]}}`:
 		default:
 			t.Errorf("the smoke function may %s%s on the chat table", m[1], m[2])
 		}
 	}
-	if chat != 2 {
-		t.Errorf("%d statements on the chat table, want the sign-in token's and the account's: %s", chat, policy)
+	if chat != 3 {
+		t.Errorf("%d statements on the chat table, want the sign-in token's, the account's and its trial's: %s", chat, policy)
 	}
 }
 
@@ -479,5 +480,42 @@ func TestGCSettingsFitTheMemory(t *testing.T) {
 	}
 	if n, err := provision.MemoryLimit("200MiB"); err != nil || n != 200<<20 {
 		t.Errorf("200MiB read as %d, %v", n, err)
+	}
+}
+
+// TestStrangersWritesAreThrottledApart: every route on which an anonymous
+// caller makes the service write or spend (a Checkout Session, a sign-in
+// account and its email, an x402 payment's check, count or record) has a
+// throttle of its own below the API's default, so a flood of one cannot
+// take the whole API's rate, and is bounded by more than Lambda's
+// concurrency.
+func TestStrangersWritesAreThrottledApart(t *testing.T) {
+	tmpl, err := sam.Load(provision.TemplatePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := tmpl.Resources["OracleApi"].Properties
+	routes, _ := api["RouteSettings"].(map[string]any)
+	values := &sam.Values{}
+	defaults, _ := api["DefaultRouteSettings"].(map[string]any)
+	apiRate, err := tmpl.ResolveInt(defaults["ThrottlingRateLimit"], values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, route := range []string{"POST /api/checkout", "POST /api/chat/signin",
+		"POST /x402/query", "POST /x402/query/full", "POST /x402/query/premium",
+		"OPTIONS /x402/query", "OPTIONS /x402/query/full", "OPTIONS /x402/query/premium"} {
+		settings, ok := routes[route].(map[string]any)
+		if !ok {
+			t.Errorf("%s has no throttle of its own", route)
+			continue
+		}
+		rate, err := tmpl.ResolveInt(settings["ThrottlingRateLimit"], values)
+		if err != nil || rate < 1 || rate >= apiRate {
+			t.Errorf("%s: rate %d %v, want at least 1 and below the API's %d", route, rate, err, apiRate)
+		}
+		if burst, err := tmpl.ResolveInt(settings["ThrottlingBurstLimit"], values); err != nil || burst < rate {
+			t.Errorf("%s: burst %d %v, want at least its rate %d", route, burst, err, rate)
+		}
 	}
 }

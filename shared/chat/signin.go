@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"42sisters.ai/oracle/shared/chatsession"
 	"42sisters.ai/oracle/shared/condwrite"
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -30,18 +30,6 @@ var (
 	ErrSignInExpired = errors.New("chat: sign-in link has expired")
 )
 
-// tokenLen is a minted token's length: 43 base62 characters, 256 bits.
-// Letters and digits only: a separator would cut the token into short
-// words that the content filter reads in the email that carries it.
-const tokenLen = 43
-
-// tokenForm is a minted token.
-var tokenForm = regexp.MustCompile(`^[0-9A-Za-z]{43}$`)
-
-// WellFormed reports whether token has a minted token's form, without
-// reading the store: the sign-in link's page shows its button only then.
-func WellFormed(token string) bool { return tokenForm.MatchString(token) }
-
 // signInPK names a token's item by the token's SHA-256: the table never
 // holds a working token, so reading it signs no one in.
 func signInPK(token string) string {
@@ -55,7 +43,7 @@ func signInPK(token string) string {
 // of the account's sign-in index, expiring with it), so that no token of
 // an account escapes its erasure.
 func (s *Store) IssueSignIn(ctx context.Context, account string) (token string, expires time.Time, err error) {
-	token, err = oracle.RandomBase62(rand.Reader, tokenLen)
+	token, err = oracle.RandomBase62(rand.Reader, chatsession.TokenLen)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("mint sign-in token: %w", err)
 	}
@@ -100,7 +88,7 @@ func (s *Store) IssueSignIn(ctx context.Context, account string) (token string, 
 // ErrSignInInvalid (also when the account is gone: erased, or forgotten
 // unconfirmed), ErrSignInUsed or ErrSignInExpired.
 func (s *Store) ConsumeSignIn(ctx context.Context, token string) (account string, err error) {
-	if !tokenForm.MatchString(token) {
+	if !chatsession.WellFormed(token) {
 		return "", ErrSignInInvalid
 	}
 	now := s.now()

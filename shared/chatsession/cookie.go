@@ -1,4 +1,8 @@
-package main
+// Package chatsession is Sisters Chat's session as the browser holds it:
+// the signed cookie, and the sign-in page's form that starts one. Both
+// read what any client sends, so both are fuzzed here, apart from the
+// function and the SDKs it links.
+package chatsession
 
 import (
 	"crypto/hmac"
@@ -17,32 +21,32 @@ import (
 // CookieName is the session cookie's name.
 const CookieName = "oracle_chat"
 
-// SessionTTL is how long a session lasts from its sign-in.
-const SessionTTL = 30 * 24 * time.Hour
+// TTL is how long a session lasts from its sign-in.
+const TTL = 30 * 24 * time.Hour
 
-// MinCookieKey is the shortest cookie key accepted: 256 bits.
-const MinCookieKey = 32
+// MinKey is the shortest cookie key accepted: 256 bits.
+const MinKey = 32
 
 // clockSkew is how far in the future a cookie's issue time may be (another
 // instance's clock) before it is refused as forged.
 const clockSkew = time.Minute
 
-// errNoSession: no cookie, or one this service did not sign, or one that
-// has expired or was signed out.
-var errNoSession = errors.New("no valid session")
+// ErrNoSession: no cookie, or one this service did not sign, or one that
+// has expired.
+var ErrNoSession = errors.New("no valid session")
 
 // accountForm is an account's name (audit.Hasher.Email).
 var accountForm = regexp.MustCompile(`^hmac-sha256:[0-9a-f]{32}$`)
 
-// session is a signed-in person: their account and when they signed in.
-type session struct {
+// Session is a signed-in person: their account and when they signed in.
+type Session struct {
 	Account string
 	Issued  time.Time
 }
 
-// sign is the cookie's value for s: the account, the issue time in unix
+// Sign is the cookie's value for s: the account, the issue time in unix
 // milliseconds and their HMAC-SHA-256 under key, dot-separated.
-func sign(key []byte, s session) string {
+func Sign(key []byte, s Session) string {
 	payload := s.Account + "." + strconv.FormatInt(s.Issued.UnixMilli(), 10)
 	return payload + "." + mac(key, payload)
 }
@@ -53,31 +57,31 @@ func mac(key []byte, payload string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// verify reads a cookie's value: its signature checked in constant time,
-// its age within SessionTTL at now.
-func verify(key []byte, value string, now time.Time) (session, error) {
+// Verify reads a cookie's value: its signature checked in constant time,
+// its age within TTL at now.
+func Verify(key []byte, value string, now time.Time) (Session, error) {
 	i := strings.LastIndexByte(value, '.')
 	if i < 0 {
-		return session{}, errNoSession
+		return Session{}, ErrNoSession
 	}
 	payload, sum := value[:i], value[i+1:]
 	if !hmac.Equal([]byte(sum), []byte(mac(key, payload))) {
-		return session{}, errNoSession
+		return Session{}, ErrNoSession
 	}
 	account, ms, ok := strings.Cut(payload, ".")
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if !ok || err != nil || !accountForm.MatchString(account) {
-		return session{}, errNoSession
+		return Session{}, ErrNoSession
 	}
 	issued := time.UnixMilli(n).UTC()
-	if issued.After(now.Add(clockSkew)) || !now.Before(issued.Add(SessionTTL)) {
-		return session{}, errNoSession
+	if issued.After(now.Add(clockSkew)) || !now.Before(issued.Add(TTL)) {
+		return Session{}, ErrNoSession
 	}
-	return session{Account: account, Issued: issued}, nil
+	return Session{Account: account, Issued: issued}, nil
 }
 
-// cookieOf returns the request's session cookie value, or "".
-func cookieOf(req httpapi.Request) string {
+// CookieValue is the request's session cookie value, or "".
+func CookieValue(req httpapi.Request) string {
 	lines := req.Cookies
 	if h := httpapi.Header(req, "Cookie"); h != "" {
 		lines = append(lines, h)
@@ -96,14 +100,14 @@ func cookieOf(req httpapi.Request) string {
 	return ""
 }
 
-// setCookie is the Set-Cookie of a new session.
-func setCookie(value string) string {
-	return (&http.Cookie{Name: CookieName, Value: value, Path: "/", MaxAge: int(SessionTTL / time.Second),
+// SetCookie is the Set-Cookie of a new session.
+func SetCookie(value string) string {
+	return (&http.Cookie{Name: CookieName, Value: value, Path: "/", MaxAge: int(TTL / time.Second),
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode}).String()
 }
 
-// clearCookie is the Set-Cookie that ends a session in the browser.
-func clearCookie() string {
+// ClearCookie is the Set-Cookie that ends a session in the browser.
+func ClearCookie() string {
 	return (&http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode}).String()
 }
