@@ -39,7 +39,7 @@ invoke:
 	@$(GO) build -o .build/local ./infra/local
 	@exec .build/local invoke $(FN) -e $(EVENT)
 
-## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test; every fuzz target's seeds among them), then short fuzz runs of the content filter and the crosscheck
+## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test; every fuzz target's seeds among them), then short fuzz runs of the content filter, the crosscheck, the x402 payment header, the address canonicaliser, the sign-in form and the session cookie
 test: tools lint unit fuzz-core
 
 lint: fmt-check vet staticcheck cfn-lint tracked-files
