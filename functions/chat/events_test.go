@@ -20,6 +20,10 @@ func TestSampleEvents(t *testing.T) {
 		"signin-link-invalid.json":  400,
 		"message-signed-out.json":   401,
 		"message-cross-origin.json": 403,
+		// The sign-in page's button posted from another site; the
+		// erasure without a session.
+		"signin-button-cross-site.json": 403,
+		"account-erase-signed-out.json": 401,
 	}
 	files, err := filepath.Glob("../../events/chat/*.json")
 	if err != nil || len(files) != len(want) {
