@@ -437,7 +437,7 @@ func circuitAccounting(t *testing.T, lines []logLine, deliveries []delivery, cal
 			closed = k
 		case parkedOpen(l):
 			parks++
-			if k < 0 || deliveries[k].session != l.session {
+			if k < 0 || oracle.ShortID(deliveries[k].session) != l.session {
 				t.Errorf("%s parked %s at %s outside the invocation of its job: generate invocations overlapped", l.env, l.session, l.at.Format(time.RFC3339Nano))
 				continue
 			}
