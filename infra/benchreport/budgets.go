@@ -180,8 +180,16 @@ var Budgets = []budget{
 	},
 	{
 		name:  "bootstrap size (as make build builds it)",
-		limit: "≤ 15 MB each, but the Gen AI SDK's",
-		judge: sizes(func(fn string) bool { return !linksGenAI[fn] }, 15),
+		limit: "≤ 15 MB each, but the named ones",
+		judge: sizes(func(fn string) bool { return !linksGenAI[fn] && !linksIDNATwice[fn] }, 15),
+	},
+	{
+		// docs/performance.md names it: the canonical address's IDNA
+		// tables beside the standard library's own copy, which nothing
+		// outside net/http can call.
+		name:  "bootstrap size of the health job (named)",
+		limit: "≤ 15.5 MB",
+		judge: sizes(func(fn string) bool { return linksIDNATwice[fn] }, 15.5),
 	},
 	{
 		// docs/performance.md names them and what they link: the SDK's
@@ -303,6 +311,11 @@ func Judge(rs Results, budgets []budget) []Row {
 // google.golang.org/genai, whose size docs/performance.md names as over
 // the 15 MB budget.
 var linksGenAI = map[string]bool{"GeneratorFunction": true, "ChatFunction": true}
+
+// linksIDNATwice is the function that the IDNA tables of the canonical
+// address (shared/mailaddr, through audit.Hasher.Email) took over 15 MB:
+// they stand beside net/http's own unexported copy.
+var linksIDNATwice = map[string]bool{"HealthFunction": true}
 
 // sizes judges BenchmarkBootstrapSize's figures of the functions which
 // picks against limit (MB).
