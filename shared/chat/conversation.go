@@ -301,18 +301,21 @@ func (c *Conversation) Stored(ctx context.Context, account string) (Stored, erro
 // eachMessage calls fn with every message item of account, read with
 // projection, page after page.
 func (c *Conversation) eachMessage(ctx context.Context, account, projection string, fn func(map[string]types.AttributeValue)) error {
-	var start map[string]types.AttributeValue
+	return c.each(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(c.store.table),
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :msg)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(accountPK(account)), ":msg": str(skMessage),
+		},
+		ProjectionExpression: aws.String(projection),
+		ConsistentRead:       aws.Bool(true),
+	}, fn)
+}
+
+// each calls fn with every item the query in finds, page after page.
+func (c *Conversation) each(ctx context.Context, in *dynamodb.QueryInput, fn func(map[string]types.AttributeValue)) error {
 	for {
-		page, err := c.spans.Query(ctx, &dynamodb.QueryInput{
-			TableName:              aws.String(c.store.table),
-			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :msg)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(accountPK(account)), ":msg": str(skMessage),
-			},
-			ProjectionExpression: aws.String(projection),
-			ConsistentRead:       aws.Bool(true),
-			ExclusiveStartKey:    start,
-		})
+		page, err := c.spans.Query(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -322,6 +325,6 @@ func (c *Conversation) eachMessage(ctx context.Context, account, projection stri
 		if page.LastEvaluatedKey == nil {
 			return nil
 		}
-		start = page.LastEvaluatedKey
+		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 }

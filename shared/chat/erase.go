@@ -156,27 +156,13 @@ const skSubscriptionLink = "subscription"
 // eachItem calls fn with the key, and the subscription it names, of every
 // item of partition pk, page after page.
 func (c *Conversation) eachItem(ctx context.Context, pk string, fn func(map[string]types.AttributeValue)) error {
-	var start map[string]types.AttributeValue
-	for {
-		page, err := c.spans.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(c.store.table),
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
-			ProjectionExpression:      aws.String("pk, sk, subscription"),
-			ConsistentRead:            aws.Bool(true),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return err
-		}
-		for _, it := range page.Items {
-			fn(it)
-		}
-		if page.LastEvaluatedKey == nil {
-			return nil
-		}
-		start = page.LastEvaluatedKey
-	}
+	return c.each(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(c.store.table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
+		ProjectionExpression:      aws.String("pk, sk, subscription"),
+		ConsistentRead:            aws.Bool(true),
+	}, fn)
 }
 
 // deleteItem deletes one item, reporting whether there was one.
