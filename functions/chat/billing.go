@@ -17,7 +17,7 @@ import (
 // chat, a second is refused (409) with the customer portal's link, where
 // the person manages the one they have; two Checkouts opened before either
 // was paid can still make two, each kept (shared/subscription).
-func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s chatsession.Session, _ chat.Usage) httpapi.Response {
+func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s chatsession.Session, us chat.Usage) httpapi.Response {
 	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
@@ -25,11 +25,7 @@ func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s chatsessio
 	if sub.Grants {
 		return h.subscribed(ctx, sub)
 	}
-	email, err := h.Accounts.Address(ctx, s.Account)
-	if err != nil {
-		return h.fail(ctx, unavailable(err))
-	}
-	u, err := h.Billing.CheckoutURL(ctx, s.Account, email)
+	u, err := h.Billing.CheckoutURL(ctx, s.Account, us.Address)
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}

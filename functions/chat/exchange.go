@@ -291,18 +291,15 @@ func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s chatses
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
-	// The page says whose account this is, so that no one types into an
-	// account that is not theirs without seeing it.
-	address, err := h.Accounts.Address(ctx, s.Account)
-	if err != nil {
-		return h.fail(ctx, unavailable(err))
-	}
+	// The page says whose account this is (the address the session's read
+	// of the account found), so that no one types into an account that is
+	// not theirs without seeing it.
 	messages := make([]turnView, 0, len(turns))
 	for _, t := range turns {
 		messages = append(messages, turnView{Role: t.Role, Text: t.Text, At: t.At})
 	}
 	return httpapi.JSON(http.StatusOK, map[string]any{
-		"address":         address,
+		"address":         u.Address,
 		"messages":        messages,
 		"exchanges_left":  u.FreeLeft,
 		"trial_exchanges": chat.TrialExchanges,

@@ -25,7 +25,6 @@ import (
 // Accounts is the chat table's accounts (chat.Store).
 type Accounts interface {
 	SignUp(ctx context.Context, email string) (account string, created bool, err error)
-	Address(ctx context.Context, account string) (string, error)
 	ConsumeSignIn(ctx context.Context, token string) (account string, err error)
 	Usage(ctx context.Context, account string) (chat.Usage, error)
 	TakeExchange(ctx context.Context, u chat.Usage, p chat.Policy) (chat.Spent, error)

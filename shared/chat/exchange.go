@@ -59,8 +59,10 @@ type Spent struct {
 
 // Usage is what an account has used and has left.
 type Usage struct {
-	// Account is the account's name.
+	// Account is the account's name; Address the address it holds, for
+	// the page and Stripe's Checkout (read with the counts, not again).
 	Account string
+	Address string
 	// Trial names the account's trial (trialPK): the trial identity of its
 	// address, which every address of one person shares.
 	Trial string
@@ -135,7 +137,7 @@ func (s *Store) Usage(ctx context.Context, account string) (Usage, error) {
 		return Usage{}, ErrNoAccount
 	}
 	u := usageOf(out.Item, day(now))
-	u.Account = account
+	u.Account, u.Address = account, stringOf(out.Item, "email")
 	if u.Trial = stringOf(out.Item, "trial"); u.Trial == "" {
 		u.Trial = s.trialOf(stringOf(out.Item, "email"))
 	}
