@@ -204,11 +204,12 @@ func (h *Handler) signInRefused(ctx context.Context, err error) page {
 	case errors.Is(err, chatsession.ErrNotFromSite):
 		return h.signInProblem(http.StatusForbidden, "This sign-in was refused",
 			"A sign-in link works only from its own page on this site. Open the link from your email again and press Sign in there.")
-	case errors.Is(err, chatsession.ErrFormType):
-		return h.signInProblem(http.StatusUnsupportedMediaType, "This request is not supported",
-			"This address takes the sign-in page's button only. Open the link from your email again and press Sign in there.")
-	case errors.Is(err, chatsession.ErrFormTooLarge):
-		return h.signInProblem(http.StatusRequestEntityTooLarge, "This request is not supported",
+	case errors.Is(err, chatsession.ErrFormType), errors.Is(err, chatsession.ErrFormTooLarge):
+		status := http.StatusUnsupportedMediaType
+		if errors.Is(err, chatsession.ErrFormTooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		return h.signInProblem(status, "This request is not supported",
 			"This address takes the sign-in page's button only. Open the link from your email again and press Sign in there.")
 	default:
 		h.Log.ErrorContext(ctx, "sign-in link not read", "error", err.Error())
