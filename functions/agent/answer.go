@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"time"
 
-	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/repair"
 	"42sisters.ai/oracle/shared/x402"
@@ -41,7 +39,7 @@ type pendingAnswer struct {
 // stored verdict is checked as every reader checks it (repair.Guard): a
 // corrupt one is set aside, alerted once and generated again, and the
 // agent polls for the repaired one.
-func (h *Handler) answer(ctx context.Context, t *payment, s x402.SettleResponse) httpapi.Response {
+func (h *Handler) answer(ctx context.Context, t *payment, s *x402.SettleResponse) outcome {
 	// The wait runs on the handler's clock; the request's deadline is
 	// wall-clock time.
 	deadline := h.Now().Add(min(h.Wait, h.timeLeft(ctx)-h.Reserve))
@@ -51,21 +49,19 @@ func (h *Handler) answer(ctx context.Context, t *payment, s x402.SettleResponse)
 			h.logFor(t).WarnContext(ctx, "reading the order while waiting for its verdict failed", "error", err.Error())
 		}
 		if found && o.Status == oracle.StatusReady {
-			outcome, err := h.Verdicts.Check(ctx, o)
+			state, err := h.Verdicts.Check(ctx, o)
 			if err != nil {
 				// The guard alerted it; the poll address reads it again.
 				h.logFor(t).ErrorContext(ctx, "a corrupt verdict could not be set aside", "error", err.Error())
 			}
-			if err != nil || outcome != repair.Intact {
+			if err != nil || state != repair.Intact {
 				break
 			}
-			resp := httpapi.JSON(http.StatusOK, verdictAnswer{
+			return outcome{settlement: s, ready: &verdictAnswer{
 				Status: "ready", OrderID: o.SessionID, Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query,
 				Verdict: json.RawMessage(o.Verdict), CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
 				ResultURL: h.resultURL(o.SessionID),
-			})
-			h.settlementHeader(&resp, s, t)
-			return resp
+			}}
 		}
 		if found && o.Status != oracle.StatusPaid && o.Status != oracle.StatusGenerating {
 			break // held, quarantined or failed: the poll address says which
@@ -77,20 +73,18 @@ func (h *Handler) answer(ctx context.Context, t *payment, s x402.SettleResponse)
 			break
 		}
 	}
-	resp := h.pending(t, "pending", "Your verdict is being prepared. Poll the Location address.")
-	h.settlementHeader(&resp, s, t)
-	return resp
+	out := h.pending(t.order.SessionID, "pending", "Your verdict is being prepared. Poll the Location address.")
+	out.settlement = s
+	return out
 }
 
-// pending is the 202 answer with where to poll: the order's id is the
-// payer's alone to know, and it opens the verdict.
-func (h *Handler) pending(t *payment, status, message string) httpapi.Response {
-	poll := h.BaseURL + "/x402/result/" + t.order.SessionID
-	resp := httpapi.JSON(http.StatusAccepted, pendingAnswer{Status: status, OrderID: t.order.SessionID, Message: message,
-		PollURL: poll, ResultURL: h.resultURL(t.order.SessionID)})
-	resp.Headers["Location"] = poll
-	resp.Headers["Retry-After"] = "5"
-	return resp
+// pending is the 202 answer with where to poll for order's verdict: the
+// order's id is the payer's alone to know, and it opens the verdict.
+func (h *Handler) pending(order, status, message string) outcome {
+	return outcome{pending: &pendingAnswer{Status: status, OrderID: order, Message: message,
+		PollURL: h.pollURL(order), ResultURL: h.resultURL(order)}}
 }
+
+func (h *Handler) pollURL(id string) string { return h.BaseURL + "/x402/result/" + id }
 
 func (h *Handler) resultURL(id string) string { return h.BaseURL + "/result/" + id }

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -44,6 +44,13 @@ type Facilitator interface {
 type Authorizations interface {
 	ClaimAuthorization(ctx context.Context, key, order string, ttl time.Duration) (owner string, first bool, err error)
 	Release(ctx context.Context, key string) error
+}
+
+// PaymentIDs claims each x402 payment identifier once (store.Ledger): a
+// retry under one is answered from the order its first use made.
+type PaymentIDs interface {
+	ClaimPaymentID(ctx context.Context, id string, use store.PaymentUse, ttl time.Duration) (claimed store.PaymentUse, first bool, err error)
+	ReleasePaymentID(ctx context.Context, id, order string) error
 }
 
 // Orders records the order a payment is for (store.Orders).
@@ -125,6 +132,7 @@ type Handler struct {
 
 	Facilitator    Facilitator
 	Authorizations Authorizations
+	PaymentIDs     PaymentIDs
 	Junk           JunkCounter
 	Orders         Orders
 	Verdicts       VerdictGuard
@@ -137,6 +145,9 @@ type Handler struct {
 	Now            func() time.Time
 	Sleep          func(context.Context, time.Duration) error
 	Random         io.Reader
+
+	offersOnce  sync.Once
+	routeOffers map[string]offer
 }
 
 // paidBody is the body of a paid route.
@@ -158,26 +169,48 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if req.RequestContext.HTTP.Method == http.MethodOptions {
 		return preflight(), nil
 	}
-	t := &payment{started: h.Now(), tier: tier, endpoint: path, resource: h.BaseURL + path, request: requestID(req)}
-	query, err := h.query(req)
+	t := &payment{started: h.Now(), tier: tier, endpoint: path, offer: h.offers()[path], request: requestID(req)}
+	body, err := httpapi.Body(req, MaxBody)
+	if err != nil {
+		return cors(httpapi.Error(ctx, h.Log, err)), nil
+	}
+	header := httpapi.Header(req, x402.HeaderPaymentSignature)
+	// A POST with neither body nor payment is a probe (a catalogue's
+	// crawler, an agent asking the price): it gets the 402, whose bazaar
+	// extension describes the body. A body that is there is checked
+	// first: a bad query is a 400, never a 402 to pay for a refusal.
+	if header == "" && len(bytes.TrimSpace(body)) == 0 {
+		return cors(h.response(ctx, h.required(t, ""))), nil
+	}
+	query, err := parseQuery(body)
 	if err != nil {
 		return cors(httpapi.Error(ctx, h.Log, err)), nil
 	}
 	t.query = query
-	header := httpapi.Header(req, x402.HeaderPaymentSignature)
 	if header == "" {
-		return cors(h.required(tier, t.resource, "")), nil
+		return cors(h.response(ctx, h.required(t, ""))), nil
 	}
-	return cors(h.pay(ctx, t, header)), nil
+	p, err := x402.DecodePaymentSignature(header)
+	if err != nil {
+		return cors(h.response(ctx, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload))), nil
+	}
+	return cors(h.response(ctx, h.pay(ctx, t, p))), nil
 }
 
-// query validates the body exactly as the checkout does, before any
+// offers are the paid routes' offers by path, made once.
+func (h *Handler) offers() map[string]offer {
+	h.offersOnce.Do(func() {
+		h.routeOffers = make(map[string]offer, len(Routes))
+		for path, tier := range Routes {
+			h.routeOffers[path] = h.httpOffer(path, tier)
+		}
+	})
+	return h.routeOffers
+}
+
+// parseQuery validates the body exactly as the checkout does, before any
 // payment is asked for: a bad query is a 400, never a 402.
-func (h *Handler) query(req httpapi.Request) (string, error) {
-	body, err := httpapi.Body(req, MaxBody)
-	if err != nil {
-		return "", err
-	}
+func parseQuery(body []byte) (string, error) {
 	var r paidBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&r); err != nil {
@@ -252,22 +285,22 @@ func requirements(networks []x402.NetworkInfo, tier oracle.Tier, payTo string, m
 	return out
 }
 
-// required is the 402 answer: what to pay, in the PAYMENT-REQUIRED header
+// required is the 402: what to pay for t, in the PAYMENT-REQUIRED header
 // and, for people reading it, as the body; reason says why a payment sent
-// was refused.
-func (h *Handler) required(tier oracle.Tier, resource, reason string) httpapi.Response {
-	pr := x402.PaymentRequired{
+// was refused. Every 402 describes the offer (bazaar) and takes a payment
+// identifier (payment-identifier).
+func (h *Handler) required(t *payment, reason string) outcome {
+	resource := t.offer.resource
+	return outcome{required: &x402.PaymentRequired{
 		X402Version: x402.Version,
 		Error:       reason,
-		Resource: &x402.ResourceInfo{URL: resource, MimeType: "application/json",
-			Description: fmt.Sprintf("The Oracle's %s: a verdict (GREEN, AMBER, RED or NULL) on your idea or question", tier.Name())},
-		Accepts: h.accepts(tier),
-	}
-	resp := httpapi.JSON(http.StatusPaymentRequired, pr)
-	if header, err := x402.EncodeHeader(pr); err == nil {
-		resp.Headers[x402.HeaderPaymentRequired] = header
-	}
-	return resp
+		Resource:    &resource,
+		Accepts:     h.accepts(t.tier),
+		Extensions: map[string]any{
+			x402.ExtensionBazaar:            t.offer.bazaar,
+			x402.ExtensionPaymentIdentifier: x402.PaymentIdentifierDeclaration(false),
+		},
+	}}
 }
 
 // cors lets any origin's script call the rail and read its headers: a

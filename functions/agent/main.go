@@ -49,6 +49,7 @@ func main() {
 		// leave the request time to answer within API Gateway's 30 s.
 		Facilitator:    x402rail.NewFacilitator(cfg.FacilitatorURL, &http.Client{Timeout: 12 * time.Second}, cfg.FacilitatorKey),
 		Authorizations: ledger,
+		PaymentIDs:     ledger,
 		Junk:           ledger,
 		Orders:         orders,
 		Verdicts:       &repair.Guard{Orders: orders, Hash: cfg.Hasher.Hash, Generate: generate, Alerts: alerts, Log: log},

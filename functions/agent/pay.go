@@ -9,11 +9,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
-	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
@@ -25,27 +25,26 @@ import (
 type payment struct {
 	started  time.Time
 	tier     oracle.Tier
-	endpoint string
-	resource string
+	endpoint string // the route or the MCP tool: the audit record's endpoint
+	offer    offer  // what its 402 says
 	request  string
 	query    string
 
-	payload  x402.PaymentPayload
-	accepted x402.PaymentRequirements
-	network  x402.NetworkInfo
-	key      string       // the authorization's claim
-	order    oracle.Order // once claimed
+	payload   x402.PaymentPayload
+	accepted  x402.PaymentRequirements
+	network   x402.NetworkInfo
+	key       string // the authorization's claim
+	paymentID string // the client's idempotency key, if it sent one
+	order     oracle.Order
 }
 
 // pay takes one payment through its steps, each of which can only refuse
-// before money moves: the local checks, the authorization's claim, the
-// order awaiting payment, /verify; then /settle, and only a successful
-// settlement makes the order PAID and queues its generation.
-func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Response {
-	p, err := x402.DecodePaymentSignature(header)
-	if err != nil {
-		return h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload)
-	}
+// before money moves: the local checks, the payment identifier's and the
+// authorization's claims, the order awaiting payment, /verify; then
+// /settle, and only a successful settlement makes the order PAID and
+// queues its generation. A payment identifier used before answers from
+// its first use's order, with nothing claimed, verified or settled again.
+func (h *Handler) pay(ctx context.Context, t *payment, p x402.PaymentPayload) outcome {
 	t.payload = p
 	accepted, err := x402.CheckTerms(p, h.payable(t.tier), h.Now(), h.SettleRoom)
 	if err != nil {
@@ -66,19 +65,22 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 				"%s takes the smoke test's wallet's payments only; this service sells on %s", accepted.Network, h.accepts(t.tier)[0].Network)}, true)
 		}
 	}
+	if t.paymentID, err = x402.PaymentIdentifier(p); err != nil {
+		return failure(oracle.Wrap(oracle.CodeInvalid, err, err.Error()+"; nothing was charged"))
+	}
 
 	id, err := oracle.NewAgentOrderID(h.Random, !t.network.Testnet)
 	if err != nil {
-		return httpapi.Error(ctx, h.Log, err)
+		return failure(err)
 	}
 	authID, err := x402.AuthorizationID(accepted.Network, accepted.Asset, auth)
 	if err != nil {
 		// CheckTerms parsed the same fields; this cannot fail after it.
-		return httpapi.Error(ctx, h.Log, err)
+		return failure(err)
 	}
 	t.key = store.AuthorizationKey(authID)
-	// The claim comes before anything costs money: of concurrent or
-	// replayed requests carrying this authorization, one goes on. The
+	// The first claim comes before anything costs money: of concurrent or
+	// replayed requests carrying this payment, one goes on. The
 	// signature's recovery, the check's costly half (about 150 µs), runs
 	// while the claim is on the wire, and nothing after the claim happens
 	// until it has passed: a forged signature's claim is released, and it
@@ -95,31 +97,53 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		}()
 		signed <- x402.CheckSigner(p, accepted)
 	}()
+	checked := sync.OnceValue(func() error { return <-signed })
+	if t.paymentID != "" {
+		use := store.PaymentUse{Authorization: t.key, Signature: h.Hasher.Hash(p.Payload.Signature),
+			Request: h.Hasher.Hash(string(t.tier) + "\n" + t.query), Order: id}
+		claimed, first, err := h.PaymentIDs.ClaimPaymentID(ctx, t.paymentID, use, h.Retention)
+		if forged := checked(); forged != nil {
+			if err == nil && first {
+				h.releasePaymentID(ctx, t, id)
+			}
+			return h.invalid(ctx, t, forged, false)
+		}
+		if err != nil {
+			return failure(err)
+		}
+		if !first {
+			return h.repeated(ctx, t, use, claimed)
+		}
+	}
 	owner, first, err := h.Authorizations.ClaimAuthorization(ctx, t.key, id, h.Retention)
-	if forged := <-signed; forged != nil {
+	if forged := checked(); forged != nil {
 		if err == nil && first {
 			h.release(ctx, t)
 		}
 		return h.invalid(ctx, t, forged, false)
 	}
 	if err != nil {
-		return httpapi.Error(ctx, h.Log, err)
+		h.releasePaymentID(ctx, t, id)
+		return failure(err)
 	}
 	if !first {
+		// The authorization paid, or is paying, for another request: one
+		// that carried no identifier, or another one.
+		h.releasePaymentID(ctx, t, id)
 		t.order.SessionID = owner
 		ctx = obs.WithOrder(ctx, owner)
 		h.Metrics.Count(obs.X402Replays, 1)
 		h.refused(ctx, t, audit.StatusReplay, x402.ReasonNonceAlreadyUsed, true,
 			"authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again")
 		h.logFor(t).WarnContext(ctx, "x402 authorization presented again; refused")
-		return h.required(t.tier, t.resource, x402.ReasonNonceAlreadyUsed)
+		return h.required(t, x402.ReasonNonceAlreadyUsed)
 	}
 	t.order = oracle.Order{
 		SessionID: id, Status: oracle.StatusAwaitingPayment, Tier: t.tier, Query: t.query,
 		Livemode: !t.network.Testnet, AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC,
 		Source: oracle.SourceX402, SessionCreated: t.started.UTC(),
 		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: checksummed(auth.From), Endpoint: t.endpoint,
-			Nonce: auth.Nonce, ValidBefore: auth.ValidBefore},
+			Nonce: auth.Nonce, ValidBefore: auth.ValidBefore, PaymentID: t.paymentID},
 		// As a Stripe session's smoke flag, it holds in test mode only.
 		Smoke: t.network.Testnet && h.SmokePayer != "" && x402.SameAddress(auth.From, h.SmokePayer),
 	}
@@ -131,7 +155,8 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	// for: a settlement whose answer is lost still has its order.
 	if _, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease); err != nil {
 		h.release(ctx, t)
-		return httpapi.Error(ctx, h.Log, err)
+		h.releasePaymentID(ctx, t, id)
+		return failure(err)
 	}
 
 	// The facilitator's calls end before the request's deadline, so that a
@@ -144,10 +169,10 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 		return h.facilitatorDown(ctx, t, "verify", err)
 	}
 	if !v.IsValid {
-		h.failed(ctx, t, "verify_refused")
+		h.failed(ctx, t, failedVerify+v.InvalidReason)
 		h.Metrics.Count(obs.X402Refused, 1)
 		h.record(ctx, t, audit.StatusVerifyFailed, "the facilitator's /verify refused it: "+reasonOf(v.InvalidReason, v.InvalidMessage), "")
-		return h.required(t.tier, t.resource, v.InvalidReason)
+		return h.required(t, v.InvalidReason)
 	}
 
 	s, lost, err := h.settle(fctx, t)
@@ -155,15 +180,15 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	case err != nil || (lost && !s.Success):
 		return h.unconfirmed(ctx, t, s, lostWhy(s, err))
 	case !s.Success:
-		h.failed(ctx, t, "settle_refused")
+		h.failed(ctx, t, failedSettle+s.ErrorReason)
 		h.Metrics.Count(obs.X402Refused, 1)
 		why := reasonOf(s.ErrorReason, s.ErrorMessage)
 		h.record(ctx, t, audit.StatusSettleFailed, "the facilitator's /settle refused it: "+why, "")
 		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.X402SettleFailed, Session: t.order.SessionID,
 			Detail: fmt.Sprintf("settlement refused (%s) on %s; no money moved, nothing was generated", why, accepted.Network)})
-		resp := h.required(t.tier, t.resource, s.ErrorReason)
-		h.settlementHeader(&resp, s, t)
-		return resp
+		o := h.required(t, s.ErrorReason)
+		o.settlement = h.settlementOf(s, t)
+		return o
 	}
 	// A success is this payment's only when it says so: a settlement on
 	// another network, of another payer or another amount proves nothing,
@@ -174,11 +199,18 @@ func (h *Handler) pay(ctx context.Context, t *payment, header string) httpapi.Re
 	return h.settled(ctx, t, s)
 }
 
+// The failures an order's payment records, with the facilitator's reason
+// after them: what a retry under the same payment identifier is answered.
+const (
+	failedVerify = "verify_refused:"
+	failedSettle = "settle_refused:"
+)
+
 // invalid answers a payment the local check refused with a 402 whose error
 // is the refusal's reason. A malformed payment is counted, not recorded; a
 // well-formed one is recorded once per payer, reason and hour (refused).
 // proven says that the signature was checked as the payer's.
-func (h *Handler) invalid(ctx context.Context, t *payment, err error, proven bool) httpapi.Response {
+func (h *Handler) invalid(ctx context.Context, t *payment, err error, proven bool) outcome {
 	reason := x402.ReasonInvalidPayload
 	var r *x402.Refusal
 	if errors.As(err, &r) {
@@ -188,14 +220,14 @@ func (h *Handler) invalid(ctx context.Context, t *payment, err error, proven boo
 		return h.junk(ctx, t, store.JunkMalformed, reason)
 	}
 	h.refused(ctx, t, audit.StatusInvalid, reason, proven, err.Error())
-	return h.required(t.tier, t.resource, reason)
+	return h.required(t, reason)
 }
 
 // junk answers a header that is no payment to record (undecodable or
 // malformed): it is counted, on the metric and in the Ledger's count of
 // the day that the health job reports, and nothing else is written. Anyone
 // can send one at the API's rate, and an audit record is locked for years.
-func (h *Handler) junk(ctx context.Context, t *payment, kind store.PaymentJunk, reason string) httpapi.Response {
+func (h *Handler) junk(ctx context.Context, t *payment, kind store.PaymentJunk, reason string) outcome {
 	metric := obs.X402Malformed
 	if kind == store.JunkUndecodable {
 		metric = obs.X402Undecodable
@@ -204,7 +236,7 @@ func (h *Handler) junk(ctx context.Context, t *payment, kind store.PaymentJunk, 
 	if err := h.Junk.CountPaymentJunk(ctx, kind); err != nil {
 		h.logFor(t).ErrorContext(ctx, "counting a refused payment header failed", "kind", string(kind), "error", err.Error())
 	}
-	return h.required(t.tier, t.resource, reason)
+	return h.required(t, reason)
 }
 
 // lostWhy says why a settlement is unconfirmed after an answer was lost.
@@ -242,7 +274,7 @@ func (h *Handler) settle(ctx context.Context, t *payment) (s x402.SettleResponse
 
 // settled makes the order PAID, queues its generation, and answers with
 // the verdict when it is ready within the wait, else with where to poll.
-func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse) httpapi.Response {
+func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse) outcome {
 	t.order.Agent.Transaction = s.Transaction
 	if _, err := h.Payer.ClaimPaid(ctx, t.order); err != nil {
 		// Money moved and the order could not be recorded as paid: the
@@ -252,7 +284,7 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	}
 	t.order.Status = oracle.StatusPaid
 	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
-	resp := h.answer(ctx, t, s)
+	o := h.answer(ctx, t, h.settlementOf(s, t))
 	// The payment's metric and line are the request's closing words,
 	// written after the answer where the traces extension runs (the line
 	// names the order through the context); the audit record above is the
@@ -260,39 +292,38 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	tracing.Later(ctx, func() {
 		h.Metrics.Count(obs.X402Payments, 1)
 		h.Log.LogAttrs(ctx, slog.LevelInfo, "x402 payment settled; generation queued",
-			slog.String("endpoint", t.endpoint), slog.String("network", string(t.accepted.Network)), slog.Int("status", resp.StatusCode))
+			slog.String("endpoint", t.endpoint), slog.Bool("ready", o.ready != nil))
 	})
-	return resp
+	return o
 }
 
 // unconfirmed answers a settlement nobody can confirm (why says what was
 // seen): the order waits, unpaid and not generated, for the operator, who
 // checks the chain; the agent is given the address to poll.
-func (h *Handler) unconfirmed(ctx context.Context, t *payment, s x402.SettleResponse, why string) httpapi.Response {
+func (h *Handler) unconfirmed(ctx context.Context, t *payment, s x402.SettleResponse, why string) outcome {
 	h.Metrics.Count(obs.X402Unconfirmed, 1)
 	h.record(ctx, t, audit.StatusSettleUnconfirmed, why, s.Transaction)
 	auth := t.payload.Payload.Authorization
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.X402SettleUnconfirmed, Session: t.order.SessionID,
 		Detail: fmt.Sprintf("%s. Payer %s, nonce %s on %s (valid before %s): check the chain, then make ops ACTION=x402-confirm or ACTION=x402-void",
 			why, checksummed(auth.From), auth.Nonce, t.accepted.Network, unixTime(auth.ValidBefore))})
-	resp := h.pending(t, "payment_unconfirmed", "Your payment is being confirmed. Poll the Location address.")
-	h.settlementHeader(&resp, x402.SettleResponse{Success: false, ErrorReason: "settlement_unconfirmed",
-		Payer: checksummed(auth.From), Transaction: s.Transaction, Network: t.accepted.Network}, t)
-	return resp
+	o := h.pending(t.order.SessionID, "payment_unconfirmed", "Your payment is being confirmed. Poll the Location address.")
+	o.settlement = &x402.SettleResponse{Success: false, ErrorReason: "settlement_unconfirmed",
+		Payer: checksummed(auth.From), Transaction: s.Transaction, Network: t.accepted.Network}
+	return o
 }
 
 // facilitatorDown answers a facilitator that did not answer /verify: no
 // money moved, so the authorization is released for the agent to try again.
-func (h *Handler) facilitatorDown(ctx context.Context, t *payment, call string, err error) httpapi.Response {
+func (h *Handler) facilitatorDown(ctx context.Context, t *payment, call string, err error) outcome {
 	h.failed(ctx, t, "facilitator_down")
 	h.release(ctx, t)
+	h.releasePaymentID(ctx, t, t.order.SessionID)
 	h.record(ctx, t, audit.StatusFacilitatorDown, fmt.Sprintf("the facilitator's /%s did not answer: %v", call, err), "")
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.X402FacilitatorDown,
 		Detail: fmt.Sprintf("the facilitator's /%s did not answer an agent's payment on %s: agents cannot pay", call, t.accepted.Network)})
-	resp := httpapi.JSON(http.StatusServiceUnavailable, map[string]string{
-		"error": "facilitator_unavailable", "message": "The payment service is unavailable; nothing was charged. Try again shortly."})
-	resp.Headers["Retry-After"] = "30"
-	return resp
+	return outcome{status: http.StatusServiceUnavailable, retryAfter: "30", problem: &problem{
+		Error: "facilitator_unavailable", Message: "The payment service is unavailable; nothing was charged. Try again shortly."}}
 }
 
 // failed records that the order's payment did not go through.
@@ -301,6 +332,18 @@ func (h *Handler) failed(ctx context.Context, t *payment, why string) {
 	o.Status, o.Failure = oracle.StatusPaymentFailed, why
 	if _, err := h.Orders.ClaimOrder(ctx, o, h.Lease); err != nil {
 		h.logFor(t).ErrorContext(ctx, "recording the failed payment on its order failed", "error", err.Error())
+	}
+}
+
+// releasePaymentID lets the payment identifier be used again after its
+// purchase (order) ended with no money moved: a retry under it is a fresh
+// attempt, not an answer from a failure.
+func (h *Handler) releasePaymentID(ctx context.Context, t *payment, order string) {
+	if t.paymentID == "" {
+		return
+	}
+	if err := h.PaymentIDs.ReleasePaymentID(ctx, t.paymentID, order); err != nil {
+		h.logFor(t).ErrorContext(ctx, "releasing the payment identifier's claim failed; a retry under it is answered from this failed attempt", "error", err.Error())
 	}
 }
 
@@ -345,6 +388,7 @@ func (h *Handler) recordOf(t *payment, status audit.Status, detail, tx string) a
 		SessionCreated: t.started.UTC(), Event: audit.EventX402Payment, Livemode: !t.network.Testnet,
 		AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC, OrderStatus: string(t.order.Status),
 		TxHash: tx, Endpoint: t.endpoint, AmountUSDC: usdc(t.tier.PriceUSDCAtomic()), Smoke: t.order.Smoke,
+		PaymentID: t.paymentID,
 	}
 	// Before the check, the network is the payment's claim: kept only when
 	// it names one we know, as the detail keeps no address it echoes.
@@ -364,14 +408,13 @@ func (h *Handler) recordOf(t *payment, status audit.Status, detail, tx string) a
 	return r
 }
 
-// settlementHeader adds PAYMENT-RESPONSE, on success and on failure.
-func (h *Handler) settlementHeader(resp *httpapi.Response, s x402.SettleResponse, t *payment) {
+// settlementOf is the PAYMENT-RESPONSE of s, naming the network paid on
+// when the facilitator did not.
+func (h *Handler) settlementOf(s x402.SettleResponse, t *payment) *x402.SettleResponse {
 	if s.Network == "" {
 		s.Network = t.accepted.Network
 	}
-	if header, err := x402.EncodeHeader(s); err == nil {
-		resp.Headers[x402.HeaderPaymentResponse] = header
-	}
+	return &s
 }
 
 // facilitatorContext bounds the facilitator's calls to the request's
@@ -438,4 +481,48 @@ func unixTime(s string) string {
 		return oracle.Clip(s, 32)
 	}
 	return time.Unix(n, 0).UTC().Format(time.RFC3339)
+}
+
+// repeated answers a payment identifier used before (claimed is its first
+// use). The same payment for the same request is an agent retrying after
+// an answer it lost: it gets its first use's answer, read from the order
+// that use made (the verdict, or where to poll for it), with nothing
+// claimed, verified or settled again. Anything else under the identifier
+// is another purchase reusing it: a 409 that costs nothing.
+func (h *Handler) repeated(ctx context.Context, t *payment, use, claimed store.PaymentUse) outcome {
+	if !use.Same(claimed) {
+		h.Metrics.Count(obs.X402IdentifierConflicts, 1)
+		h.refused(ctx, t, audit.StatusIdentifierConflict, "payment_identifier_conflict", true,
+			"the payment identifier was used before with another payment or another request; nothing was settled for this one")
+		return failure(oracle.Errorf(oracle.CodeConflict,
+			"this payment identifier was used before with another payment or another request; nothing was charged: "+
+				"retry with the same payment and body, or send a new identifier"))
+	}
+	t.order.SessionID = claimed.Order
+	ctx = obs.WithOrder(ctx, claimed.Order)
+	h.Metrics.Count(obs.X402Retries, 1)
+	o, found, err := h.Orders.Get(ctx, claimed.Order)
+	if err != nil {
+		return failure(err)
+	}
+	var s *x402.SettleResponse
+	if found {
+		t.order = o
+		if a := o.Agent; a != nil && a.Transaction != "" {
+			s = &x402.SettleResponse{Success: true, Transaction: a.Transaction, Network: x402.Network(a.Network), Payer: a.Payer}
+		}
+	}
+	// Kept once per order and hour: the retry can be sent at will.
+	h.Audit.Record(ctx, h.recordOf(t, audit.StatusRetry, "", ""),
+		audit.RecordID(claimed.Order, audit.NameX402, statusPart(audit.StatusRetry), audit.Hourly(h.Now())))
+	if found && o.Status == oracle.StatusPaymentFailed {
+		// The first use was refused with money unmoved (a facilitator that
+		// did not answer released the identifier): the same refusal.
+		reason := o.Failure
+		for _, prefix := range []string{failedVerify, failedSettle} {
+			reason = strings.TrimPrefix(reason, prefix)
+		}
+		return h.required(t, reason)
+	}
+	return h.answer(ctx, t, s)
 }

@@ -45,11 +45,20 @@ const (
 	// StatusFacilitatorDown: the facilitator did not answer before the
 	// settlement was asked for; no money moved.
 	StatusFacilitatorDown Status = "FACILITATOR_DOWN"
+	// StatusRetry: a payment sent again under its payment identifier,
+	// answered from the order its first use made; nothing was claimed,
+	// verified or settled for it again.
+	StatusRetry Status = "RETRY"
+	// StatusIdentifierConflict: a payment identifier used before came
+	// with another payment or another request; refused (409), nothing
+	// settled.
+	StatusIdentifierConflict Status = "IDENTIFIER_CONFLICT"
 )
 
 // failed lists the statuses that describe a failure and so need error_detail.
 var failed = map[Status]bool{StatusError: true, StatusEmailFailed: true,
-	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true}
+	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true,
+	StatusIdentifierConflict: true}
 
 // FailureStatuses returns the statuses that describe a failure, sorted:
 // every record with one carries its error_detail.
@@ -63,7 +72,8 @@ func FailureStatuses() []Status {
 }
 
 var known = map[Status]bool{StatusOK: true, StatusError: true, StatusCached: true, StatusRegenerated: true, StatusEmailSent: true, StatusEmailFailed: true,
-	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true}
+	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true,
+	StatusRetry: true, StatusIdentifierConflict: true}
 
 // Source is the component that wrote a record.
 type Source string
@@ -173,6 +183,9 @@ type Record struct {
 	AmountUSDC float64 `json:"amount_usdc,omitempty"`
 	Network    string  `json:"network,omitempty"`
 	Payer      string  `json:"payer,omitempty"`
+	// PaymentID is the client's payment identifier (its idempotency key,
+	// chosen by the agent: no personal data), when it sent one.
+	PaymentID string `json:"payment_id,omitempty"`
 
 	// Chat is set on the chat's records (source chat).
 	Chat *Chat `json:"chat,omitempty"`

@@ -64,7 +64,7 @@ type session struct {
 // x402Statuses are the outcomes of an x402 payment's verification, as
 // Figures lists them (audit's x402 statuses, OK first).
 var x402Statuses = []audit.Status{audit.StatusOK, audit.StatusReplay, audit.StatusInvalid, audit.StatusVerifyFailed,
-	audit.StatusSettleFailed, audit.StatusSettleUnconfirmed, audit.StatusFacilitatorDown}
+	audit.StatusSettleFailed, audit.StatusSettleUnconfirmed, audit.StatusFacilitatorDown, audit.StatusRetry, audit.StatusIdentifierConflict}
 
 // X402LatencyBound is the bound on the p95 latency_ms of the settled x402
 // payments (SPEC_ORACLE_AUDIT_TRAIL VC-2, the x402 path).

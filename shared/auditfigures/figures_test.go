@@ -408,7 +408,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		// and 3, under VC-2's bound.
 		X402: auditfigures.X402{
 			Outcomes: []auditfigures.Outcome{{Status: "OK", Records: 3}, {Status: "REPLAY", Records: 1}, {Status: "INVALID", Records: 1},
-				{Status: "VERIFY_FAILED", Records: 1}, {Status: "SETTLE_FAILED", Records: 1}, {Status: "SETTLE_UNCONFIRMED", Records: 1}, {Status: "FACILITATOR_DOWN", Records: 1}},
+				{Status: "VERIFY_FAILED", Records: 1}, {Status: "SETTLE_FAILED", Records: 1}, {Status: "SETTLE_UNCONFIRMED", Records: 1}, {Status: "FACILITATOR_DOWN", Records: 1}, {Status: "RETRY"}, {Status: "IDENTIFIER_CONFLICT"}},
 			Latency:        auditfigures.Latency{Method: "nearest-rank", Records: 3, P50MS: i64(1800), P95MS: i64(2500), MaxMS: i64(2500)},
 			LatencyBoundMS: 5000, P95WithinBound: boolp(true),
 		},
@@ -492,7 +492,7 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		Errors:  auditfigures.Errors{TopPatterns: []auditfigures.Pattern{}},
 		Revenue: auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}, TestMode: []auditfigures.RevenueTotal{}},
 		X402: auditfigures.X402{Outcomes: []auditfigures.Outcome{{Status: "OK"}, {Status: "REPLAY"}, {Status: "INVALID"}, {Status: "VERIFY_FAILED"},
-			{Status: "SETTLE_FAILED"}, {Status: "SETTLE_UNCONFIRMED"}, {Status: "FACILITATOR_DOWN"}},
+			{Status: "SETTLE_FAILED"}, {Status: "SETTLE_UNCONFIRMED"}, {Status: "FACILITATOR_DOWN"}, {Status: "RETRY"}, {Status: "IDENTIFIER_CONFLICT"}},
 			Latency: auditfigures.Latency{Method: "nearest-rank"}, LatencyBoundMS: 5000},
 		Chat: auditfigures.Chat{Exchanges: []auditfigures.ChatExchanges{}, Recurring: []auditfigures.ChatRecurring{}},
 	}

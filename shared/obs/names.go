@@ -55,6 +55,11 @@ const (
 	X402Refused     = "X402Refused"
 	X402Replays     = "X402Replays"
 	X402Unconfirmed = "X402Unconfirmed"
+	// Retries under a payment identifier: answered from the first use's
+	// order (X402Retries), or refused 409 for another payment or request
+	// under it (X402IdentifierConflicts).
+	X402Retries             = "X402Retries"
+	X402IdentifierConflicts = "X402IdentifierConflicts"
 	// Payment headers refused without an audit record each: not base64 of
 	// a JSON payment (X402Undecodable), or no well-formed one
 	// (X402Malformed). The Ledger keeps each day's count for the health

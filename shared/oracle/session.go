@@ -291,4 +291,8 @@ type AgentPayment struct {
 	// when it can no longer settle (Unix seconds).
 	Nonce       string `dynamodbav:"nonce,omitempty"`
 	ValidBefore string `dynamodbav:"valid_before,omitempty"`
+	// PaymentID is the agent's payment identifier (x402's
+	// payment-identifier extension), when it sent one: a retry under it
+	// is answered from this order.
+	PaymentID string `dynamodbav:"payment_id,omitempty"`
 }

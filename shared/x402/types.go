@@ -14,11 +14,16 @@ const (
 	HeaderPaymentResponse  = "PAYMENT-RESPONSE"  // server → client: SettleResponse
 )
 
-// ResourceInfo describes the paid resource.
+// ResourceInfo describes the paid resource. ServiceName, Tags and IconURL
+// are for catalogues (the official schema: a name and each of at most five
+// tags 1 to 32 printable ASCII characters, the icon's URL at most 2048).
 type ResourceInfo struct {
-	URL         string `json:"url"`
-	Description string `json:"description,omitempty"`
-	MimeType    string `json:"mimeType,omitempty"`
+	URL         string   `json:"url"`
+	Description string   `json:"description,omitempty"`
+	MimeType    string   `json:"mimeType,omitempty"`
+	ServiceName string   `json:"serviceName,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	IconURL     string   `json:"iconUrl,omitempty"`
 }
 
 // PaymentRequirements is one way to pay that the server accepts. Extra holds

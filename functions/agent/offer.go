@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/x402"
+)
+
+// offer is what a 402 says of one thing sold: the resource, with what a
+// catalogue shows of it, and the bazaar extension that says how to call it
+// and what it answers.
+type offer struct {
+	resource x402.ResourceInfo
+	bazaar   x402.Extension
+}
+
+// The catalogue's view of the service (ResourceInfo's serviceName and
+// tags, within the official schema's bounds: 1 to 32 printable ASCII
+// characters, at most five tags).
+var (
+	serviceName = "The Oracle"
+	serviceTags = []string{"decision", "verdict", "advice", "strategy", "ai"}
+)
+
+// iconPath is the service's icon, served beside the discovery documents.
+const iconPath = "/icon.svg"
+
+// exampleQuery is the example body's query in every description.
+const exampleQuery = "Should I open a bakery on my street?"
+
+// describe is the 402's description of a tier's verdict.
+func describe(tier oracle.Tier) string {
+	return fmt.Sprintf("The Oracle's %s: a verdict (GREEN, AMBER, RED or NULL) on your idea or question", tier.Name())
+}
+
+// resourceOf is the resource at url selling tier's verdict.
+func (h *Handler) resourceOf(url string, tier oracle.Tier) x402.ResourceInfo {
+	return x402.ResourceInfo{URL: url, MimeType: "application/json", Description: describe(tier),
+		ServiceName: serviceName, Tags: serviceTags, IconURL: h.BaseURL + iconPath}
+}
+
+// httpOffer is the offer of a paid route: POST path with a JSON body.
+func (h *Handler) httpOffer(path string, tier oracle.Tier) offer {
+	return offer{
+		resource: h.resourceOf(h.BaseURL+path, tier),
+		bazaar: x402.Extension{
+			Info: map[string]any{
+				"input": map[string]any{"type": "http", "method": "POST", "bodyType": "json",
+					"body": map[string]any{"query": exampleQuery}},
+				"output": map[string]any{"type": "json", "example": h.exampleAnswer(tier)},
+			},
+			Schema: map[string]any{
+				"$schema": "https://json-schema.org/draft/2020-12/schema",
+				"type":    "object",
+				"properties": map[string]any{
+					"input": map[string]any{
+						"type": "object",
+						"properties": map[string]any{
+							"type":     map[string]any{"type": "string", "const": "http"},
+							"method":   map[string]any{"type": "string", "enum": []any{"POST"}},
+							"bodyType": map[string]any{"type": "string", "enum": []any{"json"}},
+							"body":     queryObjectSchema(),
+						},
+						"required":             []any{"type", "method", "bodyType", "body"},
+						"additionalProperties": false,
+					},
+					"output": outputSchema(),
+				},
+				"required": []any{"input"},
+			},
+		},
+	}
+}
+
+// queryObjectSchema is the paid request's JSON Schema: one query, with the
+// limits the checkout and the rail apply (oracle.ValidateQuery).
+func queryObjectSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"query": map[string]any{"type": "string", "minLength": 1, "maxLength": oracle.MaxQueryUnits,
+				"description": fmt.Sprintf("Your idea or question, in any language: at least one visible character, at most %d UTF-16 code units.", oracle.MaxQueryUnits)},
+		},
+		"required":             []any{"query"},
+		"additionalProperties": false,
+	}
+}
+
+// outputSchema is the bazaar schema's output: JSON, with an example.
+func outputSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"type":    map[string]any{"type": "string", "const": "json"},
+			"example": map[string]any{"type": "object"},
+		},
+		"required": []any{"type"},
+	}
+}
+
+// exampleVerdicts are one verdict of each tier, as the generator stores
+// them (a test checks each with oracle.ParseAnalysis): the bazaar's output
+// example and the discovery documents'.
+var exampleVerdicts = map[oracle.Tier]oracle.Analysis{
+	oracle.TierQuick: {Verdict: oracle.VerdictAmber,
+		Summary: "Promising if the street has morning foot traffic; test demand with a weekend stall before signing a lease."},
+	oracle.TierFull: {Verdict: oracle.VerdictAmber,
+		Summary:   "Promising if the street has morning foot traffic; test demand before signing a lease.",
+		Breakdown: exampleBreakdown},
+	oracle.TierStrategy: {Verdict: oracle.VerdictAmber,
+		Summary:   "Promising if the street has morning foot traffic; test demand before signing a lease.",
+		Breakdown: exampleBreakdown,
+		Strategy: &oracle.Strategy{NextStep: "Run a weekend stall for a month and count repeat buyers.",
+			Alternative: "Supply two cafes wholesale before opening a shop.",
+			Tests:       []string{"Sell 50 loaves in a morning.", "Get two cafe orders.", "Find a lease under 15% of projected sales."}}},
+}
+
+var exampleBreakdown = map[string]oracle.DimensionNote{
+	"Stability":   {Verdict: oracle.VerdictGreen, Analysis: "Bread is a daily habit."},
+	"Turbulence":  {Verdict: oracle.VerdictAmber, Analysis: "Flour and energy prices swing."},
+	"Change Rate": {Verdict: oracle.VerdictGreen, Analysis: "A bakery can open in weeks."},
+	"Completion":  {Verdict: oracle.VerdictAmber, Analysis: "The lease is the long commitment."},
+	"Curvature":   {Verdict: oracle.VerdictRed, Analysis: "Early hours wear owners down."},
+}
+
+// exampleAnswer is a paid request's 200 answer for tier, as an example.
+func (h *Handler) exampleAnswer(tier oracle.Tier) verdictAnswer {
+	id := "x402_live_" + "0123456789abcdefghijklmnopqrstuv"
+	// An Analysis of strings and maps always marshals.
+	verdict, _ := json.Marshal(exampleVerdicts[tier])
+	return verdictAnswer{Status: "ready", OrderID: id, Tier: tier, TierName: tier.Name(), Query: exampleQuery,
+		Verdict: verdict, RetentionDays: int(h.Retention / (24 * time.Hour)), ResultURL: h.resultURL(id)}
+}
