@@ -402,7 +402,7 @@ func (h *Handler) recordOf(t *payment, status audit.Status, detail, tx string) a
 	if from := t.payload.Payload.Authorization.From; from != "" {
 		r.Payer = h.Hasher.Hash(checksummed(from))
 	}
-	if status != audit.StatusOK {
+	if status.Failure() {
 		r.ErrorDetail = audit.Detail(oracle.Clip(audit.WithoutAddresses(detail), 500))
 	}
 	return r
@@ -491,6 +491,8 @@ func unixTime(s string) string {
 // is another purchase reusing it: a 409 that costs nothing.
 func (h *Handler) repeated(ctx context.Context, t *payment, use, claimed store.PaymentUse) outcome {
 	if !use.Same(claimed) {
+		// The record names the order the identifier belongs to.
+		t.order.SessionID = claimed.Order
 		h.Metrics.Count(obs.X402IdentifierConflicts, 1)
 		h.refused(ctx, t, audit.StatusIdentifierConflict, "payment_identifier_conflict", true,
 			"the payment identifier was used before with another payment or another request; nothing was settled for this one")

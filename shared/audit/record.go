@@ -60,6 +60,10 @@ var failed = map[Status]bool{StatusError: true, StatusEmailFailed: true,
 	StatusReplay: true, StatusInvalid: true, StatusVerifyFailed: true, StatusSettleFailed: true, StatusSettleUnconfirmed: true, StatusFacilitatorDown: true,
 	StatusIdentifierConflict: true}
 
+// Failure reports whether s describes a failure, whose record carries its
+// error_detail.
+func (s Status) Failure() bool { return failed[s] }
+
 // FailureStatuses returns the statuses that describe a failure, sorted:
 // every record with one carries its error_detail.
 func FailureStatuses() []Status {
