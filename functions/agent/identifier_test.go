@@ -288,4 +288,3 @@ func TestAnIdentifierIsFreedWhenNoMoneyMoved(t *testing.T) {
 		t.Fatalf("the refused retry was verified again (%d calls, were %d)", n, verifies)
 	}
 }
-
