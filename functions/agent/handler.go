@@ -137,6 +137,8 @@ type Handler struct {
 	Now            func() time.Time
 	Sleep          func(context.Context, time.Duration) error
 	Random         io.Reader
+	// Docs serves the discovery documents (discovery.go).
+	Docs *Discovery
 }
 
 // paidBody is the body of a paid route.
@@ -150,6 +152,9 @@ const exposed = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, Location, Retry-After"
 
 // Handle answers one request.
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	if resp, ok := h.Docs.Serve(req); ok {
+		return resp, nil
+	}
 	path := strings.TrimSuffix(req.RawPath, "/")
 	tier, ok := Routes[path]
 	if len(h.Networks) == 0 || !ok {
