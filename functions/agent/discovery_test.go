@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -407,4 +409,28 @@ func TestDocumentsPassTheContentFilter(t *testing.T) {
 		}
 	}
 	testkit.LiteralsPassTheFilter(t, ".")
+}
+
+// The samples in events/agent/discovery stay valid: each document's GET
+// (and a HEAD) is answered 200 by the function's handler.
+func TestDiscoverySampleEvents(t *testing.T) {
+	files, err := filepath.Glob("../../events/agent/discovery/*.json")
+	if err != nil || len(files) != 5 {
+		t.Fatalf("samples %v %v", files, err)
+	}
+	h := &Handler{Log: obs.NewLogger(io.Discard, "ERROR"), Networks: railOn.Networks, PayTo: railOn.PayTo, Docs: discovery(t, railOn)}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r httpapi.Request
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := h.Handle(context.Background(), r)
+		if err != nil || resp.StatusCode != http.StatusOK || (r.RequestContext.HTTP.Method == http.MethodGet) != (resp.Body != "") {
+			t.Errorf("%s: %d %v", filepath.Base(file), resp.StatusCode, err)
+		}
+	}
 }
