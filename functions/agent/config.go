@@ -39,6 +39,8 @@ type settings struct {
 	Retention      time.Duration
 	JobLease       time.Duration
 	Hasher         *audit.Hasher
+	// Docs are the discovery documents, made from the settings above.
+	Docs *Discovery
 }
 
 // loadConfig reads and validates every setting once, at cold start. With
@@ -47,8 +49,14 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	env := config.FromEnviron(config.NewAWSSecrets(cfg))
 	rail := x402rail.FromEnv(ctx, env)
 	s := settings{PayTo: rail.PayTo, Networks: rail.Networks, FacilitatorURL: rail.FacilitatorURL, FacilitatorKey: rail.FacilitatorKey}
+	// The discovery documents are served with the rail off too: they
+	// describe the card product and the chat.
+	s.BaseURL = env.URL("BASE_URL")
 	if !rail.On() {
-		return s, env.Err()
+		if err := env.Err(); err != nil {
+			return settings{}, err
+		}
+		return s.withDocs()
 	}
 	if p := env.Optional("X402_SMOKE_PAYER", ""); p != "" {
 		var err error
@@ -61,7 +69,6 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	s.GenerateQueue = env.String("GENERATE_QUEUE_URL")
 	s.AuditBucket = env.String("AUDIT_BUCKET")
 	s.AlertsTopic = env.String("ALERTS_TOPIC_ARN")
-	s.BaseURL = env.URL("BASE_URL")
 	s.MaxTimeout = env.Duration("X402_MAX_TIMEOUT", 5*time.Minute)
 	s.SettleRoom = env.Duration("X402_SETTLE_ROOM", 30*time.Second)
 	if s.SettleRoom >= s.MaxTimeout {
@@ -75,5 +82,19 @@ func loadConfig(ctx context.Context, cfg aws.Config) (settings, error) {
 	if err := env.Err(); err != nil {
 		return settings{}, err
 	}
+	return s.withDocs()
+}
+
+// withDocs makes the discovery documents from the settings read.
+func (s settings) withDocs() (settings, error) {
+	site := site{BaseURL: s.BaseURL}
+	if s.PayTo != "" {
+		site.PayTo, site.Networks = s.PayTo, s.Networks
+	}
+	docs, err := NewDiscovery(site)
+	if err != nil {
+		return settings{}, fmt.Errorf("the discovery documents: %w", err)
+	}
+	s.Docs = docs
 	return s, nil
 }

@@ -145,6 +145,8 @@ type Handler struct {
 	Now            func() time.Time
 	Sleep          func(context.Context, time.Duration) error
 	Random         io.Reader
+	// Docs serves the discovery documents (discovery.go).
+	Docs *Discovery
 
 	offersOnce  sync.Once
 	routeOffers map[string]offer
@@ -161,6 +163,9 @@ const exposed = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, Location, Retry-After"
 
 // Handle answers one request.
 func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	if resp, ok := h.Docs.Serve(req); ok {
+		return resp, nil
+	}
 	path := strings.TrimSuffix(req.RawPath, "/")
 	tier, ok := Routes[path]
 	if len(h.Networks) == 0 || !ok {

@@ -30,8 +30,8 @@ func main() {
 	fn, cfg := coldstart.Start(loadConfig)
 	log := fn.Log
 	if cfg.PayTo == "" {
-		log.Info("the agent rail is off: X402_PAY_TO is not set; every route answers 404")
-		lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, (&Handler{Log: log, Now: time.Now}).Handle)))
+		log.Info("the agent rail is off: X402_PAY_TO is not set; every paid route answers 404")
+		lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, (&Handler{Log: log, Now: time.Now, Docs: cfg.Docs}).Handle)))
 		return
 	}
 	aws := fn.AWS
@@ -63,6 +63,7 @@ func main() {
 		Now:     time.Now,
 		Sleep:   wait.Sleep,
 		Random:  rand.Reader,
+		Docs:    cfg.Docs,
 	}
 	lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, h.Handle)))
 }

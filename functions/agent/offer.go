@@ -25,9 +25,6 @@ var (
 	serviceTags = []string{"decision", "verdict", "advice", "strategy", "ai"}
 )
 
-// iconPath is the service's icon, served beside the discovery documents.
-const iconPath = "/icon.svg"
-
 // exampleQuery is the example body's query in every description.
 const exampleQuery = "Should I open a bakery on my street?"
 
@@ -39,7 +36,7 @@ func describe(tier oracle.Tier) string {
 // resourceOf is the resource at url selling tier's verdict.
 func (h *Handler) resourceOf(url string, tier oracle.Tier) x402.ResourceInfo {
 	return x402.ResourceInfo{URL: url, MimeType: "application/json", Description: describe(tier),
-		ServiceName: serviceName, Tags: serviceTags, IconURL: h.BaseURL + iconPath}
+		ServiceName: serviceName, Tags: serviceTags, IconURL: h.BaseURL + IconPath}
 }
 
 // httpOffer is the offer of a paid route: POST path with a JSON body.
@@ -62,7 +59,7 @@ func (h *Handler) httpOffer(path string, tier oracle.Tier) offer {
 							"type":     map[string]any{"type": "string", "const": "http"},
 							"method":   map[string]any{"type": "string", "enum": []any{"POST"}},
 							"bodyType": map[string]any{"type": "string", "enum": []any{"json"}},
-							"body":     queryObjectSchema(),
+							"body":     paidBodySchema(),
 						},
 						"required":             []any{"type", "method", "bodyType", "body"},
 						"additionalProperties": false,
@@ -72,20 +69,6 @@ func (h *Handler) httpOffer(path string, tier oracle.Tier) offer {
 				"required": []any{"input"},
 			},
 		},
-	}
-}
-
-// queryObjectSchema is the paid request's JSON Schema: one query, with the
-// limits the checkout and the rail apply (oracle.ValidateQuery).
-func queryObjectSchema() map[string]any {
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"query": map[string]any{"type": "string", "minLength": 1, "maxLength": oracle.MaxQueryUnits,
-				"description": fmt.Sprintf("Your idea or question, in any language: at least one visible character, at most %d UTF-16 code units.", oracle.MaxQueryUnits)},
-		},
-		"required":             []any{"query"},
-		"additionalProperties": false,
 	}
 }
 

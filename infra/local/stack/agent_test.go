@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,29 @@ func TestAnAgentPaysWithTheOfficialClient(t *testing.T) {
 		order.Agent.Transaction != settle.Transaction || !x402.SameAddress(order.Agent.Payer, paid.Payer) {
 		t.Fatalf("order %+v %v %v", order, found, err)
 	}
+
+	// The discovery documents, an unpaid ask and the poll, each checked
+	// against the OpenAPI document the stack serves.
+	checker := apiChecker(t, s)
+	api := checker.Client()
+	status, doc, _ := send(t, api, mustRequest(t, "GET", s.APIURL+"/.well-known/x402"))
+	var wk struct {
+		Version   int      `json:"version"`
+		Resources []string `json:"resources"`
+	}
+	if err := json.Unmarshal(doc, &wk); status != http.StatusOK || err != nil || wk.Version != 1 || !slices.Contains(wk.Resources, url) {
+		t.Errorf("GET /.well-known/x402: %d %s", status, doc)
+	}
+	if status, _, hdr := send(t, api, mustRequest(t, "GET", s.APIURL+"/llms.txt")); status != http.StatusOK || hdr.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Errorf("GET /llms.txt: %d %v", status, hdr)
+	}
+	if status, body, _ := send(t, api, postJSON(t, url, query, "")); status != http.StatusPaymentRequired {
+		t.Errorf("an unpaid ask: %d %s", status, body)
+	}
+	if status, body, _ := send(t, api, mustRequest(t, "GET", s.APIURL+"/x402/result/"+verdict.OrderID)); status != http.StatusOK {
+		t.Errorf("the poll: %d %s", status, body)
+	}
+	checkedAll(t, checker, "GET /.well-known/x402 200", "GET /llms.txt 200", "POST /x402/query/full 402", "GET /x402/result/{id} 200")
 
 	// The same header again: refused, nothing settled.
 	replay, err := client.Pay(ctx, url, query, x402client.Options{Replay: paid.PaymentSignature})

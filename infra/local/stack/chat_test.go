@@ -3,7 +3,9 @@ package stack_test
 import (
 	"42sisters.ai/oracle/infra/browsertest"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/chatsession"
 )
 
 // signInLink finds the sign-in link in a sign-in email's text.
@@ -64,16 +67,35 @@ func TestChatEndToEnd(t *testing.T) {
 		}
 	}
 	// message sends a message from the page, as its script would, and
-	// returns the status: the server's word, whatever the page shows.
+	// returns the status: the server's word, whatever the page shows. The
+	// exchange is checked against the OpenAPI document the stack serves.
+	checker := apiChecker(t, s)
 	message := func(text string) int {
 		t.Helper()
+		body, err := json.Marshal(map[string]string{"message": text})
+		if err != nil {
+			t.Fatal(err)
+		}
 		js := fmt.Sprintf(`fetch('/api/chat', {method: 'POST', credentials: 'same-origin',
-			headers: {'Content-Type': 'application/json'}, body: JSON.stringify({message: %q})}).then(r => r.status)`, text)
-		status, err := chromedp.Run(tab, chromedp.Evaluate[int](js, chromedp.EvalAwaitPromise))
+			headers: {'Content-Type': 'application/json'}, body: %q}).then(async r => JSON.stringify({status: r.status, type: r.headers.get('Content-Type'), body: await r.text()}))`, body)
+		out, err := chromedp.Run(tab, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+		var got struct {
+			Status int
+			Type   string
+			Body   string
+		}
+		if err == nil {
+			err = json.Unmarshal([]byte(out), &got)
+		}
 		if err != nil {
 			t.Fatalf("post %s: %v", text, err)
 		}
-		return status
+		// The browser sent its session cookie, which its script cannot read.
+		req := mustRequest(t, "POST", s.APIURL+"/api/chat")
+		req.Header.Set("Content-Type", "application/json")
+		req.AddCookie(&http.Cookie{Name: chatsession.CookieName, Value: "sent-by-the-browser"})
+		checker.Exchange(req, body, got.Status, http.Header{"Content-Type": {got.Type}}, []byte(got.Body))
+		return got.Status
 	}
 	replies := func(n int) chromedp.Action[chromedp.Void] {
 		return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelectorAll('.turn-aether').length === %d`, n))
@@ -168,4 +190,5 @@ func TestChatEndToEnd(t *testing.T) {
 	}
 	step("the offer again", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("offer")))
 	shot("ended")
+	checkedAll(t, checker, "POST /api/chat 402")
 }

@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -97,7 +98,8 @@ func healthAnswer(ctx context.Context, t *testing.T, s *stack.Stack) (int, healt
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	checker := apiChecker(t, s)
+	resp, err := checker.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +108,7 @@ func healthAnswer(ctx context.Context, t *testing.T, s *stack.Stack) (int, healt
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkedAll(t, checker, fmt.Sprintf("GET /api/health %d", resp.StatusCode))
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control %q, want no-store", cc)
 	}

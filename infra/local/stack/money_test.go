@@ -54,10 +54,12 @@ func TestAMisPricedSessionIsHeld(t *testing.T) {
 	if len(subjects) != 1 || !strings.Contains(subjects[0], "order is being checked") {
 		t.Errorf("emails to the customer %q, want the payment review notice alone", subjects)
 	}
-	status, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
+	checker := apiChecker(t, s)
+	status, body, _ := send(t, checker.Client(), mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
 	if status != http.StatusAccepted || !strings.Contains(string(body), `"under_review"`) {
 		t.Errorf("verdict API: %d %s, want 202 under_review", status, body)
 	}
+	checkedAll(t, checker, "GET /api/verdict 202")
 	item := orderItem(t, s, session)
 	if stringAttr(item, "status") != string(oracle.StatusHeld) || stringAttr(item, "failure") != oracle.HoldAmountMismatch {
 		t.Errorf("order %v, want HELD for %s", item, oracle.HoldAmountMismatch)

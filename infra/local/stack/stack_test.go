@@ -117,7 +117,10 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 	}
 	// What make run writes for sam local invoke, from this stack.
 	checkSAMEnv(t, s, o)
+	// Every call to the API is checked against its OpenAPI document.
+	checker := apiChecker(t, s)
 	client := &http.Client{
+		Transport:     checker,
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -215,6 +218,7 @@ func TestCheckoutToPaidOrder(t *testing.T) {
 		t.Errorf("verdict API: %d %s, want the stored verdict %s", status, body, v.Value)
 	}
 
+	checkedAll(t, checker, "POST /api/checkout 200", "GET /oracle/result 200", "GET /api/verdict 200")
 	watch.verify(t, s, []string{sessionID})
 
 	// SQS delivers at least once: the same generate and mail jobs arriving
