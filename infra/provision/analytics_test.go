@@ -185,7 +185,7 @@ func TestAuditTableIsTheRecord(t *testing.T) {
 // The named queries, one per figure of shared/auditfigures.
 var figureQueries = []string{
 	"CacheHitRatioQuery", "ChatExchangesQuery", "ChatRecurringRevenueQuery", "ChatSubscriptionsQuery", "CrosscheckRejectionRateQuery", "CustomerWaitQuery", "DivergenceRateQuery", "EmailFailureRateQuery", "ErrorDetailCoverageQuery",
-	"PaidSessionsQuery", "RevenueQuery", "TopErrorPatternsQuery", "WebhookLatencyQuery", "X402LatencyQuery", "X402OutcomesQuery",
+	"PaidSessionsQuery", "RevenueQuery", "TopErrorPatternsQuery", "WebhookLatencyQuery", "X402ByEndpointQuery", "X402LatencyQuery", "X402OutcomesQuery",
 }
 
 // TestNamedQueriesAreTheFigures: every named query runs in the audit

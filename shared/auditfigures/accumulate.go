@@ -151,13 +151,14 @@ type accumulator struct {
 	divergences  int64
 	significant  int64
 	x402Outcomes map[audit.Status]int64
+	x402Paths    map[string]*EndpointCounts // by endpoint
 	x402LatMS    []int64
 	chat         *chatAccumulator
 }
 
 func newAccumulator() *accumulator {
 	return &accumulator{sessions: map[string]*session{}, agents: map[string]*session{}, refunded: map[string]int64{}, paidBySource: map[string]int64{},
-		patterns: map[string]int64{}, x402Outcomes: map[audit.Status]int64{}, chat: newChatAccumulator()}
+		patterns: map[string]int64{}, x402Outcomes: map[audit.Status]int64{}, x402Paths: map[string]*EndpointCounts{}, chat: newChatAccumulator()}
 }
 
 func (a *accumulator) add(r audit.Record) {
@@ -198,6 +199,10 @@ func (a *accumulator) add(r audit.Record) {
 	}
 	if x402Record(r) {
 		a.x402Outcomes[r.Status]++
+		if a.x402Paths[r.Endpoint] == nil {
+			a.x402Paths[r.Endpoint] = &EndpointCounts{}
+		}
+		a.x402Paths[r.Endpoint].add(r.Status)
 		if r.Status == audit.StatusOK {
 			a.x402LatMS = append(a.x402LatMS, r.LatencyMS)
 		}
@@ -285,10 +290,23 @@ func (a *accumulator) figures(from, to string) Figures {
 }
 
 // x402 is the x402 figures: the outcomes by status, the listed statuses
-// first, then any other met, and the latency of the settled payments
-// against VC-2's bound.
+// first, then any other met; the records by endpoint and transport; and
+// the latency of the settled payments against VC-2's bound.
 func (a *accumulator) x402() X402 {
-	x := X402{Outcomes: []Outcome{}, Latency: latencyOf(a.x402LatMS), LatencyBoundMS: X402LatencyBound.Milliseconds()}
+	x := X402{Outcomes: []Outcome{}, Latency: latencyOf(a.x402LatMS), LatencyBoundMS: X402LatencyBound.Milliseconds(),
+		ByEndpoint: []EndpointOutcomes{}, ByTransport: []TransportOutcomes{{Transport: TransportHTTP}, {Transport: TransportMCP}}}
+	for endpoint, c := range a.x402Paths {
+		e := EndpointOutcomes{Transport: transportOf(endpoint), Endpoint: endpoint, EndpointCounts: *c}
+		x.ByEndpoint = append(x.ByEndpoint, e)
+		for i := range x.ByTransport {
+			if x.ByTransport[i].Transport == e.Transport {
+				x.ByTransport[i].plus(*c)
+			}
+		}
+	}
+	slices.SortFunc(x.ByEndpoint, func(p, q EndpointOutcomes) int {
+		return cmp.Or(strings.Compare(p.Transport, q.Transport), strings.Compare(p.Endpoint, q.Endpoint))
+	})
 	for _, st := range x402Statuses {
 		x.Outcomes = append(x.Outcomes, Outcome{Status: string(st), Records: a.x402Outcomes[st]})
 	}

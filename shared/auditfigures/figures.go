@@ -4,7 +4,8 @@
 // cache-hit ratio, error-detail coverage and the top error patterns, the
 // email failure rate, the crosscheck's rejections, the regenerations'
 // divergence, the customer's wait from payment, the agent rail's x402
-// outcomes and settlement latency, and the revenue by day, tier and rail
+// outcomes (by status, and by endpoint: its HTTP routes and MCP tools) and
+// settlement latency, and the revenue by day, tier and rail
 // (card and agent, each in its currency); and the paid sessions against
 // Stripe's own list of them.
 //

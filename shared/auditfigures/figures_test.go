@@ -51,14 +51,16 @@ const (
 
 // The agent rail's orders, paid over x402.
 var (
-	agentL1 = agentOrder("live", "L1quickrefunded")  // Base, quick, day 1: settled, replayed once, refunded by the operator
-	agentL2 = agentOrder("live", "L2strategy")       // Base, strategy, day 2: settled
-	agentL3 = agentOrder("live", "L3fullconfirmed")  // Base, full, day 2: its answer lost, then confirmed by the operator
-	agentT1 = agentOrder("test", "T1quicksepolia")   // Base Sepolia, quick, day 1: settled (test mode)
-	agentV  = agentOrder("live", "Vverifyrefused")   // day 1: /verify refused it
-	agentS  = agentOrder("live", "Ssettlerefused")   // day 2: /settle refused it
-	agentD  = agentOrder("live", "Dfacilitatordown") // day 2: the facilitator was down
-	agentK  = agentOrder("test", "Ksmoke")           // the smoke test's, day 2
+	agentL1 = agentOrder("live", "L1quickrefunded")   // Base, quick, day 1: settled, replayed once, refunded by the operator
+	agentL2 = agentOrder("live", "L2strategy")        // Base, strategy, day 2: settled, then retried under its payment identifier
+	agentL3 = agentOrder("live", "L3fullconfirmed")   // Base, full, day 2: its answer lost, then confirmed by the operator
+	agentM1 = agentOrder("live", "M1quickmcp")        // Base, quick, day 2, over MCP: settled, retried, its identifier reused
+	agentW  = agentOrder("live", "Wverifyrefusedmcp") // day 2, over MCP: /verify refused it
+	agentT1 = agentOrder("test", "T1quicksepolia")    // Base Sepolia, quick, day 1: settled (test mode)
+	agentV  = agentOrder("live", "Vverifyrefused")    // day 1: /verify refused it
+	agentS  = agentOrder("live", "Ssettlerefused")    // day 2: /settle refused it
+	agentD  = agentOrder("live", "Dfacilitatordown")  // day 2: the facilitator was down
+	agentK  = agentOrder("test", "Ksmoke")            // the smoke test's, day 2
 )
 
 // agentOrder is an agent order's id: its mode, then name padded to 32.
@@ -134,6 +136,12 @@ func x402(order string, created time.Time, st audit.Status, opts ...func(*audit.
 	}
 	return r
 }
+
+// endpoint is the route or MCP tool an agent's record was paid through.
+func endpoint(e string) func(*audit.Record) { return func(r *audit.Record) { r.Endpoint = e } }
+
+// paymentID is the payment identifier an agent sent.
+func paymentID(id string) func(*audit.Record) { return func(r *audit.Record) { r.PaymentID = id } }
 
 // agentTier prices an agent's record at tier.
 func agentTier(tier oracle.Tier) func(*audit.Record) {
@@ -260,11 +268,17 @@ func writeLog(t *testing.T, w *audit.Writer) {
 		id(agentL1, audit.NameX402, "replay", "req-2"))
 	s.write(rec(agentL1, day1, audit.SourceOperator, audit.EventOperator, audit.StatusOK, agentOrderFields(oracle.TierQuick, true), orderStatus("FAILED"),
 		operator("refund", "refunded "+tx)), id(agentL1, audit.NameOperator, "refund", "1"))
-	// L2, the premium tier, settled in 2.5 s.
-	s.write(x402(agentL2, day2, audit.StatusOK, agentTier(oracle.TierStrategy), latency(2500)), id(agentL2, audit.NameX402, "ok", "req-3"))
+	// L2, the premium tier, settled in 2.5 s; its agent lost the answer
+	// and sent the payment again under its identifier: answered from the
+	// order (RETRY), nothing settled again.
+	const premium, fullRoute = "/x402/query/premium", "/x402/query/full"
+	s.write(x402(agentL2, day2, audit.StatusOK, agentTier(oracle.TierStrategy), latency(2500), endpoint(premium), paymentID("agent-L2-0000000001")),
+		id(agentL2, audit.NameX402, "ok", "req-3"))
+	s.write(x402(agentL2, day2, audit.StatusRetry, agentTier(oracle.TierStrategy), latency(40), endpoint(premium), paymentID("agent-L2-0000000001"), orderStatus("READY")),
+		id(agentL2, audit.NameX402, "retry", audit.Hourly(day2)))
 	// L3: its settlement's answer lost, then the operator found it on the
 	// chain and confirmed it (the order AWAITING_PAYMENT in the record).
-	s.write(x402(agentL3, day2, audit.StatusSettleUnconfirmed, agentTier(oracle.TierFull), latency(31000),
+	s.write(x402(agentL3, day2, audit.StatusSettleUnconfirmed, agentTier(oracle.TierFull), latency(31000), endpoint(fullRoute),
 		detail("the settlement's answer was lost and its retries did not confirm it: x402: settle: HTTP 502")), id(agentL3, audit.NameX402, "settle-unconfirmed", "req-4"))
 	s.write(rec(agentL3, day2, audit.SourceOperator, audit.EventOperator, audit.StatusOK, agentOrderFields(oracle.TierFull, true), orderStatus("AWAITING_PAYMENT"),
 		operator("x402-confirm", "confirmed "+tx)), id(agentL3, audit.NameOperator, "x402-confirm", "1"))
@@ -277,8 +291,25 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	s.write(x402(agentV, day1, audit.StatusVerifyFailed, latency(700), detail("the facilitator's /verify refused it: invalid_exact_evm_insufficient_funds")), id(agentV, audit.NameX402, "verify-failed", "req-7"))
 	s.write(x402(agentS, day2, audit.StatusSettleFailed, latency(2100), detail("the facilitator's /settle refused it: invalid_exact_evm_transaction_failed")), id(agentS, audit.NameX402, "settle-failed", "req-8"))
 	s.write(x402(agentD, day2, audit.StatusFacilitatorDown, latency(12000), detail("the facilitator's /verify did not answer: x402: verify: HTTP 503")), id(agentD, audit.NameX402, "facilitator-down", "req-9"))
-	// The smoke test's, odd, left out.
+	// Over MCP. M1: the quick tool, settled in 1.5 s, then retried under
+	// its identifier (RETRY); later that identifier came with another
+	// payment to the full tool: refused (IDENTIFIER_CONFLICT, naming the
+	// order the identifier belongs to). W: the strategy tool, /verify
+	// refused it. And an identifier of L1's reused on the HTTP route.
+	const quickTool, fullTool, strategyTool = "mcp:oracle_quick_take", "mcp:oracle_full_breakdown", "mcp:oracle_strategy_session"
+	conflict := detail("the payment identifier was used before with another payment or another request; nothing was settled for this one")
+	s.write(x402(agentM1, day2, audit.StatusOK, latency(1500), endpoint(quickTool), paymentID("mcp-M1-000000000001")), id(agentM1, audit.NameX402, "ok", "req-11"))
+	s.write(x402(agentM1, day2, audit.StatusRetry, latency(35), endpoint(quickTool), paymentID("mcp-M1-000000000001"), orderStatus("READY")),
+		id(agentM1, audit.NameX402, "retry", audit.Hourly(day2)))
+	s.write(x402(agentM1, day2, audit.StatusIdentifierConflict, agentTier(oracle.TierFull), latency(30), endpoint(fullTool), paymentID("mcp-M1-000000000001"), conflict),
+		id("x402-0123456789abcdef0123456789abcdef", audit.NameX402, "identifier-conflict", "payment_identifier_conflict", audit.Hourly(day2)))
+	s.write(x402(agentW, day2, audit.StatusVerifyFailed, agentTier(oracle.TierStrategy), latency(650), endpoint(strategyTool),
+		detail("the facilitator's /verify refused it: invalid_exact_evm_insufficient_funds")), id(agentW, audit.NameX402, "verify-failed", "req-12"))
+	s.write(x402(agentL1, day1, audit.StatusIdentifierConflict, latency(25), paymentID("agent-L1-0000000001"), conflict),
+		id("x402-0123456789abcdef0123456789abcdef", audit.NameX402, "identifier-conflict", "payment_identifier_conflict", audit.Hourly(day1)))
+	// The smoke test's, odd, left out: over HTTP and over MCP.
 	s.write(x402(agentK, day2, audit.StatusOK, smoke, latency(99999)), id(agentK, audit.NameX402, "ok", "req-10"))
+	s.write(x402(agentK, day2, audit.StatusRetry, smoke, endpoint(quickTool)), id(agentK, audit.NameX402, "retry", audit.Hourly(day2)))
 	// The operator's refund of a card session is no agent's refund: the
 	// card's refunds are Stripe's events (H's, above).
 	s.write(rec(sessH, day1, audit.SourceOperator, audit.EventOperator, audit.StatusOK, operator("refund", "refunded re_3AbC"), orderStatus("READY")),
@@ -349,8 +380,8 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	}
 	want := auditfigures.Figures{
 		From: "2026-11-20", To: "2026-11-21",
-		// The card's and the agent rail's: 9 x402 records, 3 of the operator.
-		Records: 58, SmokeRecords: 7,
+		// The card's and the agent rail's: 15 x402 records, 3 of the operator.
+		Records: 64, SmokeRecords: 8,
 		Paid: auditfigures.Paid{
 			Sessions: 6, Records: 7,
 			RecordsBySource:   map[string]int64{"webhook": 5, "result_page": 1, "reconcile": 1},
@@ -366,16 +397,18 @@ func TestFiguresOfASeededLog(t *testing.T) {
 			ToEmail:   auditfigures.Wait{Latency: auditfigures.Latency{Method: "nearest-rank", Records: 2, P50MS: i64(14000), P95MS: i64(20000), MaxMS: i64(20000)}},
 		},
 		Cache: auditfigures.Cache{Cached: 3, OK: 2, Regenerated: 2, HitRatio: auditfigures.Ratio{Numerator: 3, Denominator: 5, Value: f64(0.6)}},
-		// The x402 refusals and doubts are failure records too.
+		// The x402 refusals and doubts are failure records too, the
+		// identifier conflicts included (not the retries).
 		Errors: auditfigures.Errors{
-			Coverage: auditfigures.Ratio{Numerator: 15, Denominator: 15, Value: f64(1)},
+			Coverage: auditfigures.Ratio{Numerator: 18, Denominator: 18, Value: f64(1)},
 			TopPatterns: []auditfigures.Pattern{
 				{Pattern: "partial refund: #_CAD of #_CAD", Records: 2},
+				{Pattern: "the facilitator's /verify refused it: invalid_exact_evm_insufficient_funds", Records: 2},
+				{Pattern: "the payment identifier was used before with another payment or another request; nothing was settled for this one", Records: 2},
 				{Pattern: "transient: SES answered # after # tries", Records: 2},
 				{Pattern: "authorization already used: this payment was presented before (replay or concurrent duplicate); nothing was settled for it again", Records: 1},
-				{Pattern: "crosscheck rejected the reply: low_coherence", Records: 1},
-				{Pattern: "delayed payment failed", Records: 1},
-				// "generation failed: timeout", "permanent: SES refused…", "silent drop: missing_query" and the x402 ones follow.
+				// "crosscheck rejected the reply: low_coherence", "delayed payment failed", "generation failed: timeout", "permanent: SES refused…",
+				// "silent drop: missing_query" and the other x402 ones follow.
 			},
 		},
 		EmailFailureRate:        auditfigures.Ratio{Numerator: 1, Denominator: 4, Value: f64(0.25)},
@@ -384,17 +417,19 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		Revenue: auditfigures.Revenue{
 			// The drop (F) was paid; H was refunded in full, B in part. On
 			// the agent rail, L1 was refunded; L3 was confirmed by the
-			// operator; V, S and D were never paid.
+			// operator; M1 was paid over MCP, once whatever its retries;
+			// V, S, D and W were never paid.
 			Rows: []auditfigures.RevenueRow{
 				{Date: "2026-11-20", Tier: "quick", Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 50_000, RefundedSessions: 1, AmountRefunded: 50_000, AmountNet: 0}},
 				{Date: "2026-11-20", Tier: "quick", Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, RefundedSessions: 1, AmountRefunded: 100, AmountNet: 100}},
 				{Date: "2026-11-21", Tier: "full", Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 250_000, AmountNet: 250_000}},
 				{Date: "2026-11-21", Tier: "full", Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 500, RefundedSessions: 1, AmountRefunded: 200, AmountNet: 300}},
+				{Date: "2026-11-21", Tier: "quick", Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 50_000, AmountNet: 50_000}},
 				{Date: "2026-11-21", Tier: "quick", Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 2, AmountTotal: 200, AmountNet: 200}},
 				{Date: "2026-11-21", Tier: "strategy", Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 1_000_000, AmountNet: 1_000_000}},
 			},
 			Totals: []auditfigures.RevenueTotal{
-				{Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 3, AmountTotal: 1_300_000, RefundedSessions: 1, AmountRefunded: 50_000, AmountNet: 1_250_000}},
+				{Rail: "agent", Currency: "usdc", Amounts: auditfigures.Amounts{Sessions: 4, AmountTotal: 1_350_000, RefundedSessions: 1, AmountRefunded: 50_000, AmountNet: 1_300_000}},
 				{Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 5, AmountTotal: 900, RefundedSessions: 2, AmountRefunded: 300, AmountNet: 600}},
 			},
 			// C and T1, apart.
@@ -403,13 +438,29 @@ func TestFiguresOfASeededLog(t *testing.T) {
 				{Rail: "card", Currency: "cad", Amounts: auditfigures.Amounts{Sessions: 1, AmountTotal: 100, AmountNet: 100}},
 			},
 		},
-		// Every outcome once but OK (L1, L2, T1; not the smoke test's);
-		// the settled ones' latencies 900, 1800 and 2500 ms: the ranks 2
-		// and 3, under VC-2's bound.
+		// OK: L1, L2, T1 and M1 (not the smoke test's); VERIFY_FAILED: V
+		// and W; RETRY: L2 and M1; IDENTIFIER_CONFLICT: L1's and M1's;
+		// every other outcome once. The settled ones' latencies 900, 1500,
+		// 1800 and 2500 ms: the ranks 2 and 4, under VC-2's bound.
 		X402: auditfigures.X402{
-			Outcomes: []auditfigures.Outcome{{Status: "OK", Records: 3}, {Status: "REPLAY", Records: 1}, {Status: "INVALID", Records: 1},
-				{Status: "VERIFY_FAILED", Records: 1}, {Status: "SETTLE_FAILED", Records: 1}, {Status: "SETTLE_UNCONFIRMED", Records: 1}, {Status: "FACILITATOR_DOWN", Records: 1}, {Status: "RETRY"}, {Status: "IDENTIFIER_CONFLICT"}},
-			Latency:        auditfigures.Latency{Method: "nearest-rank", Records: 3, P50MS: i64(1800), P95MS: i64(2500), MaxMS: i64(2500)},
+			Outcomes: []auditfigures.Outcome{{Status: "OK", Records: 4}, {Status: "REPLAY", Records: 1}, {Status: "INVALID", Records: 1},
+				{Status: "VERIFY_FAILED", Records: 2}, {Status: "SETTLE_FAILED", Records: 1}, {Status: "SETTLE_UNCONFIRMED", Records: 1}, {Status: "FACILITATOR_DOWN", Records: 1},
+				{Status: "RETRY", Records: 2}, {Status: "IDENTIFIER_CONFLICT", Records: 2}},
+			// By the route or tool each record names, the smoke test's
+			// retry over MCP left out.
+			ByEndpoint: []auditfigures.EndpointOutcomes{
+				{Transport: "http", Endpoint: "/x402/query", EndpointCounts: auditfigures.EndpointCounts{Records: 8, OK: 2, IdentifierConflict: 1}},
+				{Transport: "http", Endpoint: "/x402/query/full", EndpointCounts: auditfigures.EndpointCounts{Records: 1}},
+				{Transport: "http", Endpoint: "/x402/query/premium", EndpointCounts: auditfigures.EndpointCounts{Records: 2, OK: 1, Retry: 1}},
+				{Transport: "mcp", Endpoint: "mcp:oracle_full_breakdown", EndpointCounts: auditfigures.EndpointCounts{Records: 1, IdentifierConflict: 1}},
+				{Transport: "mcp", Endpoint: "mcp:oracle_quick_take", EndpointCounts: auditfigures.EndpointCounts{Records: 2, OK: 1, Retry: 1}},
+				{Transport: "mcp", Endpoint: "mcp:oracle_strategy_session", EndpointCounts: auditfigures.EndpointCounts{Records: 1}},
+			},
+			ByTransport: []auditfigures.TransportOutcomes{
+				{Transport: "http", EndpointCounts: auditfigures.EndpointCounts{Records: 11, OK: 3, Retry: 1, IdentifierConflict: 1}},
+				{Transport: "mcp", EndpointCounts: auditfigures.EndpointCounts{Records: 4, OK: 1, Retry: 1, IdentifierConflict: 1}},
+			},
+			Latency:        auditfigures.Latency{Method: "nearest-rank", Records: 4, P50MS: i64(1500), P95MS: i64(2500), MaxMS: i64(2500)},
 			LatencyBoundMS: 5000, P95WithinBound: boolp(true),
 		},
 		// P and Q started trials, P converted; P, R and S subscribed, R
@@ -432,7 +483,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	text := got.String()
 	for _, line := range []string{
 		"partition days 2026-11-20 to 2026-11-21",
-		"58 records; 7 smoke records left out",
+		"64 records; 8 smoke records left out",
 		"subscriber answered 2, trial answered 4, trial model_failed 1, trial trial_used 1",
 		"2 started; 50.0 % (1 of 2) converted",
 		"2 active; 5.00 CAD a month (1), 5.00 CAD a month (1) in test mode",
@@ -443,7 +494,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		"payment to email sent      p50 14000 ms, p95 20000 ms, max 20000 ms (2 records, nearest-rank); 0 over 60 s",
 		"paid sessions against Stripe                not compared (no Stripe key)",
 		"60.0 % (3 of 5): 3 CACHED, 2 REGENERATED; 2 OK (first verdicts)",
-		"100.0 % (15 of 15) failure records",
+		"100.0 % (18 of 18) failure records",
 		"25.0 % (1 of 4) deliveries",
 		"33.3 % (1 of 3) crosschecks",
 		"50.0 % (1 of 2) regenerations",
@@ -452,12 +503,21 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		"2026-11-21  quick     card   2                   2.00 CAD   none           2.00 CAD",
 		"2026-11-20  quick     agent  1                   0.05 USDC  0.05 USDC (1)  0.00 USDC",
 		"2026-11-21  strategy  agent  1                   1.00 USDC  none           1.00 USDC",
-		"total                 agent  3                   1.30 USDC  0.05 USDC (1)  1.25 USDC",
+		"2026-11-21  quick     agent  1                   0.05 USDC  none           0.05 USDC",
+		"total                 agent  4                   1.35 USDC  0.05 USDC (1)  1.30 USDC",
 		"total                 card   5                   9.00 CAD   3.00 CAD (2)   6.00 CAD",
 		"test mode (no money moved)  agent  1 orders    0.05 USDC paid",
 		"test mode (no money moved)  card   1 sessions  1.00 CAD paid",
-		"OK 3, REPLAY 1, INVALID 1, VERIFY_FAILED 1, SETTLE_FAILED 1, SETTLE_UNCONFIRMED 1, FACILITATOR_DOWN 1",
-		"p50 1800 ms, p95 2500 ms, max 2500 ms (3 records, nearest-rank); p95 within the bound",
+		"OK 4, REPLAY 1, INVALID 1, VERIFY_FAILED 2, SETTLE_FAILED 1, SETTLE_UNCONFIRMED 1, FACILITATOR_DOWN 1, RETRY 2, IDENTIFIER_CONFLICT 2",
+		"p50 1500 ms, p95 2500 ms, max 2500 ms (4 records, nearest-rank); p95 within the bound",
+		"x402 by endpoint (agent)                    http OK 3, RETRY 1, IDENTIFIER_CONFLICT 1 (11 records); mcp OK 1, RETRY 1, IDENTIFIER_CONFLICT 1 (4 records)",
+		"RETRY few beside OK; IDENTIFIER_CONFLICT near 0",
+		"  /x402/query                               OK 2, RETRY 0, IDENTIFIER_CONFLICT 1 (8 records)",
+		"  /x402/query/full                          OK 0, RETRY 0, IDENTIFIER_CONFLICT 0 (1 records)",
+		"  /x402/query/premium                       OK 1, RETRY 1, IDENTIFIER_CONFLICT 0 (2 records)",
+		"  mcp:oracle_full_breakdown                 OK 0, RETRY 0, IDENTIFIER_CONFLICT 1 (1 records)",
+		"  mcp:oracle_quick_take                     OK 1, RETRY 1, IDENTIFIER_CONFLICT 0 (2 records)",
+		"  mcp:oracle_strategy_session               OK 0, RETRY 0, IDENTIFIER_CONFLICT 0 (1 records)",
 	} {
 		if !strings.Contains(text, line) {
 			t.Errorf("the text lacks %q:\n%s", line, text)
@@ -493,7 +553,9 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 		Revenue: auditfigures.Revenue{Rows: []auditfigures.RevenueRow{}, Totals: []auditfigures.RevenueTotal{}, TestMode: []auditfigures.RevenueTotal{}},
 		X402: auditfigures.X402{Outcomes: []auditfigures.Outcome{{Status: "OK"}, {Status: "REPLAY"}, {Status: "INVALID"}, {Status: "VERIFY_FAILED"},
 			{Status: "SETTLE_FAILED"}, {Status: "SETTLE_UNCONFIRMED"}, {Status: "FACILITATOR_DOWN"}, {Status: "RETRY"}, {Status: "IDENTIFIER_CONFLICT"}},
-			Latency: auditfigures.Latency{Method: "nearest-rank"}, LatencyBoundMS: 5000},
+			ByEndpoint:  []auditfigures.EndpointOutcomes{},
+			ByTransport: []auditfigures.TransportOutcomes{{Transport: "http"}, {Transport: "mcp"}},
+			Latency:     auditfigures.Latency{Method: "nearest-rank"}, LatencyBoundMS: 5000},
 		Chat: auditfigures.Chat{Exchanges: []auditfigures.ChatExchanges{}, Recurring: []auditfigures.ChatRecurring{}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -511,9 +573,16 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 	if !bytes.Contains(b, []byte(`"p50_ms":null,"p95_ms":null,"max_ms":null`)) || !bytes.Contains(b, []byte(`"top_patterns":[]`)) {
 		t.Errorf("empty latency or patterns: %s", b)
 	}
+	if !bytes.Contains(b, []byte(`"by_endpoint":[],"by_transport":[{"transport":"http","records":0,"ok":0,"retry":0,"identifier_conflict":0},`+
+		`{"transport":"mcp","records":0,"ok":0,"retry":0,"identifier_conflict":0}]`)) {
+		t.Errorf("the x402 endpoints are not an empty list beside both transports at 0: %s", b)
+	}
 	text := got.String()
-	if n := strings.Count(text, "no data"); n != 16 {
-		t.Errorf("%d figures say no data, want 16 (five ratios, the two latencies, the two waits, the x402 outcomes, the patterns, the revenue, the chat's exchanges, conversions, revenue and churn):\n%s", n, text)
+	if n := strings.Count(text, "no data"); n != 17 {
+		t.Errorf("%d figures say no data, want 17 (five ratios, the two latencies, the two waits, the x402 outcomes and endpoints, the patterns, the revenue, the chat's exchanges, conversions, revenue and churn):\n%s", n, text)
+	}
+	if !strings.Contains(text, "x402 by endpoint (agent)                    no data (0 records)") {
+		t.Errorf("the x402 endpoints are not without data:\n%s", text)
 	}
 	if !bytes.Contains(b, []byte(`"p95_within_bound":null`)) {
 		t.Errorf("the x402 latency's bound is judged without a record: %s", b)

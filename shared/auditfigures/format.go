@@ -57,6 +57,10 @@ func (f Figures) Format(w io.Writer) error {
 	p("crosscheck rejection rate\t%s crosschecks\tnear 0 %%", f.CrosscheckRejectionRate)
 	p("significant divergence rate\t%s regenerations\tunder 5 %%", f.DivergenceRate)
 	p("x402 verification outcomes (agent)\t%s\tmostly OK; REPLAY and the others near 0", f.X402.outcomes())
+	p("x402 by endpoint (agent)\t%s\tRETRY few beside OK; IDENTIFIER_CONFLICT near 0", f.X402.transports())
+	for _, e := range f.X402.ByEndpoint {
+		p("  %s\t%s", e.Endpoint, e.EndpointCounts)
+	}
 	p("x402 latency, request to settled (OK)\t%s\tp95 under %d ms", f.X402.latency(), f.X402.LatencyBoundMS)
 	p("chat exchanges (plan outcome)\t%s\tmostly answered; model_failed near 0", f.Chat.exchanges())
 	p("chat replies replaced by the apology\t%d\t0", f.Chat.Apologies)
@@ -195,6 +199,25 @@ func (x X402) outcomes() string {
 		return "no data (0 records)"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// String is the counts as Format writes them.
+func (c EndpointCounts) String() string {
+	return fmt.Sprintf("OK %d, RETRY %d, IDENTIFIER_CONFLICT %d (%d records)", c.OK, c.Retry, c.IdentifierConflict, c.Records)
+}
+
+// transports writes the x402 records by transport.
+func (x X402) transports() string {
+	var parts []string
+	var n int64
+	for _, t := range x.ByTransport {
+		parts = append(parts, t.Transport+" "+t.EndpointCounts.String())
+		n += t.Records
+	}
+	if n == 0 {
+		return "no data (0 records)"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // latency writes the settled payments' latency against its bound.

@@ -1,5 +1,11 @@
 package auditfigures
 
+import (
+	"strings"
+
+	"42sisters.ai/oracle/shared/audit"
+)
+
 // Figures are the figures of the business over a range of partition days.
 // Every ratio carries its numerator and denominator, and a ratio, a
 // percentile or a total with nothing to count says so (JSON null, "no
@@ -46,18 +52,90 @@ type Figures struct {
 // VC-2's bound on its p95, LatencyBoundMS (5,000 ms). P95WithinBound is
 // null when no payment was settled.
 type X402 struct {
-	Outcomes       []Outcome `json:"outcomes"`
-	Latency        Latency   `json:"latency_ok"`
-	LatencyBoundMS int64     `json:"latency_p95_bound_ms"`
-	P95WithinBound *bool     `json:"p95_within_bound"`
+	Outcomes []Outcome `json:"outcomes"`
+	// ByEndpoint is the records by the endpoint paid, each endpoint met
+	// (an HTTP route, an MCP tool), HTTP first, then by name; ByTransport
+	// their totals by transport, HTTP and MCP each listed even when none
+	// came by it.
+	ByEndpoint     []EndpointOutcomes  `json:"by_endpoint"`
+	ByTransport    []TransportOutcomes `json:"by_transport"`
+	Latency        Latency             `json:"latency_ok"`
+	LatencyBoundMS int64               `json:"latency_p95_bound_ms"`
+	P95WithinBound *bool               `json:"p95_within_bound"`
 }
 
 // Outcome is how many x402 records have one status: OK, REPLAY, INVALID,
-// VERIFY_FAILED, SETTLE_FAILED, SETTLE_UNCONFIRMED, FACILITATOR_DOWN, each
-// listed even when none has it.
+// VERIFY_FAILED, SETTLE_FAILED, SETTLE_UNCONFIRMED, FACILITATOR_DOWN,
+// RETRY (a payment sent again under its payment identifier, answered from
+// the order its first use made: one record per order and hour),
+// IDENTIFIER_CONFLICT (an identifier used before, with another payment or
+// request: refused 409, one record per payer and hour), each listed even
+// when none has it.
 type Outcome struct {
 	Status  string `json:"status"`
 	Records int64  `json:"records"`
+}
+
+// The transports an agent pays by: an HTTP route (/x402/query…) or an MCP
+// tool (the x402 record's endpoint is then MCPEndpointPrefix and the tool's
+// name, "mcp:oracle_quick_take").
+const (
+	TransportHTTP     = "http"
+	TransportMCP      = "mcp"
+	MCPEndpointPrefix = "mcp:"
+)
+
+// EndpointCounts are an endpoint's or a transport's x402 records: all of
+// them, whatever their status, and among them the settled payments (OK),
+// the retries answered from their order (RETRY) and the identifier
+// conflicts (IDENTIFIER_CONFLICT).
+type EndpointCounts struct {
+	Records            int64 `json:"records"`
+	OK                 int64 `json:"ok"`
+	Retry              int64 `json:"retry"`
+	IdentifierConflict int64 `json:"identifier_conflict"`
+}
+
+// EndpointOutcomes is one endpoint's x402 records.
+type EndpointOutcomes struct {
+	Transport string `json:"transport"` // TransportHTTP or TransportMCP
+	Endpoint  string `json:"endpoint"`
+	EndpointCounts
+}
+
+// TransportOutcomes is one transport's x402 records.
+type TransportOutcomes struct {
+	Transport string `json:"transport"`
+	EndpointCounts
+}
+
+// transportOf is the transport of an x402 record's endpoint.
+func transportOf(endpoint string) string {
+	if strings.HasPrefix(endpoint, MCPEndpointPrefix) {
+		return TransportMCP
+	}
+	return TransportHTTP
+}
+
+// plus adds o's counts to c's.
+func (c *EndpointCounts) plus(o EndpointCounts) {
+	c.Records += o.Records
+	c.OK += o.OK
+	c.Retry += o.Retry
+	c.IdentifierConflict += o.IdentifierConflict
+}
+
+// add counts a record with status s.
+func (c *EndpointCounts) add(s audit.Status) {
+	c.Records++
+	switch s {
+	case audit.StatusOK:
+		c.OK++
+	case audit.StatusRetry:
+		c.Retry++
+	case audit.StatusIdentifierConflict:
+		c.IdentifierConflict++
+	}
 }
 
 // Ratio is Numerator over Denominator.
