@@ -182,7 +182,9 @@ func paid(s site, o listing) obj {
 		"tags":        []string{"x402"},
 		"summary":     fmt.Sprintf("The %s: %s USDC over x402", o.Name, o.USDC),
 		"description": fmt.Sprintf("Without PAYMENT-SIGNATURE: 402 with what to pay (the same for every valid query). With it: the payment is checked, "+
-			"settled once and the verdict answered, or 202 with where to poll. The query is checked first: a bad one is 400, never a 402. MCP tool: %s.", o.Tool),
+			"settled once and the verdict answered, or 202 with where to poll. A body sent is checked first: a bad one is 400, never a 402; "+
+			"no body and no payment is a probe, answered 402. A payment may carry a payment identifier (extensions[\"payment-identifier\"].info.id): "+
+			"the same payment for the same body sent again gets the first answer, paid once. MCP tool: %s.", o.Tool),
 		"security": public,
 		"x-payment-info": obj{
 			"price":     obj{"mode": "fixed", "currency": "USD", "amount": o.USDC},
@@ -190,7 +192,8 @@ func paid(s site, o listing) obj {
 		},
 		"parameters": []any{obj{"name": x402.HeaderPaymentSignature, "in": "header", "required": false,
 			"description": "The payment (base64 JSON, x402 v2 PaymentPayload), signed for one of the 402's requirements.", "schema": obj{"type": "string"}}},
-		"requestBody": obj{"required": true, "content": jsonBody(ref("PaidQuery"))},
+		// Not required: an empty body with no payment is a probe (402).
+		"requestBody": obj{"required": false, "content": jsonBody(ref("PaidQuery"))},
 		"responses": obj{
 			"200": obj{"description": "Paid: the verdict.", "headers": obj{x402.HeaderPaymentResponse: header(payment, true)},
 				"content": jsonBody(ref("VerdictAnswer"))},
