@@ -488,15 +488,19 @@ func TestFailureStatusesNeedTheirDetail(t *testing.T) {
 		failures[s] = true
 	}
 	for _, s := range []audit.Status{audit.StatusOK, audit.StatusError, audit.StatusCached, audit.StatusRegenerated, audit.StatusEmailSent, audit.StatusEmailFailed,
-		audit.StatusReplay, audit.StatusInvalid, audit.StatusVerifyFailed, audit.StatusSettleFailed, audit.StatusSettleUnconfirmed, audit.StatusFacilitatorDown} {
+		audit.StatusReplay, audit.StatusInvalid, audit.StatusVerifyFailed, audit.StatusSettleFailed, audit.StatusSettleUnconfirmed, audit.StatusFacilitatorDown,
+		audit.StatusRetry, audit.StatusIdentifierConflict} {
 		r := valid(h)
 		r.Status = s
 		if needs := r.Validate() != nil; needs != failures[s] {
 			t.Errorf("%s: a record without error_detail refused %v, a failure status %v", s, needs, failures[s])
 		}
 	}
-	if len(failures) != 8 {
-		t.Errorf("failure statuses %v, want 8", audit.FailureStatuses())
+	if len(failures) != 9 {
+		t.Errorf("failure statuses %v, want 9", audit.FailureStatuses())
+	}
+	if audit.StatusRetry.Failure() || !audit.StatusIdentifierConflict.Failure() {
+		t.Error("a retry answered from its order is no failure; an identifier's conflict is")
 	}
 }
 
