@@ -57,11 +57,7 @@ func (h *Handler) answer(ctx context.Context, t *payment, s *x402.SettleResponse
 			if err != nil || state != repair.Intact {
 				break
 			}
-			return outcome{settlement: s, ready: &verdictAnswer{
-				Status: "ready", OrderID: o.SessionID, Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query,
-				Verdict: json.RawMessage(o.Verdict), CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
-				ResultURL: h.resultURL(o.SessionID),
-			}}
+			return outcome{settlement: s, ready: h.verdictOf(o)}
 		}
 		if found && o.Status != oracle.StatusPaid && o.Status != oracle.StatusGenerating {
 			break // held, quarantined or failed: the poll address says which
@@ -76,6 +72,15 @@ func (h *Handler) answer(ctx context.Context, t *payment, s *x402.SettleResponse
 	out := h.pending(t.order.SessionID, "pending", "Your verdict is being prepared. Poll the Location address.")
 	out.settlement = s
 	return out
+}
+
+// verdictOf is the answer of o, an order whose verdict is ready and intact.
+func (h *Handler) verdictOf(o oracle.Order) *verdictAnswer {
+	return &verdictAnswer{
+		Status: "ready", OrderID: o.SessionID, Tier: o.Tier, TierName: o.Tier.Name(), Query: o.Query,
+		Verdict: json.RawMessage(o.Verdict), CachedAt: o.GeneratedAt, RetentionDays: int(h.Retention / (24 * time.Hour)),
+		ResultURL: h.resultURL(o.SessionID),
+	}
 }
 
 // pending is the 202 answer with where to poll for order's verdict: the

@@ -37,13 +37,19 @@ type tool struct {
 	Tier oracle.Tier
 }
 
-// tools are the MCP server's tools, in the order the documents list them.
-var tools = []tool{
-	{"oracle_quick_take", oracle.TierQuick},
-	{"oracle_full_breakdown", oracle.TierFull},
-	{"oracle_strategy_session", oracle.TierStrategy},
-	{"oracle_result", ""},
-}
+// tools are the MCP server's tools (MCPTools and ResultTool) in the order
+// the documents list them: by tier, then the free one.
+var tools = func() []tool {
+	var out []tool
+	for _, tier := range oracle.Tiers() {
+		for name, t := range MCPTools {
+			if t == tier {
+				out = append(out, tool{name, tier})
+			}
+		}
+	}
+	return append(out, tool{ResultTool, ""})
+}()
 
 // discoveryCache is how long a client or a CDN may keep a document: a
 // price or a route changes with a deployment, and five minutes after it

@@ -150,6 +150,7 @@ type Handler struct {
 
 	offersOnce  sync.Once
 	routeOffers map[string]offer
+	mcp         mcpState // the MCP server (mcp.go)
 }
 
 // paidBody is the body of a paid route.
@@ -167,6 +168,9 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return resp, nil
 	}
 	path := strings.TrimSuffix(req.RawPath, "/")
+	if path == mcpPath && len(h.Networks) > 0 {
+		return h.serveMCP(ctx, req), nil
+	}
 	tier, ok := Routes[path]
 	if len(h.Networks) == 0 || !ok {
 		return cors(httpapi.JSON(http.StatusNotFound, map[string]string{"error": "not found"})), nil

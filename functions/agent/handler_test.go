@@ -915,10 +915,13 @@ func TestTheRailIsOffWithoutAWallet(t *testing.T) {
 }
 
 // The samples in events/agent stay valid: a price asked for (402), a
-// blank query (400), a header that is no payment (402, refused), and the
-// browser's preflight (204).
+// blank query (400), a header that is no payment (402, refused), the
+// browser's preflight (204), and the MCP server's two routes.
 func TestSampleEvents(t *testing.T) {
-	want := map[string]int{"ask-quick.json": 402, "ask-premium.json": 402, "empty-query.json": 400, "not-a-payment.json": 402, "preflight.json": 204}
+	want := map[string]int{"ask-quick.json": 402, "ask-premium.json": 402, "empty-query.json": 400, "not-a-payment.json": 402, "preflight.json": 204,
+		// The MCP server: an unpaid tools/call (its 402 is the result's), a
+		// client's try at a stream.
+		"mcp-ask-quick.json": 200, "mcp-stream.json": 405}
 	files, err := filepath.Glob("../../events/agent/*.json")
 	if err != nil || len(files) != len(want) {
 		t.Fatalf("samples %v %v: every sample needs an expectation here", files, err)

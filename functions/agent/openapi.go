@@ -90,7 +90,7 @@ func openAPI(s site, guidance string) obj {
 				"schema": obj{"type": "string", "pattern": agentOrderPattern}}},
 			"responses": orderStates(false)}}
 		paths[WellKnownPath] = docPath("x402Discovery", "The x402 discovery document: the paid resources and the MCP tools.", jsonBody(ref("X402Discovery")))
-		paths[MCPPath] = mcp()
+		paths[MCPPath] = mcpPaths()
 	}
 	return obj{
 		"openapi": "3.1.0",
@@ -231,9 +231,9 @@ func priced(s site, tier oracle.Tier) obj {
 	}}}}}
 }
 
-// mcp is the MCP server's endpoint, briefly: JSON-RPC 2.0 over Streamable
+// mcpPaths is the MCP server's endpoint, briefly: JSON-RPC 2.0 over Streamable
 // HTTP; its tools are listed by tools/list.
-func mcp() obj {
+func mcpPaths() obj {
 	names := make([]string, 0, len(tools))
 	for _, t := range tools {
 		names = append(names, t.Name)

@@ -504,7 +504,7 @@ func TestStrangersWritesAreThrottledApart(t *testing.T) {
 	}
 	for _, route := range []string{"POST /api/checkout", "POST /api/chat/signin",
 		"POST /x402/query", "POST /x402/query/full", "POST /x402/query/premium",
-		"OPTIONS /x402/query", "OPTIONS /x402/query/full", "OPTIONS /x402/query/premium"} {
+		"OPTIONS /x402/query", "OPTIONS /x402/query/full", "OPTIONS /x402/query/premium", "POST /mcp", "GET /mcp"} {
 		settings, ok := routes[route].(map[string]any)
 		if !ok {
 			t.Errorf("%s has no throttle of its own", route)
