@@ -1,9 +1,12 @@
-// Package x402client runs the official x402 TypeScript client (pay.mjs beside
-// it: @x402/fetch, @x402/evm and viem at the versions package-lock.json pins,
+// Package x402client runs the official x402 and MCP TypeScript clients (the
+// scripts beside it, on @x402/fetch, @x402/evm, @x402/extensions,
+// @modelcontextprotocol/sdk and viem at the versions package-lock.json pins,
 // which `make tools` installs with npm ci) against an endpoint, and decodes
-// what it printed. It is how the tests pay the agent rail as an unmodified
-// third-party client would, so that our reading of the protocol is checked
-// against someone else's.
+// what they printed: pay.mjs pays over HTTP, validate.mjs checks a 402 with
+// the official packages, mcp.mjs buys a tool over MCP, and Conformance runs
+// the MCP conformance suite. It is how the tests use the agent rail as an
+// unmodified third-party client would, so that our reading of the protocols
+// is checked against someone else's.
 package x402client
 
 import (
@@ -17,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +58,11 @@ type Result struct {
 	PaymentSignatures []string `json:"paymentSignatures,omitempty"`
 	// Payer is the paying address (from the replayed header with Replay).
 	Payer string `json:"payer"`
-	// Answers holds both answers with Options.Twice, the first as above.
+	// PaymentID is the payment-identifier id in PaymentSignature's payload,
+	// empty when it carries none.
+	PaymentID string `json:"paymentId"`
+	// Answers holds every answer to the signed request with Options.Twice or
+	// Options.Retries, in the order sent, the client's first.
 	Answers []Answer `json:"answers,omitempty"`
 }
 
@@ -70,12 +78,20 @@ type Options struct {
 	Twice bool
 	// Network restricts the client to one network (CAIP-2).
 	Network string
+	// PaymentID makes the client add the payment-identifier extension with
+	// this id to a payment whose 402 declares it.
+	PaymentID string
+	// Retries sends the very same signed request (or Replay's) this many
+	// more times after the first answer, one after another: an agent
+	// retrying after a lost answer.
+	Retries int
+	// Concurrent sends the Retries all at once.
+	Concurrent bool
 }
 
-// Client runs pay.mjs with node.
+// Client runs the scripts with node.
 type Client struct {
-	node   string
-	script string
+	node string
 }
 
 // Dir is this package's directory: pay.mjs, package.json and the lock file.
@@ -94,7 +110,7 @@ func New(tb testing.TB) *Client {
 	if err := CheckInstalled(Dir()); err != nil {
 		tb.Fatalf("%v: run make tools (npm ci in infra/x402client)", err)
 	}
-	return &Client{node: node, script: filepath.Join(Dir(), "pay.mjs")}
+	return &Client{node: node}
 }
 
 // CheckInstalled says whether node_modules under dir holds every package of
@@ -139,7 +155,7 @@ func CheckInstalled(dir string) error {
 // returns what it reported. Any HTTP status is a Result; an error means no
 // answer came (or the script failed), with what the script said.
 func (c *Client) Pay(ctx context.Context, url, body string, o Options) (Result, error) {
-	args := []string{c.script}
+	var args []string
 	if o.Twice {
 		args = append(args, "--twice")
 	}
@@ -149,27 +165,48 @@ func (c *Client) Pay(ctx context.Context, url, body string, o Options) (Result, 
 	if o.Network != "" {
 		args = append(args, "--network", o.Network)
 	}
+	if o.PaymentID != "" {
+		args = append(args, "--payment-id", o.PaymentID)
+	}
+	if o.Retries > 0 {
+		args = append(args, "--retries", strconv.Itoa(o.Retries))
+	}
+	if o.Concurrent {
+		args = append(args, "--concurrent")
+	}
 	args = append(args, "--", url)
 	if body != "" {
 		args = append(args, body)
 	}
-	cmd := exec.CommandContext(ctx, c.node, args...)
-	cmd.Dir = Dir()
-	cmd.Env = environ(o.Key)
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return Result{}, fmt.Errorf("x402client: pay %s: %w: %s", url, err, strings.TrimSpace(stderr.String()))
-	}
 	var r Result
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		return Result{}, fmt.Errorf("x402client: pay %s: reading its report: %w", url, err)
+	if err := c.run(ctx, "pay.mjs", args, nil, o.Key, &r); err != nil {
+		return Result{}, fmt.Errorf("x402client: pay %s: %w", url, err)
 	}
 	if r.Status == 0 {
 		return Result{}, errors.New("x402client: pay " + url + ": the report names no status")
 	}
 	return r, nil
+}
+
+// run runs script (a file of this package's directory) with args, stdin and
+// the payer's key, and decodes the one JSON object it prints into out.
+func (c *Client) run(ctx context.Context, script string, args []string, stdin []byte, key string, out any) error {
+	cmd := exec.CommandContext(ctx, c.node, append([]string{filepath.Join(Dir(), script)}, args...)...)
+	cmd.Dir = Dir()
+	cmd.Env = environ(key)
+	cmd.WaitDelay = 5 * time.Second
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w: %s", script, err, strings.TrimSpace(stderr.String()))
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		return fmt.Errorf("%s: reading its report: %w", script, err)
+	}
+	return nil
 }
 
 // environ is this process's environment with the payer's key set to key, or

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,9 +62,16 @@ var onBase = map[string]any{
 
 // payee is an x402 resource server at its simplest: 402 with PAYMENT-REQUIRED
 // until a PAYMENT-SIGNATURE arrives, then 200 with PAYMENT-RESPONSE; a header
-// it has seen before is refused with 402, as a replay.
+// it has seen before is refused with 402, as a replay, unless its payment
+// carries a payment-identifier: then it is answered as the first time was,
+// as the extension's idempotency asks.
 type payee struct {
-	accepts  []any // default: requirement alone
+	accepts    []any          // default: requirement alone
+	extensions map[string]any // the 402's extensions, if any
+	// together holds every repeat of a signed header until this many
+	// repeats are in, so that only repeats sent at once are answered.
+	together int
+	arrived  chan struct{} // closed when they are
 	mu       sync.Mutex
 	received []string
 }
@@ -78,10 +86,18 @@ func (p *payee) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	seen := slices.Contains(p.received, sig)
 	p.received = append(p.received, sig)
+	if p.together > 0 && len(p.received) == 1+p.together {
+		close(p.arrived)
+	}
 	p.mu.Unlock()
-	if seen {
-		p.require(w, r, "authorization already used")
-		return
+	if seen && p.together > 0 {
+		// Read whole, the request's context ends when its client goes.
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-p.arrived:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	var payload struct {
 		Payload struct {
@@ -96,6 +112,10 @@ func (p *payee) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		p.require(w, r, "undecodable payment: "+err.Error())
+		return
+	}
+	if seen && paymentID(sig) == "" {
+		p.require(w, r, "authorization already used")
 		return
 	}
 	w.Header().Set("PAYMENT-RESPONSE", encode(map[string]any{
@@ -114,6 +134,9 @@ func (p *payee) require(w http.ResponseWriter, r *http.Request, why string) {
 	if p.accepts == nil {
 		required["accepts"] = []any{requirement}
 	}
+	if p.extensions != nil {
+		required["extensions"] = p.extensions
+	}
 	w.Header().Set("PAYMENT-REQUIRED", encode(required))
 	w.WriteHeader(http.StatusPaymentRequired)
 	json.NewEncoder(w).Encode(required)
@@ -123,6 +146,28 @@ func (p *payee) headers() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.received)
+}
+
+// paymentID is the payment-identifier id in a PAYMENT-SIGNATURE header's
+// payload, or "".
+func paymentID(header string) string {
+	var p struct {
+		Extensions struct {
+			PaymentIdentifier struct {
+				Info struct {
+					ID string `json:"id"`
+				} `json:"info"`
+			} `json:"payment-identifier"`
+		} `json:"extensions"`
+	}
+	raw, err := base64.StdEncoding.DecodeString(header)
+	if err == nil {
+		err = json.Unmarshal(raw, &p)
+	}
+	if err != nil {
+		return ""
+	}
+	return p.Extensions.PaymentIdentifier.Info.ID
 }
 
 func encode(v any) string {
@@ -345,5 +390,88 @@ func TestCheckInstalled(t *testing.T) {
 	write("node_modules/@x402/fetch/package.json", `{"version": "2.27.0"}`)
 	if err := x402client.CheckInstalled(dir); err != nil {
 		t.Errorf("installed as locked: %v", err)
+	}
+}
+
+func TestPaymentIdentifierAndRetries(t *testing.T) {
+	c := x402client.New(t)
+	const id = "pay_0123456789abcdef0123"
+	cases := []struct {
+		name     string
+		declared bool // the 402 declares payment-identifier
+		opts     x402client.Options
+		wantID   string // in the payment the payee received
+		statuses []int  // every answer to the signed request, in the order sent
+	}{
+		{name: "an id the 402 declares", declared: true, opts: x402client.Options{PaymentID: id}, wantID: id, statuses: []int{200}},
+		{name: "an id the 402 does not declare", opts: x402client.Options{PaymentID: id}, statuses: []int{200}},
+		{name: "a retry with the id", declared: true, opts: x402client.Options{PaymentID: id, Retries: 1}, wantID: id, statuses: []int{200, 200}},
+		{name: "three retries one after another", declared: true, opts: x402client.Options{PaymentID: id, Retries: 3}, wantID: id, statuses: []int{200, 200, 200, 200}},
+		{name: "ten retries at once", declared: true, opts: x402client.Options{PaymentID: id, Retries: 10, Concurrent: true}, wantID: id,
+			statuses: slices.Repeat([]int{200}, 11)},
+		{name: "a retry without an id", declared: true, opts: x402client.Options{Retries: 1}, statuses: []int{200, 402}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &payee{}
+			if tc.declared {
+				p.extensions = extensions(t)
+			}
+			if tc.opts.Concurrent {
+				p.together, p.arrived = tc.opts.Retries, make(chan struct{})
+			}
+			srv := httptest.NewServer(p)
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r, err := c.Pay(ctx, srv.URL+"/x402/query", `{"query":"Should I?"}`, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPayment(t, r.PaymentSignature, r.Payer)
+			checkSettled(t, r.Answer, r.Payer)
+			if r.PaymentID != tc.wantID {
+				t.Errorf("the report's paymentId %q, want %q", r.PaymentID, tc.wantID)
+			}
+			// Every copy sent is the very header the client signed, and the
+			// id is in it as the payee decodes it.
+			got := p.headers()
+			if want := slices.Repeat([]string{r.PaymentSignature}, len(tc.statuses)); !slices.Equal(got, want) {
+				t.Fatalf("the payee received %d header(s) %q, want the signed one %d time(s)", len(got), got, len(want))
+			}
+			if id := paymentID(got[0]); id != tc.wantID {
+				t.Errorf("the payee received payment-identifier %q, want %q", id, tc.wantID)
+			}
+			if tc.opts.Retries == 0 {
+				if r.Answers != nil {
+					t.Errorf("%d answers reported without retries", len(r.Answers))
+				}
+				return
+			}
+			var statuses []int
+			for _, a := range r.Answers {
+				statuses = append(statuses, a.Status)
+				if a.Status == http.StatusOK {
+					checkSettled(t, a, r.Payer)
+				}
+			}
+			if !slices.Equal(statuses, tc.statuses) {
+				t.Errorf("answers %v, want %v", statuses, tc.statuses)
+			}
+		})
+	}
+}
+
+func TestPayUsage(t *testing.T) {
+	c := x402client.New(t)
+	for _, o := range []x402client.Options{
+		{PaymentID: "too-short"},
+		{PaymentID: "pay_0123456789abcdef!"},
+		{Concurrent: true},
+	} {
+		_, err := c.Pay(context.Background(), "http://127.0.0.1:9/x402/query", "", o)
+		if err == nil || !strings.Contains(err.Error(), "exit status 2") {
+			t.Errorf("%+v: %v, want a usage error", o, err)
+		}
 	}
 }
