@@ -179,3 +179,19 @@ func TestAnExampleVerdictOfEachTier(t *testing.T) {
 		t.Fatalf("%d example verdicts", len(exampleVerdicts))
 	}
 }
+
+// TestAnIconOnlyWhereACatalogueCanFetchIt: the 402's iconUrl names the
+// site's icon on a public host, and is left out on a loopback name or an
+// IP literal, which the official package refuses.
+func TestAnIconOnlyWhereACatalogueCanFetchIt(t *testing.T) {
+	for base, public := range map[string]bool{
+		"https://oracle.example": true, "https://api.42sisters.ai": true, "http://localhost:3000": false,
+		"http://127.0.0.1:3000": false, "http://[::1]:3000": false, "http://ip6-localhost": false, "http://1234": false,
+		"http://0x7f000001": false, "https://user@oracle.example": false,
+	} {
+		h := &Handler{BaseURL: base}
+		if got := h.resourceOf(base+"/x402/query", oracle.TierQuick).IconURL; (got == base+IconPath) != public || (!public && got != "") {
+			t.Errorf("%s: iconUrl %q", base, got)
+		}
+	}
+}

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/oracle"
@@ -35,8 +38,32 @@ func describe(tier oracle.Tier) string {
 
 // resourceOf is the resource at url selling tier's verdict.
 func (h *Handler) resourceOf(url string, tier oracle.Tier) x402.ResourceInfo {
-	return x402.ResourceInfo{URL: url, MimeType: "application/json", Description: describe(tier),
-		ServiceName: serviceName, Tags: serviceTags, IconURL: h.BaseURL + IconPath}
+	r := x402.ResourceInfo{URL: url, MimeType: "application/json", Description: describe(tier),
+		ServiceName: serviceName, Tags: serviceTags}
+	if publicHost(h.BaseURL) {
+		r.IconURL = h.BaseURL + IconPath
+	}
+	return r
+}
+
+// publicHost reports whether base names a host a catalogue can fetch an
+// icon from: the official extensions package drops an iconUrl on a
+// loopback name or an IP literal (sanitizeResourceServiceMetadata), so a
+// local stack's 402 names none.
+func publicHost(base string) bool {
+	u, err := neturl.Parse(base)
+	if err != nil || u.User != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	switch host {
+	case "", "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback":
+		return false
+	}
+	if net.ParseIP(host) != nil || strings.HasPrefix(host, "0x") || strings.Trim(host, "0123456789") == "" {
+		return false
+	}
+	return true
 }
 
 // httpOffer is the offer of a paid route: POST path with a JSON body.
