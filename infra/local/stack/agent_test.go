@@ -31,7 +31,7 @@ func TestAnAgentPaysWithTheOfficialClient(t *testing.T) {
 	t.Parallel()
 	client := x402client.New(t)
 	o := options(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, err := stack.Start(ctx, o)
 	if err != nil {
@@ -152,6 +152,7 @@ func TestAnAgentPaysWithTheOfficialClient(t *testing.T) {
 	if agentOrders != 2 {
 		t.Fatalf("%d agent orders, want 2", agentOrders)
 	}
+	anAgentFindsAndBuys(t, ctx, s, client)
 }
 
 // facilitatorCall is one call the fake facilitator received.
