@@ -20,7 +20,7 @@ X402CLIENT          := infra/x402client/node_modules/.package-lock.json
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget.
 FUZZTIME ?=
 
-.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke smoke-wallet ops inbox-replay chat-price x402-pay invoke tools clean
+.PHONY: run run-tools test lint fmt-check vet staticcheck cfn-lint tracked-files unit fuzz fuzz-core crash bench bench-burst cost prompt-check build deploy smoke smoke-wallet ops inbox-replay chat-price x402-pay mcp-pay invoke tools clean
 
 # How every function's bootstrap is built, by `make build` and by `sam build`
 # (BuildMethod: makefile runs build-<LogicalId> below with ARTIFACTS_DIR set).
@@ -216,13 +216,29 @@ smoke-wallet:
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@.build/smoke -new-wallet
 
-## x402-pay: pays `make run`'s agent rail as any agent would, with the official x402 client (infra/x402client) and a fresh key (X402_PRIVATE_KEY: a key of your own), e.g. make x402-pay TIER=quick QUERY='Should I take the job?'; prints the answer, the decoded PAYMENT-RESPONSE and the header the client sent
+## x402-pay: pays `make run`'s agent rail as any agent would, with the official x402 client (infra/x402client) and a fresh key (X402_PRIVATE_KEY: a key of your own), e.g. make x402-pay TIER=quick QUERY='Should I take the job?'; PAYMENT_ID=<id> (16-128 of A-Za-z0-9_-) adds the payment-identifier extension; RETRY=1 sends the same signed payment once more after its answer (under PAYMENT_ID, or a fresh id): the same answer, paid once; prints the answer, the decoded PAYMENT-RESPONSE, the header the client sent and, with RETRY=1, both answers
 X402_BASE ?= http://localhost:3000
 x402-pay: $(X402CLIENT)
 	@case "$(or $(TIER),quick)" in quick) route=/x402/query;; full) route=/x402/query/full;; strategy|premium) route=/x402/query/premium;; \
-		*) echo "usage: make x402-pay TIER=quick|full|strategy QUERY='…'"; exit 2;; esac; \
+		*) echo "usage: make x402-pay TIER=quick|full|strategy QUERY='…' [PAYMENT_ID=<id>] [RETRY=1]"; exit 2;; esac; \
 	body=$$(node -e 'console.log(JSON.stringify({query: process.env.QUERY ?? ""}))'); \
-	node infra/x402client/pay.mjs -- "$(X402_BASE)$$route" "$$body"
+	$(X402_PAYMENT_ID) \
+	node infra/x402client/pay.mjs $${id:+--payment-id "$$id"} $(if $(RETRY),--retry) -- "$(X402_BASE)$$route" "$$body"
+
+## mcp-pay: buys a tier's verdict from `make run`'s MCP server (POST /mcp) as any agent would: the official MCP client and x402 client (infra/x402client/mcp.mjs) and a fresh key (X402_PRIVATE_KEY: a key of your own), e.g. make mcp-pay TIER=quick QUERY='Should I take the job?'; PAYMENT_ID=<id> and RETRY=1 as for x402-pay; prints the tools, the payment-required result, the paid result (the verdict, or an order_id for oracle_result) and its x402/payment-response
+mcp-pay: $(X402CLIENT)
+	@case "$(or $(TIER),quick)" in quick) tool=oracle_quick_take;; full) tool=oracle_full_breakdown;; strategy|premium) tool=oracle_strategy_session;; \
+		*) echo "usage: make mcp-pay TIER=quick|full|strategy QUERY='…' [PAYMENT_ID=<id>] [RETRY=1]"; exit 2;; esac; \
+	args=$$(node -e 'console.log(JSON.stringify({query: process.env.QUERY ?? ""}))'); \
+	$(X402_PAYMENT_ID) \
+	node infra/x402client/mcp.mjs $${id:+--payment-id "$$id"} $(if $(RETRY),--retry) -- "$(X402_BASE)/mcp" "$$tool" "$$args"
+
+# The payment identifier of x402-pay and mcp-pay, in the shell's id: the
+# environment's PAYMENT_ID (read there, never pasted into the command), or
+# with RETRY=1 a fresh one, since only a payment carrying one is answered
+# again rather than refused as a replay.
+X402_PAYMENT_ID = id="$${PAYMENT_ID:-}"; \
+	if [ -z "$$id" ] && [ -n "$(RETRY)" ]; then id=$$(node -e 'console.log("retry_" + require("crypto").randomBytes(12).toString("hex"))'); fi;
 
 # The official x402 client, installed by npm ci exactly as its lock file pins
 # it, again whenever the lock or package.json is newer than the install.

@@ -81,10 +81,13 @@ type Runner struct {
 type run struct {
 	session string
 	order   oracle.Order
-	// agent is the agent payment's order, once the deployment named it;
-	// agentNA says why the agent stages do not apply.
-	agent   *agentRun
-	agentNA string
+	// agent and mcp are the agent payments' orders (over HTTP and as the
+	// MCP tool), each once the deployment named it; mcpClient is the MCP
+	// conversation; agentNA says why the agent stages do not apply.
+	agent     *agentRun
+	mcp       *agentRun
+	mcpClient *mcpClient
+	agentNA   string
 	// chat is the smoke account's sign-in, once it was asked for.
 	chat *chatRun
 }
@@ -112,7 +115,7 @@ func (r *Runner) Run(ctx context.Context) Report {
 			rep.Results = append(rep.Results, res)
 			continue
 		}
-		if n == len(stages) && st.session == "" && st.agent == nil && st.chat == nil {
+		if n == len(stages) && st.session == "" && st.agent == nil && st.mcp == nil && st.chat == nil {
 			res.Outcome, res.Err = Skip, "nothing was made to clean up"
 			rep.Results = append(rep.Results, res)
 			continue
@@ -405,16 +408,19 @@ func (r *Runner) cleanup(ctx context.Context, st *run) (string, error) {
 			done = append(done, fig)
 		}
 	}
-	if st.agent != nil {
+	for _, a := range []*agentRun{st.agent, st.mcp} {
+		if a == nil {
+			continue
+		}
 		// Only an order flagged smoke, in test mode, can be deleted.
-		deleted, err := r.Orders.DeleteSmoke(ctx, st.agent.order)
+		deleted, err := r.Orders.DeleteSmoke(ctx, a.order)
 		switch {
 		case err != nil:
-			failed = append(failed, "the agent order: "+err.Error())
+			failed = append(failed, "the agent order "+oracle.ShortID(a.order)+": "+err.Error())
 		case deleted:
-			done = append(done, oracle.ShortID(st.agent.order)+" deleted")
+			done = append(done, oracle.ShortID(a.order)+" deleted")
 		default:
-			done = append(done, "no agent order to delete")
+			done = append(done, "no agent order "+oracle.ShortID(a.order)+" to delete")
 		}
 	}
 	if st.chat != nil {

@@ -39,13 +39,16 @@ import (
 //     and creates nothing: no Stripe session, no order;
 //   - on a healthy stack it prints 13/13 PASS, exits 0 and raises one INFO
 //     SMOKE_PASSED, having paid the agent rail on Base Sepolia with the
-//     stack's smoke wallet through the fake facilitator and had one
+//     stack's smoke wallet through the fake facilitator, over HTTP and as
+//     the MCP tool, once each (the HTTP payment's retry under its
+//     identifier paying nothing), and had one
 //     exchange of Sisters Chat's trial as the smoke address (its sign-in
 //     email in the mailbox's smoke list), and afterwards the orders and
 //     chat tables, the customers' mailbox and the audit log's counts
 //     (every record flagged smoke) show nothing of it;
 //   - the scheduled function passes the same way, with a verdict slower
-//     than the agent function's wait polled for at the 202's Location;
+//     than the agent function's wait polled for at the 202's Location
+//     and with oracle_result;
 //   - with the smoke address's sign-in links used up for the hour, the
 //     chat stage alone fails, named in the one CRITICAL alert;
 //   - with the fake Gemini answering 503 the command names the failing
@@ -121,13 +124,15 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		if got := customerMail(t, s.APIURL, true); !strings.Contains(got, "/chat/signin?token=") {
 			t.Errorf("the smoke list of the mailbox has no sign-in email:\n%s", got)
 		}
-		// The agent stages paid, as an agent does, from the smoke wallet.
-		if !regexp.MustCompile(`\[STAGE 10\] Agent payment \(x402\) \.+ PASS  answer=20[02] order=x402_test_\w{16} tx=0x[0-9a-f]{64}\n`).MatchString(out) ||
-			!regexp.MustCompile(`\[STAGE 11\] Agent verdict \(x402\) \.+ PASS  verdict=\w+ record=x402/OK`).MatchString(out) {
-			t.Errorf("the agent stages did not pay and get a verdict:\n%s", out)
+		// The agent stages paid, as agents do, from the smoke wallet: over
+		// HTTP and as the MCP tool, each once; the HTTP payment sent again
+		// under its identifier was answered from its order, paying nothing.
+		if !regexp.MustCompile(`\[STAGE 10\] Agent payment \(x402\) \.+ PASS  answer=20[02] order=x402_test_\w{16} tx=0x[0-9a-f]{64} mcp: answer=(ready|pending) order=x402_test_\w{16} tx=0x[0-9a-f]{64}\n`).MatchString(out) ||
+			!regexp.MustCompile(`\[STAGE 11\] Agent verdict \(x402\) \.+ PASS  verdict=\w+ record=x402/OK records=\d+ retry=200,same_order,paid_once mcp: verdict=\w+ record=x402/OK records=\d+\n`).MatchString(out) {
+			t.Errorf("the agent stages did not pay over HTTP and MCP and get both verdicts:\n%s", out)
 		}
-		if settled := smokeSettlements(t, s); settled != 1 {
-			t.Errorf("the fake facilitator settled %d payments from the smoke wallet, want 1", settled)
+		if settled := smokeSettlements(t, s); settled != 2 {
+			t.Errorf("the fake facilitator settled %d payments from the smoke wallet, want 2 (HTTP and MCP)", settled)
 		}
 		session := regexp.MustCompile(`session_id=(cs_test_\w+)`).FindStringSubmatch(out)
 		if session == nil {
@@ -170,8 +175,8 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 		if !rep.OK() || rep.ExitCode() != 0 {
 			t.Fatalf("report:\n%s", rep)
 		}
-		if fig := rep.Results[9].Figure; !strings.HasPrefix(fig, "answer=202 ") {
-			t.Errorf("stage 10 says %q, want the paid request answered 202 (the verdict polled for)", fig)
+		if fig := rep.Results[9].Figure; !strings.HasPrefix(fig, "answer=202 ") || !strings.Contains(fig, " mcp: answer=pending ") {
+			t.Errorf("stage 10 says %q, want the paid request answered 202 and the paid tool pending (the verdicts polled for)", fig)
 		}
 		waitForAlert(t, s, alert.SmokePassed, before)
 		if n := len(since(alertsOf(s, alert.SmokeFailed), s, before)); n != 0 {
@@ -211,7 +216,7 @@ func TestSmokeTestOnTheLocalStack(t *testing.T) {
 				signIns++
 			}
 		}
-		if len(records) == 0 || agent < 2 || exchanges < 2 || signIns < 2 {
+		if len(records) == 0 || agent < 4 || exchanges < 2 || signIns < 2 {
 			t.Fatalf("the runs left %d audit records, %d of them x402 payments, %d chat exchanges and %d of sign-in emails; want those of both runs", len(records), agent, exchanges, signIns)
 		}
 		if left := chatItems(t, s); len(left) != 0 {
