@@ -175,8 +175,12 @@ func decoded(t testing.TB, b []byte) any {
 // stored) passes its tier's schema and the Verdict schema, and no other
 // tier's.
 func TestTheVerdictSchemaAcceptsEveryStoredVerdict(t *testing.T) {
+	t.Parallel()
 	doc := spec(t, railOff)
-	for i := range 300 {
+	// Sixty prompts draw every phrase of the fake's lists several times
+	// (124 distinct verdicts); each check is a schema walk with patterns,
+	// slow under -race.
+	for i := range 60 {
 		for _, tier := range oracle.Tiers() {
 			a := fakegemini.Verdict(fmt.Sprintf("Should I open bakery number %d?", i), tier)
 			stored, err := a.CanonicalJSON()
