@@ -251,7 +251,10 @@ func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandl
 		ctx, cancel, info := mcpContext(ctx)
 		defer cancel()
 		t := &payment{started: h.Now(), tier: tier, endpoint: "mcp:" + name, offer: o, request: info.id}
-		sent := req.Params.Meta[metaPayment]
+		sent, err := sentPayment(info, req)
+		if err != nil {
+			return h.toolResult(ctx, t, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload)), nil
+		}
 		// A call with neither arguments nor payment is a probe, as a POST
 		// with neither body nor payment is: it gets the offer. Arguments
 		// that are there are checked first: a bad query is refused, never
@@ -285,14 +288,28 @@ func noArguments(args json.RawMessage) bool {
 	return json.Unmarshal(a, &m) == nil && len(m) == 0
 }
 
-// decodePayment reads _meta["x402/payment"] as a PaymentPayload, within
-// maxPaymentJSON. The SDK decoded it as generic JSON; it is read again as
-// its shape, unknown fields ignored as the header's decoder ignores them.
-func decodePayment(v any) (x402.PaymentPayload, error) {
+// sentPayment is a call's _meta["x402/payment"] as JSON, nil when it sent
+// none: as serveMCP took it from the body, or, from a batch's call (the
+// 2025-03-26 protocol's), as the SDK decoded it.
+func sentPayment(info mcpRequest, req *mcp.CallToolRequest) (json.RawMessage, error) {
+	if info.taken {
+		return info.payment, nil
+	}
+	v := req.Params.Meta[metaPayment]
+	if v == nil {
+		return nil, nil
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return x402.PaymentPayload{}, fmt.Errorf("agent: the MCP payment: %w", err)
+		return nil, fmt.Errorf("agent: the MCP payment: %w", err)
 	}
+	return raw, nil
+}
+
+// decodePayment reads _meta["x402/payment"] as a PaymentPayload, within
+// maxPaymentJSON, unknown fields ignored as the header's decoder ignores
+// them.
+func decodePayment(raw json.RawMessage) (x402.PaymentPayload, error) {
 	if len(raw) > maxPaymentJSON {
 		return x402.PaymentPayload{}, fmt.Errorf("agent: the MCP payment is %d bytes, over the %d allowed", len(raw), maxPaymentJSON)
 	}
