@@ -270,6 +270,7 @@ func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandl
 		if sent == nil {
 			return h.toolResult(ctx, t, h.required(t, "")), nil
 		}
+		stackAhead()
 		p, err := decodePayment(sent)
 		if err != nil {
 			return h.toolResult(ctx, t, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload)), nil
@@ -277,6 +278,28 @@ func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandl
 		return h.toolResult(ctx, t, h.pay(ctx, t, p)), nil
 	})
 }
+
+// stackAhead grows the calling goroutine's stack once, while it is still
+// shallow, to what a tool's store and facilitator calls reach. The SDK
+// runs each call on a goroutine of its own, whose stack starts at a few
+// KB; a paid call's reaches between 64 and 128 KB (the AWS SDK's
+// middleware is some 60 frames deep) and got there by doubling, each time
+// copying every frame it held, the last times deep inside the calls:
+// about 200 µs a paid call, in the CPU profile of
+// BenchmarkAgentMCPPaidRequest. One growth at the tool's entry copies a
+// few frames. The HTTP rail runs on the Lambda's own goroutine, whose
+// stack stays grown from one request to the next.
+//
+//go:noinline
+func stackAhead() {
+	var frame [64 << 10]byte
+	touch(frame[:])
+}
+
+// touch keeps stackAhead's frame from being optimised away.
+//
+//go:noinline
+func touch(b []byte) { b[0] = 0 }
 
 // noArguments reports whether a call's arguments are absent, null or {}.
 func noArguments(args json.RawMessage) bool {
@@ -388,6 +411,7 @@ func (h *Handler) resultTool(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || !oracle.IsAgentOrder(args.OrderID) {
 		return toolError("order_id must be the order_id a paid Oracle tool answered: x402_live_ or x402_test_ and 32 letters or digits."), nil
 	}
+	stackAhead()
 	id := args.OrderID
 	ctx = obs.WithOrder(ctx, id)
 	log := h.Log.With(obs.Order(id), "endpoint", "mcp:"+ResultTool)
