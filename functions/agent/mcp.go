@@ -82,15 +82,14 @@ func (h *Handler) serveMCP(ctx context.Context, req httpapi.Request) httpapi.Res
 }
 
 // takePayment takes _meta["x402/payment"] out of a tools/call request
-// before the SDK reads it. The SDK decodes a call's params, _meta with
-// them, into generic maps four times over (the transport's checks, the
-// session's, the call's), each decode with a 32 KB buffer of its own; the
-// payment is most of a paid call's bytes, and its tool reads it once, as
-// its shape, from the request's context (sentPayment). The member is cut
-// from the body as it came, every other byte kept. Any other body (no
-// payment, a batch, another method, a key twice, JSON the SDK refuses)
-// goes on whole, taken false: the tool then reads the payment the SDK
-// decoded, if there is one.
+// before the SDK reads it. The SDK reads a call's body twice and decodes
+// its _meta into generic maps three times (the transport's checks, the
+// session's, the call's); the payment is most of a paid call's bytes, and
+// its tool reads it once, as its shape, from the request's context
+// (sentPayment). The member is cut from the body as it came, every other
+// byte kept. Any other body (no payment, a batch, another method, a key
+// twice, JSON the SDK refuses) goes on whole, taken false: the tool then
+// reads the payment the SDK decoded, if there is one.
 func takePayment(body []byte) (rest []byte, payment json.RawMessage, taken bool) {
 	if !bytes.Contains(body, []byte(metaPayment)) {
 		return body, nil, false
