@@ -50,6 +50,14 @@ var Budgets = []budget{
 		judge: ownShare("BenchmarkAgentPaidRequest"),
 	},
 	{
+		// The same purchase through the MCP tool (POST /mcp, the payment in
+		// _meta): its own work adds the go-sdk's session and JSON-RPC and
+		// the adapter around them, against the same calls.
+		name:  "agent over MCP: own work / its store, queue and facilitator calls",
+		limit: "≤ 1 %",
+		judge: ownShare("BenchmarkAgentMCPPaidRequest"),
+	},
+	{
 		// The model a Replier that answers at once: its own work is the
 		// chat reply's budget below.
 		name:  "chat exchange: own work / its store and audit calls",

@@ -13,6 +13,7 @@ import (
 const (
 	webhookLine   = "BenchmarkWebhookEndToEnd-2   \t      48\t  23722024 ns/op\t     23004 calls-µs/op\t         6.000 calls/op\t         3.114 own-%\t       716.2 own-µs/op\t     22126 wire-µs/op\t  292116 B/op\t    2965 allocs/op"
 	agentLine     = "BenchmarkAgentPaidRequest-2   \t      40\t  46152776 ns/op\t     45667 calls-µs/op\t         0.961 own-%\t       438.7 own-µs/op\t  438712 B/op\t    4510 allocs/op"
+	mcpLine       = "BenchmarkAgentMCPPaidRequest-2   \t      30\t  84312215 ns/op\t      1061 after-µs/op\t     83230 calls-µs/op\t         0.8751 own-%\t       728.4 own-µs/op\t  790544 B/op\t    4991 allocs/op"
 	storeDownLine = "BenchmarkWebhookStoreDown-2   \t       3\t3601678745 ns/op\t      3602 answer-ms\t      7500 bound-ms\t      4051 max-ms"
 	pipelineLine  = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
 	healthLine    = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
@@ -110,6 +111,13 @@ func TestVerdicts(t *testing.T) {
 		{"webhook within (own-% changed)", "webhook", strings.Replace(webhookLine, "3.114 own-%", "0.914 own-%", 1), Pass, "0.91 %"},
 		{"webhook without its ratio", "webhook", "BenchmarkWebhookEndToEnd-2 \t 67 \t 17128113 ns/op \t 293641 B/op \t 2942 allocs/op", Missing, "reports no own-%"},
 		{"webhook not run", "webhook", pipelineLine, Missing, "no BenchmarkWebhookEndToEnd"},
+		{"the agent's own work within", "agent (x402)", agentLine, Pass, "0.96 % (439 µs of own work, 45.7 ms of calls)"},
+		{"the agent's own work over (changed)", "agent (x402)", strings.Replace(agentLine, "0.961 own-%", "1.22 own-%", 1), Fail, "1.22 %"},
+		{"the agent's row reads no MCP figure", "agent (x402)", mcpLine, Missing, "no BenchmarkAgentPaidRequest"},
+		{"the MCP path's own work within", "agent over MCP", mcpLine, Pass, "0.88 % (728 µs of own work, 83.2 ms of calls)"},
+		{"the MCP path's own work over (changed)", "agent over MCP", strings.Replace(mcpLine, "0.8751 own-%", "1.22 own-%", 1), Fail, "1.22 %"},
+		{"the MCP path without its ratio", "agent over MCP", "BenchmarkAgentMCPPaidRequest-2 \t 30 \t 84312215 ns/op \t 790544 B/op \t 4991 allocs/op", Missing, "reports no own-%"},
+		{"the MCP path not run", "agent over MCP", agentLine, Missing, "no BenchmarkAgentMCPPaidRequest"},
 		{"store down within VC-5's bound", "webhook, store down", storeDownLine, Pass, "0.54× (longest 4.1 s, mean 3.6 s, bound 7.5 s)"},
 		{"store down past the bound (changed)", "webhook, store down", strings.Replace(storeDownLine, "4051 max-ms", "9051 max-ms", 1), Fail, "1.21×"},
 		{"store down not run", "webhook, store down", webhookLine, Missing, "no BenchmarkWebhookStoreDown"},
@@ -194,10 +202,10 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 16 budgets failed, 16 missing their benchmark"}},
-		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + agentLine + "\n" + storeDownLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 17 budgets failed, 17 missing their benchmark"}},
+		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + agentLine + "\n" + mcpLine + "\n" + storeDownLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 16.94 GeneratorFunction-MB \t 15.06 HealthFunction-MB \t 16.94 max-MB\n" +
-			hangLine + chatLine + exchangeLine), 0, []string{"all 16 budgets met"}},
+			hangLine + chatLine + exchangeLine), 0, []string{"all 17 budgets met"}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},
