@@ -97,35 +97,19 @@ func ptrTo[T any](v T) *T { return &v }
 func (h *Handler) toolOffer(name string, tier oracle.Tier) offer {
 	return offer{
 		resource: h.resourceOf(h.BaseURL+mcpPath, tier),
-		bazaar: x402.Extension{
-			Info: map[string]any{
-				"input": map[string]any{"type": "mcp", "tool": name, "toolName": name, "description": describe(tier),
-					"transport": mcpTransport, "inputSchema": paidBodySchema(), "example": map[string]any{"query": exampleQuery}},
-				"output": map[string]any{"type": "json", "example": h.exampleAnswer(tier)},
+		bazaar: h.bazaar(tier,
+			map[string]any{"type": "mcp", "tool": name, "toolName": name, "description": describe(tier),
+				"transport": mcpTransport, "inputSchema": paidBodySchema(), "example": map[string]any{"query": exampleQuery}},
+			map[string]any{
+				"type":        map[string]any{"type": "string", "const": "mcp"},
+				"tool":        map[string]any{"type": "string", "const": name},
+				"toolName":    map[string]any{"type": "string", "const": name},
+				"description": map[string]any{"type": "string"},
+				"transport":   map[string]any{"type": "string", "enum": []any{mcpTransport}},
+				"inputSchema": map[string]any{"type": "object"},
+				"example":     paidBodySchema(),
 			},
-			Schema: map[string]any{
-				"$schema": "https://json-schema.org/draft/2020-12/schema",
-				"type":    "object",
-				"properties": map[string]any{
-					"input": map[string]any{
-						"type": "object",
-						"properties": map[string]any{
-							"type":        map[string]any{"type": "string", "const": "mcp"},
-							"tool":        map[string]any{"type": "string", "const": name},
-							"toolName":    map[string]any{"type": "string", "const": name},
-							"description": map[string]any{"type": "string"},
-							"transport":   map[string]any{"type": "string", "enum": []any{mcpTransport}},
-							"inputSchema": map[string]any{"type": "object"},
-							"example":     paidBodySchema(),
-						},
-						"required":             []any{"type", "tool", "toolName", "inputSchema"},
-						"additionalProperties": false,
-					},
-					"output": outputSchema(),
-				},
-				"required": []any{"input"},
-			},
-		},
+			"type", "tool", "toolName", "inputSchema"),
 	}
 }
 

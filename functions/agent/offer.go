@@ -70,31 +70,32 @@ func publicHost(base string) bool {
 func (h *Handler) httpOffer(path string, tier oracle.Tier) offer {
 	return offer{
 		resource: h.resourceOf(h.BaseURL+path, tier),
-		bazaar: x402.Extension{
-			Info: map[string]any{
-				"input": map[string]any{"type": "http", "method": "POST", "bodyType": "json",
-					"body": map[string]any{"query": exampleQuery}},
-				"output": map[string]any{"type": "json", "example": h.exampleAnswer(tier)},
+		bazaar: h.bazaar(tier,
+			map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": map[string]any{"query": exampleQuery}},
+			map[string]any{
+				"type":     map[string]any{"type": "string", "const": "http"},
+				"method":   map[string]any{"type": "string", "enum": []any{"POST"}},
+				"bodyType": map[string]any{"type": "string", "enum": []any{"json"}},
+				"body":     paidBodySchema(),
 			},
-			Schema: map[string]any{
-				"$schema": "https://json-schema.org/draft/2020-12/schema",
-				"type":    "object",
-				"properties": map[string]any{
-					"input": map[string]any{
-						"type": "object",
-						"properties": map[string]any{
-							"type":     map[string]any{"type": "string", "const": "http"},
-							"method":   map[string]any{"type": "string", "enum": []any{"POST"}},
-							"bodyType": map[string]any{"type": "string", "enum": []any{"json"}},
-							"body":     paidBodySchema(),
-						},
-						"required":             []any{"type", "method", "bodyType", "body"},
-						"additionalProperties": false,
-					},
-					"output": outputSchema(),
-				},
-				"required": []any{"input"},
+			"type", "method", "bodyType", "body"),
+	}
+}
+
+// bazaar is the bazaar extension of tier's offer: info's input as given,
+// an example verdict of the tier as its output, and the Draft 2020-12
+// schema that validates both, input's properties as given, nothing more.
+func (h *Handler) bazaar(tier oracle.Tier, input, inputProps map[string]any, required ...any) x402.Extension {
+	return x402.Extension{
+		Info: map[string]any{"input": input, "output": map[string]any{"type": "json", "example": h.exampleAnswer(tier)}},
+		Schema: map[string]any{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"type":    "object",
+			"properties": map[string]any{
+				"input":  map[string]any{"type": "object", "properties": inputProps, "required": required, "additionalProperties": false},
+				"output": outputSchema(),
 			},
+			"required": []any{"input"},
 		},
 	}
 }
