@@ -1,6 +1,7 @@
 package x402
 
 import (
+	"encoding/base64"
 	"errors"
 	"testing"
 	"time"
@@ -40,6 +41,10 @@ func FuzzDecodePayment(f *testing.F) {
 	for _, h := range []string{"", "x", "bm90IGpzb24=", "e30=", "e30", "W10=", "bnVsbA==", "eyJ4NDAyVmVyc2lvbiI6Mn0="} {
 		f.Add(h)
 	}
+	for _, ext := range []string{`{"payment-identifier":{"info":{"required":false,"id":"pay_7d5d747be160e280504c"}}}`,
+		`{"payment-identifier":{"info":{"id":7}}}`, `{"payment-identifier":[]}`, `{"payment-identifier":{"info":{"id":"short"}}}`} {
+		f.Add(base64.StdEncoding.EncodeToString([]byte(`{"x402Version":2,"extensions":` + ext + `}`)))
+	}
 	accepts := offers()
 	f.Fuzz(func(t *testing.T, header string) {
 		p, err := DecodePaymentSignature(header)
@@ -55,6 +60,11 @@ func FuzzDecodePayment(f *testing.F) {
 			if !errors.As(err, &r) || !reasons[r.Reason] {
 				t.Fatalf("%s refused with %v, not one of the protocol's reasons", step, err)
 			}
+		}
+		// The payment identifier, the one extension read: an id of its
+		// form, none, or an ErrPaymentIdentifier.
+		if id, err := PaymentIdentifier(p); err != nil && !errors.Is(err, ErrPaymentIdentifier) || err == nil && id != "" && !ValidPaymentID(id) {
+			t.Fatalf("payment identifier %q, %v", id, err)
 		}
 		// The signer proved against the client's own claim, as a refused
 		// payment's record is keyed.
