@@ -17,6 +17,7 @@ import (
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/fulfil"
+	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/tracing"
 	"42sisters.ai/oracle/shared/x402"
@@ -34,6 +35,16 @@ import (
 // traces extension after the answer, which the next request waits for,
 // untimed). after-µs/op is that work after the answer.
 func BenchmarkAgentPaidRequest(b *testing.B) {
+	benchPaidRequests(b, func(_ int, p x402.PaymentPayload) httpapi.Request {
+		header, _ := x402.EncodeHeader(p)
+		return request("/x402/query", body, header)
+	}, func(resp httpapi.Response) bool { return resp.StatusCode == http.StatusAccepted })
+}
+
+// benchPaidRequests measures one new paid request per iteration, made by
+// build from a fresh payment of the quick tier and answered as ok says,
+// reporting own-%, own-µs/op, calls-µs/op and after-µs/op.
+func benchPaidRequests(b *testing.B, build func(i int, p x402.PaymentPayload) httpapi.Request, ok func(httpapi.Response) bool) {
 	provision.AsDeployed(b, "AgentFunction")
 	e := newEnvWith(b, func(cfg *aws.Config) { cfg.APIOptions = append(cfg.APIOptions, tracing.AWS) })
 	t := &callTimer{}
@@ -58,19 +69,18 @@ func BenchmarkAgentPaidRequest(b *testing.B) {
 	// answer, and waits for the extension's work after it. Each payer is
 	// new: the fake chain gives an address 10 USDC, 200 payments.
 	pay := func(i int) (answer, after time.Duration) {
-		p, err := x402.NewPayment(wallet(b), req, nil, time.Now(), rand.Reader)
+		payment, err := x402.NewPayment(wallet(b), req, nil, time.Now(), rand.Reader)
 		if err != nil {
 			b.Fatal(err)
 		}
-		header, _ := x402.EncodeHeader(p)
-		r := request("/x402/query", body, header)
+		r := build(i, payment)
 		api.Invoke(b, fmt.Sprint("req-", i))
 		b.StartTimer()
 		start := time.Now()
 		resp, err := handle(ctx, r)
 		answered := time.Now()
 		b.StopTimer()
-		if err != nil || resp.StatusCode != http.StatusAccepted {
+		if err != nil || !ok(resp) {
 			b.Fatalf("%v %d %s", err, resp.StatusCode, resp.Body)
 		}
 		api.WaitNext(b)

@@ -1,23 +1,13 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
-	"42sisters.ai/oracle/infra/provision"
-	"42sisters.ai/oracle/infra/testkit"
-	"42sisters.ai/oracle/shared/oracle"
-	"42sisters.ai/oracle/shared/tracing"
+	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/x402"
 )
 
@@ -30,64 +20,14 @@ import (
 // the SDK's session and JSON-RPC, the payment's decoding from _meta and
 // the result's encoding.
 func BenchmarkAgentMCPPaidRequest(b *testing.B) {
-	provision.AsDeployed(b, "AgentFunction")
-	e := newEnvWith(b, func(cfg *aws.Config) { cfg.APIOptions = append(cfg.APIOptions, tracing.AWS) })
-	t := &callTimer{}
-	e.h.Authorizations = timedAuthorizations{e.h.Authorizations, t}
-	e.h.Orders = timedOrders{e.h.Orders, t}
-	e.h.Facilitator = timedFacilitator{e.h.Facilitator, t}
-	e.h.Payer = timedPayer{e.h.Payer, t}
-	e.h.Audit = timedAuditor{e.h.Audit, t}
-	e.h.Now = time.Now
-	e.clock.Add(time.Until(e.clock.Now()) * -1)
-	rx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
-	b.Cleanup(rx.Close)
-	api := testkit.NewExtensionsAPI(b)
-	p := tracing.Start(tracing.Settings{Service: "agent", URL: rx.URL + "/v1/traces", Timeout: tracing.DefaultTimeout, RuntimeAPI: api.Addr()}, aws.Config{}, e.h.Log)
-	api.WaitNext(b)
-	handle := tracing.Invocations(p, e.h.Handle)
-	ctx := context.Background()
-	sepolia, _ := x402.LookupNetwork(x402.NetworkBaseSepolia)
-	req := x402.Requirement(sepolia, oracle.TierQuick.PriceUSDCAtomic(), payTo, e.h.MaxTimeout)
-	pay := func(i int) (answer, after time.Duration) {
-		p, err := x402.NewPayment(wallet(b), req, nil, time.Now(), rand.Reader)
-		if err != nil {
-			b.Fatal(err)
-		}
+	benchPaidRequests(b, func(i int, p x402.PaymentPayload) httpapi.Request {
 		payment, _ := json.Marshal(p)
 		r := request(mcpPath, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"oracle_quick_take",`+
 			`"arguments":{"query":"Should I open a bakery on my street?"},"_meta":{"x402/payment":%s}}}`, i+1000, payment), "")
 		r.Headers["accept"] = "application/json, text/event-stream"
 		r.Headers["mcp-protocol-version"] = "2025-11-25"
-		api.Invoke(b, fmt.Sprint("req-", i))
-		b.StartTimer()
-		start := time.Now()
-		resp, err := handle(ctx, r)
-		answered := time.Now()
-		b.StopTimer()
-		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"status":"pending"`) {
-			b.Fatalf("%v %d %s", err, resp.StatusCode, resp.Body)
-		}
-		api.WaitNext(b)
-		return answered.Sub(start), time.Since(answered)
-	}
-	b.StopTimer()
-	for i := range warmPayments {
-		pay(-1 - i)
-	}
-	t.reset()
-	var handled, after time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		answer, tail := pay(i)
-		handled += answer
-		after += tail
-	}
-	calls, n := t.total(), float64(b.N)
-	own := handled - calls
-	b.ReportMetric(float64(own.Microseconds())/n, "own-µs/op")
-	b.ReportMetric(float64(calls.Microseconds())/n, "calls-µs/op")
-	b.ReportMetric(100*float64(own)/float64(calls), "own-%")
-	b.ReportMetric(float64(after.Microseconds())/n, "after-µs/op")
+		return r
+	}, func(resp httpapi.Response) bool {
+		return resp.StatusCode == http.StatusOK && strings.Contains(resp.Body, `"status":"pending"`)
+	})
 }
