@@ -40,12 +40,20 @@ type pendingAnswer struct {
 // corrupt one is set aside, alerted once and generated again, and the
 // agent polls for the repaired one.
 func (h *Handler) answer(ctx context.Context, t *payment, s *x402.SettleResponse) outcome {
+	return h.answerRead(ctx, t, s, nil)
+}
+
+// answerRead is answer whose first read of the order is read, when the
+// caller has just made it.
+func (h *Handler) answerRead(ctx context.Context, t *payment, s *x402.SettleResponse, read *oracle.Order) outcome {
 	// The wait runs on the handler's clock; the request's deadline is
 	// wall-clock time.
 	deadline := h.Now().Add(min(h.Wait, h.timeLeft(ctx)-h.Reserve))
 	for {
-		o, found, err := h.Orders.Get(ctx, t.order.SessionID)
-		if err != nil {
+		o, found, err := oracle.Order{}, false, error(nil)
+		if read != nil {
+			o, found, read = *read, true, nil
+		} else if o, found, err = h.Orders.Get(ctx, t.order.SessionID); err != nil {
 			h.logFor(t).WarnContext(ctx, "reading the order while waiting for its verdict failed", "error", err.Error())
 		}
 		if found && o.Status == oracle.StatusReady {

@@ -526,5 +526,8 @@ func (h *Handler) repeated(ctx context.Context, t *payment, use, claimed store.P
 		}
 		return h.required(t, reason)
 	}
+	if found {
+		return h.answerRead(ctx, t, s, &o)
+	}
 	return h.answer(ctx, t, s)
 }
