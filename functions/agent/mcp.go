@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -24,10 +22,12 @@ const mcpPath = "/mcp"
 // mcpVersion is the server's version in its implementation info.
 const mcpVersion = "1.0.0"
 
-// mcpState is the MCP server, made once per Handler on its first call.
+// mcpState is the MCP server, made once per Handler on its first call:
+// the SDK's handler, and the direct path to its tools (mcp_direct.go).
 type mcpState struct {
 	once    sync.Once
 	handler http.Handler
+	direct  directTools
 }
 
 // mcpRequest is what a tool's handler needs of the API Gateway request
@@ -36,10 +36,6 @@ type mcpState struct {
 type mcpRequest struct {
 	id       string // API Gateway's, for the audit record's name
 	deadline time.Time
-	// payment is the call's _meta["x402/payment"], taken out of the body
-	// before the SDK reads it (takePayment); nil when there was none.
-	payment json.RawMessage
-	taken   bool // the body was a single tools/call, read for its payment
 }
 
 type mcpRequestKey struct{}
@@ -63,8 +59,7 @@ func (h *Handler) serveMCP(ctx context.Context, req httpapi.Request) httpapi.Res
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err)
 	}
-	body, payment, taken := takePayment(body)
-	info := mcpRequest{id: requestID(req), payment: payment, taken: taken}
+	info := mcpRequest{id: requestID(req)}
 	if d, ok := ctx.Deadline(); ok {
 		info.deadline = d
 	}
@@ -77,96 +72,10 @@ func (h *Handler) serveMCP(ctx context.Context, req httpapi.Request) httpapi.Res
 	}
 	r.Host = httpapi.Header(req, "Host")
 	w := &recorder{header: http.Header{}}
-	h.mcpHandler().ServeHTTP(w, r)
+	if !h.mcpServer().direct.serve(w, r, body) {
+		h.mcpServer().handler.ServeHTTP(w, r)
+	}
 	return w.response()
-}
-
-// takePayment takes _meta["x402/payment"] out of a tools/call request
-// before the SDK reads it. The SDK reads a call's body twice and decodes
-// its _meta into generic maps three times (the transport's checks, the
-// session's, the call's); the payment is most of a paid call's bytes, and
-// its tool reads it once, as its shape, from the request's context
-// (sentPayment). The member is cut from the body as it came, every other
-// byte kept. Any other body (no payment, a batch, another method, a key
-// twice, JSON the SDK refuses) goes on whole, taken false: the tool then
-// reads the payment the SDK decoded, if there is one.
-func takePayment(body []byte) (rest []byte, payment json.RawMessage, taken bool) {
-	if !bytes.Contains(body, []byte(metaPayment)) {
-		return body, nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var method string
-	var from, to, seen int
-	err := members(dec, func(key string, _ int) error {
-		switch key {
-		case "method":
-			seen++
-			return dec.Decode(&method)
-		case "params":
-			seen++
-			return members(dec, func(key string, _ int) error {
-				if key != "_meta" {
-					return skip(dec)
-				}
-				seen++
-				return members(dec, func(key string, at int) error {
-					if key != metaPayment {
-						return skip(dec)
-					}
-					seen++
-					from = at
-					err := dec.Decode(&payment)
-					to = int(dec.InputOffset())
-					return err
-				})
-			})
-		}
-		return skip(dec)
-	})
-	if err != nil || dec.More() || method != "tools/call" || seen != 4 {
-		return body, nil, false
-	}
-	// The member after a comma goes with it; the first goes with the
-	// comma that follows it, if another member does.
-	if body[from] != ',' {
-		if next := bytes.TrimLeft(body[to:], " \t\r\n"); len(next) > 0 && next[0] == ',' {
-			to = len(body) - len(next) + 1
-		}
-	}
-	rest = make([]byte, 0, len(body)-(to-from))
-	rest = append(append(rest, body[:from]...), body[to:]...)
-	if bytes.Equal(payment, []byte("null")) {
-		payment = nil
-	}
-	return rest, payment, true
-}
-
-// members reads a JSON object from dec, calling f with each member's key
-// and the offset where the member begins (its comma, after the first);
-// f reads the member's value.
-func members(dec *json.Decoder, f func(key string, at int) error) error {
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return errors.New("agent: not a JSON object")
-	}
-	for dec.More() {
-		at := int(dec.InputOffset())
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, _ := t.(string)
-		if err := f(key, at); err != nil {
-			return err
-		}
-	}
-	_, err := dec.Token()
-	return err
-}
-
-// skip reads past dec's next value.
-func skip(dec *json.Decoder) error {
-	var v json.RawMessage
-	return dec.Decode(&v)
 }
 
 // ownOrigin reports whether origin is the site's own (BASE_URL's). On a
@@ -198,19 +107,24 @@ func mcpPlain(status int, text string) httpapi.Response {
 	}}
 }
 
-// mcpHandler is the Streamable HTTP handler around the MCP server.
-func (h *Handler) mcpHandler() http.Handler {
+// mcpServer is the Streamable HTTP handler around the MCP server and the
+// direct path to the same tools.
+func (h *Handler) mcpServer() *mcpState {
 	h.mcp.once.Do(func() {
 		// The SDK's own lines are its warnings and errors: at INFO it says
 		// every stateless request's session came and went.
 		log := slog.New(atLeast{h.Log.Handler(), slog.LevelWarn})
 		server := mcp.NewServer(&mcp.Implementation{Name: "oracle", Title: serviceName, Version: mcpVersion, WebsiteURL: h.BaseURL},
 			&mcp.ServerOptions{Logger: log, Instructions: mcpInstructions})
-		h.addTools(server)
+		h.mcp.direct = directTools{}
+		h.addTools(func(t *mcp.Tool, handler mcp.ToolHandler) {
+			server.AddTool(t, onGrownStack(handler))
+			h.mcp.direct[t.Name] = handler
+		})
 		h.mcp.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 			&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log, MaxRequestBodyBytes: MaxBody})
 	})
-	return h.mcp.handler
+	return &h.mcp
 }
 
 // mcpInstructions tell a model how the tools fit together.

@@ -13,12 +13,12 @@ import (
 
 // BenchmarkAgentMCPPaidRequest is BenchmarkAgentPaidRequest over MCP: one
 // new paid tools/call per iteration (the payment in _meta), through the
-// real handler and the go-sdk's stateless server, against moto and the
-// fake facilitator over HTTP, traced as deployed. own-µs/op is the time of
-// Handle less the time in its calls, the same calls as the HTTP rail's;
-// beside the local check it holds the MCP path's own work: the adapter,
-// the SDK's session and JSON-RPC, the payment's decoding from _meta and
-// the result's encoding.
+// real handler, as the official clients send it at 2025-11-25, against
+// moto and the fake facilitator over HTTP, traced as deployed. own-µs/op
+// is the time of Handle less the time in its calls, the same calls as the
+// HTTP rail's; beside the local check it holds the MCP path's own work:
+// the adapter, the direct path's reading of the call and encoding of its
+// answer (mcp_direct.go), the payment's decoding from _meta.
 func BenchmarkAgentMCPPaidRequest(b *testing.B) {
 	benchPaidRequests(b, func(i int, p x402.PaymentPayload) httpapi.Request {
 		payment, _ := json.Marshal(p)

@@ -634,64 +634,10 @@ func TestEveryAgentTextPassesTheContentFilter(t *testing.T) {
 	testkit.LiteralsPassTheFilter(t, ".")
 }
 
-// TestTheAdapterCutsOnlyThePaymentFromACall: takePayment hands a single
-// tools/call's _meta["x402/payment"] to the tool and the SDK the same
-// request without it, every other member kept; any other body goes to the
-// SDK whole, and nothing is taken from it.
-func TestTheAdapterCutsOnlyThePaymentFromACall(t *testing.T) {
-	const pay = `{"x402Version":2,"payload":{"signature":"0xab"}}`
-	taken := []struct{ name, body, payment string }{
-		{"the only member", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"oracle_quick_take","arguments":{"query":"q"},"_meta":{"x402/payment":` + pay + `}}}`, pay},
-		{"first of three", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"x402/payment":` + pay + `,"progressToken":7,"io.x/a":[1,{"b":"}"}]},"name":"t"}}`, pay},
-		{"between two", `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"t","_meta":{"progressToken":"p","x402/payment":` + pay + `,"protocolVersion":"2026-07-28"}}}`, pay},
-		{"last, with spaces", "{ \"params\" : { \"name\" : \"t\" , \"_meta\" : { \"a\" : 1 ,\n\t\"x402/payment\" : " + pay + " } } , \"method\" : \"tools/call\" , \"jsonrpc\" : \"2.0\" , \"id\" : 2 }", pay},
-		{"null", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"x402/payment":null}}}`, ""},
-		{"not an object", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"x402/payment":"a string"}}}`, `"a string"`},
-	}
-	for _, c := range taken {
-		t.Run(c.name, func(t *testing.T) {
-			rest, payment, ok := takePayment([]byte(c.body))
-			if !ok || string(payment) != c.payment {
-				t.Fatalf("taken %v, payment %s; want %s", ok, payment, c.payment)
-			}
-			var got, want map[string]any
-			if err := json.Unmarshal(rest, &got); err != nil {
-				t.Fatalf("the rest is no JSON object: %v: %s", err, rest)
-			}
-			_ = json.Unmarshal([]byte(c.body), &want)
-			delete(want["params"].(map[string]any)["_meta"].(map[string]any), metaPayment)
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("the rest %s, want %v", rest, want)
-			}
-		})
-	}
-	whole := map[string]string{
-		"no payment":               `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1}}}`,
-		"the key escaped":          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"x402\/payment":` + pay + `}}}`,
-		"in the arguments":         `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"x402/payment":` + pay + `}}}`,
-		"a batch":                  `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"x402/payment":` + pay + `}}}]`,
-		"another method":           `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x402/payment":` + pay + `}}}`,
-		"the method twice":         `{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"t","_meta":{"x402/payment":` + pay + `}}}`,
-		"the params twice":         `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"x402/payment":` + pay + `}},"params":{"name":"t"}}`,
-		"the payment twice":        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"x402/payment":` + pay + `,"x402/payment":` + pay + `}}}`,
-		"params not an object":     `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["x402/payment"]}`,
-		"no JSON":                  `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"x402/payment":`,
-		"a second value after one": `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"x402/payment":` + pay + `}}} {}`,
-	}
-	for name, body := range whole {
-		t.Run(name, func(t *testing.T) {
-			rest, payment, ok := takePayment([]byte(body))
-			if ok || payment != nil || string(rest) != body {
-				t.Fatalf("taken %v, payment %s, rest %s", ok, payment, rest)
-			}
-		})
-	}
-}
-
-// TestAPaymentTheAdapterLeavesIsStillRead: a payment whose key is spelt
-// with an escape, which the adapter leaves in the body, is read from the
-// _meta the SDK decoded, and pays as any other.
-func TestAPaymentTheAdapterLeavesIsStillRead(t *testing.T) {
+// TestAPaymentTheDirectPathLeavesIsStillRead: a call whose payment's key
+// is spelt with an escape, which the direct path leaves to the SDK, has
+// its payment read from the _meta the SDK decoded, and pays as any other.
+func TestAPaymentTheDirectPathLeavesIsStillRead(t *testing.T) {
 	e := newEnv(t)
 	req := e.offer("/x402/query").Accepts[0]
 	payment := mcpJSON(t, e.payload(wallet(t), req, nil))

@@ -47,11 +47,11 @@ var maxPaymentJSON = base64.StdEncoding.DecodedLen(x402.MaxHeaderBytes)
 // mcpTransport is the bazaar's name of the MCP server's transport.
 const mcpTransport = "streamable-http"
 
-// addTools registers the four tools.
-func (h *Handler) addTools(s *mcp.Server) {
+// addTools registers the four tools with add.
+func (h *Handler) addTools(add func(*mcp.Tool, mcp.ToolHandler)) {
 	for _, name := range slices.Sorted(maps.Keys(MCPTools)) {
 		tier := MCPTools[name]
-		s.AddTool(&mcp.Tool{
+		add(&mcp.Tool{
 			Name:  name,
 			Title: "The Oracle: " + tier.Name(),
 			Description: fmt.Sprintf("%s. Costs %s USDC, paid over x402: called without a payment, the tool answers what to pay "+
@@ -67,7 +67,7 @@ func (h *Handler) addTools(s *mcp.Server) {
 				ReadOnlyHint: false, DestructiveHint: ptrTo(false), IdempotentHint: false, OpenWorldHint: ptrTo(true)},
 		}, h.paidTool(name, tier, h.toolOffer(name, tier)))
 	}
-	s.AddTool(&mcp.Tool{
+	add(&mcp.Tool{
 		Name:  ResultTool,
 		Title: "The Oracle: a verdict by its order_id",
 		Description: "Free. Reads the verdict a paid Oracle tool sold, by the order_id it answered: the verdict when it is ready, " +
@@ -235,7 +235,7 @@ func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandl
 		ctx, cancel, info := mcpContext(ctx)
 		defer cancel()
 		t := &payment{started: h.Now(), tier: tier, endpoint: "mcp:" + name, offer: o, request: info.id}
-		sent, err := sentPayment(info, req)
+		sent, err := sentPayment(req)
 		if err != nil {
 			return h.toolResult(ctx, t, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload)), nil
 		}
@@ -254,7 +254,6 @@ func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandl
 		if sent == nil {
 			return h.toolResult(ctx, t, h.required(t, "")), nil
 		}
-		stackAhead()
 		p, err := decodePayment(sent)
 		if err != nil {
 			return h.toolResult(ctx, t, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload)), nil
@@ -263,16 +262,24 @@ func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandl
 	})
 }
 
-// stackAhead grows the calling goroutine's stack once, while it is still
-// shallow, to what a tool's store and facilitator calls reach. The SDK
+// onGrownStack is tool with its goroutine's stack grown first. The SDK
 // runs each call on a goroutine of its own, whose stack starts at a few
 // KB; a paid call's reaches between 64 and 128 KB (the AWS SDK's
 // middleware is some 60 frames deep) and got there by doubling, each time
 // copying every frame it held, the last times deep inside the calls:
-// about 200 µs a paid call, in the CPU profile of
-// BenchmarkAgentMCPPaidRequest. One growth at the tool's entry copies a
-// few frames. The HTTP rail runs on the Lambda's own goroutine, whose
-// stack stays grown from one request to the next.
+// about 200 µs a paid call in the CPU profile of
+// BenchmarkAgentMCPPaidRequest, when the SDK served every call. One growth at the tool's entry copies a
+// few frames. The direct path and the HTTP rail run on the Lambda's own
+// goroutine, whose stack stays grown from one request to the next.
+func onGrownStack(tool mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		stackAhead()
+		return tool(ctx, req)
+	}
+}
+
+// stackAhead grows the calling goroutine's stack to what a tool's calls
+// reach, while it is still shallow.
 //
 //go:noinline
 func stackAhead() {
@@ -296,16 +303,16 @@ func noArguments(args json.RawMessage) bool {
 }
 
 // sentPayment is a call's _meta["x402/payment"] as JSON, nil when it sent
-// none: as serveMCP took it from the body, or, from a batch's call (the
-// 2025-03-26 protocol's), as the SDK decoded it.
-func sentPayment(info mcpRequest, req *mcp.CallToolRequest) (json.RawMessage, error) {
-	if info.taken {
-		return info.payment, nil
+// none: as the direct path read it from the body, or as the SDK decoded
+// it.
+func sentPayment(req *mcp.CallToolRequest) (json.RawMessage, error) {
+	switch v := req.Params.Meta[metaPayment].(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return v, nil
 	}
 	v := req.Params.Meta[metaPayment]
-	if v == nil {
-		return nil, nil
-	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("agent: the MCP payment: %w", err)
@@ -395,7 +402,6 @@ func (h *Handler) resultTool(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || !oracle.IsAgentOrder(args.OrderID) {
 		return toolError("order_id must be the order_id a paid Oracle tool answered: x402_live_ or x402_test_ and 32 letters or digits."), nil
 	}
-	stackAhead()
 	id := args.OrderID
 	ctx = obs.WithOrder(ctx, id)
 	log := h.Log.With(obs.Order(id), "endpoint", "mcp:"+ResultTool)
