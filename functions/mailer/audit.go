@@ -25,6 +25,12 @@ func (h *Handler) record(t *task, event audit.Event, status audit.Status, detail
 // auditMail writes the record of the task's delivery; to is the address it
 // went to, kept as a keyed hash ("" when none was found).
 func (h *Handler) auditMail(ctx context.Context, t *task, status audit.Status, detail *string, to string) {
+	h.auditMailCounted(ctx, t, status, detail, to, true)
+}
+
+// auditMailCounted is auditMail, which counts the email's end only when
+// count is set: a record written again (recordAgain) is not another email.
+func (h *Handler) auditMailCounted(ctx context.Context, t *task, status audit.Status, detail *string, to string, count bool) {
 	r := h.record(t, audit.MailEvent(t.job.Kind), status, detail)
 	if to != "" {
 		r.Email = h.Hasher.Email(to)
@@ -37,7 +43,9 @@ func (h *Handler) auditMail(ctx context.Context, t *task, status audit.Status, d
 		r.WaitMS = wait.Milliseconds()
 		figs = append(figs, obs.Waited(obs.EmailWait, wait, audit.WaitBudget)...)
 	}
-	h.Metrics.Emit(figs...)
+	if count {
+		h.Metrics.Emit(figs...)
+	}
 	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameMail, t.job.Kind))
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 
@@ -39,21 +38,4 @@ func (h *Handler) compose(kind oracle.MailKind, o oracle.Order) (letter.Message,
 // link is the order's result page.
 func (h *Handler) link(o oracle.Order) string {
 	return h.BaseURL + "/oracle/result?session_id=" + url.QueryEscape(o.SessionID)
-}
-
-// recipient reads the address from Stripe at send time:
-// customer_details.email, then customer_email.
-func (h *Handler) recipient(ctx context.Context, o oracle.Order) (string, error) {
-	src := h.Live
-	if !o.Livemode {
-		src = h.Test
-	}
-	if src == nil {
-		return "", fmt.Errorf("no Stripe key for %s sessions", map[bool]string{true: "live", false: "test"}[o.Livemode])
-	}
-	s, err := src.RetrieveSession(ctx, o.SessionID)
-	if err != nil {
-		return "", fmt.Errorf("recipient: %w", err)
-	}
-	return s.Email, nil
 }

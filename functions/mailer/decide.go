@@ -9,6 +9,7 @@ import (
 
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/store"
 )
 
 // The mailer's decisions, as functions of what they decide from: no I/O,
@@ -26,8 +27,8 @@ const (
 
 // next is what a mail job of kind calls for when its order is o (found
 // false: there is none). Each email is owed only while the order is in
-// the state it tells of; an unknown kind is sent, so that composing it
-// fails loudly.
+// the state it tells of (store.MailOwed, which the delivery's claim also
+// requires); an unknown kind is sent, so that composing it fails loudly.
 func next(kind oracle.MailKind, o oracle.Order, found bool) step {
 	if !found {
 		return stepUnknownOrder
@@ -39,22 +40,7 @@ func next(kind oracle.MailKind, o oracle.Order, found bool) step {
 	if o.Status == oracle.StatusQuarantined && (kind == oracle.MailVerdict || kind == oracle.MailDivergence) {
 		return stepFollowUps
 	}
-	owed := true
-	switch kind {
-	case oracle.MailVerdict:
-		owed = o.Status == oracle.StatusReady && o.Verdict != ""
-	case oracle.MailSilentDrop:
-		owed = o.Status == oracle.StatusDropped
-	case oracle.MailFailed:
-		owed = o.Status == oracle.StatusFailed
-	case oracle.MailReview:
-		owed = o.Status == oracle.StatusHeld || o.Status == oracle.StatusQuarantined
-	case oracle.MailDivergence:
-		owed = o.Status == oracle.StatusReady && oracle.NotifyDivergence(o.Divergence)
-	case oracle.MailRefund:
-		owed = o.Status == oracle.StatusRefunded
-	}
-	if !owed {
+	if !store.MailOwed(kind, o) {
 		return stepNotOwed
 	}
 	return stepSend

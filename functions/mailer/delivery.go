@@ -34,37 +34,41 @@ type delivery interface {
 // orderDeliveries are an order's deliveries, one per mail kind
 // (store.Orders).
 type orderDeliveries interface {
-	ClaimMail(ctx context.Context, sessionID string, kind oracle.MailKind, attempt int, lease time.Duration) (string, error)
+	ClaimOrderMail(ctx context.Context, sessionID string, kind oracle.MailKind, attempt int, lease time.Duration) (store.MailClaim, error)
 	MailSent(ctx context.Context, sessionID string, kind oracle.MailKind, token, result string, state oracle.MailState) error
 	MailFailed(ctx context.Context, sessionID string, kind oracle.MailKind, token string, try store.Try, nextAt time.Time) ([]store.Try, error)
 	ReleaseMail(ctx context.Context, sessionID string, kind oracle.MailKind, token string) error
 }
 
 // orderMail is the delivery of an order's email of one kind, kept on the
-// order's item.
+// order's item. Its claim is granted only while the order is owed the
+// email, and reads the order as it goes: read keeps what it read.
 type orderMail struct {
 	orders    orderDeliveries
 	sessionID string
 	kind      oracle.MailKind
+	read      store.MailClaim
 }
 
-func (d orderMail) claim(ctx context.Context, attempt int, lease time.Duration) (string, error) {
-	return d.orders.ClaimMail(ctx, d.sessionID, d.kind, attempt, lease)
+func (d *orderMail) claim(ctx context.Context, attempt int, lease time.Duration) (string, error) {
+	c, err := d.orders.ClaimOrderMail(ctx, d.sessionID, d.kind, attempt, lease)
+	d.read = c
+	return c.Token, err
 }
 
-func (d orderMail) sent(ctx context.Context, token, result string, state oracle.MailState) error {
+func (d *orderMail) sent(ctx context.Context, token, result string, state oracle.MailState) error {
 	return d.orders.MailSent(ctx, d.sessionID, d.kind, token, result, state)
 }
 
-func (d orderMail) failed(ctx context.Context, token string, try store.Try, nextAt time.Time) ([]store.Try, error) {
+func (d *orderMail) failed(ctx context.Context, token string, try store.Try, nextAt time.Time) ([]store.Try, error) {
 	return d.orders.MailFailed(ctx, d.sessionID, d.kind, token, try, nextAt)
 }
 
-func (d orderMail) release(ctx context.Context, token string) error {
+func (d *orderMail) release(ctx context.Context, token string) error {
 	return d.orders.ReleaseMail(ctx, d.sessionID, d.kind, token)
 }
 
-func (d orderMail) what() string {
+func (d *orderMail) what() string {
 	return "the " + string(d.kind) + " email of " + oracle.ShortID(d.sessionID)
 }
 

@@ -23,7 +23,7 @@ var deliveryOwners = []struct {
 	new  func(e *env, id string) delivery
 }{
 	{"an order's email", func(e *env, id string) delivery {
-		return orderMail{orders: e.orders, sessionID: id, kind: oracle.MailVerdict}
+		return &orderMail{orders: e.orders, sessionID: id, kind: oracle.MailVerdict}
 	}},
 	{"an inbox autoresponse", func(e *env, _ string) delivery {
 		b := make([]byte, 8)
@@ -107,9 +107,9 @@ func walk(ctx context.Context, t *testing.T, r delivery, steps []deliveryStep) {
 
 // Every owner's delivery record is claimed, marked sent, failed and
 // released the same way, and deliver needs nothing of an owner but its
-// record: given either owner's record (and an order store whose own
-// deliveries are out of reach), it sends the order's email once and closes
-// that record.
+// record: given either owner's record, claimed (and an order store whose
+// own deliveries are out of reach), it sends the order's email once and
+// closes that record.
 func TestEveryOwnersDeliveryIsOneRecord(t *testing.T) {
 	ctx := context.Background()
 	for _, owner := range deliveryOwners {
@@ -131,8 +131,14 @@ func TestEveryOwnersDeliveryIsOneRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := owner.new(e, id)
+			token, err := r.claim(ctx, 0, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
 			e.h.Orders = ordersWithoutDeliveries{Orders: e.orders, t: t}
-			if err := e.h.deliver(ctx, &task{job: queue.Job{SessionID: id, Kind: oracle.MailVerdict}, started: time.Now(), log: e.h.Log, order: o, delivery: r}); err != nil {
+			lookup := e.h.lookUp(ctx, id)
+			defer lookup.stop()
+			if err := e.h.deliver(ctx, &task{job: queue.Job{SessionID: id, Kind: oracle.MailVerdict}, started: time.Now(), log: e.h.Log, order: o, delivery: r, token: token}, lookup); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(e.inbox(addr)); n != 1 {
@@ -154,9 +160,9 @@ type ordersWithoutDeliveries struct {
 
 var errNoDeliveries = errors.New("deliver went past the task's delivery to the order store")
 
-func (o ordersWithoutDeliveries) ClaimMail(context.Context, string, oracle.MailKind, int, time.Duration) (string, error) {
+func (o ordersWithoutDeliveries) ClaimOrderMail(context.Context, string, oracle.MailKind, int, time.Duration) (store.MailClaim, error) {
 	o.t.Error(errNoDeliveries)
-	return "", errNoDeliveries
+	return store.MailClaim{}, errNoDeliveries
 }
 
 func (o ordersWithoutDeliveries) MailSent(context.Context, string, oracle.MailKind, string, string, oracle.MailState) error {
@@ -176,8 +182,7 @@ func (o ordersWithoutDeliveries) ReleaseMail(context.Context, string, oracle.Mai
 
 // notedDelivery is a delivery in memory that notes what is asked of it.
 type notedDelivery struct {
-	claimErr error
-	ops      []string
+	ops []string
 }
 
 const notedToken = "noted-token"
@@ -191,9 +196,6 @@ func (d *notedDelivery) note(op, token string) {
 
 func (d *notedDelivery) claim(_ context.Context, attempt int, _ time.Duration) (string, error) {
 	d.ops = append(d.ops, "claim "+strconv.Itoa(attempt))
-	if d.claimErr != nil {
-		return "", d.claimErr
-	}
 	return notedToken, nil
 }
 
@@ -218,13 +220,12 @@ func (d *notedDelivery) release(_ context.Context, token string) error {
 
 func (d *notedDelivery) what() string { return "the noted email" }
 
-// What deliver asks of the task's delivery for each outcome of a send,
-// over memory: the record's four operations are all it uses.
+// What deliver asks of the task's delivery, once claimed, for each outcome
+// of a send, over memory: the record's operations are all it uses.
 func TestDeliverUsesOnlyItsDelivery(t *testing.T) {
 	tests := []struct {
 		name       string
 		send       error
-		claimErr   error
 		suppressed bool
 		want       []string
 	}{
@@ -233,7 +234,6 @@ func TestDeliverUsesOnlyItsDelivery(t *testing.T) {
 		{name: "refused", send: &mail.Error{Class: mail.Permanent, Status: 400}, want: []string{"claim 0", "failed 0, for good"}},
 		{name: "blocked", send: &mail.Error{Class: mail.Blocked, Status: 400}, want: []string{"claim 0", "release"}},
 		{name: "suppressed", suppressed: true, want: []string{"claim 0", "sent none: suppressed suppressed"}},
-		{name: "already sent", claimErr: store.ErrAlreadySent, want: []string{"claim 0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -242,9 +242,13 @@ func TestDeliverUsesOnlyItsDelivery(t *testing.T) {
 				e.ledger.suppressed[e.h.Hasher.Email("customer@example.com")] = true
 			}
 			e.h.Orders = ordersWithoutDeliveries{Orders: e.orders, t: t}
-			d := &notedDelivery{claimErr: tc.claimErr}
-			tk := &task{job: start, started: e.clock.Now(), log: e.h.Log, order: e.orders.orders[memSession], delivery: d}
-			if err := e.h.deliver(context.Background(), tk); err != nil {
+			ctx := context.Background()
+			d := &notedDelivery{}
+			token, _ := d.claim(ctx, 0, time.Minute)
+			tk := &task{job: start, started: e.clock.Now(), log: e.h.Log, order: e.orders.orders[memSession], delivery: d, token: token}
+			addr := e.h.lookUp(ctx, memSession)
+			defer addr.stop()
+			if err := e.h.deliver(ctx, tk, addr); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(d.ops, tc.want) {

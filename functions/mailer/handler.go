@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -25,9 +26,9 @@ import (
 	"42sisters.ai/oracle/shared/tracing"
 )
 
-// Orders is the order store (shared/store).
+// Orders is the order store (shared/store): the mailer reads an order only
+// through its delivery's claim.
 type Orders interface {
-	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
 	orderDeliveries
 	QuarantineReady(ctx context.Context, sessionID string, q store.Quarantine) (bool, error)
 }
@@ -224,56 +225,98 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 	case oracle.ChatMail(t.job.Kind):
 		return h.sendChat(ctx, t)
 	}
-	order, found, err := h.Orders.Get(ctx, t.job.SessionID)
-	if err != nil {
+	return h.orderMail(ctx, t)
+}
+
+// orderMail sends an order's email. Its claim reads the order in the same
+// request and is granted only while the order is owed the email; the
+// address is read from Stripe and looked up on the suppression list
+// meanwhile, so the send waits on one round trip, not four.
+func (h *Handler) orderMail(ctx context.Context, t *task) error {
+	d := &orderMail{orders: h.Orders, sessionID: t.job.SessionID, kind: t.job.Kind}
+	t.delivery = d
+	addr := h.lookUp(ctx, t.job.SessionID)
+	defer addr.stop()
+	token, err := d.claim(ctx, t.job.Attempt, h.Lease)
+	t.order = d.read.Order
+	if errors.Is(err, store.ErrNoOrder) || errors.Is(err, store.ErrMailNotOwed) || err == nil {
+		switch next(t.job.Kind, t.order, !errors.Is(err, store.ErrNoOrder)) {
+		case stepUnknownOrder:
+			t.log.WarnContext(ctx, "mail job for an unknown order acknowledged")
+			return nil
+		case stepNotOwed:
+			// Granted only for an agent's order, which has no address.
+			if err == nil {
+				t.token = token
+				h.release(ctx, t)
+			}
+			t.log.WarnContext(ctx, "mail job for an order with nothing to send acknowledged", "status", string(t.order.Status))
+			return nil
+		case stepFollowUps:
+			t.log.InfoContext(ctx, "verdict quarantined; its follow-ups are queued again")
+			return h.quarantineFollowUps(ctx, t.order.SessionID)
+		}
+	}
+	if errors.Is(err, store.ErrAlreadySent) && sentBy(t.job.Kind, t.job.Attempt, d.read) {
+		// The job that sent it: it died after recording the send, maybe
+		// before the send's records (see records).
+		t.log.InfoContext(ctx, "mail already sent; duplicate job acknowledged, its records written where missing")
+		return h.recordAgain(ctx, t, d.read.Result, addr)
+	}
+	if done, err := claimed(ctx, t, err); done || err != nil {
 		return err
 	}
-	t.order = order
-	if found && (t.job.Kind == oracle.MailVerdict || t.job.Kind == oracle.MailDivergence) {
+	t.token = token
+	crashpoint.Reach(ctx, crashpoint.MailerClaimed)
+	if t.job.Kind == oracle.MailVerdict || t.job.Kind == oracle.MailDivergence {
 		// A corrupt verdict is never mailed: it is set aside and repaired,
-		// and what the repair owes the customer is queued by it.
-		switch outcome, err := h.Verdicts.Check(ctx, order); {
+		// and what the repair owes the customer is queued by it. The
+		// claim is given up after: the repair's own email comes later.
+		switch outcome, err := h.Verdicts.Check(ctx, t.order); {
 		case err != nil:
+			h.release(ctx, t)
 			return err
 		case outcome != repair.Intact:
+			h.release(ctx, t)
 			t.log.WarnContext(ctx, "the stored verdict was corrupt and is set aside; mail job acknowledged")
 			return nil
 		}
 	}
-	switch next(t.job.Kind, order, found) {
-	case stepUnknownOrder:
-		t.log.WarnContext(ctx, "mail job for an unknown order acknowledged")
-		return nil
-	case stepNotOwed:
-		t.log.WarnContext(ctx, "mail job for an order with nothing to send acknowledged", "status", string(order.Status))
-		return nil
-	case stepFollowUps:
-		t.log.InfoContext(ctx, "verdict quarantined; its follow-ups are queued again")
-		return h.quarantineFollowUps(ctx, order.SessionID)
+	return h.deliver(ctx, t, addr)
+}
+
+// sentBy reports whether a delivery of kind that the claim found closed
+// was closed by a send of attempt: its email left (whatever the transport
+// said of it since), and no later attempt was due.
+func sentBy(kind oracle.MailKind, attempt int, c store.MailClaim) bool {
+	if c.Next > attempt {
+		return false // this attempt failed; its records were written then
 	}
-	t.delivery = orderMail{orders: h.Orders, sessionID: order.SessionID, kind: t.job.Kind}
-	return h.deliver(ctx, t)
+	switch c.Order.Mail[kind] {
+	case oracle.MailSent, oracle.MailDelivered, oracle.MailBounced, oracle.MailComplained, oracle.MailUndeliverable:
+		return true
+	}
+	return false
 }
 
 // deliver composes the email from the stored order (never from the
-// message), claims this attempt of its delivery, passes it through gate 2
-// and sends it; what a failure calls for, afterSend decides.
-func (h *Handler) deliver(ctx context.Context, t *task) error {
+// message), passes it through gate 2 and sends it, on the claim the task
+// holds; what a failure calls for, afterSend decides. addr is the
+// recipient, read while the claim was made.
+func (h *Handler) deliver(ctx context.Context, t *task, addr *address) error {
 	o, kind := t.order, t.job.Kind
 	msg, err := h.compose(kind, o)
 	if err != nil {
-		return err
-	}
-	if done, err := h.claim(ctx, t); done {
+		h.release(ctx, t)
 		return err
 	}
 	// Gate 2, on the email exactly as it would leave.
 	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own(msg.Own))
-	h.auditFilter(ctx, t, rep)
 	if rep.Action != sosfilter.Pass {
+		h.auditFilter(ctx, t, rep)
 		return h.quarantine(ctx, t, msg, rep)
 	}
-	to, err := h.recipient(ctx, o)
+	to, suppressed, err := addr.wait(ctx, o.Livemode)
 	if err != nil {
 		h.release(ctx, t)
 		return err
@@ -282,49 +325,90 @@ func (h *Handler) deliver(ctx context.Context, t *task) error {
 		// The page still serves the verdict; the operator already has the
 		// drop alert for a dropped order.
 		t.log.WarnContext(ctx, "no email address on the session; nothing sent")
+		h.auditFilter(ctx, t, rep)
 		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("no customer email on the session"), "")
 		h.close(ctx, t, "none: no address", "")
 		return nil
 	}
-	suppressed, err := h.suppressed(ctx, to)
-	if err != nil {
-		h.release(ctx, t)
-		return err
-	}
 	if suppressed {
 		t.log.WarnContext(ctx, "the address complained about an earlier email; nothing sent")
+		h.auditFilter(ctx, t, rep)
 		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), to)
 		h.close(ctx, t, "none: suppressed", oracle.MailSuppressed)
 		return nil
 	}
-	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
+	t.hash = messageHash(h.Hasher, msg)
 	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
 		Tags: map[string]string{mail.TagSession: o.SessionID, mail.TagKind: string(kind)}})
 	// A crash from here until close records the delivery sends the email
 	// again once the claim's lease lapses: the one duplicate window, so
-	// the record comes first and the attempt's audit record after it.
+	// the record comes first and the send's audit records after it.
 	crashpoint.Reach(ctx, crashpoint.MailerSent)
 	if err == nil {
 		h.close(ctx, t, id, oracle.MailSent)
+		// A crash from here on leaves the send recorded and its records
+		// unwritten: the job, redelivered, finds the delivery closed by
+		// its own attempt and writes them (recordAgain).
+		crashpoint.Reach(ctx, crashpoint.MailerRecorded)
+		h.records(ctx, t, rep, id, to, true)
+		// wait_ms, payment to email sent, is what the slowest-orders query
+		// sorts by: the end of a paid order's processing.
+		t.log.InfoContext(ctx, "mail sent", "wait_ms", audit.Wait(o.PaidAt, h.Now()).Milliseconds())
+		return nil
 	}
+	h.auditFilter(ctx, t, rep)
 	h.auditAttempt(ctx, t, err, to)
 	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:
 		return h.retryLater(ctx, t, err, wait)
 	case blocked:
 		return h.park(ctx, t, err)
-	case deadLetter, refused:
+	default:
 		return h.giveUp(ctx, t, err, oc, to)
 	}
-	if err := h.Ledger.RecordSentMessage(ctx, id, o.SessionID, h.SentRetention); err != nil {
-		// The reply still finds its order when it quotes the result link.
-		t.log.WarnContext(ctx, "remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
+}
+
+// records writes what a sent email leaves besides its delivery's record,
+// at once: gate 2's audit record, the attempt's, the email's, and which
+// session the message was (for replies). Each is written once however
+// often it is asked (write-once keys), so recordAgain may ask again; count
+// is false then, so the email is counted once.
+func (h *Handler) records(ctx context.Context, t *task, rep sosfilter.Report, messageID, to string, count bool) {
+	var wg sync.WaitGroup
+	wg.Go(func() { h.auditFilter(ctx, t, rep) })
+	wg.Go(func() { h.auditAttempt(ctx, t, nil, to) })
+	wg.Go(func() {
+		if err := h.Ledger.RecordSentMessage(ctx, messageID, t.order.SessionID, h.SentRetention); err != nil {
+			// The reply still finds its order when it quotes the result link.
+			t.log.WarnContext(ctx, "remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
+		}
+	})
+	wg.Go(func() { h.auditMailCounted(ctx, t, audit.StatusEmailSent, nil, to, count) })
+	wg.Wait()
+}
+
+// recordAgain writes the records of an email its job's attempt sent and
+// recorded before it died: the email composed and filtered again from the
+// stored order (the same message, so the same hash and gate 2's same
+// decision), the address read again.
+func (h *Handler) recordAgain(ctx context.Context, t *task, messageID string, addr *address) error {
+	msg, err := h.compose(t.job.Kind, t.order)
+	if err != nil {
+		return err
 	}
-	h.auditMail(ctx, t, audit.StatusEmailSent, nil, to)
-	// wait_ms, payment to email sent, is what the slowest-orders query
-	// sorts by: the end of a paid order's processing.
-	t.log.InfoContext(ctx, "mail sent", "wait_ms", audit.Wait(o.PaidAt, h.Now()).Milliseconds())
+	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own(msg.Own))
+	to, _, err := addr.wait(ctx, t.order.Livemode)
+	if err != nil {
+		return err
+	}
+	t.hash = messageHash(h.Hasher, msg)
+	h.records(ctx, t, rep, messageID, to, false)
 	return nil
+}
+
+// messageHash is the keyed hash of a message, the same on every attempt.
+func messageHash(hasher *audit.Hasher, msg letter.Message) string {
+	return hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
 }
 
 // suppressed reports whether the address complained about an earlier

@@ -82,9 +82,21 @@ func (r *recorder) Send(ctx context.Context, j queue.Job) error {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with instrument (when not nil) applied to the AWS
+// configuration the handler's clients are made from.
+func newEnvWith(t *testing.T, instrument func(*aws.Config)) *env {
+	t.Helper()
 	ctx := context.Background()
 	f := provision.ForTest(t, nil)
-	e := &env{t: t, f: f, s3: awsenv.S3(f.AWS), sqs: sqs.NewFromConfig(f.AWS), queues: queue.NewClient(f.AWS), logs: &testkit.Buffer{}, metrics: &testkit.Metrics{}}
+	cfg := f.AWS
+	if instrument != nil {
+		cfg = f.AWS.Copy()
+		instrument(&cfg)
+	}
+	e := &env{t: t, f: f, s3: awsenv.S3(cfg), sqs: sqs.NewFromConfig(cfg), queues: queue.NewClient(cfg), logs: &testkit.Buffer{}, metrics: &testkit.Metrics{}}
 	srv := httptest.NewServer(fakestripe.New(fakestripe.Options{}))
 	t.Cleanup(srv.Close)
 	e.stripe = srv.URL
@@ -93,7 +105,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
-	db := awsenv.NewTables(f.AWS)
+	db := awsenv.NewTables(cfg)
 	hasher, _ := audit.NewHasher("mailer-test-pepper-0123456789")
 	log := obs.NewLogger(e.logs, "DEBUG")
 	e.orders = store.NewOrders(db, f.Ref("OrdersTable"), time.Now)
@@ -113,7 +125,7 @@ func newEnv(t *testing.T) *env {
 		Schedule: schedule, BlockedRetry: DefaultBlockedRetry, DeadLetterRetention: 90 * 24 * time.Hour, TransportName: "SES",
 		SentRetention: DefaultSentRetention, ReplyRetention: DefaultReplyRetention, Inbox: inbox.NewMessages(e.s3, f.Ref("InboxBucket")),
 		Test:      stripex.New("sk_test_mailer", stripex.Options{BaseURL: srv.URL}),
-		Transport: &mail.SES{Client: mail.NewClient(f.AWS), Now: time.Now},
+		Transport: &mail.SES{Client: mail.NewClient(cfg), Now: time.Now},
 
 		Alerts: &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout,
 			Dedupe: store.NewLedger(db, f.Ref("LedgerTable"), time.Now), Log: log},

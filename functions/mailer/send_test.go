@@ -33,9 +33,10 @@ import (
 // same Handler against the real services.
 
 // memOrders is the order store's mail deliveries in memory, keeping the
-// rules of shared/store the mailer relies on: one claim at a time per
-// kind, a delivery once closed never claimed again, and an attempt
-// recorded as failed never made again.
+// rules of shared/store the mailer relies on: a claim only while the
+// order is owed the email, one claim at a time per kind, a delivery once
+// closed never claimed again, and an attempt recorded as failed never
+// made again.
 type memOrders struct {
 	mu       sync.Mutex
 	orders   map[string]oracle.Order
@@ -55,27 +56,27 @@ func newMemOrders(orders ...oracle.Order) *memOrders {
 	return m
 }
 
-func (m *memOrders) Get(_ context.Context, id string) (oracle.Order, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o, ok := m.orders[id]
-	return o, ok, nil
-}
-
-func (m *memOrders) ClaimMail(_ context.Context, id string, kind oracle.MailKind, attempt int, _ time.Duration) (string, error) {
+func (m *memOrders) ClaimOrderMail(_ context.Context, id string, kind oracle.MailKind, attempt int, _ time.Duration) (store.MailClaim, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := id + "#" + string(kind)
+	o, found := m.orders[id]
+	c := store.MailClaim{Order: o, Result: m.closed[k], Next: m.next[k]}
 	switch {
+	case !found:
+		return c, store.ErrNoOrder
+	case !store.MailOwed(kind, o):
+		return c, store.ErrMailNotOwed
 	case m.closed[k] != "":
-		return "", store.ErrAlreadySent
+		return c, store.ErrAlreadySent
 	case m.claims[k] != "":
-		return "", store.ErrMailInFlight
+		return c, store.ErrMailInFlight
 	case m.next[k] > attempt:
-		return "", store.ErrAttemptSpent
+		return c, store.ErrAttemptSpent
 	}
 	m.claims[k] = "claim-" + strconv.Itoa(len(m.claims)+m.released+len(m.tries[k])+1)
-	return m.claims[k], nil
+	c.Token = m.claims[k]
+	return c, nil
 }
 
 func (m *memOrders) MailSent(_ context.Context, id string, kind oracle.MailKind, token, result string, state oracle.MailState) error {

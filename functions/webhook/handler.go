@@ -105,6 +105,11 @@ type Handler struct {
 	Metrics Counter
 	Log     *slog.Logger
 	Now     func() time.Time
+	// OrderRetention is how long an order is kept from its claim
+	// (ORDER_RETENTION_DAYS): a verdict's session event younger than it
+	// is remembered by its order (claimRemembers). Zero: every event is
+	// read in the Ledger first.
+	OrderRetention time.Duration
 }
 
 var received = httpapi.MustEncode(map[string]bool{"received": true})
@@ -178,14 +183,16 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		}
 	}
 	key := "event#" + event.ID
-	seen, err := h.Ledger.Seen(ctx, key)
-	if err != nil {
-		return httpapi.Error(ctx, log, err), nil
-	}
-	if seen {
-		h.Metrics.Count(obs.WebhookDuplicates, 1)
-		log.InfoContext(ctx, "duplicate event ignored")
-		return httpapi.JSON(http.StatusOK, received), nil
+	if !h.claimRemembers(event, session, mode, money || chat || sessionErr != nil, arrived) {
+		seen, err := h.Ledger.Seen(ctx, key)
+		if err != nil {
+			return httpapi.Error(ctx, log, err), nil
+		}
+		if seen {
+			h.Metrics.Count(obs.WebhookDuplicates, 1)
+			log.InfoContext(ctx, "duplicate event ignored")
+			return httpapi.JSON(http.StatusOK, received), nil
+		}
 	}
 	switch {
 	case money:
@@ -243,20 +250,48 @@ func (h *Handler) handOff(ctx context.Context, log *slog.Logger, key string,
 	return httpapi.JSON(http.StatusOK, received)
 }
 
+// claimRemembers reports whether the claim alone answers a redelivery of
+// event: a verdict's session event (not other, nor an unreadable one)
+// whose first delivery made or found an order that is still kept. An order
+// is kept OrderRetention from its claim, made after the event was created,
+// so an event younger than that (less a day for a claim that came before
+// the event, the landing path's) finds it, and the claim (ALL_OLD) says
+// what became of it: the Ledger's read is not needed. Older events, whose
+// order may have expired, and the smoke test's, whose order it deletes,
+// are read in the Ledger first.
+func (h *Handler) claimRemembers(event stripe.Event, s oracle.Session, mode string, other bool, arrived time.Time) bool {
+	if other || mode == string(stripe.CheckoutSessionModeSubscription) || s.Smoke || event.Created <= 0 {
+		return false
+	}
+	return arrived.Sub(time.Unix(event.Created, 0)) < h.OrderRetention-claimMargin
+}
+
+// claimMargin is how much earlier than its event an order may have been
+// claimed: by the landing path, when the customer reached the result page
+// first.
+const claimMargin = 24 * time.Hour
+
 // processed remembers the event under key, so that a redelivery is
-// answered without repeating the work. It counts the event, and also when
-// set, on the event's one metric line, and writes the event's one line
-// (with attrs: what became of it), the only one of an event handled well.
-// The line and the metric are the event's last words, written after the
-// answer where the traces extension runs (tracing.Later): Stripe does not
-// wait for them.
+// answered without repeating the work (or, for one claimRemembers, is
+// known for a duplicate when it is done again). It counts the event (or
+// the duplicate), and also when set, on the event's one metric line, and
+// writes the event's one line (with attrs: what became of it), the only
+// one of an event handled well. The line and the metric are the event's
+// last words, written after the answer where the traces extension runs
+// (tracing.Later): Stripe does not wait for them.
 func (h *Handler) processed(ctx context.Context, log *slog.Logger, key, also string, attrs ...slog.Attr) {
-	if _, err := h.Ledger.Mark(ctx, key, eventTTL); err != nil {
+	first, err := h.Ledger.Mark(ctx, key, eventTTL)
+	if err != nil {
 		// The work is idempotent, so a redelivery after this only repeats
 		// harmless work.
 		log.WarnContext(ctx, "recording the processed event failed", "error", err.Error())
 	}
 	tracing.Later(ctx, func() {
+		if err == nil && !first {
+			h.Metrics.Count(obs.WebhookDuplicates, 1)
+			log.LogAttrs(ctx, slog.LevelInfo, "duplicate event done again", attrs...)
+			return
+		}
 		if also == "" {
 			h.Metrics.Count(obs.WebhookProcessed, 1)
 		} else {

@@ -109,7 +109,7 @@ func newEnvWith(t testing.TB, secrets Secrets, instrument func(*aws.Config)) *en
 		Lease:     30 * time.Second,
 		Retention: 90 * 24 * time.Hour,
 	}
-	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now,
+	e.h = &Handler{Secrets: secrets, Ledger: ledger, Fulfil: e.svc, Alerts: alerts, Metrics: metrics, Log: log, Now: e.clock.Now, OrderRetention: e.svc.Retention,
 		Chat: &Chat{Subscriptions: subscription.NewStore(e.db, awsenv.NewQueries(cfg), f.Ref("ChatTable")), Mail: e.svc.Mail, Ledger: ledger, Audit: e.svc.Audit,
 			Alerts: alerts, Now: e.clock.Now},
 		Money: &Money{

@@ -44,6 +44,8 @@ func main() {
 		Metrics: metrics,
 		Log:     log,
 		Now:     time.Now,
+		// The same retention the claim gives each order.
+		OrderRetention: cfg.Retention,
 		Money: &Money{
 			Index:    store.NewOrderIndex(queries, cfg.OrdersTable),
 			Orders:   orders,

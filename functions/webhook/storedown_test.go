@@ -75,7 +75,7 @@ func TestStoreDownAlertsFromTheWebhookAtOnce(t *testing.T) {
 		t.Fatalf("store down: %d %s, want 500 so that Stripe retries", resp.StatusCode, resp.Body)
 	}
 	got := e.alertTexts()
-	if len(got) != 1 || !strings.Contains(got[0], string(alert.StoreFailed)) || !strings.Contains(got[0], "GetItem") {
+	if len(got) != 1 || !strings.Contains(got[0], string(alert.StoreFailed)) || !strings.Contains(got[0], "PutItem") {
 		t.Fatalf("alerts %q, want one STORE_FAILED naming the failed call", got)
 	}
 	if strings.Contains(got[0], s.ID) {

@@ -45,11 +45,14 @@ const (
 	// MailerSent: the transport accepted the email; the delivery is not
 	// recorded. The one point where a crash sends the email twice.
 	MailerSent Point = "mailer/after-send"
+	// MailerRecorded: the send is recorded in its delivery; its audit
+	// records (gate 2's, the attempt's, the email's) are not written.
+	MailerRecorded Point = "mailer/after-record"
 )
 
 // Points lists every point, in the order a paid order passes them.
 func Points() []Point {
-	return []Point{GeneratorLeased, GeneratorReplied, GeneratorFiltered, GeneratorStored, MailerClaimed, MailerSent}
+	return []Point{GeneratorLeased, GeneratorReplied, GeneratorFiltered, GeneratorStored, MailerClaimed, MailerSent, MailerRecorded}
 }
 
 // local announces points to the local Runtime API; nil in Lambda. It is

@@ -43,39 +43,9 @@ func (d delivery) claim(ctx context.Context, attempt int, lease time.Duration) (
 // it (zero for an item that keeps no created_at): the same on every
 // attempt, so the records of a delivery that names no order share it.
 func (d delivery) claimSince(ctx context.Context, attempt int, lease time.Duration) (string, time.Time, error) {
-	a := d.a
-	now := d.now().UTC()
-	cond := "attribute_not_exists(#sent) AND (attribute_not_exists(#until) OR #until < :nowms) AND (attribute_not_exists(#next) OR #next <= :attempt)"
-	if d.mustExist != "" {
-		cond = "attribute_exists(" + d.mustExist + ") AND " + cond
-	}
-	set := "SET #until = :until, #tok = :wid"
-	values := map[string]types.AttributeValue{
-		":until":   number(now.Add(lease).UnixMilli()),
-		":nowms":   number(now.UnixMilli()),
-		":attempt": number(int64(attempt)),
-	}
-	if d.ttl > 0 {
-		set += ", expires_at = if_not_exists(expires_at, :exp), created_at = if_not_exists(created_at, :now)"
-		values[":exp"] = number(now.Add(d.ttl).Unix())
-		values[":now"] = &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)}
-	}
-	// The token is the claim's lease, so a retried request whose first
-	// attempt took the claim still gets it.
-	in := &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(d.table),
-		Key:                       d.key,
-		UpdateExpression:          aws.String(set),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#sent": a.sent, "#until": a.leaseUntil, "#tok": a.lease, "#next": a.nextAttempt},
-		ExpressionAttributeValues: values,
-	}
-	if d.ttl > 0 {
-		in.ReturnValues = types.ReturnValueAllNew // a small record of its own, never a whole order
-	}
-	r, err := condwrite.UpdateLease(ctx, d.db, in, a.lease)
+	r, err := d.conditionalClaim(ctx, attempt, lease, false, "", nil, nil)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("claim %s: %w", d.name, err)
+		return "", time.Time{}, err
 	}
 	if r.Applied {
 		var created time.Time
@@ -87,15 +57,82 @@ func (d delivery) claimSince(ctx context.Context, attempt int, lease time.Durati
 	if r.Current == nil {
 		return "", time.Time{}, fmt.Errorf("claim %s: no such order", d.name)
 	}
-	if _, done := r.Current[a.sent]; done {
-		return "", time.Time{}, ErrAlreadySent
+	return "", time.Time{}, d.refusal(r.Current, attempt)
+}
+
+// conditionalClaim makes the claim's write, with also (when not "") added
+// to its condition, naming names and values. A granted claim returns the
+// item it left when whole is set, or when the item is a small record of
+// its own (ttl); a refused one the item that refused it. The Result says
+// whether the claim was granted.
+func (d delivery) conditionalClaim(ctx context.Context, attempt int, lease time.Duration, whole bool, also string,
+	names map[string]string, values map[string]types.AttributeValue) (condwrite.Result, error) {
+	a := d.a
+	now := d.now().UTC()
+	cond := "attribute_not_exists(#sent) AND (attribute_not_exists(#until) OR #until < :nowms) AND (attribute_not_exists(#next) OR #next <= :attempt)"
+	if d.mustExist != "" {
+		cond = "attribute_exists(" + d.mustExist + ") AND " + cond
 	}
-	if next, ok := r.Current[a.nextAttempt].(*types.AttributeValueMemberN); ok {
-		if n, err := strconv.Atoi(next.Value); err == nil && n > attempt {
-			return "", time.Time{}, ErrAttemptSpent
+	if also != "" {
+		cond += " AND " + also
+	}
+	set := "SET #until = :until, #tok = :wid"
+	if values == nil {
+		values = map[string]types.AttributeValue{}
+	}
+	values[":until"] = number(now.Add(lease).UnixMilli())
+	values[":nowms"] = number(now.UnixMilli())
+	values[":attempt"] = number(int64(attempt))
+	if d.ttl > 0 {
+		set += ", expires_at = if_not_exists(expires_at, :exp), created_at = if_not_exists(created_at, :now)"
+		values[":exp"] = number(now.Add(d.ttl).Unix())
+		values[":now"] = &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)}
+	}
+	if names == nil {
+		names = map[string]string{}
+	}
+	names["#sent"], names["#until"], names["#tok"], names["#next"] = a.sent, a.leaseUntil, a.lease, a.nextAttempt
+	// The token is the claim's lease, so a retried request whose first
+	// attempt took the claim still gets it.
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(d.table),
+		Key:                       d.key,
+		UpdateExpression:          aws.String(set),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}
+	if d.ttl > 0 || whole {
+		in.ReturnValues = types.ReturnValueAllNew
+	}
+	r, err := condwrite.UpdateLease(ctx, d.db, in, a.lease)
+	if err != nil {
+		return condwrite.Result{}, fmt.Errorf("claim %s: %w", d.name, err)
+	}
+	return r, nil
+}
+
+// refusal is why the item refused a claim of attempt, its delivery's
+// condition alone considered: ErrAlreadySent, ErrAttemptSpent or
+// ErrMailInFlight.
+func (d delivery) refusal(item map[string]types.AttributeValue, attempt int) error {
+	if _, done := item[d.a.sent]; done {
+		return ErrAlreadySent
+	}
+	if d.next(item) > attempt {
+		return ErrAttemptSpent
+	}
+	return ErrMailInFlight
+}
+
+// next is the lowest attempt the item's delivery still has to make.
+func (d delivery) next(item map[string]types.AttributeValue) int {
+	if v, ok := item[d.a.nextAttempt].(*types.AttributeValueMemberN); ok {
+		if n, err := strconv.Atoi(v.Value); err == nil {
+			return n
 		}
 	}
-	return "", time.Time{}, ErrMailInFlight
+	return 0
 }
 
 // sent is MailSent for d.

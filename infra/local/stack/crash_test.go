@@ -50,6 +50,7 @@ var crashCases = []crashCase{
 	{crashpoint.GeneratorStored, "GeneratorFunction", 1, 1},
 	{crashpoint.MailerClaimed, "MailerFunction", 1, 1},
 	{crashpoint.MailerSent, "MailerFunction", 1, 2},
+	{crashpoint.MailerRecorded, "MailerFunction", 1, 1},
 }
 
 // TestCrashAtEveryStep kills the generator and the mailer with SIGKILL at
@@ -57,7 +58,8 @@ var crashCases = []crashCase{
 // and shows each order ending with exactly one verdict stored and exactly
 // one email, through SQS's redelivery of the crashed job alone, but after
 // the send and before its record: there the customer gets the email twice,
-// one extra email per crash, never more. For every email sent it measures
+// one extra email per crash, never more. Each order also ends with its
+// email's audit records, however late the kill. For every email sent it measures
 // that window, from SES receiving the send to the delivery's record.
 func TestCrashAtEveryStep(t *testing.T) {
 	t.Parallel()
@@ -165,6 +167,7 @@ func crashOne(ctx context.Context, t *testing.T, s *stack.Stack, c crashCase, i 
 			t.Errorf("order %d: an email is not its verdict:\n%s", i, m.Text)
 		}
 	}
+	mailRecordsKept(ctx, t, s, session)
 	return session
 }
 

@@ -26,7 +26,8 @@ import (
 // send, each on the critical path (the next step waits for it). Read from
 // the code, in the order they happen:
 //
-//	webhook    Ledger.Seen (GetItem), ClaimOrder (PutItem), the generate
+//	webhook    ClaimOrder (PutItem; it says whether a young event was
+//	           seen: no Ledger.Seen), the generate
 //	           job (SendMessage); its JobEnqueued, audit record and
 //	           Ledger.Mark follow the send, while the generator works
 //	poller     the receive that returns the generate job (ReceiveMessage)
@@ -37,11 +38,11 @@ import (
 //	           verdict_generated record (PutObject), KeepOriginal
 //	           (UpdateItem), the mail job (SendMessage)
 //	poller     the receive that returns the mail job (ReceiveMessage)
-//	mailer     Orders.Get (GetItem), ClaimMail (UpdateItem), the gate-2
-//	           filter record (PutObject), [Stripe: the recipient],
-//	           Ledger.Suppressed (GetItem), SendEmail (through the SES
-//	           front); then MailSent, whose timestamp (taken before its
-//	           UpdateItem) ends the measure, and the attempt's record
+//	mailer     ClaimOrderMail (UpdateItem, the order returned), beside
+//	           [Stripe: the recipient] and Ledger.Suppressed (GetItem);
+//	           SendEmail (through the SES front); then MailSent, whose
+//	           timestamp (taken before its UpdateItem) ends the measure,
+//	           and the gate-2, attempt and email records at once
 //
 // The hops that are no store, queue or mail call (Stripe's webhook
 // request, the model, the Stripe session read, each Lambda invocation)
@@ -51,10 +52,10 @@ var criticalPath = []struct {
 	kind  string
 	count int
 }{
-	{"GetItem", 6},
+	{"GetItem", 3},
 	{"PutItem", 1},
 	{"UpdateItem", 4},
-	{"PutObject", 4},
+	{"PutObject", 3},
 	{"SendMessage", 2},
 	{"ReceiveMessage", 2},
 	{"SendEmail", 1},
