@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -155,7 +156,7 @@ func BenchmarkPaidToEmail(b *testing.B) {
 	slices.Sort(line)
 	b.Logf("floor %.1f ms over %d round trips (%d to %d an order): %s", ms(least), counted.trips, fewest, counted.trips, strings.Join(line, ", "))
 	b.Logf("the path: %s", counted.chains)
-	b.Logf("an order's requests: %d DynamoDB and S3 (%d such spans in its traces); all it made: %s", most.requests, most.spans, most.all)
+	b.Logf("an order's requests, each with its span: %d DynamoDB and S3; all it made through the meter: %s", most.requests, most.all)
 }
 
 // orderFigures is what one order made: its path and the round trips on it,
@@ -165,14 +166,17 @@ type orderFigures struct {
 	trips  int
 	chains string
 	// requests are its DynamoDB and S3 requests as the meter counted them,
-	// spans those of its AWS spans (a span holds the SDK's retries), all
-	// every request by service and operation.
-	requests, spans int
-	all             string
+	// all every request the meter saw by service and operation.
+	requests int
+	all      string
 }
 
 // countOrder reads the order's path from its spans and its requests from
-// counts, the meter's since its payment.
+// counts, the meter's since its payment. Each request the meter saw must
+// have its span in the order's traces, and each span through the meter
+// its request: a call made outside the order's trace could be on its path
+// and not counted, and a request the SDK sent again (one span) is not the
+// idle pipeline this measures.
 func countOrder(tb testing.TB, s *stack.Stack, session string, counts map[string]int64) orderFigures {
 	tb.Helper()
 	resp, err := http.Get(s.APIURL + "/_local/trace/" + session + "?format=json")
@@ -195,20 +199,34 @@ func countOrder(tb testing.TB, s *stack.Stack, session string, counts map[string
 		legs = append(legs, strings.Join(chain, " "))
 	}
 	c.chains = strings.Join(legs, " | ")
-	var all []string
-	for op, k := range counts {
-		if strings.HasPrefix(op, "dynamodb.") || strings.HasPrefix(op, "s3.") {
-			c.requests += int(k)
-		}
-		all = append(all, fmt.Sprintf("%d %s", k, op))
-	}
-	slices.Sort(all)
-	c.all = strings.Join(all, ", ")
+	// The spans by the meter's names: "DynamoDB.GetItem" is
+	// "dynamodb.GetItem". SES's go to the SES front, not through the meter.
+	spans := map[string]int64{}
 	for _, sp := range body.Spans {
-		if svc := sp.Attributes["rpc.service"]; sp.Attributes["rpc.system"] == "aws-api" && (svc == "DynamoDB" || svc == "S3") {
-			c.spans++
+		if svc, ok := sp.Attributes["rpc.service"].(string); ok && sp.Attributes["rpc.system"] == "aws-api" && svc != "SESv2" {
+			spans[strings.ToLower(svc)+"."+sp.Attributes["rpc.method"].(string)]++
 		}
 	}
+	ops := maps.Clone(counts)
+	for op := range spans {
+		ops[op] += 0
+	}
+	var all, differ []string
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		if counts[op] != spans[op] {
+			differ = append(differ, fmt.Sprintf("%s %d requests, %d spans", op, counts[op], spans[op]))
+		}
+		if strings.HasPrefix(op, "dynamodb.") || strings.HasPrefix(op, "s3.") {
+			c.requests += int(counts[op])
+		}
+		if counts[op] > 0 {
+			all = append(all, fmt.Sprintf("%d %s", counts[op], op))
+		}
+	}
+	if len(differ) > 0 {
+		tb.Fatalf("the order's requests and its spans disagree (%s): its path would be miscounted", strings.Join(differ, "; "))
+	}
+	c.all = strings.Join(all, ", ")
 	return c
 }
 
