@@ -157,6 +157,7 @@ func BenchmarkPaidToEmail(b *testing.B) {
 	b.Logf("floor %.1f ms over %d round trips (%d to %d an order): %s", ms(least), counted.trips, fewest, counted.trips, strings.Join(line, ", "))
 	b.Logf("the path: %s", counted.chains)
 	b.Logf("an order's requests, each with its span: %d DynamoDB and S3; all it made through the meter: %s", most.requests, most.all)
+	b.Logf("its calls by function: %s", most.functions)
 }
 
 // orderFigures is what one order made: its path and the round trips on it,
@@ -166,9 +167,11 @@ type orderFigures struct {
 	trips  int
 	chains string
 	// requests are its DynamoDB and S3 requests as the meter counted them,
-	// all every request the meter saw by service and operation.
-	requests int
-	all      string
+	// all every request the meter saw by service and operation, functions
+	// each function's AWS calls as the order's traces list them (each
+	// trace's by start).
+	requests       int
+	all, functions string
 }
 
 // countOrder reads the order's path from its spans and its requests from
@@ -201,12 +204,20 @@ func countOrder(tb testing.TB, s *stack.Stack, session string, counts map[string
 	c.chains = strings.Join(legs, " | ")
 	// The spans by the meter's names: "DynamoDB.GetItem" is
 	// "dynamodb.GetItem". SES's go to the SES front, not through the meter.
-	spans := map[string]int64{}
+	spans, byFunction := map[string]int64{}, map[string][]string{}
 	for _, sp := range body.Spans {
-		if svc, ok := sp.Attributes["rpc.service"].(string); ok && sp.Attributes["rpc.system"] == "aws-api" && svc != "SESv2" {
-			spans[strings.ToLower(svc)+"."+sp.Attributes["rpc.method"].(string)]++
+		if svc, ok := sp.Attributes["rpc.service"].(string); ok && sp.Attributes["rpc.system"] == "aws-api" {
+			byFunction[sp.Service] = append(byFunction[sp.Service], sp.Name)
+			if svc != "SESv2" {
+				spans[strings.ToLower(svc)+"."+sp.Attributes["rpc.method"].(string)]++
+			}
 		}
 	}
+	var functions []string
+	for _, fn := range slices.Sorted(maps.Keys(byFunction)) {
+		functions = append(functions, fn+": "+strings.Join(byFunction[fn], " "))
+	}
+	c.functions = strings.Join(functions, " | ")
 	ops := maps.Clone(counts)
 	for op := range spans {
 		ops[op] += 0
