@@ -80,3 +80,13 @@ func (f *Function) ResetStats() {
 	f.stats.s = Stats{Peak: f.stats.inFlight}
 	f.envsAtReset.Store(f.envs.Load())
 }
+
+// Busy reports whether an invocation is in flight or an extension is still
+// at work on one answered: an invocation's answer counts it as the
+// extension's before it leaves the flight, so there is no moment between.
+func (f *Function) Busy() bool {
+	f.stats.mu.Lock()
+	n := f.stats.inFlight
+	f.stats.mu.Unlock()
+	return n > 0 || f.afterAnswers.Load() > 0
+}

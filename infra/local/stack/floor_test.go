@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/local/traces"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
@@ -22,56 +23,34 @@ import (
 )
 
 // The pipeline's floor: the store, queue and mail round trips that one
-// paid order needs between the payment and the mailer's record of the
-// send, each on the critical path (the next step waits for it). Read from
-// the code, in the order they happen:
-//
-//	webhook    ClaimOrder (PutItem; it says whether a young event was
-//	           seen: no Ledger.Seen), the generate
-//	           job (SendMessage); its JobEnqueued, audit record and
-//	           Ledger.Mark follow the send, while the generator works
-//	poller     the receive that returns the generate job (ReceiveMessage)
-//	generator  Orders.Get (GetItem), Circuit.Allow (GetItem),
-//	           StartGeneration (UpdateItem), [the model], the crosscheck
-//	           record (PutObject), Circuit.Succeeded (GetItem), the gate-1
-//	           filter record (PutObject), StoreVerdict (UpdateItem), the
-//	           verdict_generated record (PutObject), KeepOriginal
-//	           (UpdateItem), the mail job (SendMessage)
-//	poller     the receive that returns the mail job (ReceiveMessage)
-//	mailer     ClaimOrderMail (UpdateItem, the order returned), beside
-//	           [Stripe: the recipient] and Ledger.Suppressed (GetItem);
-//	           SendEmail (through the SES front); then MailSent, whose
-//	           timestamp (taken before its UpdateItem) ends the measure,
-//	           and the gate-2, attempt and email records at once
-//
-// The hops that are no store, queue or mail call (Stripe's webhook
-// request, the model, the Stripe session read, each Lambda invocation)
-// are not in the floor: they are what the budget's factor of two leaves
-// room for.
-var criticalPath = []struct {
-	kind  string
-	count int
-}{
-	{"GetItem", 3},
-	{"PutItem", 1},
-	{"UpdateItem", 4},
-	{"PutObject", 3},
-	{"SendMessage", 2},
-	{"ReceiveMessage", 2},
-	{"SendEmail", 1},
-}
+// paid order waits for between the payment and the mailer's record of the
+// send. They are counted from each measured order's spans
+// (traces.CriticalPath: the AWS calls each function waited for before its
+// hand-off, calls in flight together one wait, and one receive for each
+// queue between two functions), and each kind's round trip is measured
+// here between the orders. The hops that are no store, queue or mail call
+// (Stripe's webhook request, the model, the Stripe session read, each
+// Lambda invocation) are not in the floor: they are what the budget's
+// factor leaves room for.
 
-// roundTrips measures the round trips of the critical path against the
-// stack's own moto and SES front, as the functions make them (the same
-// tables, bucket and kind of queue, conditional writes where they write
-// conditionally): each round makes one of each kind. Rounds are taken
+// roundTrips measures a round trip of each kind of call an order's path
+// can hold against the stack's own moto and SES front, as the functions
+// make it (the same tables, bucket and kind of queue, conditional writes
+// where they write conditionally, through the meter when the functions'
+// calls pass it): each round makes one of each kind. Rounds are taken
 // between the orders, on the idle stack, so that the floor and the orders
 // are measured over the same stretch of the run.
 type roundTrips struct {
-	calls map[string]func(i int) error
+	calls []roundTrip
 	took  map[string][]time.Duration
 	n     int
 	close func()
+}
+
+// roundTrip is one kind of call, made as the functions make it.
+type roundTrip struct {
+	kind string
+	call func(i int) error
 }
 
 // newRoundTrips prepares the round trips; session is an order the stack
@@ -80,9 +59,13 @@ type roundTrips struct {
 func newRoundTrips(tb testing.TB, s *stack.Stack, session string) *roundTrips {
 	tb.Helper()
 	ctx := context.Background()
-	db := dynamodb.NewFromConfig(s.AWS)
-	q := sqs.NewFromConfig(s.AWS)
-	bucket := awsenv.S3(s.AWS)
+	// The functions' calls take the functions' way; the receive is the
+	// event source's, which reaches SQS itself.
+	fns := s.FunctionsAWS()
+	db := dynamodb.NewFromConfig(fns)
+	q := sqs.NewFromConfig(fns)
+	poll := sqs.NewFromConfig(s.AWS)
+	bucket := awsenv.S3(fns)
 	sesCfg := s.AWS.Copy()
 	sesCfg.BaseEndpoint = aws.String(s.SESURL)
 	ses := &mail.SES{Client: mail.NewClient(sesCfg), Now: time.Now}
@@ -102,25 +85,27 @@ func newRoundTrips(tb testing.TB, s *stack.Stack, session string) *roundTrips {
 	record := []byte(`{"event":"bench_round_trip","detail":"` + strings.Repeat("x", 1200) + `"}`)
 	job := aws.String(`{"session_id":"cs_test_bench_round_trip_0000000000000000000000000000000000000","reason":"paid"}`)
 	text := strings.Repeat("The verdict, its reasons and what to do next. ", 60)
-	calls := map[string]func(i int) error{
-		"GetItem": func(i int) error {
+	// Each kind by its span's name, as traces.CriticalPath names the
+	// path's calls; a message sent before it is received.
+	calls := []roundTrip{
+		{"DynamoDB.GetItem", func(i int) error {
 			in := &dynamodb.GetItemInput{TableName: aws.String(ledger), Key: key(i), ConsistentRead: aws.Bool(true)}
 			if i%2 == 0 {
 				in.TableName, in.Key = aws.String(orders), order
 			}
 			_, err := db.GetItem(ctx, in)
 			return err
-		},
-		"PutItem": func(i int) error {
+		}},
+		{"DynamoDB.PutItem", func(i int) error {
 			item := key(i)
 			item["expires_at"] = expires
 			_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(ledger), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")})
 			return err
-		},
+		}},
 		// An order's update as StartGeneration, StoreVerdict and ClaimMail
 		// make theirs (attributes set under a two-clause condition, the
 		// item returned), and a Ledger item's as KeepOriginal makes its.
-		"UpdateItem": func(i int) error {
+		{"DynamoDB.UpdateItem", func(i int) error {
 			now := &ddbtypes.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)}
 			in := &dynamodb.UpdateItemInput{TableName: aws.String(ledger), Key: key(i),
 				UpdateExpression: aws.String("SET verdict = if_not_exists(verdict, :v), verdict_hash = if_not_exists(verdict_hash, :h), " +
@@ -139,28 +124,28 @@ func newRoundTrips(tb testing.TB, s *stack.Stack, session string) *roundTrips {
 			}
 			_, err := db.UpdateItem(ctx, in)
 			return err
-		},
-		"PutObject": func(i int) error {
+		}},
+		{"S3.PutObject", func(i int) error {
 			_, err := putonce.Put(ctx, bucket, fmt.Sprintf("%s/%d.json", run, i), record, &s3.PutObjectInput{
 				Bucket: aws.String(s.Resources.Ref("AuditBucket")), ContentType: aws.String("application/json")})
 			return err
-		},
-		"SendMessage": func(int) error {
+		}},
+		{"SQS.SendMessage", func(int) error {
 			_, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: queueURL, MessageBody: job})
 			return err
-		},
-		"ReceiveMessage": func(int) error {
-			out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 20})
+		}},
+		{traces.ReceiveKind, func(int) error {
+			out, err := poll.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 20})
 			if err == nil && len(out.Messages) == 0 {
 				err = fmt.Errorf("no message to receive")
 			}
 			return err
-		},
-		"SendEmail": func(i int) error {
+		}},
+		{"SESv2.SendEmail", func(i int) error {
 			_, err := ses.Send(ctx, mail.Outgoing{From: from, To: "success@simulator.amazonses.com",
 				Subject: fmt.Sprintf("Round trip %d", i), Text: text, HTML: "<p>" + text + "</p>"})
 			return err
-		},
+		}},
 	}
 	r := &roundTrips{calls: calls, took: map[string][]time.Duration{},
 		close: func() { _, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: queueURL}) }}
@@ -173,24 +158,40 @@ func newRoundTrips(tb testing.TB, s *stack.Stack, session string) *roundTrips {
 func (r *roundTrips) round(tb testing.TB) {
 	tb.Helper()
 	r.n++
-	for _, c := range criticalPath {
+	for _, c := range r.calls {
 		start := time.Now()
-		if err := r.calls[c.kind](r.n); err != nil {
+		if err := c.call(r.n); err != nil {
 			tb.Fatalf("round trip %s: %v", c.kind, err)
 		}
 		r.took[c.kind] = append(r.took[c.kind], time.Since(start))
 	}
 }
 
-// floor is the sum over the critical path of each kind's count times its
-// median round trip, with the medians.
-func (r *roundTrips) floor() (time.Duration, map[string]time.Duration) {
-	medians := map[string]time.Duration{}
-	var sum time.Duration
-	for _, c := range criticalPath {
-		took := slices.Sorted(slices.Values(r.took[c.kind]))
-		medians[c.kind] = took[len(took)/2]
-		sum += time.Duration(c.count) * medians[c.kind]
+// medians are each kind's median round trip.
+func (r *roundTrips) medians() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for kind, took := range r.took {
+		took = slices.Sorted(slices.Values(took))
+		out[kind] = took[len(took)/2]
 	}
-	return sum, medians
+	return out
+}
+
+// floor is the path's longest wait with each call weighed by its kind's
+// median round trip, and the path's round trips; an error names a kind of
+// call on the path that no round trip measures.
+func (r *roundTrips) floor(p traces.Path) (time.Duration, error) {
+	medians := r.medians()
+	var unknown []string
+	least, _ := p.Longest(func(kind string) float64 {
+		d, ok := medians[kind]
+		if !ok && !slices.Contains(unknown, kind) {
+			unknown = append(unknown, kind)
+		}
+		return float64(d)
+	})
+	if len(unknown) > 0 {
+		return 0, fmt.Errorf("the path makes %s, whose round trip the floor does not measure (roundTrips in floor_test.go)", strings.Join(unknown, ", "))
+	}
+	return time.Duration(least), nil
 }

@@ -2,7 +2,10 @@ package stack_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"42sisters.ai/oracle/infra/local/stack"
+	"42sisters.ai/oracle/infra/local/traces"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/oracle"
 )
@@ -26,34 +30,43 @@ const ordersPerRound = 20
 // execution environments of every function.
 const warmOrders = 4
 
-// BenchmarkPaidToEmail measures the pipeline budget of docs/performance.md:
-// from the customer's payment to the verdict email accepted by SES, with
-// the fake model answering at once, through the whole local stack (fake
-// Stripe's webhook, the webhook, SQS, the generator, SQS, the mailer, SES
-// on moto). The end is the mailer's own record of the send
+// BenchmarkPaidToEmail measures the pipeline budgets of
+// docs/performance.md: from the customer's payment to the verdict email
+// accepted by SES, with the fake model answering at once, through the whole
+// local stack (fake Stripe's webhook, the webhook, SQS, the generator, SQS,
+// the mailer, SES on moto). The end is the mailer's own record of the send
 // (mail_verdict_sent_at), so polling adds nothing to what is measured.
 // Orders are paid one after another, after a few that warm the
 // pipeline: this is the latency of an idle, warm pipeline, not its
-// throughput. Between the orders, the same run measures the floor (the
-// store, queue and mail round trips one order needs, floor_test.go)
-// against the same moto and SES front, and reports p95/floor, the figure
-// the budget reads.
+// throughput. Each order runs alone, so each is counted: its critical
+// path's round trips from its spans (traces.CriticalPath), and every
+// DynamoDB and S3 request it made in all from the meter. Between the
+// orders, the same run measures each kind's round trip against the same
+// moto and SES front (floor_test.go); the floor is the counted path
+// weighed by them, and p95/floor the figure the budget reads.
 func BenchmarkPaidToEmail(b *testing.B) {
 	ctx := context.Background()
 	o := options(b)
+	// The meter counts what the functions ask of AWS; no schedule runs
+	// beside the orders to add its own.
+	o.MeterAWS, o.ScheduleOff = true, true
 	s, err := stack.Start(ctx, o)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	q := sqs.NewFromConfig(s.AWS)
+	meter := s.Meter()
 	var session string
 	// order pays for one order and returns its time to the email; the
 	// order's tail (the mailer's records, SES's events through the
-	// feedback function) settles before it returns, so that each order,
-	// and each round of the floor, meets an idle pipeline.
+	// feedback function, the work each function leaves for after its
+	// answer) settles before it returns, so that each order, and each
+	// round of the floor, meets an idle pipeline, and the meter and the
+	// spans hold the whole order and nothing else.
 	order := func(j int) time.Duration {
 		stamp := time.Now().UnixNano()
+		meter.Reset()
 		paid := time.Now()
 		session = pay(b, s, "quick", fmt.Sprintf("Should I open a night market stall (%d)?", stamp), fmt.Sprintf("bench-%d@example.com", stamp))
 		// The end is the mailer's own timestamp, so polling for it
@@ -76,8 +89,10 @@ func BenchmarkPaidToEmail(b *testing.B) {
 			b.Fatalf("order %d: its email never recorded as delivered", j)
 		}
 		// Each consumer deletes its message once it has returned: with
-		// every queue empty, nothing of the order runs any more.
-		if !testkit.Eventually(30*time.Second, 20*time.Millisecond, func() bool { return idle(b, q, s) }) {
+		// every queue empty and no function at work (an extension's
+		// export after the answer included), nothing of the order runs
+		// any more.
+		if !testkit.Eventually(30*time.Second, 20*time.Millisecond, func() bool { return idle(b, q, s) && !s.Busy() }) {
 			b.Fatalf("order %d: its queues never emptied", j)
 		}
 		return sent.Sub(paid)
@@ -94,12 +109,29 @@ func BenchmarkPaidToEmail(b *testing.B) {
 	// as the orders, whatever else the machine does meanwhile.
 	trips := newRoundTrips(b, s, session)
 	defer trips.close()
-	var took []time.Duration
+	var (
+		took []time.Duration
+		// counted is the order with the most round trips on its path, and
+		// most the most requests an order made.
+		counted orderFigures
+		most    orderFigures
+		fewest  = -1
+	)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		took = took[:0]
 		for j := 0; j < ordersPerRound; j++ {
 			took = append(took, order(j))
+			c := countOrder(b, s, session, meter.Counts())
+			if c.trips > counted.trips {
+				counted = c
+			}
+			if c.requests > most.requests {
+				most = c
+			}
+			if fewest < 0 || c.trips < fewest {
+				fewest = c.trips
+			}
 			trips.round(b)
 		}
 	}
@@ -109,14 +141,104 @@ func BenchmarkPaidToEmail(b *testing.B) {
 	p95 := took[(len(took)*95+99)/100-1]
 	b.ReportMetric(ms(p95), "p95-ms")
 	b.ReportMetric(ms(took[len(took)-1]), "max-ms")
-	least, each := trips.floor()
+	least, err := trips.floor(counted.path)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportMetric(ms(least), "floor-ms")
 	b.ReportMetric(float64(p95)/float64(least), "p95/floor")
+	b.ReportMetric(float64(counted.trips), "round-trips")
+	b.ReportMetric(float64(most.requests), "requests/order")
 	var line []string
-	for _, c := range criticalPath {
-		line = append(line, fmt.Sprintf("%d %s × %.1f ms", c.count, c.kind, ms(each[c.kind])))
+	for kind, d := range trips.medians() {
+		line = append(line, fmt.Sprintf("%s %.1f ms", kind, ms(d)))
 	}
-	b.Logf("floor %.1f ms: %s", ms(least), strings.Join(line, ", "))
+	slices.Sort(line)
+	b.Logf("floor %.1f ms over %d round trips (%d to %d an order): %s", ms(least), counted.trips, fewest, counted.trips, strings.Join(line, ", "))
+	b.Logf("the path: %s", counted.chains)
+	b.Logf("an order's requests, each with its span: %d DynamoDB and S3; all it made through the meter: %s", most.requests, most.all)
+	b.Logf("its calls by function: %s", most.functions)
+}
+
+// orderFigures is what one order made: its path and the round trips on it,
+// and its requests.
+type orderFigures struct {
+	path   traces.Path
+	trips  int
+	chains string
+	// requests are its DynamoDB and S3 requests as the meter counted them,
+	// all every request the meter saw by service and operation, functions
+	// each function's AWS calls as the order's traces list them (each
+	// trace's by start).
+	requests       int
+	all, functions string
+}
+
+// countOrder reads the order's path from its spans and its requests from
+// counts, the meter's since its payment. Each request the meter saw must
+// have its span in the order's traces, and each span through the meter
+// its request: a call made outside the order's trace could be on its path
+// and not counted, and a request the SDK sent again (one span) is not the
+// idle pipeline this measures.
+func countOrder(tb testing.TB, s *stack.Stack, session string, counts map[string]int64) orderFigures {
+	tb.Helper()
+	resp, err := http.Get(s.APIURL + "/_local/trace/" + session + "?format=json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Spans []traces.Span }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		tb.Fatalf("the order's spans: %d (%v)", resp.StatusCode, err)
+	}
+	path, err := traces.CriticalPath(body.Spans)
+	if err != nil {
+		tb.Fatalf("the order's path: %v", err)
+	}
+	n, chains := path.Longest(func(string) float64 { return 1 })
+	c := orderFigures{path: path, trips: int(n)}
+	var legs []string
+	for _, chain := range chains {
+		legs = append(legs, strings.Join(chain, " "))
+	}
+	c.chains = strings.Join(legs, " | ")
+	// The spans by the meter's names: "DynamoDB.GetItem" is
+	// "dynamodb.GetItem". SES's go to the SES front, not through the meter.
+	spans, byFunction := map[string]int64{}, map[string][]string{}
+	for _, sp := range body.Spans {
+		if svc, ok := sp.Attributes["rpc.service"].(string); ok && sp.Attributes["rpc.system"] == "aws-api" {
+			byFunction[sp.Service] = append(byFunction[sp.Service], sp.Name)
+			if svc != "SESv2" {
+				spans[strings.ToLower(svc)+"."+sp.Attributes["rpc.method"].(string)]++
+			}
+		}
+	}
+	var functions []string
+	for _, fn := range slices.Sorted(maps.Keys(byFunction)) {
+		functions = append(functions, fn+": "+strings.Join(byFunction[fn], " "))
+	}
+	c.functions = strings.Join(functions, " | ")
+	ops := maps.Clone(counts)
+	for op := range spans {
+		ops[op] += 0
+	}
+	var all, differ []string
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		if counts[op] != spans[op] {
+			differ = append(differ, fmt.Sprintf("%s %d requests, %d spans", op, counts[op], spans[op]))
+		}
+		if strings.HasPrefix(op, "dynamodb.") || strings.HasPrefix(op, "s3.") {
+			c.requests += int(counts[op])
+		}
+		if counts[op] > 0 {
+			all = append(all, fmt.Sprintf("%d %s", counts[op], op))
+		}
+	}
+	if len(differ) > 0 {
+		tb.Fatalf("the order's requests and its spans disagree (%s): its path would be miscounted", strings.Join(differ, "; "))
+	}
+	c.all = strings.Join(all, ", ")
+	return c
 }
 
 // idle reports whether the pipeline's queues hold no message, visible or
