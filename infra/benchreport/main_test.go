@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -202,10 +203,10 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 17 budgets failed, 17 missing their benchmark"}},
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", fmt.Sprintf("0 of %d budgets failed, %d missing their benchmark", len(Budgets), len(Budgets))}},
 		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "3.106 p95/floor", "1.5 p95/floor").Replace(webhookLine + "\n" + agentLine + "\n" + mcpLine + "\n" + storeDownLine + "\n" + pipelineLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 16.94 GeneratorFunction-MB \t 15.06 HealthFunction-MB \t 16.94 max-MB\n" +
-			hangLine + chatLine + exchangeLine), 0, []string{"all 17 budgets met"}},
+			hangLine + chatLine + exchangeLine + requiredLine + idleLine + tracingLine), 0, []string{fmt.Sprintf("all %d budgets met", len(Budgets))}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},
