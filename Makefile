@@ -133,7 +133,7 @@ endef
 bench-burst:
 	$(call with-moto,ORACLE_BURST=full ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-full.json $(GO) test -count=1 -timeout 60m -run '^TestBurst$$' -v ./infra/local/stack | tee .build/bench-burst.log | grep -E '^(---|ok|FAIL|PASS|privacy|\s+burst_test)')
 
-## cost: the infrastructure cost of a verdict (excluding the model) and the idle cost per month, each line beside its figure before issue 30, from a metered burst of 50 + 50 orders on the local stack (FIGURES=file: from a burst already run, e.g. .build/burst-full.json); the model's cost of a verdict per tier and of a Sisters Chat exchange; and each sale's margin in one table
+## cost: the infrastructure cost of a verdict (excluding the model) and the idle cost per month, each line beside its figure before issue 30, from a metered burst of 50 + 50 orders on the local stack (FIGURES=file: from a burst already run, e.g. .build/burst-full.json); the model's cost of a verdict per tier and of a Sisters Chat exchange; and each sale's margin in one table; fails when a verdict or the idle month is over its goal
 cost:
 ifdef FIGURES
 	$(GO) run ./infra/cost $(FIGURES)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -297,19 +298,18 @@ func requirements(networks []x402.NetworkInfo, tier oracle.Tier, payTo string, m
 // required is the 402: what to pay for t, in the PAYMENT-REQUIRED header
 // and, for people reading it, as the body; reason says why a payment sent
 // was refused. Every 402 describes the offer (bazaar) and takes a payment
-// identifier (payment-identifier).
+// identifier (payment-identifier): the offer's 402 encoded once (priced),
+// with the reason written where encoding/json writes PaymentRequired's
+// error, after the version.
 func (h *Handler) required(t *payment, reason string) outcome {
-	resource := t.offer.resource
-	return outcome{required: &x402.PaymentRequired{
-		X402Version: x402.Version,
-		Error:       reason,
-		Resource:    &resource,
-		Accepts:     h.accepts(t.tier),
-		Extensions: map[string]any{
-			x402.ExtensionBazaar:            t.offer.bazaar,
-			x402.ExtensionPaymentIdentifier: x402.PaymentIdentifierDeclaration(false),
-		},
-	}}
+	if reason == "" {
+		return outcome{required: t.offer.open}
+	}
+	// A string always marshals (invalid UTF-8 as U+FFFD), escaped as in
+	// the struct.
+	quoted, _ := json.Marshal(reason)
+	body := versionJSON + `,"error":` + string(quoted) + t.offer.tail
+	return outcome{required: &challenge{json: body, header: base64.StdEncoding.EncodeToString([]byte(body))}}
 }
 
 // cors lets any origin's script call the rail and read its headers: a

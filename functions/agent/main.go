@@ -65,5 +65,8 @@ func main() {
 		Random:  rand.Reader,
 		Docs:    cfg.Docs,
 	}
+	// The paid routes' 402s are encoded here, in the init phase, not in
+	// the first request's time.
+	h.offers()
 	lambda.Start(tracing.Invocations(fn.Tracing, httpapi.Recover(log, h.Handle)))
 }

@@ -95,7 +95,7 @@ func ptrTo[T any](v T) *T { return &v }
 // toolName, as the reference implementations (TypeScript, Go, Python)
 // read it.
 func (h *Handler) toolOffer(name string, tier oracle.Tier) offer {
-	return offer{
+	return h.priced(offer{
 		resource: h.resourceOf(h.BaseURL+mcpPath, tier),
 		bazaar: h.bazaar(tier,
 			map[string]any{"type": "mcp", "tool": name, "toolName": name, "description": describe(tier),
@@ -110,7 +110,7 @@ func (h *Handler) toolOffer(name string, tier oracle.Tier) offer {
 				"example":     paidBodySchema(),
 			},
 			"type", "tool", "toolName", "inputSchema"),
-	}
+	}, tier)
 }
 
 // The output schemas hold what every result's structuredContent is, for
@@ -356,7 +356,9 @@ func (h *Handler) toolResult(ctx context.Context, t *payment, o outcome) *mcp.Ca
 		h.logFor(t).InfoContext(ctx, "MCP tool call refused", "status", status, "error", o.err.Error())
 		return toolError(oracle.ErrorMessage(o.err))
 	case o.required != nil:
-		res = structured(o.required, true)
+		// The 402's JSON, encoded once per offer (priced).
+		res = &mcp.CallToolResult{StructuredContent: json.RawMessage(o.required.json),
+			Content: []mcp.Content{&mcp.TextContent{Text: o.required.json}}, IsError: true}
 	case o.ready != nil:
 		res = structured(o.ready, false)
 	case o.pending != nil:

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
 	neturl "net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +20,50 @@ import (
 type offer struct {
 	resource x402.ResourceInfo
 	bazaar   x402.Extension
+	// open is the offer's 402 without a refusal's reason, encoded once
+	// (priced): what a probe and a request without a payment get. tail is
+	// its JSON after the version, where a refusal's reason is written
+	// (required).
+	open *challenge
+	tail string
+}
+
+// challenge is a 402 encoded: the PaymentRequired's JSON (the HTTP body,
+// and an MCP result's structuredContent and text) and the same JSON in
+// base64 (the PAYMENT-REQUIRED header).
+type challenge struct {
+	json, header string
+}
+
+// versionJSON is how every PaymentRequired's JSON begins: x402Version is
+// its first field, and error, when a payment was refused, its second.
+var versionJSON = `{"x402Version":` + strconv.Itoa(x402.Version)
+
+// priced is o with its 402 for tier encoded. Nothing in it changes from
+// one request to the next (the networks offered, the wallet, the price,
+// the resource and the bazaar's description are the configuration's), and
+// its two encodings of some 3 KB of nested maps were most of a 402's
+// time: encoded once, a 402 copies them.
+func (h *Handler) priced(o offer, tier oracle.Tier) offer {
+	resource := o.resource
+	b, err := json.Marshal(x402.PaymentRequired{
+		X402Version: x402.Version,
+		Resource:    &resource,
+		Accepts:     h.accepts(tier),
+		Extensions: map[string]any{
+			x402.ExtensionBazaar:            o.bazaar,
+			x402.ExtensionPaymentIdentifier: x402.PaymentIdentifierDeclaration(false),
+		},
+	})
+	if err != nil {
+		// Strings, numbers and maps of them, and an example verdict
+		// json.Marshal wrote: a failure is this code's bug, and the
+		// function must not start with it (main prices the offers).
+		panic(fmt.Sprintf("the %s offer's 402 cannot be encoded: %v", tier, err))
+	}
+	o.open = &challenge{json: string(b), header: base64.StdEncoding.EncodeToString(b)}
+	o.tail = string(b[len(versionJSON):])
+	return o
 }
 
 // The catalogue's view of the service (ResourceInfo's serviceName and
@@ -68,7 +114,7 @@ func publicHost(base string) bool {
 
 // httpOffer is the offer of a paid route: POST path with a JSON body.
 func (h *Handler) httpOffer(path string, tier oracle.Tier) offer {
-	return offer{
+	return h.priced(offer{
 		resource: h.resourceOf(h.BaseURL+path, tier),
 		bazaar: h.bazaar(tier,
 			map[string]any{"type": "http", "method": "POST", "bodyType": "json", "body": map[string]any{"query": exampleQuery}},
@@ -79,7 +125,7 @@ func (h *Handler) httpOffer(path string, tier oracle.Tier) offer {
 				"body":     paidBodySchema(),
 			},
 			"type", "method", "bodyType", "body"),
-	}
+	}, tier)
 }
 
 // bazaar is the bazaar extension of tier's offer: info's input as given,

@@ -15,8 +15,9 @@ type outcome struct {
 	// err is a refusal with an oracle code (400, 409, 413) or a fault of
 	// ours (500), said in the log.
 	err error
-	// required is the 402: what to pay, and why a payment sent was refused.
-	required *x402.PaymentRequired
+	// required is the 402, encoded: what to pay, and why a payment sent
+	// was refused.
+	required *challenge
 	// ready is the verdict (200).
 	ready *verdictAnswer
 	// pending says where to poll for a verdict not ready yet (202).
@@ -45,10 +46,8 @@ func (h *Handler) response(ctx context.Context, o outcome) httpapi.Response {
 	case o.err != nil:
 		return httpapi.Error(ctx, h.Log, o.err)
 	case o.required != nil:
-		resp = httpapi.JSON(http.StatusPaymentRequired, o.required)
-		if header, err := x402.EncodeHeader(o.required); err == nil {
-			resp.Headers[x402.HeaderPaymentRequired] = header
-		}
+		resp = httpapi.JSON(http.StatusPaymentRequired, httpapi.Encoded(o.required.json))
+		resp.Headers[x402.HeaderPaymentRequired] = o.required.header
 	case o.ready != nil:
 		resp = httpapi.JSON(http.StatusOK, o.ready)
 	case o.pending != nil:

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -275,6 +276,70 @@ var Budgets = []budget{
 			}
 			over, _ := r.Value("overshoot-max-ms")
 			return fmt.Sprintf("%.0f ms at most", over), over <= 500, nil
+		},
+	},
+	{
+		// The 402 makes no call: its time is all its own work (the body
+		// read and checked, the offer's encoded challenge, the headers).
+		name:  "agent (x402): the 402 answer's own work",
+		limit: "≤ 50 µs",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkPaymentRequired", "ns/op", "allocs/op")
+			if err != nil {
+				return "", false, err
+			}
+			ns, _ := r.Value("ns/op")
+			allocs, _ := r.Value("allocs/op")
+			return fmt.Sprintf("%.1f µs (%.0f allocs)", ns/1000, allocs), ns <= 50e3, nil
+		},
+	},
+	{
+		// make cost's own figure of the template's idle month, the daily
+		// smoke test's verdict at its goal's ceiling (no burst is run).
+		name:  "idle month: make cost's figure",
+		limit: "≤ $5",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkIdleMonth", "USD/month")
+			if err != nil {
+				return "", false, err
+			}
+			usd, _ := r.Value("USD/month")
+			return fmt.Sprintf("$%.2f a month", usd), usd <= 5, nil
+		},
+	},
+	{
+		// Each bootstrap as make build builds it, less the same build with
+		// shared/tracing's SDK and exporter compiled out (-tags notracing).
+		name:  "bootstrap size: tracing's share (with it less without)",
+		limit: "≤ 1.5 MB each",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkTracingSize", "max-MB")
+			if err != nil {
+				return "", false, err
+			}
+			most, at := 0.0, ""
+			var over []string
+			for _, unit := range slices.Sorted(maps.Keys(r.Values)) {
+				fn, ok := strings.CutSuffix(unit, "-MB")
+				if !ok || fn == "max" {
+					continue
+				}
+				mb, _ := r.Value(unit)
+				name := strings.TrimSuffix(fn, "Function")
+				if at == "" || mb > most {
+					most, at = mb, name
+				}
+				if mb > 1.5 {
+					over = append(over, fmt.Sprintf("%s %.2f", name, mb))
+				}
+			}
+			if at == "" {
+				return "", false, errors.New("BenchmarkTracingSize reports no function")
+			}
+			if len(over) > 0 {
+				return fmt.Sprintf("%.2f MB at most; over: %s", most, strings.Join(over, ", ")), false, nil
+			}
+			return fmt.Sprintf("%.2f MB at most (%s)", most, at), true, nil
 		},
 	},
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -214,10 +215,10 @@ func TestRun(t *testing.T) {
 	}{
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
-		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", "0 of 19 budgets failed, 19 missing their benchmark"}},
+		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", fmt.Sprintf("0 of %d budgets failed, %d missing their benchmark", len(Budgets), len(Budgets))}},
 		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "1.924 p95/floor", "1.5 p95/floor", "20.00 round-trips", "10.00 round-trips", "23.00 requests/order", "12.00 requests/order").Replace(webhookLine + "\n" + agentLine + "\n" + mcpLine + "\n" + storeDownLine + "\n" + countedLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 16.94 GeneratorFunction-MB \t 15.06 HealthFunction-MB \t 16.94 max-MB\n" +
-			hangLine + chatLine + exchangeLine), 0, []string{"all 19 budgets met"}},
+			hangLine + chatLine + exchangeLine + requiredLine + idleLine + tracingLine), 0, []string{fmt.Sprintf("all %d budgets met", len(Budgets))}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
 		{"no such file", []string{"testdata/none.txt"}, "", 2, nil},
 		{"two files", []string{"a", "b"}, "", 2, nil},

@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
@@ -29,6 +30,8 @@ const (
 	goalIdle       = 5.0
 )
 
+// main exits 1 when the figures cannot be priced, and when a goal is not
+// met: a budget that cannot fail is not one (issue 40).
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cost:", err)
@@ -80,15 +83,7 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  per verdict: $%.6f (the model excluded)\n", per)
 	}
-	params, err := deployedParams(filepath.Join(filepath.Dir(provision.TemplatePath()), "samconfig.toml"))
-	if err != nil {
-		return err
-	}
-	names, err := metricNames(filepath.Join(filepath.Dir(provision.TemplatePath()), "shared", "obs", "names.go"))
-	if err != nil {
-		return err
-	}
-	idle, err := idleLines(t, params, verdict, names)
+	idle, params, err := idleMonth(t, verdict)
 	if err != nil {
 		return err
 	}
@@ -112,6 +107,43 @@ func run(args []string, w io.Writer) error {
 	fmt.Fprintf(w, "\nCOST: $%.6f per verdict (goal under $%.4f: %s); $%.2f a month idle, $%.2f before (goal under $%.0f: %s)\n",
 		verdict, goalPerVerdict, met(verdict < goalPerVerdict), idleNow, idleTotal(idleBaseline), goalIdle, met(idleNow < goalIdle))
 	fmt.Fprintf(w, "COST: $%.6f of model per chat exchange, at most $%.6f\n", chat.measured(), chat.most())
+	return goals(verdict, idleNow)
+}
+
+// idleMonth prices the idle month of t as deployed: the parameters a
+// guided deploy saved in samconfig.toml, the metric names the code has,
+// the daily smoke test's verdict at verdict. It returns the parameters
+// too.
+func idleMonth(t *sam.Template, verdict float64) ([]idleLine, map[string]string, error) {
+	root := filepath.Dir(provision.TemplatePath())
+	params, err := deployedParams(filepath.Join(root, "samconfig.toml"))
+	if err != nil {
+		return nil, nil, err
+	}
+	names, err := metricNames(filepath.Join(root, "shared", "obs", "names.go"))
+	if err != nil {
+		return nil, nil, err
+	}
+	idle, err := idleLines(t, params, verdict, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	return idle, params, nil
+}
+
+// goals is an error naming each goal a verdict's cost (verdict) and the
+// idle month (idle) do not meet.
+func goals(verdict, idle float64) error {
+	var missed []string
+	if verdict >= goalPerVerdict {
+		missed = append(missed, fmt.Sprintf("a verdict costs $%.6f, the goal is under $%.4f", verdict, goalPerVerdict))
+	}
+	if idle >= goalIdle {
+		missed = append(missed, fmt.Sprintf("the idle month costs $%.2f, the goal is under $%.0f", idle, goalIdle))
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("goal not met: %s", strings.Join(missed, "; "))
+	}
 	return nil
 }
 

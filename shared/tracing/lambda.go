@@ -1,3 +1,5 @@
+//go:build !notracing
+
 package tracing
 
 import (
@@ -90,4 +92,23 @@ func Invocations[In, Out any](p *Provider, h func(context.Context, In) (Out, err
 		}()
 		return h(ctx, in)
 	}
+}
+
+// takeLater is what Later left, in its order, taken once.
+func (i *invocation) takeLater() []func() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	later := i.later
+	i.later = nil
+	return later
+}
+
+// only is the one order the invocation worked on, if one.
+func (i *invocation) only() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.many {
+		return ""
+	}
+	return i.first
 }
