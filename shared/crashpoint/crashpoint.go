@@ -45,11 +45,18 @@ const (
 	// MailerSent: the transport accepted the email; the delivery is not
 	// recorded. The one point where a crash sends the email twice.
 	MailerSent Point = "mailer/after-send"
+	// GeneratorHandedOver: the stored verdict's email is queued; its audit
+	// records, the records its generation carried, the circuit's report
+	// and the first verdict's keeping, which follow the hand-off, may not
+	// be done. A redelivery does them.
+	GeneratorHandedOver Point = "generator/after-handoff"
 )
 
-// Points lists every point, in the order a paid order passes them.
+// Points lists every point: those of the functions' first steps in the
+// order a paid order passes them, then those added since.
 func Points() []Point {
-	return []Point{GeneratorLeased, GeneratorReplied, GeneratorFiltered, GeneratorStored, MailerClaimed, MailerSent}
+	return []Point{GeneratorLeased, GeneratorReplied, GeneratorFiltered, GeneratorStored, MailerClaimed, MailerSent,
+		GeneratorHandedOver}
 }
 
 // local announces points to the local Runtime API; nil in Lambda. It is

@@ -22,6 +22,8 @@ import (
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
@@ -50,6 +52,7 @@ var crashCases = []crashCase{
 	{crashpoint.GeneratorStored, "GeneratorFunction", 1, 1},
 	{crashpoint.MailerClaimed, "MailerFunction", 1, 1},
 	{crashpoint.MailerSent, "MailerFunction", 1, 2},
+	{crashpoint.GeneratorHandedOver, "GeneratorFunction", 1, 1},
 }
 
 // TestCrashAtEveryStep kills the generator and the mailer with SIGKILL at
@@ -165,7 +168,36 @@ func crashOne(ctx context.Context, t *testing.T, s *stack.Stack, c crashCase, i 
 			t.Errorf("order %d: an email is not its verdict:\n%s", i, m.Text)
 		}
 	}
+	// The generator's records of the stored verdict, which follow its
+	// email's hand-off, are written whatever the crash kept from them.
+	var missing []audit.Event
+	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
+		missing = generatorRecordsMissing(t, s, session)
+		return len(missing) == 0
+	}) {
+		t.Errorf("order %d killed at %s: no %q record of its verdict", i, c.point, missing)
+	}
 	return session
+}
+
+// generatorRecordsMissing returns the generator's events of a stored
+// verdict (its crosscheck, gate 1, the verdict generated) that the audit
+// log holds no record of for session.
+func generatorRecordsMissing(t *testing.T, s *stack.Stack, session string) []audit.Event {
+	t.Helper()
+	seen := map[audit.Event]bool{}
+	for _, r := range testkit.AuditRecords(t, awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")) {
+		if r.SessionID == session && r.Source == audit.SourceGenerator {
+			seen[r.Event] = true
+		}
+	}
+	var missing []audit.Event
+	for _, e := range []audit.Event{audit.EventCrosscheck, audit.EventFilter, audit.EventVerdictGenerated} {
+		if !seen[e] {
+			missing = append(missing, e)
+		}
+	}
+	return missing
 }
 
 // hurry does for a killed invocation what time would. In AWS, SQS delivers
