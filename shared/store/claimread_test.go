@@ -138,3 +138,30 @@ func TestParkLeasedGivesTheAttemptBack(t *testing.T) {
 		clk.Add(time.Minute)
 	}
 }
+
+// An order parked after an earlier attempt asked the model stays
+// GENERATING, with that attempt still counted.
+func TestParkLeasedAfterAnAttemptKeepsIt(t *testing.T) {
+	ctx := context.Background()
+	orders, _, clk := newOrders(t)
+	id := "cs_test_parkleased2"
+	paidOrder(t, orders, id)
+	_, lease, err := orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := orders.AbandonGeneration(ctx, id, lease); err != nil {
+		t.Fatal(err)
+	}
+	o, lease, err := orders.StartGeneration(ctx, id, time.Minute)
+	if err != nil || o.Attempts != 2 {
+		t.Fatalf("second claim %+v %v", o, err)
+	}
+	if _, err := orders.ParkLeased(ctx, o, lease, clk.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := orders.Get(ctx, id)
+	if err != nil || got.Attempts != 1 || got.Status != oracle.StatusGenerating {
+		t.Fatalf("parked %+v %v, want GENERATING with the first attempt counted", got, err)
+	}
+}
