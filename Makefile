@@ -103,7 +103,7 @@ fuzz-core:
 	$(GO) test -run '^$$' -fuzz '^FuzzFormToken$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/chatsession
 	$(GO) test -run '^$$' -fuzz '^FuzzSessionCookie$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/chatsession
 
-## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's six crash points, each ending with one verdict and one email (two when killed after the send, before its record); prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
+## crash: the crash-injection test in full: CRASH_ORDERS (10) orders killed with SIGKILL at each of the generator's and the mailer's crash points (shared/crashpoint), each ending with one verdict, one email (two when killed after the send, before its record) and the generator's audit records of its verdict; prints each point's time and the send-to-record window (log in .build/crash.log). make test runs it with one order per point
 CRASH_ORDERS ?= 10
 crash:
 	$(call with-moto,ORACLE_CRASH_ORDERS=$(CRASH_ORDERS) $(GO) test -race -count=1 -timeout 30m -run '^TestCrashAtEveryStep$$' -v ./infra/local/stack \

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"time"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/crosscheck"
+	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/quarantine"
 	"42sisters.ai/oracle/shared/sosfilter"
 )
@@ -46,7 +50,7 @@ func (h *Handler) auditCrosscheck(ctx context.Context, t *task, d crosscheck.Dec
 	r.Event = audit.EventCrosscheck
 	r.Crosscheck = &audit.Crosscheck{VerdictLabel: d.VerdictLabel, CoherenceScore: d.CoherenceScore, Threshold: d.Threshold,
 		Phi: crosscheck.PHI, Approved: d.Approved, Flags: d.Flags, CrosscheckReason: string(d.Reason), Rule: string(d.Rule)}
-	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameCrosscheck, t.order.Attempts, n))
+	h.carry(ctx, t, r, audit.RecordID(t.order.SessionID, audit.NameCrosscheck, t.order.Attempts, n))
 }
 
 // auditFilter writes the record of gate 1's decision on this generation:
@@ -63,15 +67,83 @@ func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report
 	if r.Filter.TermIDs == nil {
 		r.Filter.TermIDs = []string{}
 	}
-	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameFilterGenerator, t.order.Attempts))
+	h.carry(ctx, t, r, audit.RecordID(t.order.SessionID, audit.NameFilterGenerator, t.order.Attempts))
+}
+
+// carried is one of a generation's crosscheck and gate 1 records, as the
+// order carries it with its verdict: what the record holds beyond the
+// order, from which fromCarried makes the same record again.
+type carried struct {
+	ID          string            `json:"id"`
+	Event       audit.Event       `json:"event"`
+	Status      audit.Status      `json:"status"`
+	Detail      *string           `json:"detail,omitempty"`
+	At          time.Time         `json:"at"`
+	LatencyMS   int64             `json:"latency_ms"`
+	OrderStatus string            `json:"order_status"`
+	VerdictHash string            `json:"verdict_hash,omitempty"`
+	Crosscheck  *audit.Crosscheck `json:"crosscheck,omitempty"`
+	Filter      *audit.Filter     `json:"filter,omitempty"`
+}
+
+// carry writes r under id beside the generation's next steps, not between
+// them, and keeps it to be stored with the verdict: the write is in flight
+// at once, as before, and a crash after the verdict is stored and before
+// the write is done leaves the record on the order for the job's
+// redelivery to write (afterStore).
+func (h *Handler) carry(ctx context.Context, t *task, r audit.Record, id string) {
+	t.carried = append(t.carried, carried{ID: id, Event: r.Event, Status: r.Status, Detail: r.ErrorDetail, At: r.Timestamp,
+		LatencyMS: r.LatencyMS, OrderStatus: r.OrderStatus, VerdictHash: r.VerdictHash, Crosscheck: r.Crosscheck, Filter: r.Filter})
+	t.spawn(ctx, func(ctx context.Context) error {
+		h.Audit.Record(ctx, r, id)
+		return nil
+	})
+}
+
+// fromCarried is the record c keeps of order o's generation.
+func (h *Handler) fromCarried(o oracle.Order, c carried) audit.Record {
+	o.Status, o.VerdictHash = oracle.Status(c.OrderStatus), c.VerdictHash
+	r := audit.OfOrder(h.Hasher, o, audit.SourceGenerator, c.Event, c.Status, c.At, c.At)
+	r.LatencyMS, r.ErrorDetail, r.Crosscheck, r.Filter = c.LatencyMS, c.Detail, c.Crosscheck, c.Filter
+	return r
+}
+
+// carriedText is the records of t's generation as its verdict carries them.
+func carriedText(t *task) (string, error) {
+	if len(t.carried) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(t.carried)
+	if err != nil {
+		return "", fmt.Errorf("carry the generation's audit records: %w", err)
+	}
+	return string(b), nil
+}
+
+// uncarry reads the records a stored verdict carries. What cannot be read
+// is logged and skipped: the verdict and its email do not wait on it.
+func uncarry(ctx context.Context, t *task) []carried {
+	if t.order.GenAudit == "" {
+		return nil
+	}
+	var cs []carried
+	if err := json.Unmarshal([]byte(t.order.GenAudit), &cs); err != nil {
+		t.log.ErrorContext(ctx, "the audit records carried with the verdict are unreadable", "error", err.Error())
+		return nil
+	}
+	return cs
 }
 
 // auditDivergence writes the record of a regenerated verdict's comparison
-// with the first one, once per regeneration.
+// with the first one, once per regeneration, beside the steps that follow.
 func (h *Handler) auditDivergence(ctx context.Context, t *task, original string) {
 	o := t.order
 	r := audit.OfOrder(h.Hasher, o, audit.SourceGenerator, audit.EventDivergenceCheck, audit.StatusOK, h.Now(), h.Now())
 	r.Divergence = &audit.Divergence{OriginalVerdict: original, RegenVerdict: string(o.VerdictLabel),
 		TopLevelMatch: o.OriginalVerdict == o.VerdictLabel, DivergenceLevel: o.Divergence}
-	h.Audit.Record(ctx, r, audit.RecordID(o.SessionID, audit.NameDivergence, o.GeneratedAt.Unix()))
+	id := audit.RecordID(o.SessionID, audit.NameDivergence, o.GeneratedAt.Unix())
+	t.spawn(ctx, func(ctx context.Context) error {
+		h.Audit.Record(ctx, r, id)
+		return nil
+	})
 }

@@ -72,7 +72,15 @@ func (h *Handler) park(ctx context.Context, t *task, until time.Time, why string
 	if !ok {
 		return h.giveUp(ctx, t, "model_unavailable")
 	}
-	first, err := h.Orders.Park(ctx, t.order.SessionID, at)
+	var first time.Time
+	var err error
+	if t.lease != "" && !t.asked {
+		// The model was never asked: the lease and its attempt are given
+		// back in the same write that parks the order.
+		first, err = h.Orders.ParkLeased(ctx, t.order, t.lease, at)
+	} else {
+		first, err = h.Orders.Park(ctx, t.order.SessionID, at)
+	}
 	var notOwed *store.ErrNotOwed
 	if errors.As(err, &notOwed) {
 		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(notOwed.Order.Status))

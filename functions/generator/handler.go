@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -27,13 +28,13 @@ import (
 
 // Orders is the order store (shared/store).
 type Orders interface {
-	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
 	StartGeneration(ctx context.Context, sessionID string, lease time.Duration) (oracle.Order, string, error)
 	ResetForRegeneration(ctx context.Context, sessionID string, hold time.Duration) (bool, error)
 	StoreVerdict(ctx context.Context, sessionID, lease string, v store.StoredVerdict) (oracle.Order, error)
 	AbandonGeneration(ctx context.Context, sessionID, lease string) error
 	MarkFailed(ctx context.Context, sessionID, reason string) (bool, error)
 	Park(ctx context.Context, sessionID string, due time.Time) (time.Time, error)
+	ParkLeased(ctx context.Context, leased oracle.Order, lease string, due time.Time) (time.Time, error)
 	Hold(ctx context.Context, sessionID, lease, reason string) (bool, error)
 	QuarantineGeneration(ctx context.Context, sessionID, lease string, q store.Quarantine) (bool, error)
 }
@@ -43,9 +44,11 @@ type Model interface {
 	Call(ctx context.Context, r gemini.Request, validate func(text string) error) (gemini.Result, error)
 }
 
-// Circuit is the breaker every generator container shares (shared/circuit).
+// Circuit is the breaker every generator container shares (shared/circuit),
+// read once per job, beside the claim of the order.
 type Circuit interface {
-	Allow(ctx context.Context) (circuit.Permit, error)
+	Read(ctx context.Context) (circuit.Reading, error)
+	Admit(ctx context.Context, r circuit.Reading) (circuit.Permit, error)
 	Succeeded(ctx context.Context, p circuit.Permit, latency time.Duration) (circuit.Transition, error)
 	Failed(ctx context.Context, p circuit.Permit) (circuit.Transition, error)
 }
@@ -136,9 +139,41 @@ type task struct {
 	started  time.Time
 	log      *slog.Logger
 	// order is the job's order as last read or written; lease is the
-	// generation lease, once this task holds it.
+	// generation lease, once this task holds it; asked, once the model has
+	// been asked under it.
 	order oracle.Order
 	lease string
+	asked bool
+	// carried are this generation's crosscheck and gate 1 records, stored
+	// with its verdict (oracle.Order.GenAudit).
+	carried []carried
+	// background is the work nobody waits for before the next step: the
+	// audit records, the circuit's report, the first verdict's keeping.
+	// The job's message is acknowledged only once it is done, so a crash
+	// before then brings the job back to do it again.
+	background sync.WaitGroup
+	mu         sync.Mutex
+	failures   []error
+}
+
+// spawn starts f beside the task's steps; a failure of f fails the job's
+// delivery (SQS brings it back), once the task's own steps are done.
+func (t *task) spawn(ctx context.Context, f func(ctx context.Context) error) {
+	t.background.Go(func() {
+		if err := f(ctx); err != nil {
+			t.mu.Lock()
+			t.failures = append(t.failures, err)
+			t.mu.Unlock()
+		}
+	})
+}
+
+// settle waits for the task's background work and returns its failures.
+func (t *task) settle() error {
+	t.background.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return errors.Join(t.failures...)
 }
 
 // Handle processes a batch and reports the records that failed, so that
@@ -164,11 +199,13 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	}
 	// The order's whole id on this record's span and every span under it.
 	ctx = tracing.WithOrder(ctx, job.SessionID)
-	return h.run(ctx, &task{job: job, receives: receives, started: h.Now(),
-		log: h.Log.With("reason", job.Reason, "receive", receives, "attempt", job.Attempt)})
+	t := &task{job: job, receives: receives, started: h.Now(),
+		log: h.Log.With("reason", job.Reason, "receive", receives, "attempt", job.Attempt)}
+	err = h.run(ctx, t)
+	return errors.Join(err, t.settle())
 }
 
-// run does what the job calls for, given its order.
+// run does what the job calls for.
 func (h *Handler) run(ctx context.Context, t *task) error {
 	if t.job.Reason == queue.ReasonQuarantineReview {
 		// A reminder of the retired chain, still on the queue when this
@@ -186,34 +223,65 @@ func (h *Handler) run(ctx context.Context, t *task) error {
 			return err
 		}
 	}
-	order, found, err := h.Orders.Get(ctx, t.job.SessionID)
-	if err != nil {
-		return err
-	}
-	t.order = order
-	switch s := next(order, found); s {
-	case stepGenerate:
-		return h.generate(ctx, t)
+	return h.generate(ctx, t)
+}
+
+// notOwed does what a job calls for when its order owes no generation,
+// as the refused claim found the order: finish what follows a stored
+// verdict, queue again what a settled order is owed, or acknowledge.
+func (h *Handler) notOwed(ctx context.Context, t *task, e *store.ErrNotOwed) error {
+	t.order = e.Order
+	switch s := next(e.Order, !e.Missing); s {
 	case stepResume:
+		t.carried = uncarry(ctx, t)
 		return h.afterStore(ctx, t)
 	case stepRenotify:
 		return h.settled(ctx, t)
 	case stepUnknownOrder:
 		t.log.WarnContext(ctx, "generate job for an unknown order acknowledged")
 	default:
-		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(order.Status))
+		// A live lease of another generator, or a state never generated.
+		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(e.Order.Status))
 	}
 	return nil
 }
 
 // generate leases the order, asks the model and hands a reply that passed
-// its checks to gate 1. Whatever keeps the model from answering (the key
-// is refused, the circuit is open) parks the order instead of failing it.
+// its checks to gate 1. The claim of the order is the read of it: the
+// conditional update that takes the lease returns the order, and a refused
+// one the order that refused it. The circuit is read beside it. Whatever
+// keeps the model from answering (the key is refused, the circuit is open)
+// gives the lease back and parks the order instead of failing it.
 func (h *Handler) generate(ctx context.Context, t *task) error {
+	type reading struct {
+		r   circuit.Reading
+		err error
+	}
+	read := make(chan reading, 1)
+	go func() {
+		r, err := h.Circuit.Read(ctx)
+		read <- reading{r, err}
+	}()
+	order, lease, err := h.Orders.StartGeneration(ctx, t.job.SessionID, h.lease(ctx))
+	circuitRead := <-read
+	var notOwed *store.ErrNotOwed
+	switch {
+	case errors.As(err, &notOwed):
+		return h.notOwed(ctx, t, notOwed)
+	case err != nil:
+		return err
+	}
+	t.order, t.lease = order, lease
+	t.log = t.log.With("generation", order.Attempts)
+	crashpoint.Reach(ctx, crashpoint.GeneratorLeased)
+
 	if until, ok := h.Key.Rejected(ctx); ok {
 		return h.park(ctx, t, until, "the model key is refused")
 	}
-	permit, err := h.Circuit.Allow(ctx)
+	permit, err := circuit.Permit{}, circuitRead.err
+	if err == nil {
+		permit, err = h.Circuit.Admit(ctx, circuitRead.r)
+	}
 	var open *circuit.OpenError
 	if errors.As(err, &open) {
 		return h.park(ctx, t, open.Until, "the circuit is open ("+string(open.Reason)+")")
@@ -222,26 +290,21 @@ func (h *Handler) generate(ctx context.Context, t *task) error {
 		t.log.WarnContext(ctx, "circuit state unreadable; calling the model", "error", err.Error())
 	}
 
-	order, lease, err := h.Orders.StartGeneration(ctx, t.job.SessionID, h.lease(ctx))
-	var notOwed *store.ErrNotOwed
-	switch {
-	case errors.As(err, &notOwed):
-		t.log.InfoContext(ctx, "generation not owed; job acknowledged", "status", string(notOwed.Order.Status))
-		return nil
-	case err != nil:
-		return err
-	}
-	t.order, t.lease = order, lease
-	t.log = t.log.With("generation", order.Attempts)
-	crashpoint.Reach(ctx, crashpoint.GeneratorLeased)
-
+	t.asked = true
 	callStart := h.Now()
 	g, err := h.ask(ctx, t)
 	crashpoint.Reach(ctx, crashpoint.GeneratorReplied)
-	h.report(ctx, t.log, permit, h.Now().Sub(callStart), err)
+	latency := h.Now().Sub(callStart)
 	if err != nil {
+		h.report(ctx, t.log, permit, latency, err)
 		return h.failed(ctx, t, err)
 	}
+	// The model answered: the circuit hears of it while the verdict is
+	// stored and handed on (a write only when a count or its state changes).
+	t.spawn(ctx, func(ctx context.Context) error {
+		h.report(ctx, t.log, permit, latency, nil)
+		return nil
+	})
 	return h.store(ctx, t, g)
 }
 

@@ -61,7 +61,7 @@ func (m *memOrders) StartGeneration(_ context.Context, id string, lease time.Dur
 	defer m.mu.Unlock()
 	o, ok := m.orders[id]
 	if !ok {
-		return oracle.Order{}, "", &store.ErrNotOwed{Order: oracle.Order{SessionID: id}}
+		return oracle.Order{}, "", &store.ErrNotOwed{Order: oracle.Order{SessionID: id}, Missing: true}
 	}
 	now := m.now()
 	free := o.Status == oracle.StatusPaid || (o.Status == oracle.StatusGenerating && !o.leaseUntil.After(now))
@@ -100,7 +100,7 @@ func (m *memOrders) StoreVerdict(_ context.Context, id, lease string, v store.St
 	now := m.now()
 	o.Verdict, o.VerdictHash, o.VerdictLabel, o.CoherenceScore = v.Canonical, v.Hash, v.Label, v.CoherenceScore
 	o.PromptVersion, o.Model, o.FilterVersion, o.Divergence = v.PromptVersion, v.Model, v.FilterVersion, v.Divergence
-	o.GeneratedAt, o.Status, o.expires = &now, oracle.StatusReady, v.ExpiresAt
+	o.GeneratedAt, o.Status, o.expires, o.GenAudit = &now, oracle.StatusReady, v.ExpiresAt, v.Audit
 	o.lease, o.leaseUntil, o.parkedSince = "", time.Time{}, time.Time{}
 	return o.Order, nil
 }
@@ -139,6 +139,27 @@ func (m *memOrders) Park(_ context.Context, id string, due time.Time) (time.Time
 		o.parkedSince = m.now()
 	}
 	o.JobDueAt = &due
+	return o.parkedSince, nil
+}
+
+func (m *memOrders) ParkLeased(_ context.Context, leased oracle.Order, lease string, due time.Time) (time.Time, error) {
+	id := leased.SessionID
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.orders[id]
+	if !ok {
+		return time.Time{}, &store.ErrNotOwed{Order: oracle.Order{SessionID: id}, Missing: true}
+	}
+	if o.lease != lease || o.Verdict != "" {
+		return time.Time{}, &store.ErrNotOwed{Order: o.Order}
+	}
+	if o.parkedSince.IsZero() {
+		o.parkedSince = m.now()
+	}
+	o.JobDueAt, o.lease, o.leaseUntil = &due, "", time.Time{}
+	if o.Attempts--; o.Attempts == 0 {
+		o.Status = oracle.StatusPaid
+	}
 	return o.parkedSince, nil
 }
 
@@ -208,7 +229,10 @@ const (
 // closedCircuit lets every call through and ignores how it fared.
 type closedCircuit struct{}
 
-func (closedCircuit) Allow(context.Context) (circuit.Permit, error) { return circuit.Permit{}, nil }
+func (closedCircuit) Read(context.Context) (circuit.Reading, error) { return circuit.Reading{}, nil }
+func (closedCircuit) Admit(context.Context, circuit.Reading) (circuit.Permit, error) {
+	return circuit.Permit{}, nil
+}
 func (closedCircuit) Succeeded(context.Context, circuit.Permit, time.Duration) (circuit.Transition, error) {
 	return circuit.Transition{}, nil
 }

@@ -50,6 +50,9 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 	if t.order.Regen {
 		v.Divergence = oracle.Diverge(t.order.OriginalVerdict, g.analysis.Verdict)
 	}
+	if v.Audit, err = carriedText(t); err != nil {
+		return h.failed(ctx, t, err)
+	}
 	stored, err := h.Orders.StoreVerdict(ctx, t.order.SessionID, t.lease, v)
 	if errors.Is(err, store.ErrLeaseLost) {
 		// Another generator overtook this slow one; whichever stored first
@@ -100,11 +103,15 @@ func (h *Handler) divergenceCheck(ctx context.Context, t *task) error {
 	return nil
 }
 
-// afterStore audits the stored verdict, checks a regenerated one's
-// divergence, keeps the first verdict past the order and enqueues a first
-// verdict's email; a redelivery of a READY order runs it again, so
-// everything here is idempotent. A failed audit write alerts but
-// does not withhold the customer's email.
+// afterStore hands on what a stored verdict is owed, then finishes the
+// rest beside it: a first verdict's email is queued (a regenerated one's
+// divergence notice, when it moved far), and only then are its audit
+// records written, the records its generation carried written again, and
+// the first verdict kept past the order, concurrently. A redelivery of a
+// READY order runs it again, so everything here is idempotent: the mailer
+// sends each email once, every record has a write-once id, and the job's
+// message is acknowledged only once all of it is done. A failed audit
+// write alerts but does not withhold the customer's email.
 func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	o := t.order
 	status, id := audit.StatusOK, audit.RecordID(o.SessionID, audit.NameGenerated)
@@ -121,23 +128,38 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	case status == audit.StatusRegenerated:
 		r.Event = audit.EventVerdictRegenerated
 	}
-	h.Audit.Record(ctx, r, id)
+	if !o.Regen {
+		if err := h.notify(ctx, o, oracle.MailVerdict); err != nil {
+			return fmt.Errorf("enqueue verdict mail: %w", err)
+		}
+		t.log.InfoContext(ctx, "verdict mail enqueued")
+	}
+	crashpoint.Reach(ctx, crashpoint.GeneratorHandedOver)
+
+	t.spawn(ctx, func(ctx context.Context) error {
+		h.Audit.Record(ctx, r, id)
+		return nil
+	})
+	if !t.asked {
+		// A redelivery: the records of the generation that stored the
+		// verdict, which a crash may have kept from being written (an
+		// attempt that asked the model has them on their way: carry).
+		for _, c := range t.carried {
+			t.spawn(ctx, func(ctx context.Context) error {
+				h.Audit.Record(ctx, h.fromCarried(o, c), c.ID)
+				return nil
+			})
+		}
+	}
 	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
-	if o.Regen {
-		original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}
-	}
-	if err := h.Originals.KeepOriginal(ctx, o.SessionID, original, o.Retention(h.OriginalRetention)); err != nil {
-		return err
-	}
 	if o.Regen {
 		// The emailed verdict stands (REGEN_CONSISTENCY invariant 4): a
 		// regeneration only reaches the customer's inbox as the divergence
 		// notice.
-		return nil
+		original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}
 	}
-	if err := h.notify(ctx, o, oracle.MailVerdict); err != nil {
-		return fmt.Errorf("enqueue verdict mail: %w", err)
-	}
-	t.log.InfoContext(ctx, "verdict mail enqueued")
+	t.spawn(ctx, func(ctx context.Context) error {
+		return h.Originals.KeepOriginal(ctx, o.SessionID, original, o.Retention(h.OriginalRetention))
+	})
 	return nil
 }

@@ -6,7 +6,7 @@
 //
 // Use:
 //
-//	p, err := br.Allow(ctx)
+//	p, err := br.Allow(ctx) // or Read, beside other calls, then Admit
 //	var open *circuit.OpenError
 //	switch {
 //	case errors.As(err, &open):
@@ -25,6 +25,14 @@
 //	if tr.Changed() {
 //		log(tr) // alert on tr.Tripped(): exactly one call across containers sees it
 //	}
+//
+// The circuit is read once per call let through: Allow (or Read, which a
+// caller can make beside its other calls, then Admit) reads it, and the
+// permit remembers what it read, so a fast success writes only when the
+// circuit it was let through had a streak to end, and reads nothing. A
+// success thus ends the streaks counted before its call was let through;
+// failures recorded while it ran stand, as they say more about the model
+// now than a call begun before them.
 //
 // Report every permit exactly once: Failed for a final failure that says
 // the model is unwell (retries exhausted on timeouts, network errors, 5xx),
@@ -155,6 +163,9 @@ type Permit struct {
 	known bool
 	gen   int64  // the episode the permit was issued in
 	token string // set when the permit is the half-open probe
+	// streak: the circuit it was let through had failures or slow calls
+	// counted, which a fast success ends.
+	streak bool
 }
 
 // Probe reports whether this permit is the half-open probe: its outcome
@@ -247,14 +258,37 @@ func (it item) halfOpenAt(o Options) time.Time {
 // while the model may be fine; an outage of both is caught by the caller's
 // timeouts and retries.
 func (b *Breaker) Allow(ctx context.Context) (Permit, error) {
-	it, err := b.get(ctx)
+	r, err := b.Read(ctx)
 	if err != nil {
 		return Permit{}, err
 	}
+	return b.Admit(ctx, r)
+}
+
+// Reading is the circuit as Read found it, for Admit.
+type Reading struct{ it item }
+
+// Read reads the circuit once, with a consistent read, for Admit: a caller
+// makes it beside its other calls (the generator, beside its claim of the
+// order) instead of before them. Its error is Allow's: fail towards a
+// closed circuit.
+func (b *Breaker) Read(ctx context.Context) (Reading, error) {
+	it, err := b.get(ctx)
+	if err != nil {
+		return Reading{}, err
+	}
+	return Reading{it: it}, nil
+}
+
+// Admit is Allow deciding from r, read by Read in this invocation: a
+// CLOSED circuit's permit costs no request; an OPEN one's rejection none;
+// only a half-open circuit's probe is taken, by a conditional write.
+func (b *Breaker) Admit(ctx context.Context, r Reading) (Permit, error) {
+	it := r.it
 	for range 2 {
 		now := b.now()
 		if it.State != Open {
-			return Permit{known: true, gen: it.Gen}, nil
+			return Permit{known: true, gen: it.Gen, streak: it.Failures > 0 || it.Slow > 0}, nil
 		}
 		if until := it.halfOpenAt(b.o); now.Before(until) {
 			return Permit{}, &OpenError{Name: b.name, Reason: it.Reason, Until: until}
@@ -308,8 +342,8 @@ func (b *Breaker) takeProbe(ctx context.Context, gen int64, now time.Time) (Perm
 // which trips the circuit at SlowCalls. A success never closes an OPEN
 // circuit unless it is the probe's.
 //
-// A fast success reads the item and writes only when there is a streak to
-// end, so the common case costs one read rather than one write.
+// A fast success writes only when the circuit its permit was let through
+// had a streak to end, and reads nothing: the common case costs no request.
 func (b *Breaker) Succeeded(ctx context.Context, p Permit, latency time.Duration) (Transition, error) {
 	slow := latency > b.o.SlowThreshold
 	switch {
@@ -328,11 +362,10 @@ func (b *Breaker) Succeeded(ctx context.Context, p Permit, latency time.Duration
 		}
 		return b.trip(ctx, p.gen, ReasonSlow, "slow", b.o.SlowCalls)
 	}
-	it, err := b.get(ctx)
-	if err != nil || it.State != Closed || it.Gen != p.gen || (it.Failures == 0 && it.Slow == 0) {
-		return Transition{}, err
+	if !p.streak {
+		return Transition{}, nil
 	}
-	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(b.table),
 		Key:                       b.key,
 		UpdateExpression:          aws.String("SET failures = :zero, slow = :zero"),

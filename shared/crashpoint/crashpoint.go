@@ -48,11 +48,18 @@ const (
 	// MailerRecorded: the send is recorded in its delivery; its audit
 	// records (gate 2's, the attempt's, the email's) are not written.
 	MailerRecorded Point = "mailer/after-record"
+	// GeneratorHandedOver: the stored verdict's email is queued; its audit
+	// records, the records its generation carried, the circuit's report
+	// and the first verdict's keeping, which follow the hand-off, may not
+	// be done. A redelivery does them.
+	GeneratorHandedOver Point = "generator/after-handoff"
 )
 
-// Points lists every point, in the order a paid order passes them.
+// Points lists every point: those of the functions' first steps in the
+// order a paid order passes them, then those added since.
 func Points() []Point {
-	return []Point{GeneratorLeased, GeneratorReplied, GeneratorFiltered, GeneratorStored, MailerClaimed, MailerSent, MailerRecorded}
+	return []Point{GeneratorLeased, GeneratorReplied, GeneratorFiltered, GeneratorStored, MailerClaimed, MailerSent,
+		MailerRecorded, GeneratorHandedOver}
 }
 
 // local announces points to the local Runtime API; nil in Lambda. It is

@@ -226,6 +226,12 @@ type Order struct {
 	SetAsideAt      *time.Time `dynamodbav:"set_aside_at,omitempty"`
 	// CoherenceScore is the stored verdict's crosscheck score.
 	CoherenceScore float64 `dynamodbav:"coherence_score,omitempty"`
+	// GenAudit is the generator's own account of the stored verdict's
+	// generation (its crosscheck and gate 1 decisions), carried with the
+	// verdict so that the audit records written after its email is queued
+	// are written again by a redelivery after a crash; opaque to all but
+	// the generator.
+	GenAudit string `dynamodbav:"gen_audit,omitempty"`
 	// ParkedSince is when the order's job was first parked because the
 	// model was unavailable; the parking budget runs from it.
 	ParkedSince *time.Time `dynamodbav:"parked_since,omitempty"`

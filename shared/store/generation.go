@@ -17,8 +17,12 @@ import (
 
 // ErrNotOwed means the order owes no generation to this caller: it has a
 // verdict, another generator holds a live lease, or it is in a state that
-// is not generated (dropped, refunded, ...). Order says which.
-type ErrNotOwed struct{ Order oracle.Order }
+// is not generated (dropped, refunded, ...). Order says which, as the
+// refused write found it; Missing says there is no such order.
+type ErrNotOwed struct {
+	Order   oracle.Order
+	Missing bool
+}
 
 func (e *ErrNotOwed) Error() string {
 	return fmt.Sprintf("order %s owes no generation (status %s)", oracle.ShortID(e.Order.SessionID), e.Order.Status)
@@ -26,7 +30,9 @@ func (e *ErrNotOwed) Error() string {
 
 // StartGeneration leases a PAID order (or a GENERATING one whose lease has
 // passed or was given up) to the caller for lease and counts the attempt.
-// It returns the order and the lease token, or *ErrNotOwed.
+// It returns the order and the lease token, or *ErrNotOwed holding the
+// order as the refused condition found it (ALL_OLD), so that the caller
+// needs no read of its own to tell why.
 func (o *Orders) StartGeneration(ctx context.Context, sessionID string, lease time.Duration) (oracle.Order, string, error) {
 	now := o.now().UTC()
 	r, err := condwrite.UpdateLease(ctx, o.db, &dynamodb.UpdateItemInput{
@@ -51,7 +57,7 @@ func (o *Orders) StartGeneration(ctx context.Context, sessionID string, lease ti
 		return oracle.Order{}, "", fmt.Errorf("start generation %s: %w", oracle.ShortID(sessionID), err)
 	}
 	if !r.Applied && r.Current == nil {
-		return oracle.Order{}, "", &ErrNotOwed{Order: oracle.Order{SessionID: sessionID}}
+		return oracle.Order{}, "", &ErrNotOwed{Order: oracle.Order{SessionID: sessionID}, Missing: true}
 	}
 	// r.Current is the leased order when Applied (also when a retried
 	// request's first attempt took the lease), else the order not owed.
@@ -84,6 +90,10 @@ type StoredVerdict struct {
 	FilterVersion string
 	// ExpiresAt restarts the order's retention from the verdict.
 	ExpiresAt time.Time
+	// Audit is what the generator's audit records of this generation need
+	// beyond the order (oracle.Order.GenAudit), carried with the verdict
+	// so that a redelivery after a crash writes any record the crash lost.
+	Audit string
 }
 
 // StoreVerdict stores the order's one authoritative verdict and marks it
@@ -108,12 +118,18 @@ func (o *Orders) StoreVerdict(ctx context.Context, sessionID, lease string, v St
 	if v.Divergence != "" {
 		divergence, values[":div"] = ", divergence = :div", &types.AttributeValueMemberS{Value: v.Divergence}
 	}
+	// A verdict stored without records to carry leaves none of an earlier
+	// generation's on the order.
+	carried := " REMOVE gen_audit,"
+	if v.Audit != "" {
+		carried, values[":ga"] = ", gen_audit = :ga REMOVE", &types.AttributeValueMemberS{Value: v.Audit}
+	}
 	r, err := condwrite.Update(ctx, o.db, &dynamodb.UpdateItemInput{
 		TableName: aws.String(o.table),
 		Key:       key(sessionID),
 		UpdateExpression: aws.String("SET verdict = :v, verdict_hash = :h, verdict_label = :label, coherence_score = :score, " +
 			"prompt_version = :pv, model = :m, filter_version = :fv, generated_at = :now, #s = :ready, expires_at = :exp, updated_at = :now, write_id = :wid" + divergence +
-			" REMOVE gen_lease_until, gen_lease, parked_since, job_due_at"),
+			carried + " gen_lease_until, gen_lease, parked_since, job_due_at"),
 		ConditionExpression:       aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
 		ExpressionAttributeValues: values,
@@ -234,6 +250,50 @@ func (o *Orders) Park(ctx context.Context, sessionID string, due time.Time) (tim
 		return time.Time{}, fmt.Errorf("park %s: the parked time was not returned (%v)", oracle.ShortID(sessionID), err)
 	}
 	return *ord.ParkedSince, nil
+}
+
+// ParkLeased gives back the generation lease that StartGeneration gave
+// the caller with leased, on an attempt that never asked the model (the
+// circuit is open, the key refused), and parks the order until due, in one
+// write: the attempt is uncounted, an order that had no attempt before is
+// PAID again, and parked_since is set the first time only, as Park does.
+// It returns the first park's time, or *ErrNotOwed when the lease is no
+// longer the caller's or a verdict is stored.
+func (o *Orders) ParkLeased(ctx context.Context, leased oracle.Order, lease string, due time.Time) (time.Time, error) {
+	now := o.now().UTC()
+	sessionID := leased.SessionID
+	status := oracle.StatusGenerating
+	if leased.Attempts <= 1 {
+		status = oracle.StatusPaid
+	}
+	r, err := condwrite.Update(ctx, o.db, &dynamodb.UpdateItemInput{
+		TableName: aws.String(o.table),
+		Key:       key(sessionID),
+		UpdateExpression: aws.String("SET parked_since = if_not_exists(parked_since, :now), job_due_at = :due, updated_at = :now, " +
+			"#s = :status, attempts = attempts - :one, write_id = :wid REMOVE gen_lease_until, gen_lease"),
+		ConditionExpression:      aws.String("gen_lease = :lease AND attribute_not_exists(verdict)"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":lease":  &types.AttributeValueMemberS{Value: lease},
+			":status": &types.AttributeValueMemberS{Value: string(status)},
+			":one":    &types.AttributeValueMemberN{Value: "1"},
+			":now":    &types.AttributeValueMemberS{Value: now.Format(time.RFC3339Nano)},
+			":due":    &types.AttributeValueMemberS{Value: due.UTC().Format(time.RFC3339Nano)},
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("park %s: %w", oracle.ShortID(sessionID), err)
+	}
+	current, derr := decode(r.Current)
+	if !r.Applied {
+		current.SessionID = sessionID
+		return time.Time{}, &ErrNotOwed{Order: current, Missing: r.Current == nil}
+	}
+	if derr != nil || current.ParkedSince == nil {
+		return time.Time{}, fmt.Errorf("park %s: the parked time was not returned (%v)", oracle.ShortID(sessionID), derr)
+	}
+	return *current.ParkedSince, nil
 }
 
 // Hold sets aside an order whose verdict failed the crosscheck twice: it

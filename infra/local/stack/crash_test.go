@@ -17,11 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
@@ -51,6 +54,7 @@ var crashCases = []crashCase{
 	{crashpoint.MailerClaimed, "MailerFunction", 1, 1},
 	{crashpoint.MailerSent, "MailerFunction", 1, 2},
 	{crashpoint.MailerRecorded, "MailerFunction", 1, 1},
+	{crashpoint.GeneratorHandedOver, "GeneratorFunction", 1, 1},
 }
 
 // TestCrashAtEveryStep kills the generator and the mailer with SIGKILL at
@@ -167,8 +171,53 @@ func crashOne(ctx context.Context, t *testing.T, s *stack.Stack, c crashCase, i 
 			t.Errorf("order %d: an email is not its verdict:\n%s", i, m.Text)
 		}
 	}
+	// The generator's records of the stored verdict, which follow its
+	// email's hand-off, are written whatever the crash kept from them.
+	var missing []audit.RecordName
+	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
+		missing = generatorRecordsMissing(ctx, t, s, session)
+		return len(missing) == 0
+	}) {
+		t.Errorf("order %d killed at %s: no %q record of its verdict", i, c.point, missing)
+	}
 	mailRecordsKept(ctx, t, s, session)
 	return session
+}
+
+// generatorRecordsMissing returns the generator's records of a stored
+// verdict (its crosscheck, gate 1, the verdict generated) that the audit
+// log holds none of for session, read from the records' keys alone (each
+// is named by its id, audit.RecordID), so that the check stays one
+// listing however many orders the run has made.
+func generatorRecordsMissing(ctx context.Context, t *testing.T, s *stack.Stack, session string) []audit.RecordName {
+	t.Helper()
+	seen := map[audit.RecordName]bool{}
+	names := []audit.RecordName{audit.NameCrosscheck, audit.NameFilterGenerator, audit.NameGenerated}
+	pages := s3.NewListObjectsV2Paginator(awsenv.S3(s.AWS), &s3.ListObjectsV2Input{Bucket: aws.String(s.Resources.Ref("AuditBucket"))})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("list audit records: %v", err)
+		}
+		for _, o := range page.Contents {
+			_, id, ok := strings.Cut(aws.ToString(o.Key), "/source="+string(audit.SourceGenerator)+"/"+session+".")
+			if !ok {
+				continue
+			}
+			for _, n := range names {
+				if id == string(n)+".json" || strings.HasPrefix(id, string(n)+"-") {
+					seen[n] = true
+				}
+			}
+		}
+	}
+	var missing []audit.RecordName
+	for _, n := range names {
+		if !seen[n] {
+			missing = append(missing, n)
+		}
+	}
+	return missing
 }
 
 // hurry does for a killed invocation what time would. In AWS, SQS delivers
