@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
@@ -15,18 +14,19 @@ import (
 	"42sisters.ai/oracle/shared/store"
 )
 
-// The AWS requests of the generator, as the testkit's Calls names them.
+// The AWS requests of the generator, as the testkit's AWSCalls names them.
 const (
-	getItem     = "DynamoDB.GetItem"
-	updateItem  = "DynamoDB.UpdateItem"
-	putObject   = "S3.PUT"
-	sendMessage = "SQS.SendMessage"
+	getItem     = "GetItem"
+	updateItem  = "UpdateItem"
+	putObject   = "PutObject"
+	sendMessage = "SendMessage"
 )
 
-// counted rewires e's handler to make its AWS requests through a Calls.
-func (e *env) counted() *testkit.Calls {
+// counted rewires e's handler to make its AWS requests through an AWSCalls.
+func (e *env) counted() *testkit.AWSCalls {
 	e.t.Helper()
-	cfg, calls := testkit.CountCalls(e.f.AWS)
+	cfg := e.f.AWS
+	calls := testkit.NoteAWSCalls(&cfg)
 	db := awsenv.NewTables(cfg)
 	e.h.Orders = store.NewOrders(db, e.f.Ref("OrdersTable"), e.clock.Now)
 	e.h.Circuit = circuit.New(db, e.f.Ref("LedgerTable"), "gemini", circuit.Options{}, e.clock.Now)
@@ -45,24 +45,27 @@ func (e *env) counted() *testkit.Calls {
 // four DynamoDB and three S3 requests (nine and three before).
 //
 // Concurrency is shown, not timed: the calls counted here hold the claim
-// until the circuit's read is on its way too, and the two records until
-// the mail job is, so a generator that waited for one before making the
-// other would wait here in vain.
+// and the circuit's read each until the other is on its way too, the two
+// records until the mail job is, and the mail job until a record is, so a
+// generator that waited for one before making the other would be held
+// here in vain.
 func TestAnOrdersRoundTripsAndRequests(t *testing.T) {
 	e := newEnv(t)
 	calls := e.counted()
 	id := "cs_test_roundtrips"
 	e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
-	const wait = 10 * time.Second
-	calls.Together(2, wait, func(op string) bool { return op == updateItem || op == getItem })
-	calls.Together(3, wait, func(op string) bool { return op == putObject || op == sendMessage })
+	calls.Hold(updateItem, getItem)
+	calls.Hold(getItem, updateItem)
+	calls.Hold(putObject, sendMessage)
+	calls.Hold(putObject, sendMessage)
+	calls.Hold(sendMessage, putObject)
 	if failed := e.run(record("m", job(id), 1)); len(failed) != 0 {
 		t.Fatal("the job failed")
 	}
-	if calls.Missed() || calls.Incomplete() {
-		t.Fatal("a call waited for another that the generator makes beside it")
+	if held := calls.Held(); len(held) != 0 {
+		t.Fatalf("held in vain: %q: a call waited for another that the generator makes beside it", held)
 	}
-	got := calls.Take()
+	got := calls.Ops()
 	handOff := slices.Index(got, sendMessage)
 	if handOff < 0 {
 		t.Fatalf("requests %q: no mail job", got)
@@ -150,7 +153,7 @@ func TestParkingBeforeTheModelGivesTheAttemptBack(t *testing.T) {
 	}
 	id := "cs_test_parkleased"
 	e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
-	calls.Take()
+	calls.Reset()
 	if failed := e.run(record("m", job(id), 1)); len(failed) != 0 {
 		t.Fatal("the job failed")
 	}
@@ -161,7 +164,7 @@ func TestParkingBeforeTheModelGivesTheAttemptBack(t *testing.T) {
 	if o.Attempts != 0 || o.Status != oracle.StatusPaid || o.ParkedSince == nil || o.JobDueAt == nil || e.leased(id) {
 		t.Fatalf("order %+v (leased %v): want no attempt, parked, no lease", o, e.leased(id))
 	}
-	got := calls.Take()
+	got := calls.Ops()
 	if len(got) > 1 {
 		slices.Sort(got[:2])
 	}

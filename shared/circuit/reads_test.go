@@ -16,12 +16,13 @@ import (
 // counted against moto.
 func TestOneReadPerCallAndWritesOnlyOnChange(t *testing.T) {
 	f := provision.ForTest(t, nil)
-	cfg, calls := testkit.CountCalls(f.AWS)
+	cfg := f.AWS
+	calls := testkit.NoteAWSCalls(&cfg)
 	db := awsenv.NewTables(cfg)
 	clk := testkit.NewClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	const (
-		get    = "DynamoDB.GetItem"
-		update = "DynamoDB.UpdateItem"
+		get    = "GetItem"
+		update = "UpdateItem"
 	)
 	cases := []struct {
 		name    string
@@ -45,11 +46,11 @@ func TestOneReadPerCallAndWritesOnlyOnChange(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			calls.Take()
+			calls.Reset()
 			if _, err := report(b, allow(t, b), c.outcome); err != nil {
 				t.Fatal(err)
 			}
-			if got := calls.Take(); !slices.Equal(got, c.want) {
+			if got := calls.Ops(); !slices.Equal(got, c.want) {
 				t.Errorf("requests %q, want %q", got, c.want)
 			}
 			if s := state(t, b); s.Failures != c.fails || s.Slow != c.slow {
