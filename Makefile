@@ -64,8 +64,9 @@ tracked-files:
 	$(GO) run ./infra/trackedfiles
 
 # One moto server serves every test package; each test provisions its own
-# uniquely named copy of the template's resources. serve.py applies DynamoDB
-# and S3 requests one at a time, as atomically as AWS does.
+# uniquely named copy of the template's resources. serve.py applies each
+# DynamoDB item's and S3 key's requests one at a time, as atomically as AWS
+# does, and requests to different items, tables and keys together.
 # The end-to-end tests build every function's bootstrap as the local stack
 # does; building them first, alone, keeps those builds from competing with
 # the compilation of every test binary on a cold machine. Their package is

@@ -31,8 +31,10 @@ type Server struct {
 	stopOnce sync.Once
 }
 
-// Script runs moto with DynamoDB and S3 requests serialised, so that
-// conditional writes are atomic as in AWS (see the script's comment).
+// Script runs moto with each DynamoDB item's and S3 key's requests applied
+// one at a time, so that conditional writes are atomic as in AWS, and
+// requests to different items, tables and keys together (see the script's
+// comment).
 func Script() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "serve.py")

@@ -1,14 +1,34 @@
-"""Runs moto server with DynamoDB and S3 requests applied one at a time.
+"""Runs moto server with DynamoDB and S3 writes atomic per item and per key.
 
 moto serves requests on threads without locking its DynamoDB and S3
 backends, so two concurrent conditional writes (PutItem with
 attribute_not_exists, PutObject with If-None-Match) can both succeed. Real
 DynamoDB and S3 apply them atomically, and the service's idempotency rests
-on that, so the tests must see the real semantics. The state dump
-(/moto-api/data.json, which moto's dashboard reads) walks those backends,
-so it takes the same turn; otherwise it can meet a dictionary changing
-under it and fail. Everything else (SQS long polls above all) stays
-concurrent.
+on that, so the tests must see the real semantics. AWS applies requests to
+different items, tables and objects together, and so does this server: a
+request takes only the locks of what it touches, always in the same order
+(the whole server, the service, the table or bucket, the item or key), so
+two requests wait for each other only when they meet.
+
+- An item's GetItem, PutItem, UpdateItem and DeleteItem hold its table
+  shared and its key alone: moto reads and writes one entry of the table's
+  dict of items, and CPython applies each change to a dict whole.
+- Query, Scan, DescribeTable (which counts the items) and the other
+  requests that walk a table hold it alone; BatchGetItem, BatchWriteItem,
+  TransactGetItems and TransactWriteItems hold every table they name alone,
+  so a transaction across tables is applied whole (moto copies the tables
+  and puts the copies back when a condition fails).
+- Requests that add, drop or list tables (and every request this server
+  does not know) hold DynamoDB alone: they change the backend's dict of
+  tables.
+- An object's requests hold its bucket shared and its key alone; a
+  bucket's own requests (listing, configuration) hold the bucket alone;
+  creating, deleting or listing buckets, a copy (which reads another key)
+  and a virtual-hosted request (whose bucket is in the host) hold S3
+  alone.
+- The state dump (/moto-api/data.json, which moto's dashboard reads) and
+  moto's other API walk or reset every backend, so they hold the whole
+  server alone. Everything else (SQS long polls above all) takes no lock.
 
 GET /_oracle/ses/raw-messages lists the raw messages SES accepted, oldest
 first, as data.json's "ses"/"RawMessage" does. data.json serialises every
@@ -16,43 +36,447 @@ instance of every model (each DynamoDB item, SQS message, S3 object) and
 takes seconds once a test run has filled moto; the mailbox, read every
 100 ms while a test waits for an email, must not cost that.
 
+POST /_oracle/locks/hold?scope=dynamodb/TABLE (or s3/BUCKET) parks the
+next request on that table or bucket once it holds its locks, until
+POST /_oracle/locks/release?scope=...; GET /_oracle/locks says how many
+requests each scope has parked and how many wait for one of its locks.
+The concurrency test (locks_test.go) proves with them which requests wait
+for which without timing any.
+
 Usage: python3 serve.py HOST PORT
 """
 
+import io
 import json
+import os
 import sys
 import threading
+from collections import Counter
+from contextlib import ExitStack, contextmanager
+from decimal import Decimal, InvalidOperation
+from urllib.parse import parse_qs
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from moto.ses.models import RawMessage
 from werkzeug.serving import run_simple
 
-SERIALISED = ("/dynamodb/aws4_request", "/s3/aws4_request")
-
-
 RAW_MESSAGES = "/_oracle/ses/raw-messages"
+LOCKS = "/_oracle/locks"
+
+# DynamoDB's requests on one item, which moto applies to that entry alone.
+ITEM_ACTIONS = {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
+# Requests on one table that walk its items or change its settings.
+TABLE_ACTIONS = {
+    "Query",
+    "Scan",
+    "DescribeTable",
+    "UpdateTable",
+    "DescribeTimeToLive",
+    "UpdateTimeToLive",
+    "DescribeContinuousBackups",
+    "UpdateContinuousBackups",
+}
+# Requests on several tables' items, applied whole.
+MULTI_TABLE_ACTIONS = {"BatchGetItem", "BatchWriteItem", "TransactGetItems", "TransactWriteItems"}
 
 
 def raw_messages(start_response):
     # The list data.json reads (every RawMessage moto made, in order);
     # copying it is one step under the GIL, so no lock is needed.
     sent = [{"id": m.id, "destinations": m.destinations, "raw_data": m.raw_data} for m in list(RawMessage.instances_tracked)]
-    body = json.dumps(sent).encode()
-    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return answer(start_response, "200 OK", sent)
+
+
+def answer(start_response, status, value):
+    body = b"" if value is None else json.dumps(value).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]
 
 
-def serialise(app):
-    lock = threading.Lock()
+class Gauges:
+    """How many requests each scope has parked, and waiting for its locks."""
 
+    def __init__(self):
+        self._mu = threading.Lock()
+        self.waiting = Counter()
+        self.held = Counter()
+        self._pending = {}  # scope: the hold its next request will wait on
+        self._parked = {}  # scope: the holds its parked requests wait on
+
+    def add(self, counter, scope, n):
+        with self._mu:
+            counter[scope] += n
+            if counter[scope] == 0:
+                del counter[scope]
+
+    def hold(self, scope):
+        with self._mu:
+            self._pending.setdefault(scope, threading.Event())
+
+    def release(self, scope):
+        with self._mu:
+            holds = self._parked.pop(scope, [])
+            if scope in self._pending:
+                holds.append(self._pending.pop(scope))
+        for ev in holds:
+            ev.set()
+
+    def park(self, scopes):
+        # Called with the request's locks held: that is the point of a hold.
+        for scope in scopes:
+            with self._mu:
+                ev = self._pending.pop(scope, None)
+                if ev is None:
+                    continue
+                self._parked.setdefault(scope, []).append(ev)
+            self.add(self.held, scope, 1)
+            try:
+                ev.wait()
+            finally:
+                self.add(self.held, scope, -1)
+
+    def report(self):
+        with self._mu:
+            return {"held": dict(self.held), "waiting": dict(self.waiting)}
+
+
+GAUGES = Gauges()
+
+
+class RWLock:
+    """Shared or exclusive; a waiting exclusive holder bars new shared ones,
+    so a Scan or the state dump is not starved by a stream of item writes."""
+
+    def __init__(self, scope):
+        self.scope = scope
+        self._cond = threading.Condition(threading.Lock())
+        self._shared = 0
+        self._exclusive = False
+        self._queued = 0
+
+    @contextmanager
+    def shared(self):
+        with self._cond:
+            if self._exclusive or self._queued:
+                GAUGES.add(GAUGES.waiting, self.scope, 1)
+                try:
+                    while self._exclusive or self._queued:
+                        self._cond.wait()
+                finally:
+                    GAUGES.add(GAUGES.waiting, self.scope, -1)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                if self._shared == 0:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self):
+        with self._cond:
+            self._queued += 1
+            try:
+                if self._exclusive or self._shared:
+                    GAUGES.add(GAUGES.waiting, self.scope, 1)
+                    try:
+                        while self._exclusive or self._shared:
+                            self._cond.wait()
+                    finally:
+                        GAUGES.add(GAUGES.waiting, self.scope, -1)
+            finally:
+                self._queued -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+class KeyLocks:
+    """One mutex per key of a scope, dropped once nobody holds or awaits it."""
+
+    def __init__(self, scope):
+        self.scope = scope
+        self._mu = threading.Lock()
+        self._locks = {}
+
+    @contextmanager
+    def hold(self, key):
+        with self._mu:
+            entry = self._locks.get(key)
+            if entry is None:
+                entry = self._locks[key] = [threading.Lock(), 0]
+            entry[1] += 1
+        lock = entry[0]
+        if not lock.acquire(blocking=False):
+            GAUGES.add(GAUGES.waiting, self.scope, 1)
+            try:
+                lock.acquire()
+            finally:
+                GAUGES.add(GAUGES.waiting, self.scope, -1)
+        try:
+            yield
+        finally:
+            lock.release()
+            with self._mu:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._locks[key]
+
+
+class Scope:
+    """A table or a bucket: shared by requests on one of its items or
+    keys, each of which also holds its own key's mutex."""
+
+    def __init__(self, name):
+        self.lock = RWLock(name)
+        self.keys = KeyLocks(name)
+
+
+class Registry:
+    def __init__(self):
+        self._mu = threading.Lock()
+        self._scopes = {}
+
+    def get(self, name):
+        with self._mu:
+            s = self._scopes.get(name)
+            if s is None:
+                s = self._scopes[name] = Scope(name)
+            return s
+
+
+SERVER = RWLock("*")
+DYNAMODB = RWLock("dynamodb")
+S3 = RWLock("s3")
+SCOPES = Registry()
+
+
+def credential_scope(environ):
+    """The access key and region of a SigV4 request, or Nones."""
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    try:
+        credential = auth.split(",")[0].split()[1]
+        key, _, region, _, _ = credential.split("=", 1)[1].split("/")
+        return key, region
+    except (IndexError, ValueError):
+        return None, None
+
+
+def table_name(name):
+    # A table may be named by its ARN: arn:aws:dynamodb:REGION:ACCOUNT:table/NAME.
+    if isinstance(name, str) and name.startswith("arn:") and ":table/" in name:
+        return name.split(":table/", 1)[1].split("/", 1)[0]
+    return name if isinstance(name, str) and name else None
+
+
+def read_json(environ):
+    """The request's JSON body, left for moto to read again; None when it
+    has none this server can read."""
+    if environ.get("HTTP_CONTENT_ENCODING", "identity") not in ("", "identity"):
+        return None
+    try:
+        n = int(environ.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    body = environ["wsgi.input"].read(n)
+    environ["wsgi.input"] = io.BytesIO(body)
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def multi_tables(action, body):
+    names = set()
+    if action in ("BatchGetItem", "BatchWriteItem"):
+        names = set((body.get("RequestItems") or {}).keys())
+    else:
+        for op in body.get("TransactItems") or []:
+            for part in (op or {}).values():
+                names.add((part or {}).get("TableName"))
+    names = {table_name(n) for n in names}
+    if not names or None in names:
+        return None
+    return sorted(names)
+
+
+def key_value(value):
+    """An attribute value as a hashable, the same for values DynamoDB
+    takes for the same key (numbers compared as numbers)."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return None
+    (kind, v), = value.items()
+    if not isinstance(v, str):
+        return None
+    if kind == "N":
+        try:
+            v = str(Decimal(v).normalize())
+        except InvalidOperation:
+            return None
+    return kind, v
+
+
+def item_key(environ, action, body, name):
+    """The item a one-item request names, from its table's key schema as
+    moto holds it; None when this server cannot tell (moto then answers the
+    request with the table held alone)."""
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.iam.models import get_account_id_from
+
+    access_key, region = credential_scope(environ)
+    if region is None:
+        return None
+    account = os.environ.get("MOTO_ACCOUNT_ID") or environ.get("HTTP_X_MOTO_ACCOUNT_ID") or get_account_id_from(access_key)
+    try:
+        table = dynamodb_backends[account][region].tables.get(name)
+    except KeyError:
+        return None
+    # A table with a stream numbers its records from one list.
+    if table is None or table.stream_shard is not None:
+        return None
+    attrs = body.get("Item") if action == "PutItem" else body.get("Key")
+    if not isinstance(attrs, dict):
+        return None
+    key = []
+    for attr in (table.hash_key_attr, table.range_key_attr):
+        if attr is None:
+            continue
+        v = key_value(attrs.get(attr))
+        if v is None:
+            return None
+        key.append((attr, v))
+    return tuple(key)
+
+
+@contextmanager
+def dynamodb_locks(environ):
+    """Holds what a DynamoDB request touches; yields the scopes it holds."""
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    action = target.rsplit(".", 1)[-1] if target.startswith("DynamoDB_") else None
+    body = read_json(environ) if action in ITEM_ACTIONS | TABLE_ACTIONS | MULTI_TABLE_ACTIONS else None
+    with ExitStack() as stack:
+        if body is None:
+            stack.enter_context(DYNAMODB.exclusive())
+            yield ["dynamodb"]
+            return
+        stack.enter_context(DYNAMODB.shared())
+        if action in MULTI_TABLE_ACTIONS:
+            names = multi_tables(action, body)
+            if names is None:
+                stack.close()
+                stack.enter_context(DYNAMODB.exclusive())
+                yield ["dynamodb"]
+                return
+            for name in names:
+                stack.enter_context(SCOPES.get("dynamodb/" + name).lock.exclusive())
+            yield ["dynamodb/" + n for n in names]
+            return
+        name = table_name(body.get("TableName"))
+        if name is None:
+            stack.close()
+            stack.enter_context(DYNAMODB.exclusive())
+            yield ["dynamodb"]
+            return
+        scope = SCOPES.get("dynamodb/" + name)
+        if action in ITEM_ACTIONS:
+            # The key schema is read with the table held, so the table
+            # cannot be dropped and made again with another meanwhile.
+            with scope.lock.shared():
+                key = item_key(environ, action, body, name)
+                if key is not None:
+                    with scope.keys.hold(key):
+                        yield ["dynamodb/" + name]
+                    return
+        with scope.lock.exclusive():
+            yield ["dynamodb/" + name]
+
+
+def path_style(environ):
+    # The SDKs address a bucket in the path of an endpoint that is an
+    # address or a bare host name; moto reads any other host as
+    # BUCKET.host, which this server does not parse.
+    host = environ.get("HTTP_HOST", "").rsplit(":", 1)[0]
+    return host.startswith("[") or host.startswith("localhost") or "." not in host or host.replace(".", "").isdigit()
+
+
+@contextmanager
+def s3_locks(environ):
+    """Holds what an S3 request touches; yields the scopes it holds."""
+    path = environ.get("PATH_INFO", "").lstrip("/")
+    bucket, _, key = path.partition("/")
+    method = environ.get("REQUEST_METHOD", "")
+    query = environ.get("QUERY_STRING", "")
+    if (
+        not path_style(environ)
+        or not bucket
+        or "HTTP_X_AMZ_COPY_SOURCE" in environ
+        or (not key and method in ("PUT", "DELETE") and not parse_qs(query, keep_blank_values=True))
+    ):
+        with S3.exclusive():
+            yield ["s3"]
+        return
+    scope = SCOPES.get("s3/" + bucket)
+    with S3.shared():
+        if not key:
+            with scope.lock.exclusive():
+                yield ["s3/" + bucket]
+            return
+        with scope.lock.shared(), scope.keys.hold(key):
+            yield ["s3/" + bucket]
+
+
+@contextmanager
+def server_locks(environ):
+    """Holds what a request touches; yields the scopes it holds, or None
+    for a request that needs no lock."""
+    path = environ.get("PATH_INFO", "")
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    if path.startswith("/moto-api/") and path != "/moto-api/":
+        with SERVER.exclusive():
+            yield ["*"]
+    elif "/dynamodb/aws4_request" in auth:
+        with SERVER.shared(), dynamodb_locks(environ) as scopes:
+            yield scopes
+    elif "/s3/aws4_request" in auth:
+        with SERVER.shared(), s3_locks(environ) as scopes:
+            yield scopes
+    else:
+        yield None
+
+
+def locks_control(environ, start_response):
+    method = environ.get("REQUEST_METHOD", "")
+    path = environ.get("PATH_INFO", "")
+    if path == LOCKS and method == "GET":
+        return answer(start_response, "200 OK", GAUGES.report())
+    scope = parse_qs(environ.get("QUERY_STRING", "")).get("scope", [""])[0]
+    if method != "POST" or not scope or path not in (LOCKS + "/hold", LOCKS + "/release"):
+        return answer(start_response, "400 Bad Request", {"error": "POST /_oracle/locks/hold or /release with ?scope=, or GET /_oracle/locks"})
+    if path.endswith("/hold"):
+        GAUGES.hold(scope)
+    else:
+        GAUGES.release(scope)
+    return answer(start_response, "204 No Content", None)
+
+
+def serialise(app):
     def wrapped(environ, start_response):
-        if environ.get("PATH_INFO", "") == RAW_MESSAGES:
+        path = environ.get("PATH_INFO", "")
+        if path == RAW_MESSAGES:
             return raw_messages(start_response)
-        dump = environ.get("PATH_INFO", "") == "/moto-api/data.json"
-        if not dump and not any(s in environ.get("HTTP_AUTHORIZATION", "") for s in SERIALISED):
-            return app(environ, start_response)
-        with lock:
-            # The response is produced inside the lock: that is when moto
+        if path == LOCKS or path.startswith(LOCKS + "/"):
+            return locks_control(environ, start_response)
+        with server_locks(environ) as scopes:
+            if scopes is None:
+                return app(environ, start_response)
+            GAUGES.park(scopes)
+            # The response is produced inside the locks: that is when moto
             # changes its state.
             return list(app(environ, start_response))
 

@@ -509,12 +509,13 @@ func (s *Stack) Deployment() deployment.Deployment {
 
 // motoSettings are what every function is told because it talks to moto,
 // not AWS. moto does not speak CloudWatch's current (CBOR) protocol, so the
-// health job reports queue ages as unknown here. moto applies DynamoDB's
-// requests one at a time (serve.py), so under a burst on a busy machine it
-// answers in seconds what DynamoDB answers in milliseconds: the store
-// calls' timeouts, 2 s an attempt and 5 s a call in AWS, are 8 s and 9 s
-// here, inside the shortest function timeout (10 s), so that a slow moto
-// is not taken for a failing store.
+// health job reports queue ages as unknown here. moto is one Python
+// process, in which one thread at a time runs, whatever serve.py's locks
+// allow, so under a burst on a busy machine it answers in seconds what
+// DynamoDB answers in milliseconds: the store calls' timeouts, 2 s an
+// attempt and 5 s a call in AWS, are 8 s and 9 s here, inside the shortest
+// function timeout (10 s), so that a slow moto is not taken for a failing
+// store.
 func motoSettings(env map[string]string) {
 	env["QUEUE_AGE_METRICS"] = "off"
 	env["STORE_ATTEMPT_TIMEOUT"] = "8s"
