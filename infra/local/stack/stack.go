@@ -247,6 +247,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	var routes []gateway.Route
 	sqsClient := sqs.NewFromConfig(s.AWS)
 	pollLog := log.New(o.Log, "[poller] ", 0)
+	fmt.Fprintf(o.Log, "[stack] starting %d function(s) behind the local Lambda Runtime API\n", len(fns))
 	for _, fn := range fns {
 		conc, err := concurrencyOf(&o, s.backend, fn)
 		if err != nil {
