@@ -36,7 +36,7 @@ LOCAL_BUILD := CGO_ENABLED=0 $(GO) build -o .build/local ./infra/local
 
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
 run: run-tools
-	@echo "[make] building the local stack's command (./infra/local): about a minute on a first run, with Go's build cache empty; seconds after"
+	@echo "[make] building the local stack's command (./infra/local): about 2 minutes on a first run, with Go's build cache empty; seconds after"
 	@$(LOCAL_BUILD)
 	@exec .build/local
 
