@@ -29,14 +29,20 @@ LAMBDA_FLAGS := -trimpath -ldflags='-s -w' -tags lambda.norpc,grpcnotrace
 # The template's functions: <Name>Function builds ./functions/<name>.
 FUNCTIONS    := Checkout Webhook Generator Mailer Feedback Verdict Pages DeadLetter Health Smoke Ops Inbox Agent Chat
 
+# The local command is built with cgo off, as the stack builds the
+# functions: with cgo on, net and every package above it (the AWS SDK among
+# them) compile differently, and a first run compiled them twice.
+LOCAL_BUILD := CGO_ENABLED=0 $(GO) build -o .build/local ./infra/local
+
 ## run: the whole stack on this machine (moto, fake Stripe, every function's bootstrap) on http://localhost:3000
 run: run-tools
-	@$(GO) build -o .build/local ./infra/local
+	@echo "[make] building the local stack's command (./infra/local): about 2 minutes on a first run, with Go's build cache empty; seconds after"
+	@$(LOCAL_BUILD)
 	@exec .build/local
 
 ## invoke: one function like `sam local invoke`, e.g. make invoke FN=WebhookFunction EVENT=events/webhook/checkout-session-completed.json
 invoke:
-	@$(GO) build -o .build/local ./infra/local
+	@$(LOCAL_BUILD)
 	@exec .build/local invoke $(FN) -e $(EVENT)
 
 ## test: formatting, vet, staticcheck, cfn-lint, every test with -race (component tests against moto and the fakes, the end-to-end test through the local stack, the stripe-mock contract test; every fuzz target's seeds among them), then short fuzz runs of the content filter, the crosscheck, the x402 payment header, the address canonicaliser, the sign-in form and the session cookie

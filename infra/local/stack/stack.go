@@ -148,6 +148,35 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	}
 	s.SmokePayer = x402.AddressOf(smokeKey.PubKey())
 	o.smokeKey = "0x" + hex.EncodeToString(smokeKey.Serialize())
+	// The functions build while moto starts and the template is
+	// provisioned: on a first run the build is most of the wait.
+	tmpl, err := sam.Load(filepath.Join(o.Root, "template.yaml"))
+	if err != nil {
+		return s, err
+	}
+	buildCtx, stopBuild := context.WithCancel(ctx)
+	defer stopBuild()
+	type result struct {
+		bins map[string]string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		bins, err := build(buildCtx, &o, tmpl.Functions())
+		done <- result{bins, err}
+	}()
+	built := sync.OnceValues(func() (map[string]string, error) {
+		r := <-done
+		return r.bins, r.err
+	})
+	// A start that fails stops the build and waits for it, so that no go
+	// build outlives the stack.
+	defer func() {
+		if err != nil {
+			stopBuild()
+			_, _ = built()
+		}
+	}()
 	if s.backend, err = prepare(ctx, &o); err != nil {
 		return s, err
 	}
@@ -172,7 +201,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		scheduleLog:   log.New(o.Log, "[schedule] ", 0),
 		afterSchedule: o.AfterSchedule,
 	}
-	bins, err := build(ctx, &o, fns)
+	bins, err := built()
 	if err != nil {
 		return s, err
 	}
@@ -247,6 +276,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	var routes []gateway.Route
 	sqsClient := sqs.NewFromConfig(s.AWS)
 	pollLog := log.New(o.Log, "[poller] ", 0)
+	fmt.Fprintf(o.Log, "[stack] starting %d function(s) behind the local Lambda Runtime API\n", len(fns))
 	for _, fn := range fns {
 		conc, err := concurrencyOf(&o, s.backend, fn)
 		if err != nil {
