@@ -19,10 +19,11 @@ import (
 // handler makes: the delivery's claim, which reads the order in the same
 // request, made while the address is read from Stripe and looked up on the
 // suppression list; then the send. Gate 2's audit record follows the send
-// with the delivery's record and the others. The claim's answer is held
-// until the suppression list is asked: a handler that waited for the claim
-// first would be held. In all the email makes seven DynamoDB and S3
-// requests and the send.
+// with the delivery's record and the others, the send's three audit
+// records in one object. The claim's answer is held until the suppression
+// list is asked: a handler that waited for the claim first would be held.
+// In all the email makes five DynamoDB and S3 requests (seven before its
+// records were one object) and the send.
 func TestAVerdictEmailWaitsOnTheClaimThenTheSend(t *testing.T) {
 	var calls *testkit.AWSCalls
 	e := newEnvWith(t, func(c *aws.Config) { calls = testkit.NoteAWSCalls(c) })
@@ -46,7 +47,7 @@ func TestAVerdictEmailWaitsOnTheClaimThenTheSend(t *testing.T) {
 		t.Errorf("calls %q: an audit record was written before the send", ops)
 	}
 	slices.Sort(ops)
-	if want := []string{"GetItem", "PutItem", "PutObject", "PutObject", "PutObject", "SendEmail", "UpdateItem", "UpdateItem"}; !slices.Equal(ops, want) {
+	if want := []string{"GetItem", "PutItem", "PutObject", "SendEmail", "UpdateItem", "UpdateItem"}; !slices.Equal(ops, want) {
 		t.Errorf("the email made %q, want %q", ops, want)
 	}
 	if n := len(e.inbox(addr)); n != 1 {
