@@ -1,9 +1,13 @@
 package main
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
@@ -129,6 +133,23 @@ func TestARedeliveryWritesTheRecordsACrashLost(t *testing.T) {
 	}
 	if o := e.order(id); o.Attempts != 1 || o.Status != oracle.StatusReady {
 		t.Errorf("order %+v: want READY after one generation", o)
+	}
+	// The three in the generation's one object, which a further
+	// redelivery finds there: it adds nothing.
+	want := map[string][]string{audit.RecordID(id, audit.NameGenerated): {
+		audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameFilterGenerator, 1), audit.RecordID(id, audit.NameGenerated)}}
+	if got := testkit.AuditObjects(t, e.s3, e.f.Ref("AuditBucket")); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("objects %q, want %q", got, want)
+	}
+	if failed := e.run(record("m", job(id), 3)); len(failed) != 0 {
+		t.Fatal("the second redelivery failed")
+	}
+	v, err := e.s3.ListObjectVersions(t.Context(), &s3.ListObjectVersionsInput{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Versions) != 1 {
+		t.Errorf("%d object versions after a second redelivery, want the one", len(v.Versions))
 	}
 }
 

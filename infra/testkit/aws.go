@@ -101,6 +101,42 @@ func AuditRecords(tb testing.TB, c *s3.Client, bucket string) []audit.Record {
 	return out
 }
 
+// AuditObjects reads every object in the audit bucket and returns the ids
+// of its records, line by line, by the object's id (audit.IDOf: its last
+// record's), so a test sees which records each step wrote together.
+func AuditObjects(tb testing.TB, c *s3.Client, bucket string) map[string][]string {
+	tb.Helper()
+	ctx := context.Background()
+	out := map[string][]string{}
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			tb.Fatalf("list audit records: %v", err)
+		}
+		for _, o := range page.Contents {
+			g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+			if err != nil {
+				tb.Fatalf("read audit record: %v", err)
+			}
+			b, err := io.ReadAll(g.Body)
+			g.Body.Close()
+			if err != nil {
+				tb.Fatalf("read audit record: %v", err)
+			}
+			recs, err := audit.Decode(aws.ToString(o.Key), b)
+			if err != nil {
+				tb.Fatalf("audit record %s: %v", aws.ToString(o.Key), err)
+			}
+			id := audit.IDOf(aws.ToString(o.Key))
+			for _, r := range recs {
+				out[id] = append(out[id], r.RecordID)
+			}
+		}
+	}
+	return out
+}
+
 // AlertTap subscribes a new queue to the alerts topic and returns a function
 // that drains the alerts published since.
 func AlertTap(tb testing.TB, cfg aws.Config, topicARN, region, account string) func() []string {
