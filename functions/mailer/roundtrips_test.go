@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
@@ -124,6 +125,24 @@ func TestARedeliveredJobWritesTheRecordsOfItsSend(t *testing.T) {
 			}
 			if n := e.metrics.Counts()["EmailsSent"]; n != 0 {
 				t.Errorf("EmailsSent counted %v times for records written again, want 0", n)
+			}
+			// The three in the send's one object, which the job delivered
+			// again finds there: it adds nothing.
+			kind := oracle.MailVerdict
+			want1 := map[string][]string{audit.RecordID(id, audit.NameMail, kind): {audit.RecordID(id, audit.NameFilterMail, kind),
+				audit.RecordID(id, audit.NameMailAttempt, kind, 0), audit.RecordID(id, audit.NameMail, kind)}}
+			if got := testkit.AuditObjects(t, e.s3, e.f.Ref("AuditBucket")); !maps.EqualFunc(got, want1, slices.Equal) {
+				t.Errorf("objects %q, want %q", got, want1)
+			}
+			if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
+				t.Fatal("the job delivered again failed")
+			}
+			v, err := e.s3.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v.Versions) != 1 {
+				t.Errorf("%d object versions after the job was delivered again, want the one", len(v.Versions))
 			}
 		})
 	}
