@@ -14,9 +14,10 @@ import (
 )
 
 // The generator's audit records. Each has an id unique for what it
-// records, so a redelivered job writes nothing twice; a record that cannot
-// be written alerts (audit.Recorder) and withholds nothing from the
-// customer.
+// records, and a generation writes its records as one object once its
+// outcome is known (writeStep), so a redelivered job writes nothing twice;
+// a record that cannot be written alerts (audit.Recorder) and withholds
+// nothing from the customer.
 
 // record is the audit record of the task's order, as the generator's
 // verdict_generated event; the callers name other events.
@@ -26,8 +27,9 @@ func (h *Handler) record(t *task, status audit.Status, detail *string, model str
 	return r
 }
 
-// audit writes the record of the order's outcome: its verdict generated or
-// regenerated, or its generation failed.
+// audit writes the record of the order's outcome when its generation
+// stored no verdict (it failed, was held or quarantined), with the
+// records the generation carried, as one object.
 func (h *Handler) audit(ctx context.Context, t *task, status audit.Status, detail *string, id, model string) {
 	r := h.record(t, status, detail, model)
 	switch status {
@@ -36,11 +38,11 @@ func (h *Handler) audit(ctx context.Context, t *task, status audit.Status, detai
 	case audit.StatusRegenerated:
 		r.Event = audit.EventVerdictRegenerated
 	}
-	h.Audit.Record(ctx, r, id)
+	h.writeStep(ctx, t, t.order, audit.Line{Record: r, ID: id})
 }
 
-// auditCrosscheck writes the record of the n-th crosscheck of this
-// generation, passed or not.
+// auditCrosscheck keeps the record of the n-th crosscheck of this
+// generation, passed or not, for the generation's object.
 func (h *Handler) auditCrosscheck(ctx context.Context, t *task, d crosscheck.Decision, n int) {
 	status, detail := audit.StatusOK, (*string)(nil)
 	if !d.Approved {
@@ -50,11 +52,11 @@ func (h *Handler) auditCrosscheck(ctx context.Context, t *task, d crosscheck.Dec
 	r.Event = audit.EventCrosscheck
 	r.Crosscheck = &audit.Crosscheck{VerdictLabel: d.VerdictLabel, CoherenceScore: d.CoherenceScore, Threshold: d.Threshold,
 		Phi: crosscheck.PHI, Approved: d.Approved, Flags: d.Flags, CrosscheckReason: string(d.Reason), Rule: string(d.Rule)}
-	h.carry(ctx, t, r, audit.RecordID(t.order.SessionID, audit.NameCrosscheck, t.order.Attempts, n))
+	h.carry(t, r, audit.RecordID(t.order.SessionID, audit.NameCrosscheck, t.order.Attempts, n))
 }
 
-// auditFilter writes the record of gate 1's decision on this generation:
-// the entries' ids, never the text.
+// auditFilter keeps the record of gate 1's decision on this generation
+// (the entries' ids, never the text) for the generation's object.
 func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report) {
 	status, detail := audit.StatusOK, (*string)(nil)
 	if rep.Action == sosfilter.Quarantine {
@@ -67,7 +69,7 @@ func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report
 	if r.Filter.TermIDs == nil {
 		r.Filter.TermIDs = []string{}
 	}
-	h.carry(ctx, t, r, audit.RecordID(t.order.SessionID, audit.NameFilterGenerator, t.order.Attempts))
+	h.carry(t, r, audit.RecordID(t.order.SessionID, audit.NameFilterGenerator, t.order.Attempts))
 }
 
 // carried is one of a generation's crosscheck and gate 1 records, as the
@@ -86,18 +88,47 @@ type carried struct {
 	Filter      *audit.Filter     `json:"filter,omitempty"`
 }
 
-// carry writes r under id beside the generation's next steps, not between
-// them, and keeps it to be stored with the verdict: the write is in flight
-// at once, as before, and a crash after the verdict is stored and before
-// the write is done leaves the record on the order for the job's
-// redelivery to write (afterStore).
-func (h *Handler) carry(ctx context.Context, t *task, r audit.Record, id string) {
+// carry keeps r, under id, to be stored with the verdict and written with
+// the generation's outcome in one object (writeStep): a crash after the
+// verdict is stored and before the object is written leaves the record on
+// the order for the job's redelivery to write (afterStore).
+func (h *Handler) carry(t *task, r audit.Record, id string) {
 	t.carried = append(t.carried, carried{ID: id, Event: r.Event, Status: r.Status, Detail: r.ErrorDetail, At: r.Timestamp,
 		LatencyMS: r.LatencyMS, OrderStatus: r.OrderStatus, VerdictHash: r.VerdictHash, Crosscheck: r.Crosscheck, Filter: r.Filter})
+}
+
+// writeStep writes the generation's records as one object, beside the
+// steps that follow it, not between them: the crosscheck and gate 1
+// records it carried, as order o's, then outcome (a regeneration's
+// divergence check, then the verdict stored or the failure), whose last
+// line names the object. Each record's id is in this object only: the
+// outcome's id is the generation's own (its attempt's, or the verdict's),
+// so a redelivery that writes the step again finds the object there and
+// adds nothing.
+func (h *Handler) writeStep(ctx context.Context, t *task, o oracle.Order, outcome ...audit.Line) {
+	lines := make([]audit.Line, 0, len(t.carried)+len(outcome))
+	for _, c := range t.carried {
+		lines = append(lines, audit.Line{Record: h.fromCarried(o, c), ID: c.ID})
+	}
+	lines = append(lines, outcome...)
+	if len(lines) == 0 {
+		return
+	}
+	t.written = true
 	t.spawn(ctx, func(ctx context.Context) error {
-		h.Audit.Record(ctx, r, id)
+		h.Audit.RecordStep(ctx, lines)
 		return nil
 	})
+}
+
+// writeUnsettled writes the records of a generation that asked the model
+// and ended with no outcome of its own (its lease was lost, or a store
+// failed before anything was decided) and cannot have stored a verdict
+// that carries them: one object named by its last record.
+func (h *Handler) writeUnsettled(ctx context.Context, t *task) {
+	if t.asked && !t.written && !t.storing {
+		h.writeStep(ctx, t, t.order)
+	}
 }
 
 // fromCarried is the record c keeps of order o's generation.
@@ -134,16 +165,13 @@ func uncarry(ctx context.Context, t *task) []carried {
 	return cs
 }
 
-// auditDivergence writes the record of a regenerated verdict's comparison
-// with the first one, once per regeneration, beside the steps that follow.
-func (h *Handler) auditDivergence(ctx context.Context, t *task, original string) {
+// divergenceRecord is the record of a regenerated verdict's comparison
+// with the first one, once per regeneration (its id is the
+// regeneration's), written in the regeneration's object.
+func (h *Handler) divergenceRecord(t *task, original string) audit.Line {
 	o := t.order
 	r := audit.OfOrder(h.Hasher, o, audit.SourceGenerator, audit.EventDivergenceCheck, audit.StatusOK, h.Now(), h.Now())
 	r.Divergence = &audit.Divergence{OriginalVerdict: original, RegenVerdict: string(o.VerdictLabel),
 		TopLevelMatch: o.OriginalVerdict == o.VerdictLabel, DivergenceLevel: o.Divergence}
-	id := audit.RecordID(o.SessionID, audit.NameDivergence, o.GeneratedAt.Unix())
-	t.spawn(ctx, func(ctx context.Context) error {
-		h.Audit.Record(ctx, r, id)
-		return nil
-	})
+	return audit.Line{Record: r, ID: audit.RecordID(o.SessionID, audit.NameDivergence, o.GeneratedAt.Unix())}
 }

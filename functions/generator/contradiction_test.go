@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,8 @@ import (
 )
 
 // crosscheckObjects returns the tmm_crosscheck records of the audit bucket
-// as written, as JSON objects, oldest first by key.
+// as written, as JSON objects (every line of each object), keyed by their
+// ids (_key).
 func (e *env) crosscheckObjects() []map[string]any {
 	e.t.Helper()
 	ctx := context.Background()
@@ -41,13 +43,16 @@ func (e *env) crosscheckObjects() []map[string]any {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		var r map[string]any
-		if err := json.Unmarshal(b, &r); err != nil {
-			e.t.Fatalf("audit record %s: %v", aws.ToString(o.Key), err)
-		}
-		if r["event"] == "tmm_crosscheck" {
-			r["_key"] = aws.ToString(o.Key)
-			out = append(out, r)
+		// Every line of the object is a record, named by its id.
+		for d := json.NewDecoder(bytes.NewReader(b)); d.More(); {
+			var r map[string]any
+			if err := d.Decode(&r); err != nil {
+				e.t.Fatalf("audit record %s: %v", aws.ToString(o.Key), err)
+			}
+			if r["event"] == "tmm_crosscheck" {
+				r["_key"] = r["record_id"]
+				out = append(out, r)
+			}
 		}
 	}
 	return out

@@ -145,8 +145,12 @@ type task struct {
 	lease string
 	asked bool
 	// carried are this generation's crosscheck and gate 1 records, stored
-	// with its verdict (oracle.Order.GenAudit).
+	// with its verdict (oracle.Order.GenAudit) and written with its
+	// outcome (writeStep); written, once they are on their way; storing,
+	// once a verdict carrying them may be stored.
 	carried []carried
+	written bool
+	storing bool
 	// background is the work nobody waits for before the next step: the
 	// audit records, the circuit's report, the first verdict's keeping.
 	// The job's message is acknowledged only once it is done, so a crash
@@ -202,6 +206,7 @@ func (h *Handler) process(ctx context.Context, rec events.SQSMessage) error {
 	t := &task{job: job, receives: receives, started: h.Now(),
 		log: h.Log.With("reason", job.Reason, "receive", receives, "attempt", job.Attempt)}
 	err = h.run(ctx, t)
+	h.writeUnsettled(ctx, t)
 	return errors.Join(err, t.settle())
 }
 

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
@@ -39,16 +43,15 @@ func (e *env) counted() *testkit.AWSCalls {
 // A paid order's generation waits for three round trips before its email
 // is handed to the mailer (ten before issue 40): the claim of the order,
 // which is its read, beside the circuit's one read; the verdict's store;
-// the mail job. Its crosscheck and gate 1 records are on their way while
-// those run, and nobody waits for them, nor for what follows the
-// hand-off: the verdict's record and the first verdict's keeping. In all,
-// four DynamoDB and three S3 requests (nine and three before).
+// the mail job. Nobody waits for what follows the hand-off: the
+// generation's one audit object (its crosscheck, gate 1 and
+// verdict_generated records) and the first verdict's keeping. In all,
+// four DynamoDB requests and one S3 request (nine and three before).
 //
 // Concurrency is shown, not timed: the calls counted here hold the claim
-// and the circuit's read each until the other is on its way too, the two
-// records until the mail job is, and the mail job until a record is, so a
+// and the circuit's read each until the other is on its way too, so a
 // generator that waited for one before making the other would be held
-// here in vain.
+// here in vain; the audit object is written only after the hand-off.
 func TestAnOrdersRoundTripsAndRequests(t *testing.T) {
 	e := newEnv(t)
 	calls := e.counted()
@@ -56,9 +59,6 @@ func TestAnOrdersRoundTripsAndRequests(t *testing.T) {
 	e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
 	calls.Hold(updateItem, getItem)
 	calls.Hold(getItem, updateItem)
-	calls.Hold(putObject, sendMessage)
-	calls.Hold(putObject, sendMessage)
-	calls.Hold(sendMessage, putObject)
 	if failed := e.run(record("m", job(id), 1)); len(failed) != 0 {
 		t.Fatal("the job failed")
 	}
@@ -70,17 +70,15 @@ func TestAnOrdersRoundTripsAndRequests(t *testing.T) {
 	if handOff < 0 {
 		t.Fatalf("requests %q: no mail job", got)
 	}
-	var path []string
-	for _, op := range got[:handOff+1] {
-		if op != putObject { // not waited for (the second group above)
-			path = append(path, op)
-		}
+	if i := slices.Index(got, putObject); i < handOff {
+		t.Errorf("requests %q: an audit object written before the hand-off", got)
 	}
+	path := slices.Clone(got[:handOff+1])
 	if len(path) > 1 {
 		slices.Sort(path[:2]) // made together (the first group above)
 	}
 	if want := []string{getItem, updateItem, updateItem, sendMessage}; !slices.Equal(path, want) {
-		t.Errorf("requests up to the hand-off %q (records left out), want %q", path, want)
+		t.Errorf("requests up to the hand-off %q, want %q", path, want)
 	}
 	rounds := len(path) - 1 // the claim and the circuit's read are one round trip
 	if rounds != 3 {
@@ -90,7 +88,7 @@ func TestAnOrdersRoundTripsAndRequests(t *testing.T) {
 	for _, op := range got {
 		n[op]++
 	}
-	if want := map[string]int{getItem: 1, updateItem: 3, putObject: 3, sendMessage: 1}; !reflect.DeepEqual(n, want) {
+	if want := map[string]int{getItem: 1, updateItem: 3, putObject: 1, sendMessage: 1}; !reflect.DeepEqual(n, want) {
 		t.Errorf("requests %v, want %v", n, want)
 	}
 	t.Logf("round trips up to the hand-off: %d; requests: %v", rounds, n)
@@ -135,6 +133,23 @@ func TestARedeliveryWritesTheRecordsACrashLost(t *testing.T) {
 	}
 	if o := e.order(id); o.Attempts != 1 || o.Status != oracle.StatusReady {
 		t.Errorf("order %+v: want READY after one generation", o)
+	}
+	// The three in the generation's one object, which a further
+	// redelivery finds there: it adds nothing.
+	want := map[string][]string{audit.RecordID(id, audit.NameGenerated): {
+		audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameFilterGenerator, 1), audit.RecordID(id, audit.NameGenerated)}}
+	if got := testkit.AuditObjects(t, e.s3, e.f.Ref("AuditBucket")); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("objects %q, want %q", got, want)
+	}
+	if failed := e.run(record("m", job(id), 3)); len(failed) != 0 {
+		t.Fatal("the second redelivery failed")
+	}
+	v, err := e.s3.ListObjectVersions(t.Context(), &s3.ListObjectVersionsInput{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Versions) != 1 {
+		t.Errorf("%d object versions after a second redelivery, want the one", len(v.Versions))
 	}
 }
 

@@ -53,8 +53,13 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 	if v.Audit, err = carriedText(t); err != nil {
 		return h.failed(ctx, t, err)
 	}
+	// From here the verdict, and the records it carries, may be stored
+	// whatever the answer says: its records are written with it or by the
+	// job's redelivery, never apart from it.
+	t.storing = true
 	stored, err := h.Orders.StoreVerdict(ctx, t.order.SessionID, t.lease, v)
 	if errors.Is(err, store.ErrLeaseLost) {
+		t.storing = false
 		// Another generator overtook this slow one; whichever stored first
 		// is the verdict, and its own job finishes the work.
 		t.log.WarnContext(ctx, "generation lease lost before storing; the verdict of the other attempt stands")
@@ -83,43 +88,47 @@ func (h *Handler) store(ctx context.Context, t *task, g generation) error {
 }
 
 // divergenceCheck compares a regenerated verdict with the first one: an
-// audit record (one per regeneration, however often this runs) and, when it
-// moved far, the customer's notice (SPEC_ORACLE_REGEN_CONSISTENCY), which
-// the mailer sends once.
-func (h *Handler) divergenceCheck(ctx context.Context, t *task) error {
+// audit record (one per regeneration, however often this runs), returned
+// for the regeneration's object, and, when it moved far, the customer's
+// notice (SPEC_ORACLE_REGEN_CONSISTENCY), which the mailer sends once.
+func (h *Handler) divergenceCheck(ctx context.Context, t *task) (audit.Line, error) {
 	o := t.order
 	original := string(o.OriginalVerdict)
 	if original == "" {
 		original = "UNKNOWN"
 	}
-	h.auditDivergence(ctx, t, original)
+	rec := h.divergenceRecord(t, original)
 	t.log.InfoContext(ctx, "regenerated verdict compared", "original", original, "regenerated", string(o.VerdictLabel), "divergence", o.Divergence)
 	if !oracle.NotifyDivergence(o.Divergence) {
-		return nil
+		return rec, nil
 	}
 	if err := h.notify(ctx, o, oracle.MailDivergence); err != nil {
-		return fmt.Errorf("enqueue divergence notice: %w", err)
+		return audit.Line{}, fmt.Errorf("enqueue divergence notice: %w", err)
 	}
-	return nil
+	return rec, nil
 }
 
 // afterStore hands on what a stored verdict is owed, then finishes the
 // rest beside it: a first verdict's email is queued (a regenerated one's
-// divergence notice, when it moved far), and only then are its audit
-// records written, the records its generation carried written again, and
-// the first verdict kept past the order, concurrently. A redelivery of a
-// READY order runs it again, so everything here is idempotent: the mailer
-// sends each email once, every record has a write-once id, and the job's
-// message is acknowledged only once all of it is done. A failed audit
-// write alerts but does not withhold the customer's email.
+// divergence notice, when it moved far), and only then is the
+// generation's object written (the records its verdict carries, the
+// divergence check, the verdict's own record) and the first verdict kept
+// past the order, concurrently. A redelivery of a READY order runs it
+// again, so everything here is idempotent: the mailer sends each email
+// once, the object's key is the verdict's write-once record id, and the
+// job's message is acknowledged only once all of it is done. A failed
+// audit write alerts but does not withhold the customer's email.
 func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	o := t.order
 	status, id := audit.StatusOK, audit.RecordID(o.SessionID, audit.NameGenerated)
+	var lines []audit.Line
 	if o.Regen && o.GeneratedAt != nil {
 		status, id = audit.StatusRegenerated, audit.RecordID(o.SessionID, audit.NameRegenerated, o.GeneratedAt.Unix())
-		if err := h.divergenceCheck(ctx, t); err != nil {
+		d, err := h.divergenceCheck(ctx, t)
+		if err != nil {
 			return err
 		}
+		lines = append(lines, d)
 	}
 	r := h.record(t, status, nil, o.Model)
 	switch {
@@ -136,21 +145,10 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	}
 	crashpoint.Reach(ctx, crashpoint.GeneratorHandedOver)
 
-	t.spawn(ctx, func(ctx context.Context) error {
-		h.Audit.Record(ctx, r, id)
-		return nil
-	})
-	if !t.asked {
-		// A redelivery: the records of the generation that stored the
-		// verdict, which a crash may have kept from being written (an
-		// attempt that asked the model has them on their way: carry).
-		for _, c := range t.carried {
-			t.spawn(ctx, func(ctx context.Context) error {
-				h.Audit.Record(ctx, h.fromCarried(o, c), c.ID)
-				return nil
-			})
-		}
-	}
+	// On a redelivery, t.carried is what the stored verdict carries: the
+	// records of the generation that stored it, which a crash may have
+	// kept from being written.
+	h.writeStep(ctx, t, o, append(lines, audit.Line{Record: r, ID: id})...)
 	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
 	if o.Regen {
 		// The emailed verdict stands (REGEN_CONSISTENCY invariant 4): a

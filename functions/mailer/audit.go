@@ -10,8 +10,13 @@ import (
 	"42sisters.ai/oracle/shared/sosfilter"
 )
 
-// The mailer's audit records. Each has an id unique for what it records, so
-// a redelivered job writes nothing twice; a record that cannot be written
+// The mailer's audit records. Each has an id unique for what it records,
+// and the records of one step of a delivery are written as one object
+// (audit.Recorder.RecordStep): the step that ends it writes gate 2's
+// decision, its attempt's record and the email's in one, named by the
+// email's record; an attempt that fails and is tried again writes its own
+// record alone. No id is in two steps' objects, so a redelivered job that
+// writes its step again adds nothing; a record that cannot be written
 // alerts (audit.Recorder) and withholds nothing from the customer.
 
 // record is the audit record of an event of this function on the task's
@@ -22,15 +27,18 @@ func (h *Handler) record(t *task, event audit.Event, status audit.Status, detail
 	return r
 }
 
-// auditMail writes the record of the task's delivery; to is the address it
-// went to, kept as a keyed hash ("" when none was found).
-func (h *Handler) auditMail(ctx context.Context, t *task, status audit.Status, detail *string, to string) {
-	h.auditMailCounted(ctx, t, status, detail, to, true)
+// ended writes the records of the step that ended the task's delivery as
+// one object: lines (gate 2's decision, the attempt's), then the email's
+// own, which names it. to is the address it went to, kept as a keyed hash
+// ("" when none was found); count is false for a record written again
+// (recordAgain), which is not another email.
+func (h *Handler) ended(ctx context.Context, t *task, status audit.Status, detail *string, to string, count bool, lines ...audit.Line) {
+	h.Audit.RecordStep(ctx, append(lines, h.mailLine(t, status, detail, to, count)))
 }
 
-// auditMailCounted is auditMail, which counts the email's end only when
-// count is set: a record written again (recordAgain) is not another email.
-func (h *Handler) auditMailCounted(ctx context.Context, t *task, status audit.Status, detail *string, to string, count bool) {
+// mailLine is the record of the task's delivery, counting the email's end
+// when count is set.
+func (h *Handler) mailLine(t *task, status audit.Status, detail *string, to string, count bool) audit.Line {
 	r := h.record(t, audit.MailEvent(t.job.Kind), status, detail)
 	if to != "" {
 		r.Email = h.Hasher.Email(to)
@@ -46,7 +54,7 @@ func (h *Handler) auditMailCounted(ctx context.Context, t *task, status audit.St
 	if count {
 		h.Metrics.Emit(figs...)
 	}
-	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameMail, t.job.Kind))
+	return audit.Line{Record: r, ID: audit.RecordID(t.order.SessionID, audit.NameMail, t.job.Kind)}
 }
 
 // mailFigures counts an email's end: sent (EmailsSent) or failed for good
@@ -61,9 +69,10 @@ func mailFigures(status audit.Status) []obs.Figure {
 	return nil
 }
 
-// auditFilter writes the record of gate 2's decision on the task's email:
-// the entries' ids, never the text.
-func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report) {
+// filterLine is the record of gate 2's decision on the task's email: the
+// entries' ids, never the text. Its id is the email's, so it is written
+// once, by the step that ends the delivery (or quarantines the email).
+func (h *Handler) filterLine(t *task, rep sosfilter.Report) audit.Line {
 	status, detail := audit.StatusOK, (*string)(nil)
 	if rep.Action != sosfilter.Pass {
 		status, detail = audit.StatusError, audit.Detail("quarantined by the content filter: "+string(rep.Reason))
@@ -74,13 +83,16 @@ func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report
 	if r.Filter.TermIDs == nil {
 		r.Filter.TermIDs = []string{}
 	}
-	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameFilterMail, t.job.Kind))
+	return audit.Line{Record: r, ID: audit.RecordID(t.order.SessionID, audit.NameFilterMail, t.job.Kind)}
 }
 
-// auditAttempt writes the record of one attempt of the task's delivery:
-// its number and the message's hash (the same on every attempt), and the
-// failure's class when it failed.
-func (h *Handler) auditAttempt(ctx context.Context, t *task, err error, to string) {
+// attemptLine is the record of one attempt of the task's delivery: its
+// number and the message's hash (the same on every attempt), and the
+// failure's class when it failed. An attempt the account could not send
+// (blocked) is not spent and comes back under the same number: its record
+// is named apart, once an hour (audit.Hourly), so that the number's own id
+// stays the attempt's that ran.
+func (h *Handler) attemptLine(t *task, err error, to string, blocked bool) audit.Line {
 	status, detail := audit.StatusEmailSent, (*string)(nil)
 	if err != nil {
 		status, detail = audit.StatusEmailFailed, audit.Detail(err.Error())
@@ -91,5 +103,9 @@ func (h *Handler) auditAttempt(ctx context.Context, t *task, err error, to strin
 	if err != nil {
 		r.Mail.Class, r.Mail.Code = failureClass(err), failureCode(err)
 	}
-	h.Audit.Record(ctx, r, audit.RecordID(t.order.SessionID, audit.NameMailAttempt, t.job.Kind, t.job.Attempt))
+	id := audit.RecordID(t.order.SessionID, audit.NameMailAttempt, t.job.Kind, t.job.Attempt)
+	if blocked {
+		id = audit.RecordID(t.order.SessionID, audit.NameMailAttempt, t.job.Kind, t.job.Attempt, audit.PartBlocked, audit.Hourly(r.Timestamp))
+	}
+	return audit.Line{Record: r, ID: id}
 }

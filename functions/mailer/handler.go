@@ -313,7 +313,7 @@ func (h *Handler) deliver(ctx context.Context, t *task, addr *address) error {
 	// Gate 2, on the email exactly as it would leave.
 	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own(msg.Own))
 	if rep.Action != sosfilter.Pass {
-		h.auditFilter(ctx, t, rep)
+		h.Audit.RecordStep(ctx, []audit.Line{h.filterLine(t, rep)})
 		return h.quarantine(ctx, t, msg, rep)
 	}
 	to, suppressed, err := addr.wait(ctx, o.Livemode)
@@ -325,15 +325,13 @@ func (h *Handler) deliver(ctx context.Context, t *task, addr *address) error {
 		// The page still serves the verdict; the operator already has the
 		// drop alert for a dropped order.
 		t.log.WarnContext(ctx, "no email address on the session; nothing sent")
-		h.auditFilter(ctx, t, rep)
-		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("no customer email on the session"), "")
+		h.ended(ctx, t, audit.StatusEmailFailed, audit.Detail("no customer email on the session"), "", true, h.filterLine(t, rep))
 		h.close(ctx, t, "none: no address", "")
 		return nil
 	}
 	if suppressed {
 		t.log.WarnContext(ctx, "the address complained about an earlier email; nothing sent")
-		h.auditFilter(ctx, t, rep)
-		h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), to)
+		h.ended(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), to, true, h.filterLine(t, rep))
 		h.close(ctx, t, "none: suppressed", oracle.MailSuppressed)
 		return nil
 	}
@@ -356,34 +354,35 @@ func (h *Handler) deliver(ctx context.Context, t *task, addr *address) error {
 		t.log.InfoContext(ctx, "mail sent", "wait_ms", audit.Wait(o.PaidAt, h.Now()).Milliseconds())
 		return nil
 	}
-	h.auditFilter(ctx, t, rep)
-	h.auditAttempt(ctx, t, err, to)
 	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
 	case retry:
+		h.Audit.RecordStep(ctx, []audit.Line{h.attemptLine(t, err, to, false)})
 		return h.retryLater(ctx, t, err, wait)
 	case blocked:
+		h.Audit.RecordStep(ctx, []audit.Line{h.attemptLine(t, err, to, true)})
 		return h.park(ctx, t, err)
 	default:
-		return h.giveUp(ctx, t, err, oc, to)
+		return h.giveUp(ctx, t, err, oc, to, h.filterLine(t, rep), h.attemptLine(t, err, to, false))
 	}
 }
 
 // records writes what a sent email leaves besides its delivery's record,
-// at once: gate 2's audit record, the attempt's, the email's, and which
-// session the message was (for replies). Each is written once however
-// often it is asked (write-once keys), so recordAgain may ask again; count
-// is false then, so the email is counted once.
+// at once: one object of gate 2's audit record, the attempt's and the
+// email's, and which session the message was (for replies). Each is
+// written once however often it is asked (a write-once key), so
+// recordAgain may ask again; count is false then, so the email is counted
+// once.
 func (h *Handler) records(ctx context.Context, t *task, rep sosfilter.Report, messageID, to string, count bool) {
 	var wg sync.WaitGroup
-	wg.Go(func() { h.auditFilter(ctx, t, rep) })
-	wg.Go(func() { h.auditAttempt(ctx, t, nil, to) })
+	wg.Go(func() {
+		h.ended(ctx, t, audit.StatusEmailSent, nil, to, count, h.filterLine(t, rep), h.attemptLine(t, nil, to, false))
+	})
 	wg.Go(func() {
 		if err := h.Ledger.RecordSentMessage(ctx, messageID, t.order.SessionID, h.SentRetention); err != nil {
 			// The reply still finds its order when it quotes the result link.
 			t.log.WarnContext(ctx, "remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
 		}
 	})
-	wg.Go(func() { h.auditMailCounted(ctx, t, audit.StatusEmailSent, nil, to, count) })
 	wg.Wait()
 }
 
@@ -466,8 +465,9 @@ func (h *Handler) park(ctx context.Context, t *task, cause error) error {
 // giveUp closes the delivery as undeliverable after the schedule's last
 // attempt failed or the message was refused for good, records the dead
 // letter and alerts once. The result page still serves the verdict and
-// says the email could not be delivered.
-func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, to string) error {
+// says the email could not be delivered. lines are the step's records
+// that precede the email's in its object (gate 2's, the last attempt's).
+func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, to string, lines ...audit.Line) error {
 	o, kind := t.order, t.job.Kind
 	try := h.try(t, cause, h.Now())
 	tries, err := h.failed(ctx, t, try, time.Time{})
@@ -484,7 +484,7 @@ func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, 
 		t.log.ErrorContext(ctx, "writing the mail dead-letter record failed", "error", err.Error())
 		first, recorded = true, "its dead-letter record could NOT be written ("+err.Error()+")"
 	}
-	h.auditMail(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()), to)
+	h.ended(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()), to, true, lines...)
 	t.log.ErrorContext(ctx, "email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
 	if !first {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
@@ -19,10 +20,11 @@ import (
 // handler makes: the delivery's claim, which reads the order in the same
 // request, made while the address is read from Stripe and looked up on the
 // suppression list; then the send. Gate 2's audit record follows the send
-// with the delivery's record and the others. The claim's answer is held
-// until the suppression list is asked: a handler that waited for the claim
-// first would be held. In all the email makes seven DynamoDB and S3
-// requests and the send.
+// with the delivery's record and the others, the send's three audit
+// records in one object. The claim's answer is held until the suppression
+// list is asked: a handler that waited for the claim first would be held.
+// In all the email makes five DynamoDB and S3 requests (seven before its
+// records were one object) and the send.
 func TestAVerdictEmailWaitsOnTheClaimThenTheSend(t *testing.T) {
 	var calls *testkit.AWSCalls
 	e := newEnvWith(t, func(c *aws.Config) { calls = testkit.NoteAWSCalls(c) })
@@ -46,7 +48,7 @@ func TestAVerdictEmailWaitsOnTheClaimThenTheSend(t *testing.T) {
 		t.Errorf("calls %q: an audit record was written before the send", ops)
 	}
 	slices.Sort(ops)
-	if want := []string{"GetItem", "PutItem", "PutObject", "PutObject", "PutObject", "SendEmail", "UpdateItem", "UpdateItem"}; !slices.Equal(ops, want) {
+	if want := []string{"GetItem", "PutItem", "PutObject", "SendEmail", "UpdateItem", "UpdateItem"}; !slices.Equal(ops, want) {
 		t.Errorf("the email made %q, want %q", ops, want)
 	}
 	if n := len(e.inbox(addr)); n != 1 {
@@ -123,6 +125,24 @@ func TestARedeliveredJobWritesTheRecordsOfItsSend(t *testing.T) {
 			}
 			if n := e.metrics.Counts()["EmailsSent"]; n != 0 {
 				t.Errorf("EmailsSent counted %v times for records written again, want 0", n)
+			}
+			// The three in the send's one object, which the job delivered
+			// again finds there: it adds nothing.
+			kind := oracle.MailVerdict
+			want1 := map[string][]string{audit.RecordID(id, audit.NameMail, kind): {audit.RecordID(id, audit.NameFilterMail, kind),
+				audit.RecordID(id, audit.NameMailAttempt, kind, 0), audit.RecordID(id, audit.NameMail, kind)}}
+			if got := testkit.AuditObjects(t, e.s3, e.f.Ref("AuditBucket")); !maps.EqualFunc(got, want1, slices.Equal) {
+				t.Errorf("objects %q, want %q", got, want1)
+			}
+			if n := e.run(record(id, oracle.MailVerdict)); n != 0 {
+				t.Fatal("the job delivered again failed")
+			}
+			v, err := e.s3.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(e.f.Ref("AuditBucket"))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(v.Versions) != 1 {
+				t.Errorf("%d object versions after the job was delivered again, want the one", len(v.Versions))
 			}
 		})
 	}

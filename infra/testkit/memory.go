@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -101,20 +103,41 @@ func (m *Metrics) Counts() map[string]float64 {
 type AuditLog struct {
 	mu      sync.Mutex
 	records map[string]audit.Record
+	// objects are the ids of each object's records, by the object's id
+	// (its last record's), as the bucket keeps them.
+	objects map[string][]string
 }
 
 // Write keeps r under id unless a record is there, and reports whether it
 // did.
-func (l *AuditLog) Write(_ context.Context, r audit.Record, id string) (bool, error) {
+func (l *AuditLog) Write(ctx context.Context, r audit.Record, id string) (bool, error) {
+	return l.WriteStep(ctx, []audit.Line{{Record: r, ID: id}})
+}
+
+// WriteStep keeps a step's records as one object, named by its last
+// record's id, unless an object of that name is there, as the bucket does
+// (audit.Writer.WriteStep), and reports whether it did.
+func (l *AuditLog) WriteStep(_ context.Context, lines []audit.Line) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.records[id]; ok {
+	head := lines[len(lines)-1].ID
+	if _, ok := l.objects[head]; ok {
 		return false, nil
 	}
 	if l.records == nil {
-		l.records = map[string]audit.Record{}
+		l.records, l.objects = map[string]audit.Record{}, map[string][]string{}
 	}
-	l.records[id] = r
+	for _, ln := range lines {
+		if _, ok := l.records[ln.ID]; ok {
+			return false, fmt.Errorf("audit record %s is in another object already", ln.ID)
+		}
+	}
+	for _, ln := range lines {
+		r := ln.Record
+		r.RecordID = ln.ID
+		l.records[ln.ID] = r
+		l.objects[head] = append(l.objects[head], ln.ID)
+	}
 	return true, nil
 }
 
@@ -124,6 +147,17 @@ func (l *AuditLog) Record(id string) (audit.Record, bool) {
 	defer l.mu.Unlock()
 	r, ok := l.records[id]
 	return r, ok
+}
+
+// Objects returns the ids of each object's records, by the object's id.
+func (l *AuditLog) Objects() map[string][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string][]string, len(l.objects))
+	for k, v := range l.objects {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // Events counts the records by "event/status", as "tmm_crosscheck/ERROR".

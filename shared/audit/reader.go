@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -49,12 +48,14 @@ func (r *Reader) Session(ctx context.Context, sessionID string, created time.Tim
 			for _, o := range page.Contents {
 				key := aws.ToString(o.Key)
 				// Errors name the record by the session's name (oracle.ShortID).
-				rec, err := r.get(ctx, key, strings.Replace(key, sessionID, oracle.ShortID(sessionID), 1))
+				recs, err := r.get(ctx, key, strings.Replace(key, sessionID, oracle.ShortID(sessionID), 1))
 				if err != nil {
 					return nil, err
 				}
-				if rec.SessionID == sessionID {
-					out = append(out, rec)
+				for _, rec := range recs {
+					if rec.SessionID == sessionID {
+						out = append(out, rec)
+					}
 				}
 			}
 		}
@@ -62,21 +63,22 @@ func (r *Reader) Session(ctx context.Context, sessionID string, created time.Tim
 	return out, nil
 }
 
-func (r *Reader) get(ctx context.Context, key, name string) (Record, error) {
+// get reads every record of the object at key (Decode).
+func (r *Reader) get(ctx context.Context, key, name string) ([]Record, error) {
 	g, err := r.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key)})
 	if err != nil {
-		return Record{}, fmt.Errorf("read audit record %s: %w", name, err)
+		return nil, fmt.Errorf("read audit record %s: %w", name, err)
 	}
 	defer g.Body.Close()
 	b, err := io.ReadAll(g.Body)
 	if err != nil {
-		return Record{}, fmt.Errorf("read audit record %s: %w", name, err)
+		return nil, fmt.Errorf("read audit record %s: %w", name, err)
 	}
-	var rec Record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return Record{}, fmt.Errorf("audit record %s: %w", name, err)
+	recs, err := Decode(key, b)
+	if err != nil {
+		return nil, fmt.Errorf("audit record %s: %w", name, err)
 	}
-	return rec, nil
+	return recs, nil
 }
 
 // ChatMail returns the delivery records (NameMail: the mailer's last word
@@ -99,11 +101,12 @@ func (r *Reader) ChatMail(ctx context.Context, kind oracle.MailKind, account str
 			if !ok || strings.Contains(nonce, ".") {
 				continue // an attempt's or gate 2's record
 			}
-			rec, err := r.get(ctx, key, string(kind)+" email "+nonce)
+			recs, err := r.get(ctx, key, string(kind)+" email "+nonce)
 			if err != nil {
 				return nil, err
 			}
-			out[nonce] = rec
+			// The delivery's record is the object's outcome, its last line.
+			out[nonce] = recs[len(recs)-1]
 		}
 	}
 	return out, nil

@@ -193,6 +193,12 @@ type Record struct {
 
 	// Chat is set on the chat's records (source chat).
 	Chat *Chat `json:"chat,omitempty"`
+
+	// RecordID is the record's id (RecordID), unique for what it records:
+	// the writer sets it on every line, since one object holds each of a
+	// step's records (Writer.WriteStep). A record written before it was
+	// kept has none; Decode gives it its object's, whose key named it.
+	RecordID string `json:"record_id,omitempty"`
 }
 
 // Chat is one exchange of Sisters Chat, or one event of its subscription:

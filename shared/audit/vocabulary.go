@@ -104,7 +104,10 @@ const (
 
 	NameMail       RecordName = "mail"        // -<mail kind>: a delivery
 	NameFilterMail RecordName = "filter-mail" // -<mail kind>: gate 2's decision
-	// NameMailAttempt: -<mail kind>-<attempt>: one attempt of a delivery.
+	// NameMailAttempt: -<mail kind>-<attempt>: one attempt of a delivery;
+	// -<mail kind>-<attempt>-blocked-<hour> (PartBlocked, Hourly): an
+	// attempt the account could not send, which is not spent and runs
+	// again under its number.
 	NameMailAttempt RecordName = "mail-attempt"
 
 	// NameServed: -<hour, Unix seconds>: the verdict served in that hour
@@ -134,6 +137,10 @@ const (
 	// NameMailAttempt-autoresponse-<attempt> for each attempt).
 	NameReceived RecordName = "received"
 )
+
+// PartBlocked is the part of an attempt's record id (NameMailAttempt) that
+// names an attempt the account could not send.
+const PartBlocked = "blocked"
 
 // ChatMailRecordID is the id of a record of the email of kind owed to a
 // chat account for nonce (the request or invoice it answers):

@@ -80,25 +80,78 @@ func Partition(day time.Time) string {
 // append-only and the first write of an event stands. written reports
 // whether this call added the record.
 func (w *Writer) Write(ctx context.Context, r Record, id string) (written bool, err error) {
-	if !idPattern.MatchString(id) {
-		return false, fmt.Errorf("audit record: invalid id %q", id)
-	}
-	b, err := r.encode()
+	return w.WriteStep(ctx, []Line{{Record: r, ID: id}})
+}
+
+// Line is one record of a step's object, with its id (RecordID).
+type Line struct {
+	Record Record
+	ID     string
+}
+
+// WriteStep writes the records of one step of one order as one object of
+// newline-delimited JSON, a record a line, each with its id (record_id),
+// under the last line's key (the step's outcome), only if nothing is
+// there: one PutObject for the step instead of one a record. A line's id
+// belongs to one step's object only, so a record is never in two objects;
+// a repeated write of the step (a redelivered job) finds its object there
+// and adds nothing, not one line (written is false). The object is whole
+// or absent: S3 stores a PutObject entirely or not at all, and refuses a
+// body whose SHA-256 is not the one sent, so no reader sees some lines of
+// a step without the others.
+func (w *Writer) WriteStep(ctx context.Context, lines []Line) (written bool, err error) {
+	body, err := encodeStep(lines)
 	if err != nil {
 		return false, err
 	}
+	head := lines[len(lines)-1]
 	in := &s3.PutObjectInput{
 		Bucket:      aws.String(w.bucket),
-		ContentType: aws.String("application/json"),
+		ContentType: aws.String(ContentType),
 	}
-	if r.Source == SourceHealth && w.history > 0 {
+	if head.Record.Source == SourceHealth && w.history > 0 {
 		in.Tagging = aws.String(HistoryTag)
 		in.ObjectLockMode = w.mode
 		in.ObjectLockRetainUntilDate = aws.Time(w.now().Add(w.history).UTC())
 	}
-	written, err = putonce.Put(ctx, w.s3, Key(r, id), b, in)
+	written, err = putonce.Put(ctx, w.s3, Key(head.Record, head.ID), body, in)
 	if err != nil {
 		return false, fmt.Errorf("write audit record: %w", err)
 	}
 	return written, nil
+}
+
+// ContentType is the audit objects': JSON Lines, one record a line.
+const ContentType = "application/x-ndjson"
+
+// encodeStep validates every line and returns the object's body. The lines
+// share one partition (session day and source) and one session, as the
+// object's key names them, and no two share an id.
+func encodeStep(lines []Line) ([]byte, error) {
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("audit record: a step with no record")
+	}
+	head := lines[len(lines)-1].Record
+	seen := map[string]bool{}
+	var body []byte
+	for _, l := range lines {
+		if !idPattern.MatchString(l.ID) {
+			return nil, fmt.Errorf("audit record: invalid id %q", l.ID)
+		}
+		if seen[l.ID] {
+			return nil, fmt.Errorf("audit record: id %q twice in one step", l.ID)
+		}
+		seen[l.ID] = true
+		r := l.Record
+		if r.Source != head.Source || r.SessionID != head.SessionID || !r.SessionCreated.Equal(head.SessionCreated) {
+			return nil, fmt.Errorf("audit record: a step's records share one session and source (%s is %s's)", l.ID, r.Source)
+		}
+		r.RecordID = l.ID
+		b, err := r.encode()
+		if err != nil {
+			return nil, err
+		}
+		body = append(append(body, b...), '\n')
+	}
+	return body, nil
 }

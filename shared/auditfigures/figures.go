@@ -20,7 +20,6 @@ package auditfigures
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -41,7 +40,7 @@ type Objects interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 }
 
-// Concurrency is how many objects Compute reads at once: a GET per record
+// Concurrency is how many objects Compute reads at once: a GET per object
 // is the cost of reading the log directly.
 const Concurrency = 16
 
@@ -50,7 +49,8 @@ const Concurrency = 16
 const MaxDays = 366
 
 // maxRecordBytes bounds what one object may make Compute hold: a record
-// is under a kilobyte, so anything larger is no record.
+// is under a kilobyte and a step's object holds a few, so anything larger
+// is no audit object.
 const maxRecordBytes = 1 << 20
 
 // DateFormat is how a partition day is written: in the keys, in Figures
@@ -92,13 +92,15 @@ func ComputeAgainstStripe(ctx context.Context, c Objects, bucket string, from, t
 				if ctx.Err() != nil {
 					continue // drain: the lister stops at the cancellation
 				}
-				r, err := read(ctx, c, bucket, key)
+				recs, err := read(ctx, c, bucket, key)
 				if err != nil {
 					cancel(err)
 					continue
 				}
 				mu.Lock()
-				acc.add(r)
+				for _, r := range recs {
+					acc.add(r)
+				}
 				mu.Unlock()
 			}
 		})
@@ -152,25 +154,26 @@ func list(ctx context.Context, c Objects, bucket string, first, last time.Time, 
 	return nil
 }
 
-// read reads and decodes the record at key.
-func read(ctx context.Context, c Objects, bucket, key string) (audit.Record, error) {
+// read reads and decodes the records of the object at key: every line of
+// a step's object (audit.Decode).
+func read(ctx context.Context, c Objects, bucket, key string) ([]audit.Record, error) {
 	g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
-		return audit.Record{}, fmt.Errorf("audit figures: read %s: %w", keyName(key), err)
+		return nil, fmt.Errorf("audit figures: read %s: %w", keyName(key), err)
 	}
 	defer g.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(g.Body, maxRecordBytes+1))
 	if err != nil {
-		return audit.Record{}, fmt.Errorf("audit figures: read %s: %w", keyName(key), err)
+		return nil, fmt.Errorf("audit figures: read %s: %w", keyName(key), err)
 	}
 	if len(b) > maxRecordBytes {
-		return audit.Record{}, fmt.Errorf("audit figures: %s is larger than %d bytes: no audit record", keyName(key), maxRecordBytes)
+		return nil, fmt.Errorf("audit figures: %s is larger than %d bytes: no audit record", keyName(key), maxRecordBytes)
 	}
-	var r audit.Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return audit.Record{}, fmt.Errorf("audit figures: %s is no audit record: %w", keyName(key), err)
+	recs, err := audit.Decode(key, b)
+	if err != nil {
+		return nil, fmt.Errorf("audit figures: %s is no audit record: %w", keyName(key), err)
 	}
-	return r, nil
+	return recs, nil
 }
 
 // keyName is key as errors and logs may show it: a record's session id,

@@ -2,7 +2,9 @@
 // and verifies a day against its seal. A seal is one object, locked like the
 // records, that holds the day's record count, a digest of every record's key
 // and content, and each record's content hash: a record changed, deleted or
-// slipped in afterwards is then named, not merely detected.
+// slipped in afterwards is then named, not merely detected. A record here
+// is an object of the log, which holds one step's records, a line each
+// (audit.Writer.WriteStep): the seal covers every line of it.
 package auditseal
 
 import (

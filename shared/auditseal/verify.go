@@ -2,7 +2,6 @@ package auditseal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -148,13 +147,16 @@ func compare(seal Seal, objs []object, now time.Time, history time.Duration) Rep
 	return r
 }
 
+// arrival dates an object added after the seal by its latest record: a
+// step's object holds several, written together once the last was made.
 func arrival(o object, sealedAt time.Time) Added {
-	var rec struct {
-		Timestamp time.Time `json:"timestamp"`
-	}
 	a := Added{Key: shorten(o.key), Arrival: DatedBeforeSeal}
-	if json.Unmarshal(o.body, &rec) == nil {
-		a.Timestamp = rec.Timestamp.UTC()
+	if recs, err := audit.Decode(o.key, o.body); err == nil {
+		for _, r := range recs {
+			if r.Timestamp.After(a.Timestamp) {
+				a.Timestamp = r.Timestamp.UTC()
+			}
+		}
 	}
 	if a.Timestamp.After(sealedAt) {
 		a.Arrival = WrittenAfterSeal

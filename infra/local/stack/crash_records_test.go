@@ -2,6 +2,8 @@ package stack_test
 
 import (
 	"context"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +19,10 @@ import (
 )
 
 // mailRecordsKept checks that an order killed anywhere ends with its
-// verdict email's audit records, each once: gate 2's decision, the first
-// attempt's and the email's. They follow the send's record, so a kill
-// after it (mailer/after-record) leaves them to the redelivered job.
+// verdict email's audit records, each once, in the one object of the step
+// that sent it: gate 2's decision, the first attempt's and the email's.
+// They follow the send's record, so a kill after it (mailer/after-record)
+// leaves them to the redelivered job, which writes that object.
 func mailRecordsKept(ctx context.Context, t *testing.T, s *stack.Stack, session string) {
 	t.Helper()
 	kind := oracle.MailVerdict
@@ -28,35 +31,71 @@ func mailRecordsKept(ctx context.Context, t *testing.T, s *stack.Stack, session 
 		audit.RecordID(session, audit.NameMailAttempt, kind, 0),
 		audit.RecordID(session, audit.NameMail, kind),
 	}
-	var missing []string
+	var objects map[string][]string
 	if !testkit.Eventually(30*time.Second, 50*time.Millisecond, func() bool {
-		missing = missingRecords(ctx, t, s, want)
-		return len(missing) == 0
+		objects = stepObjects(ctx, t, s, session, audit.SourceEmailService)
+		return len(objects[want[2]]) > 0
 	}) {
-		t.Errorf("%s: audit records missing: %q", oracle.ShortID(session), missing)
+		t.Errorf("%s: no object of its email's records", oracle.ShortID(session))
+	}
+	if got := objects[want[2]]; !slices.Equal(got, want) {
+		t.Errorf("%s: the email's object holds %q, want %q", oracle.ShortID(session), got, want)
+	}
+	if dup := repeated(objects); len(dup) != 0 {
+		t.Errorf("%s: email records in more than one line: %q", oracle.ShortID(session), dup)
 	}
 }
 
-// missingRecords returns which of the email service's record ids the
-// audit bucket does not hold.
-func missingRecords(ctx context.Context, t *testing.T, s *stack.Stack, ids []string) []string {
+// stepObjects returns the record ids of each of session's audit objects of
+// source, line by line, by the object's id (its last record's): every line
+// of each object is read, so a record written twice, in two objects or in
+// one, is seen twice.
+func stepObjects(ctx context.Context, t *testing.T, s *stack.Stack, session string, source audit.Source) map[string][]string {
 	t.Helper()
-	held := map[string]bool{}
-	p := s3.NewListObjectsV2Paginator(awsenv.S3(s.AWS), &s3.ListObjectsV2Input{Bucket: aws.String(s.Resources.Ref("AuditBucket")), Prefix: aws.String("records/")})
+	c, bucket := awsenv.S3(s.AWS), s.Resources.Ref("AuditBucket")
+	out := map[string][]string{}
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("records/")})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			t.Fatalf("list the audit records: %v", err)
 		}
 		for _, o := range page.Contents {
-			held[aws.ToString(o.Key)[strings.LastIndex(aws.ToString(o.Key), "/")+1:]] = strings.Contains(aws.ToString(o.Key), "/source="+string(audit.SourceEmailService)+"/")
+			key := aws.ToString(o.Key)
+			if !strings.Contains(key, "/source="+string(source)+"/"+session+".") {
+				continue
+			}
+			g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+			if err != nil {
+				t.Fatalf("read %s: %v", oracle.ShortID(session), err)
+			}
+			b, err := io.ReadAll(g.Body)
+			g.Body.Close()
+			if err != nil {
+				t.Fatalf("read %s: %v", oracle.ShortID(session), err)
+			}
+			recs, err := audit.Decode(key, b)
+			if err != nil {
+				t.Fatalf("%s: %v", oracle.ShortID(session), err)
+			}
+			for _, r := range recs {
+				out[audit.IDOf(key)] = append(out[audit.IDOf(key)], r.RecordID)
+			}
 		}
 	}
-	var missing []string
-	for _, id := range ids {
-		if !held[id+".json"] {
-			missing = append(missing, id)
+	return out
+}
+
+// repeated returns the record ids that more than one line holds.
+func repeated(objects map[string][]string) []string {
+	n := map[string]int{}
+	var dup []string
+	for _, ids := range objects {
+		for _, id := range ids {
+			if n[id]++; n[id] == 2 {
+				dup = append(dup, id)
+			}
 		}
 	}
-	return missing
+	return dup
 }

@@ -17,14 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
-	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
@@ -172,52 +170,30 @@ func crashOne(ctx context.Context, t *testing.T, s *stack.Stack, c crashCase, i 
 		}
 	}
 	// The generator's records of the stored verdict, which follow its
-	// email's hand-off, are written whatever the crash kept from them.
-	var missing []audit.RecordName
+	// email's hand-off, are written whatever the crash kept from them, each
+	// once, in the generation's one object.
+	want := []string{
+		audit.RecordID(session, audit.NameCrosscheck, c.generations, 1),
+		audit.RecordID(session, audit.NameFilterGenerator, c.generations),
+		audit.RecordID(session, audit.NameGenerated),
+	}
+	var objects map[string][]string
 	if !testkit.Eventually(30*time.Second, 100*time.Millisecond, func() bool {
-		missing = generatorRecordsMissing(ctx, t, s, session)
-		return len(missing) == 0
+		objects = stepObjects(ctx, t, s, session, audit.SourceGenerator)
+		return len(objects[want[2]]) > 0
 	}) {
-		t.Errorf("order %d killed at %s: no %q record of its verdict", i, c.point, missing)
+		t.Errorf("order %d killed at %s: no object of its verdict's records", i, c.point)
+	}
+	// An attempt killed before it had an outcome wrote nothing: its
+	// records are written with the outcome.
+	if got := objects[want[2]]; !slices.Equal(got, want) {
+		t.Errorf("order %d killed at %s: the generation's object holds %q, want %q", i, c.point, got, want)
+	}
+	if dup := repeated(objects); len(dup) != 0 {
+		t.Errorf("order %d killed at %s: generator records in more than one line: %q", i, c.point, dup)
 	}
 	mailRecordsKept(ctx, t, s, session)
 	return session
-}
-
-// generatorRecordsMissing returns the generator's records of a stored
-// verdict (its crosscheck, gate 1, the verdict generated) that the audit
-// log holds none of for session, read from the records' keys alone (each
-// is named by its id, audit.RecordID), so that the check stays one
-// listing however many orders the run has made.
-func generatorRecordsMissing(ctx context.Context, t *testing.T, s *stack.Stack, session string) []audit.RecordName {
-	t.Helper()
-	seen := map[audit.RecordName]bool{}
-	names := []audit.RecordName{audit.NameCrosscheck, audit.NameFilterGenerator, audit.NameGenerated}
-	pages := s3.NewListObjectsV2Paginator(awsenv.S3(s.AWS), &s3.ListObjectsV2Input{Bucket: aws.String(s.Resources.Ref("AuditBucket"))})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			t.Fatalf("list audit records: %v", err)
-		}
-		for _, o := range page.Contents {
-			_, id, ok := strings.Cut(aws.ToString(o.Key), "/source="+string(audit.SourceGenerator)+"/"+session+".")
-			if !ok {
-				continue
-			}
-			for _, n := range names {
-				if id == string(n)+".json" || strings.HasPrefix(id, string(n)+"-") {
-					seen[n] = true
-				}
-			}
-		}
-	}
-	var missing []audit.RecordName
-	for _, n := range names {
-		if !seen[n] {
-			missing = append(missing, n)
-		}
-	}
-	return missing
 }
 
 // hurry does for a killed invocation what time would. In AWS, SQS delivers
