@@ -161,17 +161,24 @@ func (h *Handler) pay(ctx context.Context, t *payment, p x402.PaymentPayload) ou
 	// for: a settlement whose answer is lost still has its order. /verify
 	// moves no money, so it is asked while the order is written, and
 	// nothing goes on until both have answered.
-	ordered := make(chan error, 1)
+	type claimed struct {
+		oracle.Claim
+		err error
+	}
+	ordered := make(chan claimed, 1)
 	go func() {
-		_, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease)
-		ordered <- err
+		c, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease)
+		ordered <- claimed{c, err}
 	}()
 	v, err := h.Facilitator.Verify(fctx, p, accepted)
-	if err := <-ordered; err != nil {
+	c := <-ordered
+	if c.err != nil {
 		h.release(ctx, t)
 		h.releasePaymentID(ctx, t, id)
-		return failure(err)
+		return failure(c.err)
 	}
+	// The paid claim replaces this order, made now, as it is.
+	t.order.CreatedAt = c.Order.CreatedAt
 	if err != nil {
 		return h.facilitatorDown(ctx, t, "verify", err)
 	}
@@ -283,7 +290,9 @@ func (h *Handler) settle(ctx context.Context, t *payment) (s x402.SettleResponse
 // the verdict when it is ready within the wait, else with where to poll.
 func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse) outcome {
 	t.order.Agent.Transaction = s.Transaction
-	claimed, err := h.Payer.ClaimPaid(ctx, t.order)
+	// The order is this request's alone (it holds the authorization), and
+	// awaits payment: the claim moves it on, with no create tried first.
+	claimed, err := h.Payer.ClaimAwaited(ctx, h.Orders, t.order)
 	if err != nil {
 		// Money moved and the order could not be recorded as paid: the
 		// operator confirms it by hand; the agent polls meanwhile.
