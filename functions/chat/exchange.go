@@ -101,16 +101,20 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
-	// The conversation the model is given is read while the exchange is
-	// taken, when the counts just read say one can be: a message they
-	// refuse reads none.
+	// The conversation the model is given, and the model's circuit, are
+	// read while the exchange is taken, when the counts just read say one
+	// can be: a message they refuse reads neither.
 	var history func() ([]chat.Turn, error)
+	prepared := func() {}
 	if u.FreeLeft > 0 || (sub.Grants && u.DayUsed < h.DailyCap) {
 		history = h.recent(ctx, s.Account)
+		ctx, prepared = h.prepareReply(ctx)
 	}
 	spent, err := h.Accounts.TakeExchange(ctx, u, chat.Policy{Subscribed: sub.Grants, DailyCap: h.DailyCap, NewTrialsPerDay: h.NewTrialsPerDay})
 	if err != nil && history != nil {
-		_, _ = history() // read for nothing: the exchange is refused
+		// Read for nothing: the exchange is refused.
+		_, _ = history()
+		prepared()
 	}
 	switch {
 	case errors.Is(err, chat.ErrTrialUsed):
@@ -141,6 +145,7 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 	x.plan = spent.Plan
 	if history == nil {
 		history = h.recent(ctx, s.Account)
+		ctx, _ = h.prepareReply(ctx)
 	}
 	reply, err := h.reply(ctx, history, msg)
 	if err != nil {
@@ -225,6 +230,15 @@ func (h *Handler) recent(ctx context.Context, account string) func() ([]chat.Tur
 		<-done
 		return turns, err
 	}
+}
+
+// prepareReply starts the reads the Replier needs ahead of its reply, when
+// it has any (replyPreparer).
+func (h *Handler) prepareReply(ctx context.Context) (context.Context, func()) {
+	if p, ok := h.Replier.(replyPreparer); ok {
+		return p.Prepare(ctx)
+	}
+	return ctx, func() {}
 }
 
 // reply asks the model, with the conversation so far (history's), within

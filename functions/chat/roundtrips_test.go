@@ -12,14 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/chat"
+	"42sisters.ai/oracle/shared/chatreply"
 	"42sisters.ai/oracle/shared/chatsession"
+	"42sisters.ai/oracle/shared/circuit"
+	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/subscription"
 )
 
@@ -46,7 +51,7 @@ type countedChat struct {
 	afterSession, afterModel func()
 }
 
-func newCountedChat(t *testing.T, subscribed bool) *countedChat {
+func newCountedChat(t *testing.T, subscribed, realModel bool) *countedChat {
 	t.Helper()
 	f := provision.ForTest(t, nil)
 	cfg := f.AWS.Copy()
@@ -85,6 +90,26 @@ func newCountedChat(t *testing.T, subscribed bool) *countedChat {
 		Subscriptions: subscriptions{store: subs, now: time.Now},
 		Audit:         &audit.Recorder{Writer: audit.NewWriter(awsenv.S3(cfg), f.Ref("AuditBucket")), Alerts: &testkit.Alerts{}, Log: log},
 		Metrics:       &testkit.Metrics{}, Hasher: hasher, Log: log, Now: time.Now, Random: rand.Reader,
+	}
+	if realModel {
+		// The function's own Replier: chatreply on the Gemini client (its
+		// calls noted) against the fake Gemini, the circuit on the Ledger.
+		fake := httptest.NewServer(fakegemini.New(fakegemini.Options{}))
+		t.Cleanup(fake.Close)
+		client, err := gemini.New(ctx, gemini.Options{APIKey: "test-key", BaseURL: fake.URL, Timeout: 5 * time.Second,
+			HTTPClient: x.calls.HTTPClient(func(*http.Request) string { return model }, nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		filter, err := sosfilter.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		breaker := circuit.New(awsenv.NewTables(cfg), f.Ref("LedgerTable"), "gemini", circuit.Options{}, time.Now)
+		x.h.Replier = hookedReplier{modelReplier{r: &chatreply.Replier{
+			Model:   &gemini.Caller{Primary: client, Policy: chatreply.CallerPolicy(5 * time.Second), Rand: func() float64 { return 0 }, Log: log},
+			Circuit: readCircuit{breaker}, Filter: filter, Log: log, Now: time.Now,
+		}, circuit: breaker}, func() { x.afterModel() }}
 	}
 	x.cookie = chatsession.Sign([]byte(cookieKey), chatsession.Session{Account: x.account, Issued: time.Now()})
 	return x
@@ -136,15 +161,33 @@ func (m modelCall) Reply(ctx context.Context, _ ReplyRequest) (ReplyResult, erro
 	return ReplyResult{Text: "Your plan holds if the lease does.", Filter: FilterPass}, nil
 }
 
+// hookedReplier is the function's Replier, after called once it has
+// answered.
+type hookedReplier struct {
+	modelReplier
+	after func()
+}
+
+func (r hookedReplier) Reply(ctx context.Context, req ReplyRequest) (ReplyResult, error) {
+	res, err := r.modelReplier.Reply(ctx, req)
+	r.after()
+	return res, err
+}
+
 // A signed-in request's calls, counted, each with the round trips it
 // waits for at most (before issue 40 in brackets). An exchange: a trial's
 // first 7 (12), a trial's next 6 (11), a subscriber's 7 (11), the model's
-// answer among them; the page's conversation 2 (4):
+// answer among them, 8 (13) with the function's Replier, whose circuit is
+// read and whose model answers in two rounds; the page's conversation 2
+// (4):
 //
 //	message: GetItem (the account) beside Query (the subscription) →
 //	GetItem (the trial) → UpdateItem (the exchange taken; a trial's first
 //	counts today's new trials first) beside Query (the conversation for
-//	the model, a second page for a long one) → the model → PutItem,
+//	the model, a second page for a long one) and, with the function's
+//	Replier, GetItem (the model's circuit) → the model (its two stances
+//	together, then the merge: one more round trip in production, not
+//	counted with the instant model) → PutItem,
 //	PutItem (the message, then the reply) beside UpdateItem (the
 //	settlement; a trial's then asks GetItem whether the account still
 //	is) and PutObject (the audit record);
@@ -159,26 +202,29 @@ func TestASignedInRequestsRoundTrips(t *testing.T) {
 	cases := []struct {
 		name       string
 		subscribed bool
-		before     int // messages sent before the one counted
+		realModel  bool // the function's Replier, and its circuit
+		before     int  // messages sent before the one counted
 		get        bool
 		status     int
 		rounds     int
 		calls      map[string]int
 	}{
-		{"a trial's first exchange", false, 0, false, http.StatusOK, 7,
+		{"a trial's first exchange", false, false, 0, false, http.StatusOK, 7,
 			map[string]int{getItem: 3, query: 2, updateItem: 3, model: 1, putItem: 2, putObject: 1}},
-		{"a trial's second exchange", false, 1, false, http.StatusOK, 6,
+		{"a trial's second exchange", false, false, 1, false, http.StatusOK, 6,
 			map[string]int{getItem: 3, query: 2, updateItem: 2, model: 1, putItem: 2, putObject: 1}},
-		{"a subscriber's exchange", true, chat.TrialExchanges + 1, false, http.StatusOK, 7,
+		{"a subscriber's exchange", true, false, chat.TrialExchanges + 1, false, http.StatusOK, 7,
 			map[string]int{getItem: 2, query: 3, updateItem: 2, model: 1, putItem: 2, putObject: 1}},
-		{"a message past the trial", false, chat.TrialExchanges, false, http.StatusPaymentRequired, 3,
+		{"a message past the trial", false, false, chat.TrialExchanges, false, http.StatusPaymentRequired, 3,
 			map[string]int{getItem: 2, query: 1, putObject: 1}},
-		{"the page's conversation", true, 1, true, http.StatusOK, 2,
+		{"a subscriber's exchange with the model's circuit", true, true, chat.TrialExchanges + 1, false, http.StatusOK, 8,
+			map[string]int{getItem: 3, query: 3, updateItem: 2, model: 3, putItem: 2, putObject: 1}},
+		{"the page's conversation", true, false, 1, true, http.StatusOK, 2,
 			map[string]int{getItem: 2, query: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			x := newCountedChat(t, c.subscribed)
+			x := newCountedChat(t, c.subscribed, c.realModel)
 			for range c.before {
 				if status := x.message(t); status != http.StatusOK {
 					t.Fatalf("an earlier message answered %d", status)
@@ -187,7 +233,14 @@ func TestASignedInRequestsRoundTrips(t *testing.T) {
 			x.calls.Reset()
 			x.calls.Hold(getItem, query)
 			x.afterSession = func() {
-				x.calls.Hold(updateItem, query)
+				// The exchange's claim, until the model's circuit is read
+				// (with the function's Replier), else until the
+				// conversation is.
+				if c.realModel {
+					x.calls.Hold(updateItem, getItem)
+				} else {
+					x.calls.Hold(updateItem, query)
+				}
 				x.afterSession = func() {}
 			}
 			x.afterModel = func() {
