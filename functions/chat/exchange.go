@@ -145,9 +145,12 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 	x.plan = spent.Plan
 	if history == nil {
 		history = h.recent(ctx, s.Account)
-		ctx, _ = h.prepareReply(ctx)
+		ctx, prepared = h.prepareReply(ctx)
 	}
 	reply, err := h.reply(ctx, history, msg)
+	// A reply that never reached the model (the conversation unread) did
+	// not wait for its circuit's read: nothing is left running.
+	prepared()
 	if err != nil {
 		h.giveBack(ctx, spent)
 		x.outcome, x.failure = audit.ChatModelFailed, "model unavailable"
