@@ -27,8 +27,8 @@ import (
 // the real handler, against moto and the fake facilitator over HTTP, with
 // no wait for the verdict: own-% is the time of Handle less the time in
 // its calls (the authorization's claim, the order's writes, /verify,
-// /settle, the paid claim with its job, the audit record), as a
-// percentage of those calls. The local check (base64, JSON, EIP-712,
+// /settle, the paid claim with its job, the audit record; calls in flight
+// together counted once), as a percentage of those calls. The local check (base64, JSON, EIP-712,
 // secp256k1 recovery) is most of the own work. The function runs as
 // deployed: the collector as the template sets it, traced as in Lambda (an
 // invocation span, a span per AWS and facilitator call, exported by the
@@ -131,17 +131,30 @@ func BenchmarkPaymentRequired(b *testing.B) {
 // newEnvB is newEnv for a benchmark.
 func newEnvB(b *testing.B) *env { return newEnvTB(b) }
 
-// callTimer sums the time spent in the handler's calls.
+// callTimer sums the time the handler spends in its calls: the time while
+// one or more is in flight, so that calls made together count once.
 type callTimer struct {
-	mu sync.Mutex
-	d  time.Duration
+	mu       sync.Mutex
+	d        time.Duration
+	inFlight int
+	from     time.Time
 }
 
-func (t *callTimer) since(start time.Time) {
-	d := time.Since(start)
+// begin notes a call's start; the function it returns, its end.
+func (t *callTimer) begin() func() {
 	t.mu.Lock()
-	t.d += d
+	if t.inFlight == 0 {
+		t.from = time.Now()
+	}
+	t.inFlight++
 	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		if t.inFlight--; t.inFlight == 0 {
+			t.d += time.Since(t.from)
+		}
+		t.mu.Unlock()
+	}
 }
 
 // reset forgets what was timed so far.
@@ -163,7 +176,7 @@ type timedAuthorizations struct {
 }
 
 func (a timedAuthorizations) ClaimAuthorization(ctx context.Context, key, order string, ttl time.Duration) (string, bool, error) {
-	defer a.t.since(time.Now())
+	defer a.t.begin()()
 	return a.Authorizations.ClaimAuthorization(ctx, key, order, ttl)
 }
 
@@ -173,12 +186,12 @@ type timedOrders struct {
 }
 
 func (o timedOrders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error) {
-	defer o.t.since(time.Now())
+	defer o.t.begin()()
 	return o.Orders.ClaimOrder(ctx, want, lease)
 }
 
 func (o timedOrders) Get(ctx context.Context, id string) (oracle.Order, bool, error) {
-	defer o.t.since(time.Now())
+	defer o.t.begin()()
 	return o.Orders.Get(ctx, id)
 }
 
@@ -188,12 +201,12 @@ type timedFacilitator struct {
 }
 
 func (f timedFacilitator) Verify(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.VerifyResponse, error) {
-	defer f.t.since(time.Now())
+	defer f.t.begin()()
 	return f.Facilitator.Verify(ctx, p, r)
 }
 
 func (f timedFacilitator) Settle(ctx context.Context, p x402.PaymentPayload, r x402.PaymentRequirements) (x402.SettleResponse, error) {
-	defer f.t.since(time.Now())
+	defer f.t.begin()()
 	return f.Facilitator.Settle(ctx, p, r)
 }
 
@@ -202,9 +215,9 @@ type timedPayer struct {
 	t *callTimer
 }
 
-func (p timedPayer) ClaimPaid(ctx context.Context, want oracle.Order) (fulfil.Result, error) {
-	defer p.t.since(time.Now())
-	return p.Payer.ClaimPaid(ctx, want)
+func (p timedPayer) ClaimAwaited(ctx context.Context, a fulfil.Awaiter, want oracle.Order) (fulfil.Result, error) {
+	defer p.t.begin()()
+	return p.Payer.ClaimAwaited(ctx, a, want)
 }
 
 type timedAuditor struct {
@@ -213,6 +226,6 @@ type timedAuditor struct {
 }
 
 func (a timedAuditor) Record(ctx context.Context, r audit.Record, id string) {
-	defer a.t.since(time.Now())
+	defer a.t.begin()()
 	a.Auditor.Record(ctx, r, id)
 }

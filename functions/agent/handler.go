@@ -57,6 +57,9 @@ type PaymentIDs interface {
 // Orders records the order a payment is for (store.Orders).
 type Orders interface {
 	ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error)
+	// ClaimAwaited moves on an order its caller made AWAITING_PAYMENT
+	// (fulfil.Awaiter).
+	ClaimAwaited(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error)
 	Get(ctx context.Context, sessionID string) (oracle.Order, bool, error)
 }
 
@@ -66,10 +69,10 @@ type JunkCounter interface {
 	CountPaymentJunk(ctx context.Context, kind store.PaymentJunk) error
 }
 
-// Payer claims a settled payment's order and queues its generation
-// (fulfil.Service).
+// Payer claims a settled payment's order, which the request made awaiting
+// payment through a, and queues its generation (fulfil.Service).
 type Payer interface {
-	ClaimPaid(ctx context.Context, want oracle.Order) (fulfil.Result, error)
+	ClaimAwaited(ctx context.Context, a fulfil.Awaiter, want oracle.Order) (fulfil.Result, error)
 }
 
 // VerdictGuard checks a stored verdict before it is served, setting a

@@ -151,20 +151,34 @@ func (h *Handler) pay(ctx context.Context, t *payment, p x402.PaymentPayload) ou
 	// The agent's order begins its trace here: this request's span and
 	// every one under it name it.
 	ctx = tracing.WithOrder(ctx, id)
-	// The order exists, awaiting payment, before the settlement is asked
-	// for: a settlement whose answer is lost still has its order.
-	if _, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease); err != nil {
-		h.release(ctx, t)
-		h.releasePaymentID(ctx, t, id)
-		return failure(err)
-	}
 
 	// The facilitator's calls end before the request's deadline, so that a
 	// settlement still unanswered then is recorded, alerted and answered,
 	// not cut off with the function.
 	fctx, cancel := h.facilitatorContext(ctx)
 	defer cancel()
+	// The order exists, awaiting payment, before the settlement is asked
+	// for: a settlement whose answer is lost still has its order. /verify
+	// moves no money, so it is asked while the order is written, and
+	// nothing goes on until both have answered.
+	type claimed struct {
+		oracle.Claim
+		err error
+	}
+	ordered := make(chan claimed, 1)
+	go func() {
+		c, err := h.Orders.ClaimOrder(ctx, t.order, h.Lease)
+		ordered <- claimed{c, err}
+	}()
 	v, err := h.Facilitator.Verify(fctx, p, accepted)
+	c := <-ordered
+	if c.err != nil {
+		h.release(ctx, t)
+		h.releasePaymentID(ctx, t, id)
+		return failure(c.err)
+	}
+	// The paid claim replaces this order, made now, as it is.
+	t.order.CreatedAt = c.Order.CreatedAt
 	if err != nil {
 		return h.facilitatorDown(ctx, t, "verify", err)
 	}
@@ -276,15 +290,31 @@ func (h *Handler) settle(ctx context.Context, t *payment) (s x402.SettleResponse
 // the verdict when it is ready within the wait, else with where to poll.
 func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse) outcome {
 	t.order.Agent.Transaction = s.Transaction
-	if _, err := h.Payer.ClaimPaid(ctx, t.order); err != nil {
+	// The order is this request's alone (it holds the authorization), and
+	// awaits payment: the claim moves it on, with no create tried first.
+	claimed, err := h.Payer.ClaimAwaited(ctx, h.Orders, t.order)
+	if err != nil {
 		// Money moved and the order could not be recorded as paid: the
 		// operator confirms it by hand; the agent polls meanwhile.
 		h.logFor(t).ErrorContext(ctx, "settled, but the order could not be recorded as paid", "error", err.Error())
 		return h.unconfirmed(ctx, t, s, fmt.Sprintf("settled in %s, but recording the order as paid failed: %v", s.Transaction, err))
 	}
 	t.order.Status = oracle.StatusPaid
-	h.record(ctx, t, audit.StatusOK, "", s.Transaction)
-	o := h.answer(ctx, t, h.settlementOf(s, t))
+	// The payment's record is written while the answer waits for the
+	// verdict, and the answer waits for it: it is the payment's account.
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		h.record(ctx, t, audit.StatusOK, "", s.Transaction)
+	}()
+	// The claim said what the order is: PAID, just now, so its verdict is
+	// not there to read yet, and the wait's first read is its first poll.
+	var read *oracle.Order
+	if claimed.Status == oracle.StatusPaid {
+		read = &t.order
+	}
+	o := h.answerRead(ctx, t, h.settlementOf(s, t), read)
+	<-recorded
 	// The payment's metric and line are the request's closing words,
 	// written after the answer where the traces extension runs (the line
 	// names the order through the context); the audit record above is the

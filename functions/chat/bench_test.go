@@ -30,8 +30,8 @@ import (
 // MaxMessageChars, a conversation longer than HistoryChars), against moto:
 // own-% is the time of Handle less the time in its calls (the account's
 // counts, the subscription, the exchange taken, the conversation read,
-// the model, the exchange stored and settled, the audit record), as a
-// percentage of those calls. The model is a Replier that answers at once
+// the model, the exchange stored and settled, the audit record; calls in
+// flight together counted once), as a percentage of those calls. The model is a Replier that answers at once
 // with a reply of 1,000 characters: its own work is BenchmarkChatReply's
 // (shared/chatreply), and Gemini's seconds would make this share far
 // smaller still.
@@ -106,22 +106,38 @@ func (r instantReplier) Reply(context.Context, ReplyRequest) (ReplyResult, error
 	return ReplyResult{Text: r.text, Filter: FilterPass}, nil
 }
 
-// callTimer sums the time spent in the handler's calls, and each kind's.
+// callTimer sums the time the handler spends in its calls (the time while
+// one or more is in flight, so that calls made together count once), and
+// each kind's.
 type callTimer struct {
-	mu     sync.Mutex
-	d      time.Duration
-	byName map[string]time.Duration
+	mu       sync.Mutex
+	d        time.Duration
+	inFlight int
+	from     time.Time
+	byName   map[string]time.Duration
 }
 
-func (t *callTimer) since(name string, start time.Time) {
-	d := time.Since(start)
+// begin notes the start of a call of name; the function it returns, its
+// end.
+func (t *callTimer) begin(name string) func() {
+	start := time.Now()
 	t.mu.Lock()
-	t.d += d
-	if t.byName == nil {
-		t.byName = map[string]time.Duration{}
+	if t.inFlight == 0 {
+		t.from = start
 	}
-	t.byName[name] += d
+	t.inFlight++
 	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.inFlight--; t.inFlight == 0 {
+			t.d += time.Since(t.from)
+		}
+		if t.byName == nil {
+			t.byName = map[string]time.Duration{}
+		}
+		t.byName[name] += time.Since(start)
+	}
 }
 
 // log reports each kind of call's mean time over n exchanges.
@@ -148,22 +164,22 @@ type timedAccounts struct {
 }
 
 func (a timedAccounts) Usage(ctx context.Context, account string) (chat.Usage, error) {
-	defer a.t.since("Usage", time.Now())
+	defer a.t.begin("Usage")()
 	return a.Accounts.Usage(ctx, account)
 }
 
 func (a timedAccounts) TakeExchange(ctx context.Context, u chat.Usage, p chat.Policy) (chat.Spent, error) {
-	defer a.t.since("TakeExchange", time.Now())
+	defer a.t.begin("TakeExchange")()
 	return a.Accounts.TakeExchange(ctx, u, p)
 }
 
 func (a timedAccounts) Settle(ctx context.Context, sp chat.Spent) error {
-	defer a.t.since("Settle", time.Now())
+	defer a.t.begin("Settle")()
 	return a.Accounts.Settle(ctx, sp)
 }
 
 func (a timedAccounts) GiveBack(ctx context.Context, sp chat.Spent) (bool, error) {
-	defer a.t.since("GiveBack", time.Now())
+	defer a.t.begin("GiveBack")()
 	return a.Accounts.GiveBack(ctx, sp)
 }
 
@@ -173,12 +189,12 @@ type timedConversations struct {
 }
 
 func (c timedConversations) Append(ctx context.Context, account, message, reply string, at time.Time) error {
-	defer c.t.since("Append", time.Now())
+	defer c.t.begin("Append")()
 	return c.Conversations.Append(ctx, account, message, reply, at)
 }
 
 func (c timedConversations) Recent(ctx context.Context, account string, maxChars int) ([]chat.Turn, error) {
-	defer c.t.since("Recent", time.Now())
+	defer c.t.begin("Recent")()
 	return c.Conversations.Recent(ctx, account, maxChars)
 }
 
@@ -188,7 +204,7 @@ type timedReplier struct {
 }
 
 func (r timedReplier) Reply(ctx context.Context, req ReplyRequest) (ReplyResult, error) {
-	defer r.t.since("Reply", time.Now())
+	defer r.t.begin("Reply")()
 	return r.Replier.Reply(ctx, req)
 }
 
@@ -198,7 +214,7 @@ type timedSubscriptions struct {
 }
 
 func (s timedSubscriptions) Subscription(ctx context.Context, account string) (Subscription, error) {
-	defer s.t.since("Subscription", time.Now())
+	defer s.t.begin("Subscription")()
 	return s.Subscriptions.Subscription(ctx, account)
 }
 
@@ -208,6 +224,6 @@ type timedAuditor struct {
 }
 
 func (a timedAuditor) Record(ctx context.Context, r audit.Record, id string) {
-	defer a.t.since("Record", time.Now())
+	defer a.t.begin("Record")()
 	a.Auditor.Record(ctx, r, id)
 }

@@ -17,8 +17,8 @@ import (
 // chat, a second is refused (409) with the customer portal's link, where
 // the person manages the one they have; two Checkouts opened before either
 // was paid can still make two, each kept (shared/subscription).
-func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s chatsession.Session, us chat.Usage) httpapi.Response {
-	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
+func (h *Handler) subscribe(ctx context.Context, _ httpapi.Request, s chatsession.Session, us chat.Usage, r *read) httpapi.Response {
+	sub, err := r.sub, r.subErr
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
@@ -52,8 +52,8 @@ func (h *Handler) subscribed(ctx context.Context, sub Subscription) httpapi.Resp
 
 // portal is POST /api/chat/portal: Stripe's customer portal, where the
 // person manages or cancels the subscription.
-func (h *Handler) portal(ctx context.Context, _ httpapi.Request, s chatsession.Session, _ chat.Usage) httpapi.Response {
-	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
+func (h *Handler) portal(ctx context.Context, _ httpapi.Request, _ chatsession.Session, _ chat.Usage, r *read) httpapi.Response {
+	sub, err := r.sub, r.subErr
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}

@@ -15,6 +15,14 @@ type Replier interface {
 	Reply(ctx context.Context, req ReplyRequest) (ReplyResult, error)
 }
 
+// replyPreparer is a Replier that reads what its reply needs (the model's
+// circuit) ahead of it, beside the exchange's other calls: Prepare starts
+// the reads and returns the context Reply then finds them on, and a
+// function that waits for them.
+type replyPreparer interface {
+	Prepare(ctx context.Context) (context.Context, func())
+}
+
 // ReplyRequest is a message and the conversation before it, oldest first.
 type ReplyRequest struct {
 	History []Turn

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -85,7 +86,7 @@ type exchange struct {
 // message is POST /api/chat {message}: an exchange is taken (trial,
 // granted, or a subscriber's day), the model answers, and the exchange is
 // kept, or given back when the model failed or the apology stood in.
-func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsession.Session, u chat.Usage) httpapi.Response {
+func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsession.Session, u chat.Usage, r *read) httpapi.Response {
 	x := &exchange{started: h.Now(), account: s.Account}
 	var body messageBody
 	if err := decode(req, &body); err != nil {
@@ -96,11 +97,25 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 	}
 	msg := *body.Message
 	x.message = utf8.RuneCountInString(msg)
-	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
+	sub, err := r.sub, r.subErr
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
+	// The conversation the model is given, and the model's circuit, are
+	// read while the exchange is taken, when the counts just read say one
+	// can be: a message they refuse reads neither.
+	var history func() ([]chat.Turn, error)
+	prepared := func() {}
+	if u.FreeLeft > 0 || (sub.Grants && u.DayUsed < h.DailyCap) {
+		history = h.recent(ctx, s.Account)
+		ctx, prepared = h.prepareReply(ctx)
+	}
 	spent, err := h.Accounts.TakeExchange(ctx, u, chat.Policy{Subscribed: sub.Grants, DailyCap: h.DailyCap, NewTrialsPerDay: h.NewTrialsPerDay})
+	if err != nil && history != nil {
+		// Read for nothing: the exchange is refused.
+		_, _ = history()
+		prepared()
+	}
 	switch {
 	case errors.Is(err, chat.ErrTrialUsed):
 		x.outcome = audit.ChatTrialUsed
@@ -128,7 +143,14 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 		return h.fail(ctx, unavailable(err))
 	}
 	x.plan = spent.Plan
-	reply, err := h.reply(ctx, s.Account, msg)
+	if history == nil {
+		history = h.recent(ctx, s.Account)
+		ctx, prepared = h.prepareReply(ctx)
+	}
+	reply, err := h.reply(ctx, history, msg)
+	// A reply that never reached the model (the conversation unread) did
+	// not wait for its circuit's read: nothing is left running.
+	prepared()
 	if err != nil {
 		h.giveBack(ctx, spent)
 		x.outcome, x.failure = audit.ChatModelFailed, "model unavailable"
@@ -158,10 +180,18 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 			h.Log.ErrorContext(ctx, "exchange not settled", "account", s.Account, "error", err.Error())
 		}
 	} else {
-		if err := h.Conversations.Append(ctx, s.Account, msg, reply.Text, x.started); err != nil {
-			h.Log.ErrorContext(ctx, "exchange answered but not stored", "account", s.Account, "error", err.Error())
+		// The exchange is stored, settled and recorded at once: none
+		// needs another's answer, and the answer waits for all three.
+		var wg sync.WaitGroup
+		var stored error
+		wg.Go(func() { stored = h.Conversations.Append(ctx, s.Account, msg, reply.Text, x.started) })
+		wg.Go(func() { h.record(ctx, x) })
+		settled := h.Accounts.Settle(ctx, spent)
+		wg.Wait()
+		if stored != nil {
+			h.Log.ErrorContext(ctx, "exchange answered but not stored", "account", s.Account, "error", stored.Error())
 		}
-		switch err := h.Accounts.Settle(ctx, spent); {
+		switch err := settled; {
 		case errors.Is(err, chat.ErrNoAccount):
 			// Erased while the model answered, maybe after the erasure's
 			// last look: what was just stored goes too.
@@ -173,7 +203,9 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 		}
 		h.Metrics.Count(obs.ChatExchanges, 1)
 	}
-	h.record(ctx, x)
+	if reply.Filter == FilterApology {
+		h.record(ctx, x)
+	}
 	out := map[string]any{"reply": reply.Text, "plan": string(spent.Plan)}
 	if reply.Filter == FilterApology {
 		out["counted"] = counted
@@ -186,19 +218,46 @@ func (h *Handler) message(ctx context.Context, req httpapi.Request, s chatsessio
 	return httpapi.JSON(http.StatusOK, out)
 }
 
-// reply asks the model, with the conversation so far, within ReplyTimeout.
-func (h *Handler) reply(ctx context.Context, account, msg string) (ReplyResult, error) {
-	turns, err := h.Conversations.Recent(ctx, account, h.HistoryChars)
+// recent reads the conversation the model is given with a message
+// (HistoryChars), returning at once: the function it returns waits for
+// the read.
+func (h *Handler) recent(ctx context.Context, account string) func() ([]chat.Turn, error) {
+	var turns []chat.Turn
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		turns, err = h.Conversations.Recent(ctx, account, h.HistoryChars)
+	}()
+	return func() ([]chat.Turn, error) {
+		<-done
+		return turns, err
+	}
+}
+
+// prepareReply starts the reads the Replier needs ahead of its reply, when
+// it has any (replyPreparer).
+func (h *Handler) prepareReply(ctx context.Context) (context.Context, func()) {
+	if p, ok := h.Replier.(replyPreparer); ok {
+		return p.Prepare(ctx)
+	}
+	return ctx, func() {}
+}
+
+// reply asks the model, with the conversation so far (history's), within
+// ReplyTimeout.
+func (h *Handler) reply(ctx context.Context, history func() ([]chat.Turn, error), msg string) (ReplyResult, error) {
+	turns, err := history()
 	if err != nil {
 		return ReplyResult{}, err
 	}
-	history := make([]Turn, 0, len(turns))
+	past := make([]Turn, 0, len(turns))
 	for _, t := range turns {
-		history = append(history, Turn{Role: t.Role, Text: t.Text})
+		past = append(past, Turn{Role: t.Role, Text: t.Text})
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.ReplyTimeout)
 	defer cancel()
-	r, err := h.Replier.Reply(ctx, ReplyRequest{History: history, Message: msg})
+	r, err := h.Replier.Reply(ctx, ReplyRequest{History: past, Message: msg})
 	if err != nil {
 		return ReplyResult{}, err
 	}
@@ -282,12 +341,12 @@ type turnView struct {
 
 // conversation is GET /api/chat: the signed-in address, the conversation
 // and what is left.
-func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, s chatsession.Session, u chat.Usage) httpapi.Response {
-	turns, err := h.Conversations.Recent(ctx, s.Account, h.ShowChars)
+func (h *Handler) conversation(ctx context.Context, _ httpapi.Request, _ chatsession.Session, u chat.Usage, r *read) httpapi.Response {
+	turns, err := r.turns, r.turnsErr
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}
-	sub, err := h.Subscriptions.Subscription(ctx, s.Account)
+	sub, err := r.sub, r.subErr
 	if err != nil {
 		return h.fail(ctx, unavailable(err))
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -162,11 +163,11 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 // request.
 var api = map[route]func(*Handler, context.Context, httpapi.Request) httpapi.Response{
 	{http.MethodPost, "/api/chat/signin"}:    (*Handler).requestSignIn,
-	{http.MethodPost, "/api/chat"}:           signedIn((*Handler).message),
-	{http.MethodGet, "/api/chat"}:            signedIn((*Handler).conversation),
+	{http.MethodPost, "/api/chat"}:           signedInReading(beside{subscription: true}, (*Handler).message),
+	{http.MethodGet, "/api/chat"}:            signedInReading(beside{subscription: true, conversation: true}, (*Handler).conversation),
 	{http.MethodDelete, "/api/chat"}:         signedIn((*Handler).forget),
-	{http.MethodPost, "/api/chat/subscribe"}: signedIn((*Handler).subscribe),
-	{http.MethodPost, "/api/chat/portal"}:    signedIn((*Handler).portal),
+	{http.MethodPost, "/api/chat/subscribe"}: signedInReading(beside{subscription: true}, (*Handler).subscribe),
+	{http.MethodPost, "/api/chat/portal"}:    signedInReading(beside{subscription: true}, (*Handler).portal),
 	{http.MethodPost, "/api/chat/signout"}:   signedIn((*Handler).signOut),
 	{http.MethodDelete, "/api/chat/account"}: signedIn((*Handler).erase),
 }
@@ -195,8 +196,47 @@ func (h *Handler) sameOrigin(req httpapi.Request) error {
 // signedIn wraps a route that needs a session: a missing, forged,
 // expired or signed-out cookie is a 401 that also clears it.
 func signedIn(serve func(*Handler, context.Context, httpapi.Request, chatsession.Session, chat.Usage) httpapi.Response) func(*Handler, context.Context, httpapi.Request) httpapi.Response {
+	return signedInReading(beside{}, func(h *Handler, ctx context.Context, req httpapi.Request, s chatsession.Session, u chat.Usage, _ *read) httpapi.Response {
+		return serve(h, ctx, req, s, u)
+	})
+}
+
+// beside names what a route reads of the account besides its session.
+type beside struct {
+	subscription bool // the account's subscription
+	conversation bool // the conversation as the page shows it (ShowChars)
+}
+
+// read is what a route read beside the session, each with its error,
+// which the route answers where it needs the value.
+type read struct {
+	sub      Subscription
+	subErr   error
+	turns    []chat.Turn
+	turnsErr error
+}
+
+// signedInReading is signedIn for a route that also reads what b names:
+// those reads need only the account's name, which the cookie's signature
+// proves before anything is read, so they are made beside the session's
+// read of the account, not after it. What a session then refused read
+// them for nothing, and nothing of them is answered.
+func signedInReading(b beside, serve func(*Handler, context.Context, httpapi.Request, chatsession.Session, chat.Usage, *read) httpapi.Response) func(*Handler, context.Context, httpapi.Request) httpapi.Response {
 	return func(h *Handler, ctx context.Context, req httpapi.Request) httpapi.Response {
-		s, u, err := h.session(ctx, req)
+		s, err := h.cookie(req)
+		var u chat.Usage
+		r := &read{}
+		if err == nil {
+			var wg sync.WaitGroup
+			if b.subscription {
+				wg.Go(func() { r.sub, r.subErr = h.Subscriptions.Subscription(ctx, s.Account) })
+			}
+			if b.conversation {
+				wg.Go(func() { r.turns, r.turnsErr = h.Conversations.Recent(ctx, s.Account, h.ShowChars) })
+			}
+			u, err = h.account(ctx, s)
+			wg.Wait()
+		}
 		if errors.Is(err, chatsession.ErrNoSession) {
 			resp := httpapi.JSON(http.StatusUnauthorized, map[string]any{"error": "please sign in: your session is missing or has expired", "signin": true})
 			if chatsession.CookieValue(req) != "" {
@@ -207,35 +247,37 @@ func signedIn(serve func(*Handler, context.Context, httpapi.Request, chatsession
 		if err != nil {
 			return h.fail(ctx, err)
 		}
-		return serve(h, ctx, req, s, u)
+		return serve(h, ctx, req, s, u, r)
 	}
 }
 
-// session reads and checks the request's chatsession.Session, and its account's
-// counts.
-func (h *Handler) session(ctx context.Context, req httpapi.Request) (chatsession.Session, chat.Usage, error) {
+// cookie reads and checks the request's chatsession.Session: its
+// signature and its age, nothing stored.
+func (h *Handler) cookie(req httpapi.Request) (chatsession.Session, error) {
 	value := chatsession.CookieValue(req)
 	if value == "" {
-		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
+		return chatsession.Session{}, chatsession.ErrNoSession
 	}
-	s, err := chatsession.Verify(h.CookieKey, value, h.Now())
-	if err != nil {
-		return chatsession.Session{}, chat.Usage{}, err
-	}
+	return chatsession.Verify(h.CookieKey, value, h.Now())
+}
+
+// account reads the account of the session s, its counts, and checks that
+// s is still one of its sessions.
+func (h *Handler) account(ctx context.Context, s chatsession.Session) (chat.Usage, error) {
 	u, err := h.Accounts.Usage(ctx, s.Account)
 	switch {
 	case errors.Is(err, chat.ErrNoAccount):
-		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
+		return chat.Usage{}, chatsession.ErrNoSession
 	case err != nil:
-		return chatsession.Session{}, chat.Usage{}, unavailable(err)
+		return chat.Usage{}, unavailable(err)
 	case !u.SignedOutAt.IsZero() && !s.Issued.After(u.SignedOutAt):
-		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
+		return chat.Usage{}, chatsession.ErrNoSession
 	case s.Issued.Before(u.Created.Truncate(time.Millisecond)):
 		// Issued to an account of the same name that was erased: the
 		// account made since is another person's to sign in to.
-		return chatsession.Session{}, chat.Usage{}, chatsession.ErrNoSession
+		return chat.Usage{}, chatsession.ErrNoSession
 	}
-	return s, u, nil
+	return u, nil
 }
 
 // unavailable is a store or dependency failure: the person is asked to

@@ -129,18 +129,68 @@ func replier(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *
 	if err != nil {
 		return nil, fmt.Errorf("the content filter's block list: %w", err)
 	}
-	return modelReplier{&chatreply.Replier{
+	breaker := circuit.New(awsenv.NewTables(fn.AWS), cfg.LedgerTable, "gemini", cfg.Circuit.Measured(fn.Metrics), time.Now)
+	return modelReplier{r: &chatreply.Replier{
 		Model:   &gemini.Caller{Primary: client, Policy: policy, Rand: rand.Float64, Now: time.Now, Log: fn.Log, Metrics: fn.Metrics},
-		Circuit: circuit.New(awsenv.NewTables(fn.AWS), cfg.LedgerTable, "gemini", cfg.Circuit.Measured(fn.Metrics), time.Now),
+		Circuit: readCircuit{breaker},
 		Filter:  filter,
 		Alerts:  alerts,
 		Log:     fn.Log,
 		Now:     time.Now,
-	}}, nil
+	}, circuit: breaker}, nil
 }
 
 // modelReplier adapts chatreply's Replier to the handler's.
-type modelReplier struct{ r *chatreply.Replier }
+type modelReplier struct {
+	r       *chatreply.Replier
+	circuit *circuit.Breaker
+}
+
+// readingKey carries, on the context of a reply, the model's circuit as
+// Prepare read it.
+type readingKey struct{}
+
+// reading is a read of the circuit under way: wait returns it.
+type reading struct {
+	done chan struct{}
+	r    circuit.Reading
+	err  error
+}
+
+func (r *reading) wait() (circuit.Reading, error) {
+	<-r.done
+	return r.r, r.err
+}
+
+// Prepare reads the model's circuit ahead of the reply (replyPreparer).
+func (m modelReplier) Prepare(ctx context.Context) (context.Context, func()) {
+	if m.circuit == nil {
+		return ctx, func() {}
+	}
+	r := &reading{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.r, r.err = m.circuit.Read(ctx)
+	}()
+	return context.WithValue(ctx, readingKey{}, r), func() { _, _ = r.wait() }
+}
+
+// readCircuit is the breaker as chatreply asks it: its Allow decides from
+// the read Prepare made, when the reply's context carries one, and reads
+// the circuit itself otherwise.
+type readCircuit struct{ *circuit.Breaker }
+
+func (c readCircuit) Allow(ctx context.Context) (circuit.Permit, error) {
+	r, ok := ctx.Value(readingKey{}).(*reading)
+	if !ok {
+		return c.Breaker.Allow(ctx)
+	}
+	read, err := r.wait()
+	if err != nil {
+		return circuit.Permit{}, err
+	}
+	return c.Admit(ctx, read)
+}
 
 func (m modelReplier) Reply(ctx context.Context, req ReplyRequest) (ReplyResult, error) {
 	history := make([]chatreply.Turn, len(req.History))

@@ -142,24 +142,29 @@ func (f *Service) Fulfil(ctx context.Context, s oracle.Session, t Trigger) (Resu
 // the one that claims it enqueues its single generation job. The caller
 // writes the payment's own audit record.
 func (f *Service) ClaimPaid(ctx context.Context, want oracle.Order) (Result, error) {
+	return f.claimPaid(ctx, want, f.Orders.ClaimOrder)
+}
+
+// claimPaid is ClaimPaid whose claim of the order is claim.
+func (f *Service) claimPaid(ctx context.Context, want oracle.Order, claim func(context.Context, oracle.Order, time.Duration) (oracle.Claim, error)) (Result, error) {
 	now := f.Now()
 	paid := now.UTC()
 	want.Status, want.PaidAt = oracle.StatusPaid, &paid
 	if want.Expires.IsZero() {
 		want.Expires = now.Add(want.Retention(f.Retention))
 	}
-	claim, err := f.Orders.ClaimOrder(ctx, want, f.lease(ctx, now))
+	c, err := claim(ctx, want, f.lease(ctx, now))
 	if err != nil {
 		return Result{}, fmt.Errorf("claim: %w", err)
 	}
-	res := Result{Outcome: claim.Outcome, Status: claim.Order.Status}
-	if claim.Outcome == oracle.InFlight {
+	res := Result{Outcome: c.Outcome, Status: c.Order.Status}
+	if c.Outcome == oracle.InFlight {
 		return res, oracle.Errorf(oracle.CodeConflict, "this order is being processed; retry later")
 	}
-	if claim.MustEnqueue() {
+	if c.MustEnqueue() {
 		s := oracle.Session{ID: want.SessionID, AmountTotal: want.AmountTotal, Currency: want.Currency, Livemode: want.Livemode}
-		if err := f.deliverOwed(ctx, s, claim); err != nil {
-			if rerr := f.Orders.ReleaseJobLease(ctx, want.SessionID, claim.Lease); rerr != nil {
+		if err := f.deliverOwed(ctx, s, c); err != nil {
+			if rerr := f.Orders.ReleaseJobLease(ctx, want.SessionID, c.Lease); rerr != nil {
 				f.Log.ErrorContext(ctx, "releasing job lease failed", obs.Order(want.SessionID), "error", rerr.Error())
 			}
 			return res, err
