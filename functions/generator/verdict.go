@@ -107,11 +107,12 @@ func (h *Handler) divergenceCheck(ctx context.Context, t *task) error {
 // rest beside it: a first verdict's email is queued (a regenerated one's
 // divergence notice, when it moved far), and only then are its audit
 // records written, the records its generation carried written again, and
-// the first verdict kept past the order, concurrently. A redelivery of a
-// READY order runs it again, so everything here is idempotent: the mailer
-// sends each email once, every record has a write-once id, and the job's
-// message is acknowledged only once all of it is done. A failed audit
-// write alerts but does not withhold the customer's email.
+// the first verdict kept past the order (a Stripe order's), concurrently.
+// A redelivery of a READY order runs it again, so everything here is
+// idempotent: the mailer sends each email once, every record has a
+// write-once id, and the job's message is acknowledged only once all of
+// it is done. A failed audit write alerts but does not withhold the
+// customer's email.
 func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	o := t.order
 	status, id := audit.StatusOK, audit.RecordID(o.SessionID, audit.NameGenerated)
@@ -150,6 +151,12 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 				return nil
 			})
 		}
+	}
+	if oracle.IsAgentOrder(o.SessionID) {
+		// Only a Stripe session comes back to be generated again once its
+		// order is gone (the result page's landing); an agent's order is
+		// never claimed again, so nothing would read its first verdict.
+		return nil
 	}
 	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
 	if o.Regen {
