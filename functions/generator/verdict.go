@@ -113,7 +113,7 @@ func (h *Handler) divergenceCheck(ctx context.Context, t *task) (audit.Line, err
 // divergence notice, when it moved far), and only then is the
 // generation's object written (the records its verdict carries, the
 // divergence check, the verdict's own record) and the first verdict kept
-// past the order, concurrently. A redelivery of a READY order runs it
+// past the order (a Stripe order's), concurrently. A redelivery of a READY order runs it
 // again, so everything here is idempotent: the mailer sends each email
 // once, the object's key is the verdict's write-once record id, and the
 // job's message is acknowledged only once all of it is done. A failed
@@ -149,6 +149,12 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	// records of the generation that stored it, which a crash may have
 	// kept from being written.
 	h.writeStep(ctx, t, o, append(lines, audit.Line{Record: r, ID: id})...)
+	if oracle.IsAgentOrder(o.SessionID) {
+		// Only a Stripe session comes back to be generated again once its
+		// order is gone (the result page's landing); an agent's order is
+		// never claimed again, so nothing would read its first verdict.
+		return nil
+	}
 	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
 	if o.Regen {
 		// The emailed verdict stands (REGEN_CONSISTENCY invariant 4): a

@@ -65,7 +65,7 @@ func newEnv(t *testing.T) *env {
 	e.alerts = testkit.AlertTap(t, f.AWS, f.Ref("AlertsTopic"), provision.TestRegion, provision.Account)
 	log := obs.NewLogger(e.logs, "DEBUG")
 	alerts := &alert.Alerter{SNS: awsenv.NewTopics(f.AWS), Topic: f.Ref("AlertsTopic"), Timeout: testAlertTimeout, Dedupe: e.ledger, Log: log}
-	core := &Core{Ledger: e.ledger, Orders: e.orders, Mail: queue.NewSender(queue.NewClient(f.AWS), f.Ref("MailQueue"), e.clock.Now),
+	core := &Core{Ledger: e.ledger, Orders: e.orders, Sent: store.NewSentMessages(awsenv.NewQueries(f.AWS), f.Ref("OrdersTable"), e.ledger), Mail: queue.NewSender(queue.NewClient(f.AWS), f.Ref("MailQueue"), e.clock.Now),
 		Alerts: alerts, Audit: &audit.Recorder{Writer: audit.NewWriter(e.s3, f.Ref("AuditBucket")), Alerts: alerts, Log: log},
 		Filter: filter, Hasher: hasher,
 		Policy:   inbox.Policy{Own: []string{oracle.SupportAddress}, Skip: inbox.DefaultSkip},

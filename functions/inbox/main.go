@@ -33,6 +33,7 @@ func main() {
 	messages := inbox.NewMessages(buckets, cfg.InboxBucket)
 	core := &Core{
 		Ledger: ledger, Orders: store.NewOrders(db, cfg.OrdersTable, time.Now),
+		Sent:   store.NewSentMessages(awsenv.NewQueries(aws), cfg.OrdersTable, ledger),
 		Mail:   queue.NewSender(queue.NewClient(aws), cfg.MailQueue, time.Now),
 		Alerts: alerts, Audit: &audit.Recorder{Writer: audit.NewWriter(buckets, cfg.AuditBucket), Alerts: alerts, Log: log},
 		Filter: filter, Hasher: cfg.Hasher, Policy: cfg.Policy,

@@ -28,6 +28,12 @@ type Ledger interface {
 	ReleaseMessage(ctx context.Context, key, token string) error
 	TakeCooldown(ctx context.Context, sender, key string, ttl time.Duration) (bool, error)
 	ReleaseCooldown(ctx context.Context, sender, key string) error
+}
+
+// SentMessages finds the session an email was sent for by its message id
+// (store.SentMessages: a verdict email's by the order's index, others in
+// the Ledger).
+type SentMessages interface {
 	SentMessage(ctx context.Context, messageID string) (string, bool, error)
 }
 
@@ -57,6 +63,7 @@ type TextFilter interface {
 type Core struct {
 	Ledger Ledger
 	Orders Orders
+	Sent   SentMessages
 	Mail   Sender
 	Alerts Alerter
 	Audit  *audit.Recorder
@@ -185,7 +192,7 @@ func (c *Core) order(ctx context.Context, m inbox.Message) (string, error) {
 		if id == "" {
 			continue
 		}
-		s, found, err := c.Ledger.SentMessage(ctx, id)
+		s, found, err := c.Sent.SentMessage(ctx, id)
 		if err != nil {
 			return "", err
 		}

@@ -12,9 +12,11 @@ import (
 
 	"42sisters.ai/oracle/infra/testkit"
 	"42sisters.ai/oracle/shared/audit"
+	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/store"
 )
 
 const canonical = "Your inquiry has been received by the 42Sisters.AI Oracle. Expect a response within 24 hours. " +
@@ -182,7 +184,8 @@ func TestAutoresponseNotSentToASuppressedAddress(t *testing.T) {
 }
 
 // Each email sent is remembered by its message id, so that a reply naming
-// it in In-Reply-To finds its order.
+// it in In-Reply-To finds its order: a verdict email's by its send's
+// record on the order, in no Ledger item.
 func TestSentEmailIsRememberedForReplies(t *testing.T) {
 	e := newEnv(t)
 	addr := uniqueAddress(t)
@@ -195,7 +198,10 @@ func TestSentEmailIsRememberedForReplies(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d emails", len(got))
 	}
-	session, ok, err := e.ledger.SentMessage(context.Background(), got[0].ID)
+	if _, inLedger, err := e.ledger.SentMessage(context.Background(), got[0].ID); err != nil || inLedger {
+		t.Fatalf("the verdict email's message in the Ledger: %t %v", inLedger, err)
+	}
+	session, ok, err := store.NewSentMessages(awsenv.NewQueries(e.f.AWS), e.f.Ref("OrdersTable"), e.ledger).SentMessage(context.Background(), got[0].ID)
 	if err != nil || !ok || session != id {
 		t.Fatalf("SentMessage(%s) = %q %v %v, want %s", got[0].ID, session, ok, err, id)
 	}

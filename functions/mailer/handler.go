@@ -368,8 +368,10 @@ func (h *Handler) deliver(ctx context.Context, t *task, addr *address) error {
 
 // records writes what a sent email leaves besides its delivery's record,
 // at once: one object of gate 2's audit record, the attempt's and the
-// email's, and which session the message was (for replies). Each is
-// written once however often it is asked (a write-once key), so
+// email's, and which session the message was (for replies), but for a
+// verdict email, whose delivery's record is found by its message id
+// (store.SentMessages). Each is written once however often it is asked (a
+// write-once key), so
 // recordAgain may ask again; count is false then, so the email is counted
 // once.
 func (h *Handler) records(ctx context.Context, t *task, rep sosfilter.Report, messageID, to string, count bool) {
@@ -377,12 +379,14 @@ func (h *Handler) records(ctx context.Context, t *task, rep sosfilter.Report, me
 	wg.Go(func() {
 		h.ended(ctx, t, audit.StatusEmailSent, nil, to, count, h.filterLine(t, rep), h.attemptLine(t, nil, to, false))
 	})
-	wg.Go(func() {
-		if err := h.Ledger.RecordSentMessage(ctx, messageID, t.order.SessionID, h.SentRetention); err != nil {
-			// The reply still finds its order when it quotes the result link.
-			t.log.WarnContext(ctx, "remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
-		}
-	})
+	if t.job.Kind != oracle.MailVerdict {
+		wg.Go(func() {
+			if err := h.Ledger.RecordSentMessage(ctx, messageID, t.order.SessionID, h.SentRetention); err != nil {
+				// The reply still finds its order when it quotes the result link.
+				t.log.WarnContext(ctx, "remembering the sent message failed; a reply naming only it will not find its order", "error", err.Error())
+			}
+		})
+	}
 	wg.Wait()
 }
 

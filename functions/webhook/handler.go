@@ -183,7 +183,8 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		}
 	}
 	key := "event#" + event.ID
-	if !h.claimRemembers(event, session, mode, money || chat || sessionErr != nil, arrived) {
+	remembers := h.claimRemembers(event, session, mode, money || chat || sessionErr != nil, arrived)
+	if !remembers {
 		seen, err := h.Ledger.Seen(ctx, key)
 		if err != nil {
 			return httpapi.Error(ctx, log, err), nil
@@ -230,7 +231,18 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		// Stripe retries any non-2xx answer; the retry finishes the work.
 		return httpapi.Error(ctx, log, err), nil
 	}
-	h.processed(ctx, log, key, "", slog.String("outcome", res.Outcome.String()), slog.String("status", string(res.Status)))
+	attrs := []slog.Attr{slog.String("outcome", res.Outcome.String()), slog.String("status", string(res.Status))}
+	if !remembers {
+		h.processed(ctx, log, key, "", attrs...)
+		return httpapi.JSON(http.StatusOK, received), nil
+	}
+	// The claim is what a redelivery reads: one that changed nothing is the
+	// event done again. The mark is written only for a delivery to come
+	// that the claim will not answer.
+	if !h.markUnread(event, arrived) {
+		h.mark(ctx, log, key)
+	}
+	h.done(ctx, log, "", res.Outcome != oracle.Done, attrs...)
 	return httpapi.JSON(http.StatusOK, received), nil
 }
 
@@ -271,23 +283,52 @@ func (h *Handler) claimRemembers(event stripe.Event, s oracle.Session, mode stri
 // first.
 const claimMargin = 24 * time.Hour
 
+// markUnread reports whether the Ledger's mark of a verdict's session event
+// that claimRemembers, made on its arrival now, could never be read, so
+// that it need not be written. The mark is read only by a delivery the
+// claim does not answer (one at least OrderRetention less claimMargin
+// after the event's creation) and lives eventTTL from its writing: it is
+// never read when that age comes no sooner than the mark's end, that is
+// when the event is at most OrderRetention - claimMargin - eventTTL old
+// now. With the default retention (90 days) every delivery within Stripe's
+// retries and the Dashboard's 30 days is one; with 31 days or less none is.
+// A verdict's order is deleted only by its TTL (the smoke test's, which it
+// deletes, are not claimRemembers'), so the claim finds it on every such
+// delivery.
+func (h *Handler) markUnread(event stripe.Event, arrived time.Time) bool {
+	return arrived.Sub(time.Unix(event.Created, 0)) <= h.OrderRetention-claimMargin-eventTTL
+}
+
 // processed remembers the event under key, so that a redelivery is
-// answered without repeating the work (or, for one claimRemembers, is
-// known for a duplicate when it is done again). It counts the event (or
+// answered without repeating the work (a verdict's session event that
+// claimRemembers is the claim's, see Handle). It counts the event (or
 // the duplicate), and also when set, on the event's one metric line, and
 // writes the event's one line (with attrs: what became of it), the only
 // one of an event handled well. The line and the metric are the event's
 // last words, written after the answer where the traces extension runs
 // (tracing.Later): Stripe does not wait for them.
 func (h *Handler) processed(ctx context.Context, log *slog.Logger, key, also string, attrs ...slog.Attr) {
+	h.done(ctx, log, also, h.mark(ctx, log, key), attrs...)
+}
+
+// mark remembers the event under key for eventTTL; first is false when it
+// was remembered already.
+func (h *Handler) mark(ctx context.Context, log *slog.Logger, key string) (first bool) {
 	first, err := h.Ledger.Mark(ctx, key, eventTTL)
 	if err != nil {
 		// The work is idempotent, so a redelivery after this only repeats
 		// harmless work.
 		log.WarnContext(ctx, "recording the processed event failed", "error", err.Error())
+		return true
 	}
+	return first
+}
+
+// done counts the event (first: not a duplicate) and writes its one line,
+// after the answer (see processed).
+func (h *Handler) done(ctx context.Context, log *slog.Logger, also string, first bool, attrs ...slog.Attr) {
 	tracing.Later(ctx, func() {
-		if err == nil && !first {
+		if !first {
 			h.Metrics.Count(obs.WebhookDuplicates, 1)
 			log.LogAttrs(ctx, slog.LevelInfo, "duplicate event done again", attrs...)
 			return

@@ -34,7 +34,9 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 	if !ok || o.Status != oracle.StatusPaid || o.Tier != oracle.TierFull || o.AmountTotal != 500 || o.Currency != "cad" {
 		t.Fatalf("order %+v", o)
 	}
-	if o.Livemode || o.JobEnqueuedAt == nil || o.PaymentIntent != "pi_paid1" {
+	// The job's arrival on its queue is the generator's to record (its
+	// claim), not the webhook's.
+	if o.Livemode || o.JobEnqueuedAt != nil || o.PaymentIntent != "pi_paid1" {
 		t.Fatalf("order flags: livemode=%v enqueued=%v payment_intent=%q", o.Livemode, o.JobEnqueuedAt, o.PaymentIntent)
 	}
 	jobs := e.jobs("GenerateQueue")
@@ -55,8 +57,10 @@ func TestPaidSessionBecomesOneOrderAndOneJob(t *testing.T) {
 			t.Errorf("the order holds %s = %v beside the query", name, str)
 		}
 	}
-	if !e.eventRecorded("evt_paid1") {
-		t.Fatal("event id not recorded")
+	// The order is the event's record: the Ledger's mark, which no later
+	// delivery could read, is not written (markUnread).
+	if e.eventRecorded("evt_paid1") {
+		t.Fatal("the event was marked in the Ledger, where nothing reads it")
 	}
 	raw, err := e.db.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(e.f.Ref("OrdersTable")),
@@ -324,6 +328,13 @@ func TestDuplicateDeliveries(t *testing.T) {
 	if ok == 0 {
 		t.Fatal("no concurrent delivery succeeded")
 	}
+	// Until the generator takes the job, the claim's lease keeps a
+	// delivery in flight (Stripe retries it): the job may not have been
+	// sent by a claimer that died.
+	if resp := e.send(body); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("a delivery before the generator's claim: %s, want 409", status(resp))
+	}
+	e.generating(s.ID)
 	for i := 0; i < 10; i++ {
 		if resp := e.send(body); resp.StatusCode != http.StatusOK {
 			t.Fatalf("sequential delivery %d: %s", i, status(resp))
@@ -339,7 +350,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 	if len(recs) != 1 || recs[0].Source != audit.SourceWebhook {
 		t.Fatalf("%d audit records, want 1: %+v", len(recs), recs)
 	}
-	if o, ok := e.order(s.ID); !ok || o.Status != oracle.StatusPaid {
+	if o, ok := e.order(s.ID); !ok || o.Status != oracle.StatusGenerating {
 		t.Fatalf("order %+v", o)
 	}
 }
@@ -477,7 +488,7 @@ func TestAsyncPayment(t *testing.T) {
 		{"succeeded before completed (reordered)", []string{"succeeded", "completed"}, 1, oracle.StatusPaid, audit.StatusOK},
 		{"completed unpaid then failed", []string{"completed", "failed"}, 0, oracle.StatusPaymentFailed, audit.StatusError},
 		{"completed unpaid only", []string{"completed"}, 0, oracle.StatusAwaitingPayment, ""},
-		{"succeeded twice", []string{"completed", "succeeded", "succeeded"}, 1, oracle.StatusPaid, audit.StatusOK},
+		{"succeeded twice", []string{"completed", "succeeded", "succeeded"}, 1, oracle.StatusGenerating, audit.StatusOK},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -489,6 +500,9 @@ func TestAsyncPayment(t *testing.T) {
 				id := "evt_" + ev
 				if n == 2 {
 					id += "_redelivered_as_new_event"
+					// The generator has taken the first's job (a delivery
+					// before it is in flight: TestDuplicateDeliveries).
+					e.generating(s.ID)
 				}
 				if resp := e.send(e.event(id, typ, s)); resp.StatusCode != http.StatusOK {
 					t.Fatalf("%s: %s", ev, status(resp))
@@ -607,8 +621,9 @@ func TestEnqueueFailureIsRetriedByStripe(t *testing.T) {
 	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
 		t.Fatalf("%d jobs after the retry, want 1", len(jobs))
 	}
+	e.generating(s.ID)
 	if o, _ := e.order(s.ID); o.JobEnqueuedAt == nil {
-		t.Fatal("enqueue not recorded")
+		t.Fatal("the job's arrival not recorded by the generator's claim")
 	}
 }
 
@@ -623,13 +638,15 @@ func (unrecorded) JobEnqueued(context.Context, string, string) error {
 func TestJobSentButNotRecordedStillAnswers200(t *testing.T) {
 	// The job is on its queue: the event is done, and the failure to record
 	// it is logged (a later claim may send it again; consumers are idempotent).
+	// A dropped order's notice is the job the claim records (a paid
+	// order's is recorded by the generator's claim).
 	e := newEnv(t, Secrets{Test: testSecret})
 	e.svc.Orders = unrecorded{e.svc.Orders}
-	s := paidSession("cs_test_unrecorded", oracle.TierQuick, "q")
+	s := session{ID: "cs_test_unrecorded", Paid: true, Meta: map[string]string{"q0": "Should I?", "qn": "1"}, Email: "drop@example.com", Amount: 500}
 	if resp := e.send(e.event("evt_unrecorded", audit.EventCheckoutCompleted, s)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %s", status(resp))
 	}
-	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+	if jobs := e.jobs("MailQueue"); len(jobs) != 1 {
 		t.Fatalf("%d jobs", len(jobs))
 	}
 	if !strings.Contains(e.logs.String(), "recording the enqueued job failed") {

@@ -214,7 +214,9 @@ func (f *Service) lease(ctx context.Context, now time.Time) time.Duration {
 
 // deliverOwed does what a claimed order is owed: the job, and for a dropped
 // order first the operator alert. Tying the alert to the job lease means a
-// claimer that dies before alerting is followed by one that alerts.
+// claimer that dies before alerting is followed by one that alerts. A mail
+// job is recorded here (JobEnqueued); a generation job by the generator's
+// claim.
 func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Claim) error {
 	o := c.Order
 	var err error
@@ -224,7 +226,15 @@ func (f *Service) deliverOwed(ctx context.Context, s oracle.Session, c oracle.Cl
 		if o.Regen {
 			reason = queue.ReasonRegenerate
 		}
-		err = f.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: reason})
+		if err := f.Generate.Send(ctx, queue.Job{SessionID: o.SessionID, Reason: reason}); err != nil {
+			return fmt.Errorf("enqueue job: %w", err)
+		}
+		// The generator's claim (store.Orders.StartGeneration) records
+		// that the job reached its queue, and frees the lease, in the
+		// write that takes the order: until then a claim finds the order
+		// in flight (or, the lease lapsed, sends the job again, which
+		// the generator's claim makes harmless).
+		return nil
 	case oracle.StatusDropped:
 		f.Metrics.Count(obs.SilentDrops, 1)
 		f.Alerts.Raise(ctx, f.silentDrop(s, o))

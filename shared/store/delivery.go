@@ -28,9 +28,12 @@ type delivery struct {
 	mustExist string
 	a         mailAttrs
 	// ttl, when set, is how long an item the claim creates is kept.
-	ttl  time.Duration
-	name string // what errors call the delivery
-	now  func() time.Time
+	ttl time.Duration
+	// indexed, when set, is the attribute a sent email's message id is
+	// also written to, for an index to find the item by it (SentMessages).
+	indexed string
+	name    string // what errors call the delivery
+	now     func() time.Time
 }
 
 // claim is ClaimMail for d.
@@ -150,6 +153,12 @@ func (d delivery) sent(ctx context.Context, token, result string, state oracle.M
 		set += ", #state = :state"
 		names["#state"] = a.state
 		values[":state"] = &types.AttributeValueMemberS{Value: string(state)}
+	}
+	if state == oracle.MailSent && d.indexed != "" && result != "" {
+		// Only a message that left: result is then the transport's id
+		// (an index's key cannot be empty).
+		set += ", #idx = :msg"
+		names["#idx"] = d.indexed
 	}
 	_, err := d.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(d.table),

@@ -30,15 +30,19 @@ func (e *ErrNotOwed) Error() string {
 
 // StartGeneration leases a PAID order (or a GENERATING one whose lease has
 // passed or was given up) to the caller for lease and counts the attempt.
+// Its job is on the generate queue, since the caller received it: the
+// write records that (job_enqueued_at, the first time) and frees the job
+// lease, which the claim that sent the job leaves for it (fulfil).
 // It returns the order and the lease token, or *ErrNotOwed holding the
 // order as the refused condition found it (ALL_OLD), so that the caller
 // needs no read of its own to tell why.
 func (o *Orders) StartGeneration(ctx context.Context, sessionID string, lease time.Duration) (oracle.Order, string, error) {
 	now := o.now().UTC()
 	r, err := condwrite.UpdateLease(ctx, o.db, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(o.table),
-		Key:              key(sessionID),
-		UpdateExpression: aws.String("SET #s = :generating, gen_lease_until = :until, gen_lease = :wid, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now"),
+		TableName: aws.String(o.table),
+		Key:       key(sessionID),
+		UpdateExpression: aws.String("SET #s = :generating, gen_lease_until = :until, gen_lease = :wid, attempts = if_not_exists(attempts, :zero) + :one, updated_at = :now, " +
+			"job_enqueued_at = if_not_exists(job_enqueued_at, :now) REMOVE job_lease_until, job_lease"),
 		ConditionExpression: aws.String("attribute_exists(session_id) AND attribute_not_exists(verdict) AND " +
 			"(#s = :paid OR (#s = :generating AND (attribute_not_exists(gen_lease_until) OR gen_lease_until < :nowms)))"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"},

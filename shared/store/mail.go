@@ -90,8 +90,12 @@ func (o *Orders) ReleaseMail(ctx context.Context, sessionID string, kind oracle.
 
 // delivery is the order's delivery of the mail of kind.
 func (o *Orders) delivery(sessionID string, kind oracle.MailKind) delivery {
-	return delivery{db: o.db, table: o.table, key: key(sessionID), mustExist: "session_id", a: attrsOf(kind),
+	d := delivery{db: o.db, table: o.table, key: key(sessionID), mustExist: "session_id", a: attrsOf(kind),
 		name: fmt.Sprintf("%s mail for %s", kind, oracle.ShortID(sessionID)), now: o.now}
+	if kind == oracle.MailVerdict {
+		d.indexed = verdictMessageAttr
+	}
+	return d
 }
 
 // mailMoves lists the states a feedback event may move an email from: a

@@ -109,7 +109,14 @@ func (o *Orders) ClaimOrder(ctx context.Context, want oracle.Order, lease time.D
 			return oracle.Claim{}, fmt.Errorf("claim order %s: the order vanished during the claim", oracle.ShortID(want.SessionID))
 		}
 	}
-	return o.resume(ctx, existing, now, lease)
+	c, err := o.resume(ctx, existing, now, lease)
+	if err == nil && c.Outcome == oracle.InFlight && want.Status == oracle.StatusAwaitingPayment {
+		// An unpaid session's event, the order already past it: its job is
+		// the paid event's, whose holder sends it (and whose claims answer
+		// for it), not this event's to wait for.
+		c.Outcome = oracle.Done
+	}
+	return c, err
 }
 
 // advance moves an AWAITING_PAYMENT order to want's state; ok is false when

@@ -148,6 +148,17 @@ func crashOne(ctx context.Context, t *testing.T, s *stack.Stack, c crashCase, i 
 		t.Fatalf("order %d killed at %s: not READY with its email recorded: status %q, email sent at %q",
 			i, c.point, stringAttr(item, "status"), stringAttr(item, "mail_verdict_sent_at"))
 	}
+	// The generator's claim recorded its job's arrival and freed the
+	// webhook's lease; the send's record names the email a reply finds
+	// the order by.
+	if stringAttr(item, "job_enqueued_at") == "" || stringAttr(item, "job_lease") != "" {
+		t.Errorf("order %d killed at %s: job known on its queue at %q, job lease %q: want the generator's claim to record it",
+			i, c.point, stringAttr(item, "job_enqueued_at"), stringAttr(item, "job_lease"))
+	}
+	if m := stringAttr(item, "verdict_message_id"); m == "" || m != stringAttr(item, "mail_verdict_message_id") {
+		t.Errorf("order %d killed at %s: verdict_message_id %q, want the recorded send's %q",
+			i, c.point, m, stringAttr(item, "mail_verdict_message_id"))
+	}
 	if v := stringAttr(item, "verdict"); v == "" {
 		t.Errorf("order %d: no verdict stored", i)
 	} else if _, err := oracle.ParseAnalysis(oracle.TierQuick, []byte(v)); err != nil {
