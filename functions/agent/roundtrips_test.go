@@ -22,13 +22,12 @@ import (
 
 // The calls of a paid request, as the testkit's AWSCalls names them.
 const (
-	putItem    = "PutItem"
-	getItem    = "GetItem"
-	updateItem = "UpdateItem"
-	putObject  = "PutObject"
-	send       = "SendMessage"
-	verify     = "facilitator/verify"
-	settle     = "facilitator/settle"
+	putItem   = "PutItem"
+	getItem   = "GetItem"
+	putObject = "PutObject"
+	send      = "SendMessage"
+	verify    = "facilitator/verify"
+	settle    = "facilitator/settle"
 )
 
 // counted is an env whose handler's AWS and facilitator calls are noted,
@@ -60,21 +59,21 @@ func (a thenHold) ClaimAuthorization(ctx context.Context, key, order string, ttl
 	return owner, first, err
 }
 
-// A new paid request, over HTTP or as an MCP tool, waits for seven round
-// trips before it answers (ten before issue 40), eight with a payment
-// identifier (eleven), and makes six AWS requests (eight), one more with
+// A new paid request, over HTTP or as an MCP tool, waits for six round
+// trips before it answers (ten before issue 40), seven with a payment
+// identifier (eleven), and makes five AWS requests (eight), one more with
 // an identifier and one more (two before) when it waits for its verdict:
 //
 //	[PutItem (the identifier's claim) →] PutItem (the authorization's
 //	claim) → PutItem (the order, awaiting payment) beside /verify →
 //	/settle → PutItem (the paid claim, the order awaiting payment its
-//	condition) → SendMessage (its job) → UpdateItem (the job's record) →
-//	PutObject (the payment's audit record), beside the wait's first poll
-//	(GetItem) when there is a wait.
+//	condition) → SendMessage (its job) → PutObject (the payment's audit
+//	record), beside the wait's first poll (GetItem) when there is a wait.
 //
 // Gone: the order's write waited for before /verify; the paid claim's
 // create, which the order this request made always refused; the read of
-// the order at once after its paid claim, which handed back its state.
+// the order at once after its paid claim, which handed back its state;
+// the job's record (JobEnqueued), which the generator's claim writes.
 // Concurrency is shown, not timed: the order's write and /verify are each
 // held until the other is on its way, and the audit record until the
 // wait's first read is, so a handler that made them one after the other
@@ -100,10 +99,10 @@ func TestAPaidRequestsRoundTrips(t *testing.T) {
 		rounds int
 		calls  map[string]int
 	}{
-		{"HTTP", http402, "", false, 7, map[string]int{putItem: 3, updateItem: 1, send: 1, putObject: 1, verify: 1, settle: 1}},
-		{"HTTP with an identifier", http402, payID, false, 8, map[string]int{putItem: 4, updateItem: 1, send: 1, putObject: 1, verify: 1, settle: 1}},
-		{"HTTP waiting for the verdict", http402, "", true, 7, map[string]int{putItem: 3, updateItem: 1, send: 1, putObject: 1, getItem: 1, verify: 1, settle: 1}},
-		{"MCP", mcp, "", false, 7, map[string]int{putItem: 3, updateItem: 1, send: 1, putObject: 1, verify: 1, settle: 1}},
+		{"HTTP", http402, "", false, 6, map[string]int{putItem: 3, send: 1, putObject: 1, verify: 1, settle: 1}},
+		{"HTTP with an identifier", http402, payID, false, 7, map[string]int{putItem: 4, send: 1, putObject: 1, verify: 1, settle: 1}},
+		{"HTTP waiting for the verdict", http402, "", true, 6, map[string]int{putItem: 3, send: 1, putObject: 1, getItem: 1, verify: 1, settle: 1}},
+		{"MCP", mcp, "", false, 6, map[string]int{putItem: 3, send: 1, putObject: 1, verify: 1, settle: 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
