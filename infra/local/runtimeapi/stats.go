@@ -13,6 +13,10 @@ type Stats struct {
 	// Invocations counts the invocations an environment took, Errors those
 	// that ended in an error (the function's, a timeout or a crash).
 	Invocations, Errors int64
+	// Ended counts the invocations that have ended (answered, failed or
+	// timed out), so that a caller can tell one is over without asking
+	// the function's stores.
+	Ended int64
 	// BilledMS is the sum of the invocations' durations, each rounded up
 	// to the millisecond as Lambda bills them: from the moment an
 	// environment took the invocation until its answer.
@@ -55,6 +59,7 @@ func (st *stats) end(began time.Time, failed bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.inFlight--
+	st.s.Ended++
 	st.s.BilledMS += billed
 	if failed {
 		st.s.Errors++

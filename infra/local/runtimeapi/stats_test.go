@@ -35,8 +35,8 @@ func TestStatsCountWhatLambdaBills(t *testing.T) {
 		t.Fatal("the failing invocation succeeded")
 	}
 	s := f.Stats()
-	if s.Invocations != 3 || s.Errors != 1 || s.Peak != 2 || s.MemoryMB != 512 || s.Environments != 3 {
-		t.Errorf("stats %+v, want 3 invocations, 1 error, a peak of 2, 512 MB, 3 environments", s)
+	if s.Invocations != 3 || s.Ended != 3 || s.Errors != 1 || s.Peak != 2 || s.MemoryMB != 512 || s.Environments != 3 {
+		t.Errorf("stats %+v, want 3 invocations, all 3 ended, 1 error, a peak of 2, 512 MB, 3 environments", s)
 	}
 	// Each invocation is billed at least its one rounded-up millisecond.
 	if s.BilledMS < 3 {
@@ -50,7 +50,7 @@ func TestStatsCountWhatLambdaBills(t *testing.T) {
 	if _, err := invoke(t, f, `{}`); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.Stats(); s.Invocations != 1 || s.Errors != 0 || s.Peak != 1 || s.Environments != 0 {
-		t.Errorf("after a reset and one invocation: %+v, want 1 invocation, a peak of 1, no new environment", s)
+	if s := f.Stats(); s.Invocations != 1 || s.Ended != 1 || s.Errors != 0 || s.Peak != 1 || s.Environments != 0 {
+		t.Errorf("after a reset and one invocation: %+v, want 1 invocation ended, a peak of 1, no new environment", s)
 	}
 }

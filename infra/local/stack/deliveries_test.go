@@ -123,27 +123,44 @@ func TestStripeDeliveryOrders(t *testing.T) {
 // the fake Stripe's pay page. It returns the session id.
 func pay(t testing.TB, s *stack.Stack, tier, query, addr string) string {
 	t.Helper()
-	used.address(addr)
+	return payAt(t, checkout(t, s, tier, query), addr)
+}
+
+// checkout opens a checkout session as the order form does and returns
+// its pay page: nothing is paid yet.
+func checkout(t testing.TB, s *stack.Stack, tier, query string) string {
+	t.Helper()
 	used.query(query)
-	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	body, _ := json.Marshal(map[string]string{"tier": tier, "query": query})
 	req, _ := http.NewRequest("POST", s.APIURL+"/api/checkout", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", s.APIURL)
-	status, out, _ := send(t, client, req)
-	var checkout struct{ URL string }
-	if err := json.Unmarshal(out, &checkout); status != 200 || err != nil {
+	status, out, _ := send(t, payClient, req)
+	var opened struct{ URL string }
+	if err := json.Unmarshal(out, &opened); status != 200 || err != nil {
 		t.Fatalf("checkout: %d %s", status, out)
 	}
-	req, _ = http.NewRequest("POST", checkout.URL, strings.NewReader(url.Values{"email": {addr}}.Encode()))
+	return opened.URL
+}
+
+// payAt pays on the fake Stripe's pay page payURL as addr, as the
+// customer's form does: Stripe sends the webhook before it answers. It
+// returns the session id.
+func payAt(t testing.TB, payURL, addr string) string {
+	t.Helper()
+	used.address(addr)
+	req, _ := http.NewRequest("POST", payURL, strings.NewReader(url.Values{"email": {addr}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	status, out, hdr := send(t, client, req)
+	status, out, hdr := send(t, payClient, req)
 	loc, err := url.Parse(hdr.Get("Location"))
 	if status != http.StatusSeeOther || err != nil || loc.Query().Get("session_id") == "" {
 		t.Fatalf("pay: %d %q %s", status, hdr.Get("Location"), out)
 	}
 	return loc.Query().Get("session_id")
 }
+
+// payClient follows no redirect: the pay page's answer names the session.
+var payClient = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // waitReady polls the verdict API, as the result page does, until it
 // serves the verdict.
