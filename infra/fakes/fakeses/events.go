@@ -41,6 +41,7 @@ func (s *Server) events(c *send, messageID string) []sesevent.Event {
 	if at.Before(accepted) {
 		at = accepted
 	}
+	at = at.Add(s.opts.DeliveryDelay)
 	m := s.mail(c, messageID, accepted)
 
 	var delivered, complained []string

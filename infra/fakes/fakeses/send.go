@@ -186,19 +186,31 @@ func (s *Server) publishes(configSet string) bool {
 	return s.opts.ConfigurationSet != "" && s.opts.EventsTopicARN != "" && configSet == s.opts.ConfigurationSet
 }
 
-// publish sends c's events to the topic, in order. A failure is logged:
-// the message was sent, as SES's would be when its event destination fails.
+// publish sends c's events to the topic, in order, those that follow the
+// recipient's server's answer DeliveryDelay after the Send event. A
+// failure is logged: the message was sent, as SES's would be when its
+// event destination fails.
 func (s *Server) publish(ctx context.Context, c *send) {
+	waited := s.opts.DeliveryDelay <= 0
+	for _, e := range c.events {
+		if !waited && e.EventType != sesevent.Send {
+			<-s.after(s.opts.DeliveryDelay)
+			waited = true
+		}
+		s.publishOne(ctx, e)
+	}
+}
+
+// publishOne sends one event to the topic, logging a failure.
+func (s *Server) publishOne(ctx context.Context, e sesevent.Event) {
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	for _, e := range c.events {
-		b, err := json.Marshal(e)
-		if err == nil {
-			_, err = s.topics.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(s.opts.EventsTopicARN), Message: aws.String(string(b))})
-		}
-		if err != nil {
-			s.log.Error("fakeses: publish event", "event", e.EventType, "message_id", e.Mail.MessageID, "err", err)
-		}
+	b, err := json.Marshal(e)
+	if err == nil {
+		_, err = s.topics.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(s.opts.EventsTopicARN), Message: aws.String(string(b))})
+	}
+	if err != nil {
+		s.log.Error("fakeses: publish event", "event", e.EventType, "message_id", e.Mail.MessageID, "err", err)
 	}
 }
 

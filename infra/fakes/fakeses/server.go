@@ -72,6 +72,15 @@ type Options struct {
 	EventsTopicARN string
 	// Now is the clock of the calls and the events; nil means time.Now.
 	Now func() time.Time
+	// DeliveryDelay is how long after the Send event the events of the
+	// recipient's server's answer (Delivery, Bounce, Complaint) follow,
+	// and what their timestamps add to the send's. SES publishes those
+	// once it has handed the message on: never before the sender's next
+	// request, seconds later in practice. Zero publishes them at once.
+	DeliveryDelay time.Duration
+	// After waits for DeliveryDelay; nil means time.After. Tests hold
+	// the delivery with it.
+	After func(time.Duration) <-chan time.Time
 	// Logger receives a line per SendEmail and per publishing failure,
 	// never an address; nil discards them.
 	Logger *slog.Logger
@@ -82,6 +91,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	now     func() time.Time
+	after   func(time.Duration) <-chan time.Time
 	log     *slog.Logger
 	proxy   *httputil.ReverseProxy
 	motoErr error // why Options.Moto cannot be used, if it cannot
@@ -105,9 +115,12 @@ type publisher interface {
 // not an http(s) URL makes every forwarded request fail with 502 and the
 // reason logged.
 func New(o Options) *Server {
-	s := &Server{opts: o, now: o.Now, log: o.Logger, topics: sns.NewFromConfig(o.AWS)}
+	s := &Server{opts: o, now: o.Now, log: o.Logger, topics: sns.NewFromConfig(o.AWS), after: o.After}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.after == nil {
+		s.after = time.After
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -244,7 +244,12 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		AWS:              s.AWS,
 		ConfigurationSet: s.Resources.Ref("MailConfigurationSet"),
 		EventsTopicARN:   s.Resources.Ref("MailEventsTopic"),
-		Logger:           slog.New(slog.NewTextHandler(prefixed(o.Log, "[ses] "), nil)),
+		// SES reports a delivery once the recipient's server took the
+		// message (a connection, TLS and an SMTP exchange with another
+		// host): never before the mailer records its send, as an event
+		// published with the answer often was here.
+		DeliveryDelay: sesDeliveryDelay,
+		Logger:        slog.New(slog.NewTextHandler(prefixed(o.Log, "[ses] "), nil)),
 	}))
 	var graph *fakegraph.Server
 	graphRoot := ""
@@ -350,6 +355,11 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 // otlpPath is the OTLP endpoint on the front door: the functions' spans go
 // to otlpPath/v1/traces.
 const otlpPath = "/_local/otlp"
+
+// sesDeliveryDelay is how long after a send the local SES front publishes
+// its Delivery (or Bounce, Complaint): a quarter second, the least an SMTP
+// exchange with another host takes; SES's own take seconds.
+const sesDeliveryDelay = 250 * time.Millisecond
 
 // asyncInvoker invokes the function id as Lambda invokes it
 // asynchronously, with the retries and the on-failure destination of its
