@@ -198,6 +198,8 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 	s.ResetStats()
 	s.Meter().Reset()
 	logFrom := len(logs.String())
+	motoBefore := readMotoCPU(ctx, t, aws.ToString(s.AWS.BaseEndpoint))
+	selfBefore, childrenBefore := stackCPU(t)
 	stamp := time.Now().UnixNano()
 	orders := make([]burstOrder, form.orders)
 	for i := range orders {
@@ -237,6 +239,8 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 		t.Fatalf("%d of %d orders have no verdict email after %v", waiting, len(orders), form.deadline)
 	}
 	drained(ctx, t, sqs.NewFromConfig(s.AWS), s)
+	motoAfter := readMotoCPU(ctx, t, aws.ToString(s.AWS.BaseEndpoint))
+	selfAfter, childrenAfter := stackCPU(t)
 	stats := s.Stats()
 	usage, err := s.Meter().Usage(ctx, s.AWS)
 	if err != nil {
@@ -287,6 +291,8 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 	t.Logf("%s run (%s form): %d orders paid in %.1f s (%d payers), all emailed within %.1f s of the first payment: %.1f orders/s",
 		name, form.name, len(orders), paying.Seconds(), form.payers, f.Seconds, float64(len(orders))/f.Seconds)
 	t.Logf("payment to email: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms", f.P50MS, f.P95MS, f.P99MS, millis(took[len(took)-1]))
+	logMotoCPU(t, motoBefore, motoAfter, len(orders))
+	logStackCPU(t, selfBefore, childrenBefore, selfAfter, childrenAfter, len(orders), time.Since(payStart))
 	t.Logf("generator: %d invocations, at most %d at once (cap %d); webhook %d (peak %d), mailer %d (peak %d)",
 		stats["GeneratorFunction"].Invocations, stats["GeneratorFunction"].Peak, s.MaximumConcurrency("GeneratorFunction"),
 		stats["WebhookFunction"].Invocations, stats["WebhookFunction"].Peak, stats["MailerFunction"].Invocations, stats["MailerFunction"].Peak)
