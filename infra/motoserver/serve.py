@@ -574,7 +574,96 @@ class Dispatcher(DomainDispatcherApplication):
         return backend
 
 
+def parse_update_expressions_once():
+    """moto parses an UpdateItem's update expression twice a request (to
+    check the names and values it uses, then to apply it), a fifth of the
+    request's CPU; the service sends the same few expressions over and
+    over. Parsing is a function of the text alone, and nothing changes the
+    tree it makes (moto's validator works on a deep copy of it), so each
+    text's tree is kept. An expression that does not parse is parsed, and
+    refused, every time."""
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    make = UpdateExpressionParser.make.__func__
+    trees = {}
+
+    def cached(cls, expression):
+        try:
+            return trees[(cls, expression)]
+        except KeyError:
+            pass
+        tree = make(cls, expression)
+        if len(trees) < 4096:
+            trees[(cls, expression)] = tree
+        return tree
+
+    UpdateExpressionParser.make = classmethod(cached)
+
+
+def map_node_kinds_once():
+    """moto's validator walks an update's tree with ten processors, and each
+    asks its processing map (a dict it builds anew) for every node it
+    meets. The maps are fixed for each processor (node classes to its own
+    methods), so each processor builds its map once."""
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+
+    def processing(self):
+        try:
+            return self.__dict__["_oracle_map"]
+        except KeyError:
+            m = self.__dict__["_oracle_map"] = self._processing_map()
+            self.__dict__["_oracle_kinds"] = tuple(m)
+            return m
+
+    def nodes_to_be_processed(self):
+        try:
+            return self.__dict__["_oracle_kinds"]
+        except KeyError:
+            processing(self)
+            return self.__dict__["_oracle_kinds"]
+
+    def process(self, node):
+        for kind, processor in processing(self).items():
+            if isinstance(node, kind):
+                return processor(node)
+
+    DepthFirstTraverser.nodes_to_be_processed = nodes_to_be_processed
+    DepthFirstTraverser.process = process
+
+
+def sqs_clock_and_retention():
+    """moto's SQS reads the clock through datetime arithmetic (about 30 us
+    a reading) twice for every message of a queue each time it lists the
+    visible ones, and for each message it receives it asks for the queue's
+    retention period through GetQueueAttributes, which counts the queue's
+    messages three times over, twice: with a thousand jobs waiting, a
+    ReceiveMessage of ten took 1.8 s of CPU. The clock is read as
+    time.time() instead (the same seconds since the epoch; moto's only
+    reason for datetime is freezegun, which a server does not use), and the
+    retention period from the queue itself (the value GetQueueAttributes
+    reports)."""
+    import moto.sqs.models as sqs
+
+    unix_time, unix_time_millis = sqs.unix_time, sqs.unix_time_millis
+
+    def now(dt=None):
+        return unix_time(dt) if dt is not None else time.time()
+
+    def now_millis(dt=None):
+        return unix_time_millis(dt) if dt is not None else time.time() * 1000.0
+
+    def retained(self, queue_name, message):
+        queue = self.get_queue(queue_name)
+        return queue.message_retention_period + message.sent_timestamp / 1000 > now()
+
+    sqs.unix_time, sqs.unix_time_millis = now, now_millis
+    sqs.SQSBackend.is_message_valid_based_on_retention_period = retained
+
+
 def main():
+    parse_update_expressions_once()
+    map_node_kinds_once()
+    sqs_clock_and_retention()
     host, port = sys.argv[1], int(sys.argv[2])
     app = Dispatcher(create_backend_app)
     run_simple(host, port, serialise(app), threaded=True)

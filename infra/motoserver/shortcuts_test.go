@@ -1,0 +1,157 @@
+package motoserver_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/shared/awsenv"
+)
+
+// serve.py keeps each update expression's parsed tree and each traverser's
+// map of node kinds: the same expression applied to two items with
+// different values gives each its own (a tree shared between requests
+// would carry the first request's values into the second), an expression
+// that reads a missing path or does not parse is refused each time, and a
+// condition is still checked.
+func TestUpdateExpressionsKeptAcrossRequests(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	const expr = "SET #s = :s, attempts = if_not_exists(attempts, :zero) + :one, note = :note REMOVE lease"
+	update := func(id, status, note string) error {
+		_, err := f.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(f.orders),
+			Key:                       map[string]types.AttributeValue{"session_id": str(id)},
+			UpdateExpression:          aws.String(expr),
+			ConditionExpression:       aws.String("attribute_not_exists(#s) OR #s <> :s"),
+			ExpressionAttributeNames:  map[string]string{"#s": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": str(status), ":zero": &types.AttributeValueMemberN{Value: "0"}, ":one": &types.AttributeValueMemberN{Value: "1"}, ":note": str(note)},
+		})
+		return err
+	}
+	ids := []string{"cs_test_kept_a_" + unique(), "cs_test_kept_b_" + unique()}
+	for round := range 2 {
+		for i, id := range ids {
+			if err := update(id, fmt.Sprintf("S%d", round), fmt.Sprintf("note %d of %s", round, id)); err != nil {
+				t.Fatalf("round %d, item %d: %v", round, i, err)
+			}
+		}
+	}
+	for _, id := range ids {
+		if got := f.stored(t, f.orders, "session_id", id, "note"); got != "note 1 of "+id {
+			t.Errorf("%s: note %q, want its own second one", id, got)
+		}
+		if got := f.stored(t, f.orders, "session_id", id, "status"); got != "S1" {
+			t.Errorf("%s: status %q, want S1", id, got)
+		}
+	}
+	// The same status again fails the condition, each time.
+	for range 2 {
+		if err := update(ids[0], "S1", "again"); !lost(err) {
+			t.Fatalf("a failed condition: %v", err)
+		}
+	}
+	for _, bad := range []string{"SET x = :missing", "SET = :s", "SET n = n + :one"} {
+		for range 2 {
+			_, err := f.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                 aws.String(f.orders),
+				Key:                       map[string]types.AttributeValue{"session_id": str(ids[0])},
+				UpdateExpression:          aws.String(bad),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":s": str("x")},
+			})
+			var api smithy.APIError
+			if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" {
+				t.Errorf("%q: %v, want a ValidationException each time", bad, err)
+			}
+		}
+	}
+}
+
+// serve.py reads SQS's clock as time.time() and a queue's retention from
+// the queue: a burst of messages is received once each while in flight, a
+// delayed message is not received before its delay, and a message
+// received maxReceiveCount times moves to the dead-letter queue.
+func TestQueuesKeepTheirSemantics(t *testing.T) {
+	ctx := context.Background()
+	q := sqs.NewFromConfig(awsenv.ForEndpoint(motoserver.ForTest(t), "us-east-1"))
+	name := "semantics-" + unique()
+	create := func(name string, attrs map[string]string) string {
+		out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.QueueUrl)
+	}
+	receive := func(url string) []sqstypes.Message {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Messages
+	}
+
+	jobs := create(name, map[string]string{"VisibilityTimeout": "300"})
+	const n = 120
+	for i := range n {
+		if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(jobs), MessageBody: aws.String(fmt.Sprint(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(jobs), MessageBody: aws.String("delayed"), DelaySeconds: 900}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for {
+		batch := receive(jobs)
+		if len(batch) == 0 {
+			break
+		}
+		for _, m := range batch {
+			seen[aws.ToString(m.Body)]++
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct messages received, want %d (the delayed one not yet): %v", len(seen), n, seen["delayed"])
+	}
+	for body, times := range seen {
+		if times != 1 {
+			t.Errorf("message %s received %d times while in flight", body, times)
+		}
+	}
+
+	dead := create(name+"-dlq", nil)
+	dlqARN := "arn:aws:sqs:us-east-1:123456789012:" + name + "-dlq"
+	redriven := create(name+"-redrive", map[string]string{"VisibilityTimeout": "0",
+		"RedrivePolicy": `{"deadLetterTargetArn":"` + dlqARN + `","maxReceiveCount":"2"}`})
+	if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(redriven), MessageBody: aws.String("poison")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if got := receive(redriven); len(got) != 1 {
+			t.Fatalf("receive %d: %d messages, want the poison one again (visibility 0)", i+1, len(got))
+		}
+	}
+	if got := receive(redriven); len(got) != 0 {
+		t.Fatalf("a third receive got %d messages, want it moved to the dead-letter queue", len(got))
+	}
+	if got := receive(dead); len(got) != 1 || aws.ToString(got[0].Body) != "poison" {
+		t.Fatalf("the dead-letter queue: %+v", got)
+	}
+}
+
+func unique() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
