@@ -53,6 +53,7 @@ a run, so what an order costs moto is measured, not guessed.
 Usage: python3 serve.py HOST PORT
 """
 
+import base64
 import io
 import json
 import os
@@ -660,10 +661,82 @@ def sqs_clock_and_retention():
     sqs.SQSBackend.is_message_valid_based_on_retention_period = retained
 
 
+def sns_one_certificate_a_subscription():
+    """moto's SNS signs each message it delivers to a queue (SES's events
+    reach the feedback queue so) and also makes and signs a new X.509
+    certificate for each, to serve at the message's SigningCertURL: half a
+    Publish's CPU. AWS signs with one certificate for many messages; so
+    does this, once a subscription, each message still signed with the
+    subscription's key and verifiable with the certificate its
+    SigningCertURL names. The rest is moto's get_post_data unchanged."""
+    import moto.sns.models as sns
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding
+    from cryptography.x509.oid import NameOID
+
+    def certificate(sub, key, region):
+        # Each subscription has a key of its own (moto's private_key), so
+        # its certificate is kept on it.
+        key_name = sub.__dict__.get("_oracle_signing_cert")
+        if key_name is not None:
+            return key_name
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")]))
+            .issuer_name(
+                x509.Name(
+                    [
+                        x509.NameAttribute(NameOID.COUNTRY_NAME, "US"),
+                        x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Amazon"),
+                        x509.NameAttribute(NameOID.COMMON_NAME, "Amazon RSA 2048 M01"),
+                    ]
+                )
+            )
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(sns.utcnow())
+            .not_valid_after(sns.utcnow() + sns.timedelta(days=365))
+            .sign(key, hashes.SHA256())
+        )
+        key_name = f"SimpleNotificationService-{str(sns.mock_random.uuid4()).replace('-', '')}.pem"
+        # Served to anyone who asks, from the default account's backend, as moto does.
+        sns.sns_backends[sns.DEFAULT_ACCOUNT_ID][region]._message_public_keys[key_name] = cert.public_bytes(serialization.Encoding.PEM)
+        sub.__dict__["_oracle_signing_cert"] = key_name
+        return key_name
+
+    def get_post_data(self, message, message_id, subject, message_attributes=None):
+        key = self.private_key()
+        region = self.topic.sns_backend.region_name
+        key_name = certificate(self, key, region)
+        timestamp = sns.iso_8601_datetime_with_milliseconds()
+        string_to_sign = f"Message\n{message}\nMessageId\n{message_id}\nTimestamp\n{timestamp}\nTopicArn\n{self.topic.arn}\nType\nNotification\n"
+        signature = key.sign(string_to_sign.encode("UTF-8"), padding.PKCS1v15(), hashes.SHA256())
+        post_data = {
+            "Type": "Notification",
+            "MessageId": message_id,
+            "TopicArn": self.topic.arn,
+            "Message": message,
+            "Timestamp": timestamp,
+            "SignatureVersion": "2",
+            "Signature": base64.b64encode(signature).decode("utf-8"),
+            "SigningCertURL": f"https://sns.{region}.amazonaws.com/{key_name}",
+            "UnsubscribeURL": f"https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=arn:aws:sns:us-east-1:{self.account_id}:{self.topic.name}:2bcfbf39-05c3-41de-beaa-fcfcc21c8f55",
+        }
+        if subject:
+            post_data["Subject"] = subject
+        if message_attributes:
+            post_data["MessageAttributes"] = message_attributes
+        return post_data
+
+    sns.Subscription.get_post_data = get_post_data
+
+
 def main():
     parse_update_expressions_once()
     map_node_kinds_once()
     sqs_clock_and_retention()
+    sns_one_certificate_a_subscription()
     host, port = sys.argv[1], int(sys.argv[2])
     app = Dispatcher(create_backend_app)
     run_simple(host, port, serialise(app), threaded=True)

@@ -2,15 +2,26 @@ package motoserver_test
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -154,4 +165,90 @@ func unique() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// serve.py signs SNS's deliveries with one certificate a subscription:
+// two notifications delivered to a queue name the same SigningCertURL, and
+// each one's signature verifies against the certificate served there.
+func TestNotificationsSignedWithOneCertificate(t *testing.T) {
+	ctx := context.Background()
+	endpoint := motoserver.ForTest(t)
+	cfg := awsenv.ForEndpoint(endpoint, "us-east-1")
+	q, topics := sqs.NewFromConfig(cfg), sns.NewFromConfig(cfg)
+	name := "signed-" + unique()
+	queue, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := topics.Subscribe(ctx, &sns.SubscribeInput{TopicArn: topic.TopicArn, Protocol: aws.String("sqs"),
+		Endpoint: aws.String("arn:aws:sqs:us-east-1:123456789012:" + name)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := topics.Publish(ctx, &sns.PublishInput{TopicArn: topic.TopicArn, Message: aws.String(fmt.Sprintf("event %d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: queue.QueueUrl, MaxNumberOfMessages: 10})
+	if err != nil || len(out.Messages) != 2 {
+		t.Fatalf("the two notifications: %v %d", err, len(out.Messages))
+	}
+	var urls []string
+	for _, m := range out.Messages {
+		var n struct{ Type, MessageId, TopicArn, Message, Timestamp, Signature, SigningCertURL string }
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &n); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, n.SigningCertURL)
+		cert := signingCert(t, endpoint, n.SigningCertURL)
+		signed := fmt.Sprintf("Message\n%s\nMessageId\n%s\nTimestamp\n%s\nTopicArn\n%s\nType\n%s\n", n.Message, n.MessageId, n.Timestamp, n.TopicArn, n.Type)
+		sig, err := base64.StdEncoding.DecodeString(n.Signature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		digest := sha256.Sum256([]byte(signed))
+		if err := rsa.VerifyPKCS1v15(cert.PublicKey.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
+			t.Errorf("%q: the signature does not verify against %s: %v", n.Message, n.SigningCertURL, err)
+		}
+	}
+	if urls[0] != urls[1] {
+		t.Errorf("two certificates for one subscription: %q", urls)
+	}
+}
+
+// signingCert fetches a SigningCertURL's certificate from moto (its path,
+// asked of moto's SNS).
+func signingCert(t *testing.T, endpoint, certURL string) *x509.Certificate {
+	t.Helper()
+	u, err := url.Parse(certURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, endpoint+u.Path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/sns/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v %s", u.Path, resp.StatusCode, err, b)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("GET %s: no PEM: %s", u.Path, b)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }
