@@ -20,6 +20,9 @@ import (
 type motoCPU struct {
 	ProcessCPU float64                `json:"process_cpu_s"`
 	Requests   map[string]motoRequest `json:"requests"`
+	// Processes are a group's processes' CPU time, by part (dynamodb, s3,
+	// rest); none for a moto of one process.
+	Processes map[string]float64 `json:"processes"`
 }
 
 type motoRequest struct {
@@ -66,8 +69,13 @@ func logMotoCPU(t *testing.T, before, after motoCPU, orders int) {
 	}
 	slices.SortFunc(rows, func(a, b row) int { return int((b.cpu - a.cpu) * 1e6) })
 	n := float64(orders)
-	t.Logf("moto: %.0f ms of CPU an order (%.1f s in all), %.0f ms of it answering requests:",
-		(after.ProcessCPU-before.ProcessCPU)*1000/n, after.ProcessCPU-before.ProcessCPU, answered*1000/n)
+	var procs []string
+	for name, cpu := range after.Processes {
+		procs = append(procs, fmt.Sprintf("%s %.0f ms", name, (cpu-before.Processes[name])*1000/n))
+	}
+	slices.Sort(procs)
+	t.Logf("moto: %.0f ms of CPU an order (%.1f s in all; by process: %s), %.0f ms of it answering requests:",
+		(after.ProcessCPU-before.ProcessCPU)*1000/n, after.ProcessCPU-before.ProcessCPU, strings.Join(procs, ", "), answered*1000/n)
 	for _, r := range rows {
 		t.Logf("  %-32s %6d (%5.2f an order) %7.2f ms each %6.1f ms an order", r.kind, r.count, float64(r.count)/n, r.cpu*1000/float64(r.count), r.cpu*1000/n)
 	}
