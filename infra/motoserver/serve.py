@@ -661,6 +661,31 @@ def sqs_clock_and_retention():
     sqs.SQSBackend.is_message_valid_based_on_retention_period = retained
 
 
+def sqs_atomic_per_queue():
+    """moto appends a sent message to its queue's list under the queue's
+    lock, but a delete rebuilds the list without it, so a message sent
+    while another is deleted can be dropped (a job lost, which SQS never
+    does), and two receives at once can both take one message. Receiving
+    and deleting hold the queue's lock too; a long poll's wait releases it
+    (the lock is the queue's condition, which moto waits on), so waiting
+    receivers hold up nothing."""
+    import moto.sqs.models as sqs
+
+    receive_message = sqs.SQSBackend.receive_message
+    delete_message = sqs.Queue.delete_message
+
+    def receive(self, queue_name, *args, **kwargs):
+        with self.get_queue(queue_name)._messages_lock:
+            return receive_message(self, queue_name, *args, **kwargs)
+
+    def delete(self, receipt_handle):
+        with self._messages_lock:
+            return delete_message(self, receipt_handle)
+
+    sqs.SQSBackend.receive_message = receive
+    sqs.Queue.delete_message = delete
+
+
 def sns_one_certificate_a_subscription():
     """moto's SNS signs each message it delivers to a queue (SES's events
     reach the feedback queue so) and also makes and signs a new X.509
@@ -736,6 +761,7 @@ def main():
     parse_update_expressions_once()
     map_node_kinds_once()
     sqs_clock_and_retention()
+    sqs_atomic_per_queue()
     sns_one_certificate_a_subscription()
     host, port = sys.argv[1], int(sys.argv[2])
     app = Dispatcher(create_backend_app)

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -251,4 +252,80 @@ func signingCert(t *testing.T, endpoint, certURL string) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return cert
+}
+
+// Messages sent while others are received and deleted, by many clients at
+// once, are each received once: none dropped by a delete that rebuilt the
+// queue meanwhile, none handed to two receivers while in flight.
+func TestQueueSendsRacedWithReceivesAndDeletes(t *testing.T) {
+	ctx := context.Background()
+	q := sqs.NewFromConfig(awsenv.ForEndpoint(motoserver.ForTest(t), "us-east-1"))
+	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("raced-" + unique()), Attributes: map[string]string{"VisibilityTimeout": "600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := out.QueueUrl
+	const senders, receivers, each = 8, 8, 40
+	var mu sync.Mutex
+	got := map[string]int{}
+	var sending, receiving sync.WaitGroup
+	sent := make(chan struct{})
+	for s := range senders {
+		sending.Go(func() {
+			for i := range each {
+				if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(fmt.Sprintf("%d-%d", s, i))}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	go func() { sending.Wait(); close(sent) }()
+	for range receivers {
+		receiving.Go(func() {
+			for {
+				done := false
+				select {
+				case <-sent:
+					done = true
+				default:
+				}
+				msgs, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(msgs.Messages) == 0 && done {
+					return
+				}
+				var entries []sqstypes.DeleteMessageBatchRequestEntry
+				mu.Lock()
+				for i, m := range msgs.Messages {
+					got[aws.ToString(m.Body)]++
+					entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+				}
+				mu.Unlock()
+				if len(entries) > 0 {
+					if _, err := q.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: url, Entries: entries}); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	receiving.Wait()
+	lostN, twice := 0, 0
+	for s := range senders {
+		for i := range each {
+			switch got[fmt.Sprintf("%d-%d", s, i)] {
+			case 0:
+				lostN++
+			case 1:
+			default:
+				twice++
+			}
+		}
+	}
+	if lostN > 0 || twice > 0 {
+		t.Errorf("of %d messages, %d never received and %d received more than once", senders*each, lostN, twice)
+	}
 }
