@@ -27,6 +27,7 @@ import (
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // burstForm is one size of the burst test: the reduced form runs in `make
@@ -287,6 +288,7 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 		last = maxTime(last, ord.sent)
 		took[i] = ord.sent.Sub(ord.paid)
 	}
+	logSlowest(t, orders, logs.String()[logFrom:])
 	slices.Sort(took)
 	f := burstFigures{Name: name, Orders: len(orders), Emails: emails, Functions: stats, AWS: usage,
 		LogBytes: functionLogBytes(logs.String()[logFrom:]),
@@ -413,6 +415,27 @@ func sentTimes(ctx context.Context, t *testing.T, s *stack.Stack, orders []burst
 		orders[i].sent = when
 	}
 	return waiting
+}
+
+// logSlowest logs what the stack logged about the run's slowest order
+// (the lines that name it by its 24-character name): a job that waited out
+// a visibility timeout after a failed step shows why.
+func logSlowest(t *testing.T, orders []burstOrder, log string) {
+	t.Helper()
+	slowest := orders[0]
+	for _, ord := range orders {
+		if ord.sent.Sub(ord.paid) > slowest.sent.Sub(slowest.paid) {
+			slowest = ord
+		}
+	}
+	name := oracle.ShortID(slowest.session)
+	var lines []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, name) && len(lines) < 40 {
+			lines = append(lines, line)
+		}
+	}
+	t.Logf("the slowest order, %s, emailed %.1f s after its payment; its lines:\n%s", name, slowest.sent.Sub(slowest.paid).Seconds(), strings.Join(lines, "\n"))
 }
 
 // sesSent is how many of the orders the SES front answered a SendEmail
