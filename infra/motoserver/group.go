@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -91,6 +92,7 @@ func newRouter(procs []*Server) (*router, error) {
 		proxy.Transport = transport()
 		// SQS's long polls pass through as they come.
 		proxy.FlushInterval = -1
+		proxy.ErrorHandler = proxyError
 		rt.proxies = append(rt.proxies, proxy)
 	}
 	return rt, nil
@@ -126,6 +128,16 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The dashboard, SES's raw messages (rest) and every AWS request.
 		rt.proxies[partOf(serviceOf(r))].ServeHTTP(w, r)
 	}
+}
+
+// proxyError answers 502 when a process did not answer, as moto's server
+// would fail; a request its client gave up on (a long poll cancelled as
+// the stack stops) is not worth a line.
+func proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() == nil {
+		log.Printf("moto group: %s %s: %v", r.Method, r.URL.Path, err)
+	}
+	w.WriteHeader(http.StatusBadGateway)
 }
 
 const (
