@@ -137,8 +137,12 @@ define with-moto
 endef
 
 ## bench-burst: 1,000 orders paid at once through the local stack with an instant model, then 1,000 more while it answers 429 for a minute: none lost or doubled, the generator's cap held; prints throughput and payment-to-email p50/p95/p99 (figures in .build/burst-full.json)
+# Not with-moto's one serve.py: the test starts moto as a process per
+# service group (infra/motoserver's Start), so that DynamoDB's requests are
+# answered beside the others' on the second core.
 bench-burst:
-	$(call with-moto,ORACLE_BURST=full ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-full.json $(GO) test -count=1 -timeout 60m -run '^TestBurst$$' -v ./infra/local/stack | tee .build/bench-burst.log | grep -E '^(---|ok|FAIL|PASS|privacy|\s+burst_test)')
+	@set -euo pipefail; mkdir -p .build; \
+	ORACLE_BURST=full ORACLE_BURST_FIGURES=$(CURDIR)/.build/burst-full.json $(GO) test -count=1 -timeout 60m -run '^TestBurst$$' -v ./infra/local/stack | tee .build/bench-burst.log | grep -E '^(---|ok|FAIL|PASS|privacy|\s+burst_test)'
 
 ## cost: the infrastructure cost of a verdict (excluding the model) and the idle cost per month, each line beside its figure before issue 30, from a metered burst of 50 + 50 orders on the local stack (FIGURES=file: from a burst already run, e.g. .build/burst-full.json); the model's cost of a verdict per tier and of a Sisters Chat exchange; and each sale's margin in one table; fails when a verdict or the idle month is over its goal
 cost:

@@ -23,12 +23,16 @@ import (
 // one and shares it with every test package).
 const EndpointEnv = "ORACLE_MOTO_ENDPOINT"
 
-// Server is a running moto server.
+// Server is a running moto server: one process, or a group of them behind
+// a router (see group.go), which Start runs.
 type Server struct {
 	Endpoint string
 	cmd      *exec.Cmd
 	exited   chan error
 	stopOnce sync.Once
+	// procs and router are a group's processes and its endpoint.
+	procs  []*Server
+	router *http.Server
 }
 
 // Script runs moto with each DynamoDB item's and S3 key's requests applied
@@ -52,10 +56,18 @@ func Python() string {
 	return "python3"
 }
 
-// Start runs moto server on 127.0.0.1:port and waits until it answers. The
-// process dies with its parent. When serve.py exits first (moto missing,
-// say), the error carries what it printed.
+// Start runs moto server on 127.0.0.1:port, as a process for DynamoDB, one
+// for S3 and one for the other services behind a router on that port (see
+// group.go), and waits until they answer. The processes die with their
+// parent, and the router with this process. When serve.py exits first (moto
+// missing, say), the error carries what it printed.
 func Start(ctx context.Context, port int) (*Server, error) {
+	return startGroup(ctx, port)
+}
+
+// startProcess runs one serve.py on 127.0.0.1:port and waits until it
+// answers.
+func startProcess(ctx context.Context, port int) (*Server, error) {
 	python := Python()
 	if _, err := exec.LookPath(python); err != nil {
 		return nil, fmt.Errorf("moto server needs python3 with moto (make tools installs it): %w", err)
@@ -112,9 +124,16 @@ func (b *tailBuffer) String() string {
 	return string(b.buf)
 }
 
-// Stop ends the server.
+// Stop ends the server: its process, or its router and processes.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
+		if s.router != nil {
+			_ = s.router.Close()
+			for _, p := range s.procs {
+				p.Stop()
+			}
+			return
+		}
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.exited
 	})

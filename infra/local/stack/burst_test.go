@@ -27,6 +27,7 @@ import (
 	"42sisters.ai/oracle/infra/local/runtimeapi"
 	"42sisters.ai/oracle/infra/local/stack"
 	"42sisters.ai/oracle/infra/testkit"
+	"42sisters.ai/oracle/shared/oracle"
 )
 
 // burstForm is one size of the burst test: the reduced form runs in `make
@@ -48,11 +49,12 @@ type burstForm struct {
 	generator map[string]string
 	// deadline bounds each run, from the first payment to the last email.
 	deadline time.Duration
-	// poll is how often the run reads which orders were emailed: a Scan
-	// of the whole Orders table, which moto answers on the one core the
-	// orders need (0.6 s of its CPU a Scan once a thousand orders are in
-	// the table: read every second, a third of its work in the full
-	// run). The figures are the mailer's own times, whatever the poll.
+	// poll is how often the run asks the SES front (in this process)
+	// whether every order's email was sent; only then does it read the
+	// mailer's records of the sends, a Scan of the whole Orders table that
+	// costs moto's DynamoDB 0.4 s of CPU a page of 470 orders (every 5 s
+	// through the full run, a fifth of that process's work). The figures
+	// are the mailer's own times, whatever the poll.
 	poll time.Duration
 	// sampleEvery: one order in so many has its address and query searched
 	// for by the suite's privacy sweep, which compares every one against
@@ -65,7 +67,7 @@ func burstFormFromEnv() burstForm {
 		// A thousand orders as fast as 16 payers go, then a real minute of
 		// 429s with the template's own windows.
 		return burstForm{name: "full", orders: 1000, payers: 16, instances: 8, outage: time.Minute, retryAfter: 7,
-			deadline: 20 * time.Minute, poll: 5 * time.Second, sampleEvery: 25}
+			deadline: 20 * time.Minute, poll: time.Second, sampleEvery: 25}
 	}
 	// make cost meters fifty orders in each run, so that its price per
 	// verdict averages over enough of them; make test pays twenty-five in
@@ -198,6 +200,8 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 	s.ResetStats()
 	s.Meter().Reset()
 	logFrom := len(logs.String())
+	motoBefore := readMotoCPU(ctx, t, aws.ToString(s.AWS.BaseEndpoint))
+	selfBefore, childrenBefore := stackCPU(t)
 	stamp := time.Now().UnixNano()
 	orders := make([]burstOrder, form.orders)
 	for i := range orders {
@@ -231,12 +235,17 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 	// Every order's email, as the mailer recorded it.
 	waiting := len(orders)
 	if !testkit.Eventually(form.deadline, form.poll, func() bool {
+		if waiting = len(orders) - sesSent(t, s, orders); waiting > 0 {
+			return false
+		}
 		waiting = sentTimes(ctx, t, s, orders)
 		return waiting == 0
 	}) {
 		t.Fatalf("%d of %d orders have no verdict email after %v", waiting, len(orders), form.deadline)
 	}
 	drained(ctx, t, sqs.NewFromConfig(s.AWS), s)
+	motoAfter := readMotoCPU(ctx, t, aws.ToString(s.AWS.BaseEndpoint))
+	selfAfter, childrenAfter := stackCPU(t)
 	stats := s.Stats()
 	usage, err := s.Meter().Usage(ctx, s.AWS)
 	if err != nil {
@@ -279,6 +288,7 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 		last = maxTime(last, ord.sent)
 		took[i] = ord.sent.Sub(ord.paid)
 	}
+	logSlowest(t, orders, logs.String()[logFrom:])
 	slices.Sort(took)
 	f := burstFigures{Name: name, Orders: len(orders), Emails: emails, Functions: stats, AWS: usage,
 		LogBytes: functionLogBytes(logs.String()[logFrom:]),
@@ -287,6 +297,8 @@ func burstRun(ctx context.Context, t *testing.T, s *stack.Stack, logs *testkit.B
 	t.Logf("%s run (%s form): %d orders paid in %.1f s (%d payers), all emailed within %.1f s of the first payment: %.1f orders/s",
 		name, form.name, len(orders), paying.Seconds(), form.payers, f.Seconds, float64(len(orders))/f.Seconds)
 	t.Logf("payment to email: p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, max %.0f ms", f.P50MS, f.P95MS, f.P99MS, millis(took[len(took)-1]))
+	logMotoCPU(t, motoBefore, motoAfter, len(orders))
+	logStackCPU(t, selfBefore, childrenBefore, selfAfter, childrenAfter, len(orders), time.Since(payStart))
 	t.Logf("generator: %d invocations, at most %d at once (cap %d); webhook %d (peak %d), mailer %d (peak %d)",
 		stats["GeneratorFunction"].Invocations, stats["GeneratorFunction"].Peak, s.MaximumConcurrency("GeneratorFunction"),
 		stats["WebhookFunction"].Invocations, stats["WebhookFunction"].Peak, stats["MailerFunction"].Invocations, stats["MailerFunction"].Peak)
@@ -403,6 +415,51 @@ func sentTimes(ctx context.Context, t *testing.T, s *stack.Stack, orders []burst
 		orders[i].sent = when
 	}
 	return waiting
+}
+
+// logSlowest logs what the stack logged about the run's slowest order
+// (the lines that name it by its 24-character name): a job that waited out
+// a visibility timeout after a failed step shows why.
+func logSlowest(t *testing.T, orders []burstOrder, log string) {
+	t.Helper()
+	slowest := orders[0]
+	for _, ord := range orders {
+		if ord.sent.Sub(ord.paid) > slowest.sent.Sub(slowest.paid) {
+			slowest = ord
+		}
+	}
+	name := oracle.ShortID(slowest.session)
+	var lines []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, name) && len(lines) < 40 {
+			lines = append(lines, line)
+		}
+	}
+	t.Logf("the slowest order, %s, emailed %.1f s after its payment; its lines:\n%s", name, slowest.sent.Sub(slowest.paid).Seconds(), strings.Join(lines, "\n"))
+}
+
+// sesSent is how many of the orders the SES front answered a SendEmail
+// for: the local stack's own record, read without a request to moto.
+func sesSent(t *testing.T, s *stack.Stack, orders []burstOrder) int {
+	t.Helper()
+	_, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.SESURL+"/_calls"))
+	var calls []sesCall
+	if err := json.Unmarshal(body, &calls); err != nil {
+		t.Fatalf("SES front calls: %v: %.200s", err, body)
+	}
+	sent := map[string]bool{}
+	for _, c := range calls {
+		if c.Status == http.StatusOK {
+			sent[c.Tags["session_id"]] = true
+		}
+	}
+	n := 0
+	for _, ord := range orders {
+		if sent[ord.session] {
+			n++
+		}
+	}
+	return n
 }
 
 // countEmails checks that every order's address got exactly one email, its

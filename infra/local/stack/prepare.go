@@ -267,7 +267,7 @@ func prepare(ctx context.Context, o *Options) (*backend, error) {
 			if b.moto, err = motoserver.Start(ctx, o.MotoPort); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(o.Log, "[stack] started moto server at %s\n", b.endpoint)
+			fmt.Fprintf(o.Log, "[stack] started moto server at %s (a process for DynamoDB, one for S3, one for the rest)\n", b.endpoint)
 		}
 	}
 	b.aws = awsenv.ForEndpoint(b.endpoint, Region)
