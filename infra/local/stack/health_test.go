@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -198,6 +200,16 @@ func TestHealthReconciles(t *testing.T) {
 		if st := stringAttr(item, "status"); st != string(oracle.StatusPaid) {
 			t.Fatalf("with its job lost the order is %q, want PAID", st)
 		}
+		// The claim's job lease stands until the generator takes the
+		// order (its claim records the job's arrival): a replay meanwhile
+		// finds the job in flight. The lease (30 s, and past the
+		// webhook's deadline) is far shorter than STUCK_AFTER (15
+		// minutes); the test compresses STUCK_AFTER to a millisecond, so
+		// it moves the lease's end into the past rather than wait for it.
+		if _, ok := item["job_lease_until"]; !ok {
+			t.Fatalf("the order of a lost job holds no job lease: %v", item)
+		}
+		lapse(ctx, t, s, ord.session)
 
 		rec := fireHealth(ctx, t, s)
 		if r := rec.Reconcile; r.Stuck != 1 || r.Redelivered != 1 || r.StillStuck != 0 || r.WebhooksMissed != 0 {
@@ -362,4 +374,19 @@ func stringAttr(item map[string]ddbtypes.AttributeValue, name string) string {
 		return v.Value
 	}
 	return ""
+}
+
+// lapse ends the job lease of session's order a second ago, as time would.
+func lapse(ctx context.Context, t *testing.T, s *stack.Stack, session string) {
+	t.Helper()
+	_, err := dynamodb.NewFromConfig(s.AWS).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.Resources.Ref("OrdersTable")),
+		Key:                       map[string]ddbtypes.AttributeValue{"session_id": &ddbtypes.AttributeValueMemberS{Value: session}},
+		UpdateExpression:          aws.String("SET job_lease_until = :past"),
+		ConditionExpression:       aws.String("attribute_exists(job_lease_until)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":past": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(time.Now().Add(-time.Second).UnixMilli())}},
+	})
+	if err != nil {
+		t.Fatalf("lapse the job lease of %s: %v", oracle.ShortID(session), err)
+	}
 }
