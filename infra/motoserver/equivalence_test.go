@@ -60,6 +60,7 @@ var equivalenceCalls = func() []ddbCall {
 	add("refused: overlapping paths", "UpdateItem", `{`+order+`,"UpdateExpression":"SET meta = :x, meta.k = :y","ExpressionAttributeValues":{":x":{"S":"x"},":y":{"S":"y"}}}`)
 	add("refused: a name set twice through placeholders", "UpdateItem", `{`+order+`,"UpdateExpression":"SET #a = :x, #b = :y","ExpressionAttributeNames":{"#a":"same","#b":"same"},"ExpressionAttributeValues":{":x":{"S":"x"},":y":{"S":"y"}}}`)
 	add("accepted: two names through placeholders", "UpdateItem", `{`+order+`,"UpdateExpression":"SET #a = :x, #b = :y","ExpressionAttributeNames":{"#a":"one","#b":"two"},"ExpressionAttributeValues":{":x":{"S":"x"},":y":{"S":"y"}},"ReturnValues":"UPDATED_NEW"}`)
+	add("refused: the same names again, after other names passed", "UpdateItem", `{`+order+`,"UpdateExpression":"SET #a = :x, #b = :y","ExpressionAttributeNames":{"#a":"same","#b":"same"},"ExpressionAttributeValues":{":x":{"S":"x"},":y":{"S":"y"}}}`)
 	add("refused: a name placeholder not used", "UpdateItem", `{`+order+`,"UpdateExpression":"SET a = :x","ExpressionAttributeNames":{"#unused":"u"},"ExpressionAttributeValues":{":x":{"S":"x"}}}`)
 	add("refused: a value placeholder missing", "UpdateItem", `{`+order+`,"UpdateExpression":"SET a = :missing","ExpressionAttributeValues":{":x":{"S":"x"}}}`)
 	add("refused: a value placeholder missing from the condition", "UpdateItem", `{`+order+`,"UpdateExpression":"SET a = :x","ConditionExpression":"a = :nope","ExpressionAttributeValues":{":x":{"S":"x"}}}`)

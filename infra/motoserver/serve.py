@@ -580,6 +580,12 @@ class Dispatcher(DomainDispatcherApplication):
         return backend
 
 
+# The update expressions' trees, by parser and text, and the ids of those
+# kept (which live as long as the process, so their ids name them alone).
+_UPDATE_TREES = {}
+_KEPT_TREES = set()
+
+
 def parse_update_expressions_once():
     """moto parses an UpdateItem's update expression twice a request (to
     check the names and values it uses, then to apply it), a fifth of the
@@ -591,19 +597,92 @@ def parse_update_expressions_once():
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 
     make = UpdateExpressionParser.make.__func__
-    trees = {}
 
     def cached(cls, expression):
         try:
-            return trees[(cls, expression)]
+            return _UPDATE_TREES[(cls, expression)]
         except KeyError:
             pass
         tree = make(cls, expression)
-        if len(trees) < 4096:
-            trees[(cls, expression)] = tree
+        if len(_UPDATE_TREES) < 4096:
+            _UPDATE_TREES[(cls, expression)] = tree
+            _KEPT_TREES.add(id(tree))
         return tree
 
     UpdateExpressionParser.make = classmethod(cached)
+
+
+def check_kept_update_trees_once():
+    """Two of the ten passes of moto's update validator only check the
+    tree: that it has one SET, ADD and REMOVE clause at most (three walks
+    of the whole tree at each of its nodes) and, given the request's
+    attribute names, that no two actions touch overlapping paths. Each
+    returns the tree unchanged or refuses it, so for a kept tree (see
+    parse_update_expressions_once) a pass that passed once passes again
+    (for the same attribute names) and is not run again; one that refused
+    is run, and refuses, every time. The other passes, which read the item
+    and the values, run for every request."""
+    from moto.dynamodb.parsing.validators import (
+        ActionCountValidator,
+        OverlappingPathsValidator,
+        UpdateExpressionValidator,
+    )
+
+    init = UpdateExpressionValidator.__init__
+    passed = set()  # (id of a kept tree, None or its attribute names)
+
+    def __init__(self, expression, *args, **kwargs):
+        init(self, expression, *args, **kwargs)
+        self._oracle_source = expression
+
+    def validate(self):
+        n = self.node_to_validate
+        source = self.__dict__.get("_oracle_source")
+        tree = id(source) if source is not None and id(source) in _KEPT_TREES else None
+        for processor in self.processors:
+            kind = type(processor)
+            check = None
+            if tree is not None and kind is ActionCountValidator:
+                check = (tree, None)
+            elif tree is not None and kind is OverlappingPathsValidator:
+                check = (tree, frozenset((self.expression_attribute_names or {}).items()))
+            if check is not None and check in passed:
+                continue
+            n = processor.traverse(n)
+            if check is not None and len(passed) < 16384:
+                passed.add(check)
+        return n
+
+    UpdateExpressionValidator.__init__ = __init__
+    UpdateExpressionValidator.validate = validate
+
+
+def lex_conditions_once():
+    """moto lexes a condition expression with six regular expressions per
+    token, twice an UpdateItem (to check its names and values, then to
+    apply it): a tenth of the request's CPU. The tokens are a function of
+    the text alone, so each text's are kept, and each request is given
+    new token nodes (moto's parser builds on them). An expression that
+    does not lex is lexed, and refused, every time."""
+    from collections import deque
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    lex = ConditionExpressionParser._lex_condition_expression
+    node = ConditionExpressionParser.Node
+    kept = {}
+
+    def cached(self):
+        text = self.condition_expression
+        tokens = kept.get(text)
+        if tokens is None:
+            nodes = lex(self)
+            if len(kept) < 4096 and all(n.children == [] for n in nodes):
+                kept[text] = tuple((n.nonterminal, n.kind, n.text, n.value) for n in nodes)
+            return nodes
+        return deque(node(nonterminal=nt, kind=k, text=t, value=v, children=[]) for nt, k, t, v in tokens)
+
+    ConditionExpressionParser._lex_condition_expression = cached
 
 
 def map_node_kinds_once():
@@ -846,6 +925,8 @@ def main():
     # (equivalence_test.go) compares theirs with.
     if os.environ.get(PLAIN) != "1":
         parse_update_expressions_once()
+        check_kept_update_trees_once()
+        lex_conditions_once()
         map_node_kinds_once()
         serialize_attribute_values_directly()
         sqs_clock_and_retention()
