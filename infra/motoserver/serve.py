@@ -61,6 +61,7 @@ import base64
 import io
 import json
 import os
+import pickle
 import sys
 import threading
 import time
@@ -581,9 +582,10 @@ class Dispatcher(DomainDispatcherApplication):
 
 
 # The update expressions' trees, by parser and text, and the ids of those
-# kept (which live as long as the process, so their ids name them alone).
+# kept (which live as long as the process, so their ids name them alone),
+# each with the tree pickled.
 _UPDATE_TREES = {}
-_KEPT_TREES = set()
+_KEPT_TREES = {}
 
 
 def parse_update_expressions_once():
@@ -606,7 +608,7 @@ def parse_update_expressions_once():
         tree = make(cls, expression)
         if len(_UPDATE_TREES) < 4096:
             _UPDATE_TREES[(cls, expression)] = tree
-            _KEPT_TREES.add(id(tree))
+            _KEPT_TREES[id(tree)] = pickle.dumps(tree, pickle.HIGHEST_PROTOCOL)
         return tree
 
     UpdateExpressionParser.make = classmethod(cached)
@@ -655,6 +657,27 @@ def check_kept_update_trees_once():
 
     UpdateExpressionValidator.__init__ = __init__
     UpdateExpressionValidator.validate = validate
+
+
+def copy_kept_update_trees_from_pickles():
+    """moto's update validator works on a deep copy of the tree (its
+    passes put the request's values and the item's attributes in it):
+    copy.deepcopy of a ~70-node tree, a sixth of an UpdateItem's CPU.
+    Unpickling the tree kept beside it makes the same objects (types,
+    attributes, the parent links shared as in the tree) in a fifth of the
+    time; any other copy the validator makes is deepcopy's."""
+    import moto.dynamodb.parsing.validators as validators
+
+    deepcopy = validators.deepcopy
+
+    def copy_tree(x, memo=None):
+        if memo is None:
+            blob = _KEPT_TREES.get(id(x))
+            if blob is not None:
+                return pickle.loads(blob)
+        return deepcopy(x, memo)
+
+    validators.deepcopy = copy_tree
 
 
 def lex_conditions_once():
@@ -926,6 +949,7 @@ def main():
     if os.environ.get(PLAIN) != "1":
         parse_update_expressions_once()
         check_kept_update_trees_once()
+        copy_kept_update_trees_from_pickles()
         lex_conditions_once()
         map_node_kinds_once()
         serialize_attribute_values_directly()
