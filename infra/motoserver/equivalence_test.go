@@ -70,6 +70,7 @@ var equivalenceCalls = func() []ddbCall {
 	add("refused: unknown ReturnValues", "UpdateItem", `{`+order+`,"UpdateExpression":"SET a = :x","ExpressionAttributeValues":{":x":{"S":"x"}},"ReturnValues":"SOME"}`)
 	add("refused: adding to a string", "UpdateItem", `{`+order+`,"UpdateExpression":"ADD email_hash :one","ExpressionAttributeValues":{":one":{"N":"1"}}}`)
 	add("refused: a missing table", "UpdateItem", `{"TableName":"nope","Key":{"id":{"S":"x"}},"UpdateExpression":"SET a = :x","ExpressionAttributeValues":{":x":{"S":"x"}}}`)
+	add("refused: an action DynamoDB does not have", "DescribeNothing", `{"TableName":"eq"}`)
 	add("query an order", "Query", `{"TableName":"eq","KeyConditionExpression":"id = :id","ExpressionAttributeValues":{":id":{"S":"order-1"}}}`)
 	add("scan every order", "Scan", `{"TableName":"eq","ConsistentRead":true}`)
 	add("delete an order, ALL_OLD", "DeleteItem", `{`+order+`,"ReturnValues":"ALL_OLD","ConditionExpression":"attribute_exists(id)"}`)

@@ -797,13 +797,17 @@ def serialize_attribute_values_directly():
     generic = BaseJSONSerializer._serialize_type_structure
 
     def attribute_value_shape(shape):
-        # Checked each time: botocore makes some shapes anew for each use.
-        return (
-            shape.name == "AttributeValue"
-            and tuple(shape.members) == _ATTRIBUTE_MEMBERS
-            and not shape.serialization
-            and not any(m.serialization for m in shape.members.values())
-        )
+        # Noted on the shape itself: botocore makes some shapes anew for
+        # each use, so an id could name another shape later.
+        known = shape.__dict__.get("_oracle_attribute_value")
+        if known is None:
+            known = shape.__dict__["_oracle_attribute_value"] = (
+                shape.name == "AttributeValue"
+                and tuple(shape.members) == _ATTRIBUTE_MEMBERS
+                and not shape.serialization
+                and not any(m.serialization for m in shape.members.values())
+            )
+        return known
 
     def structure(self, serialized, value, shape, key):
         if key and attribute_value_shape(shape) and not getattr(self._value_picker, "response_transformers", None):
@@ -815,6 +819,26 @@ def serialize_attribute_values_directly():
         generic(self, serialized, value, shape, key)
 
     BaseJSONSerializer._serialize_type_structure = structure
+
+
+def list_handler_methods_once():
+    """moto finds whether a request's action is a method of its handler
+    class by listing the class's functions with inspect.getmembers on
+    every request (a tenth of a GetItem's CPU). The classes' methods are
+    fixed once this server has patched them, before it serves, so each
+    class's list is made once; each request is given its own copy."""
+    import moto.core.responses as responses
+
+    list_methods = responses.method_names_from_class
+    lists = {}
+
+    def method_names(cls):
+        names = lists.get(cls)
+        if names is None:
+            names = lists[cls] = tuple(list_methods(cls))
+        return list(names)
+
+    responses.method_names_from_class = method_names
 
 
 def sqs_clock_and_retention():
@@ -953,6 +977,7 @@ def main():
         lex_conditions_once()
         map_node_kinds_once()
         serialize_attribute_values_directly()
+        list_handler_methods_once()
         sqs_clock_and_retention()
         sqs_atomic_per_queue()
         sns_one_certificate_a_subscription()
