@@ -65,14 +65,17 @@ func Start(ctx context.Context, port int) (*Server, error) {
 	return startGroup(ctx, port)
 }
 
-// startProcess runs one serve.py on 127.0.0.1:port and waits until it
-// answers.
-func startProcess(ctx context.Context, port int) (*Server, error) {
+// startProcess runs one serve.py on 127.0.0.1:port, with env added to this
+// process's environment, and waits until it answers.
+func startProcess(ctx context.Context, port int, env ...string) (*Server, error) {
 	python := Python()
 	if _, err := exec.LookPath(python); err != nil {
 		return nil, fmt.Errorf("moto server needs python3 with moto (make tools installs it): %w", err)
 	}
 	cmd := exec.Command(python, Script(), "127.0.0.1", strconv.Itoa(port))
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = nil, &stderr

@@ -50,6 +50,10 @@ object"), how many were answered and the CPU time of the threads that
 answered them (moto's own work). The burst test reads it before and after
 a run, so what an order costs moto is measured, not guessed.
 
+With ORACLE_MOTO_PLAIN=1 in its environment the server is moto's own
+behind the same locks: none of the shortcuts below is applied, so a test
+can compare their answers with moto's.
+
 Usage: python3 serve.py HOST PORT
 """
 
@@ -57,6 +61,7 @@ import base64
 import io
 import json
 import os
+import pickle
 import sys
 import threading
 import time
@@ -72,6 +77,7 @@ from werkzeug.serving import run_simple
 RAW_MESSAGES = "/_oracle/ses/raw-messages"
 LOCKS = "/_oracle/locks"
 CPU = "/_oracle/cpu"
+PLAIN = "ORACLE_MOTO_PLAIN"
 
 # DynamoDB's requests on one item, which moto applies to that entry alone.
 ITEM_ACTIONS = {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}
@@ -575,6 +581,13 @@ class Dispatcher(DomainDispatcherApplication):
         return backend
 
 
+# The update expressions' trees, by parser and text, and the ids of those
+# kept (which live as long as the process, so their ids name them alone),
+# each with the tree pickled.
+_UPDATE_TREES = {}
+_KEPT_TREES = {}
+
+
 def parse_update_expressions_once():
     """moto parses an UpdateItem's update expression twice a request (to
     check the names and values it uses, then to apply it), a fifth of the
@@ -586,19 +599,113 @@ def parse_update_expressions_once():
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 
     make = UpdateExpressionParser.make.__func__
-    trees = {}
 
     def cached(cls, expression):
         try:
-            return trees[(cls, expression)]
+            return _UPDATE_TREES[(cls, expression)]
         except KeyError:
             pass
         tree = make(cls, expression)
-        if len(trees) < 4096:
-            trees[(cls, expression)] = tree
+        if len(_UPDATE_TREES) < 4096:
+            _UPDATE_TREES[(cls, expression)] = tree
+            _KEPT_TREES[id(tree)] = pickle.dumps(tree, pickle.HIGHEST_PROTOCOL)
         return tree
 
     UpdateExpressionParser.make = classmethod(cached)
+
+
+def check_kept_update_trees_once():
+    """Two of the ten passes of moto's update validator only check the
+    tree: that it has one SET, ADD and REMOVE clause at most (three walks
+    of the whole tree at each of its nodes) and, given the request's
+    attribute names, that no two actions touch overlapping paths. Each
+    returns the tree unchanged or refuses it, so for a kept tree (see
+    parse_update_expressions_once) a pass that passed once passes again
+    (for the same attribute names) and is not run again; one that refused
+    is run, and refuses, every time. The other passes, which read the item
+    and the values, run for every request."""
+    from moto.dynamodb.parsing.validators import (
+        ActionCountValidator,
+        OverlappingPathsValidator,
+        UpdateExpressionValidator,
+    )
+
+    init = UpdateExpressionValidator.__init__
+    passed = set()  # (id of a kept tree, None or its attribute names)
+
+    def __init__(self, expression, *args, **kwargs):
+        init(self, expression, *args, **kwargs)
+        self._oracle_source = expression
+
+    def validate(self):
+        n = self.node_to_validate
+        source = self.__dict__.get("_oracle_source")
+        tree = id(source) if source is not None and id(source) in _KEPT_TREES else None
+        for processor in self.processors:
+            kind = type(processor)
+            check = None
+            if tree is not None and kind is ActionCountValidator:
+                check = (tree, None)
+            elif tree is not None and kind is OverlappingPathsValidator:
+                check = (tree, frozenset((self.expression_attribute_names or {}).items()))
+            if check is not None and check in passed:
+                continue
+            n = processor.traverse(n)
+            if check is not None and len(passed) < 16384:
+                passed.add(check)
+        return n
+
+    UpdateExpressionValidator.__init__ = __init__
+    UpdateExpressionValidator.validate = validate
+
+
+def copy_kept_update_trees_from_pickles():
+    """moto's update validator works on a deep copy of the tree (its
+    passes put the request's values and the item's attributes in it):
+    copy.deepcopy of a ~70-node tree, a sixth of an UpdateItem's CPU.
+    Unpickling the tree kept beside it makes the same objects (types,
+    attributes, the parent links shared as in the tree) in a fifth of the
+    time; any other copy the validator makes is deepcopy's."""
+    import moto.dynamodb.parsing.validators as validators
+
+    deepcopy = validators.deepcopy
+
+    def copy_tree(x, memo=None):
+        if memo is None:
+            blob = _KEPT_TREES.get(id(x))
+            if blob is not None:
+                return pickle.loads(blob)
+        return deepcopy(x, memo)
+
+    validators.deepcopy = copy_tree
+
+
+def lex_conditions_once():
+    """moto lexes a condition expression with six regular expressions per
+    token, twice an UpdateItem (to check its names and values, then to
+    apply it): a tenth of the request's CPU. The tokens are a function of
+    the text alone, so each text's are kept, and each request is given
+    new token nodes (moto's parser builds on them). An expression that
+    does not lex is lexed, and refused, every time."""
+    from collections import deque
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    lex = ConditionExpressionParser._lex_condition_expression
+    node = ConditionExpressionParser.Node
+    kept = {}
+
+    def cached(self):
+        text = self.condition_expression
+        tokens = kept.get(text)
+        if tokens is None:
+            nodes = lex(self)
+            if len(kept) < 4096 and all(n.children == [] for n in nodes):
+                kept[text] = tuple((n.nonterminal, n.kind, n.text, n.value) for n in nodes)
+            return nodes
+        return deque(node(nonterminal=nt, kind=k, text=t, value=v, children=[]) for nt, k, t, v in tokens)
+
+    ConditionExpressionParser._lex_condition_expression = cached
 
 
 def map_node_kinds_once():
@@ -630,6 +737,108 @@ def map_node_kinds_once():
 
     DepthFirstTraverser.nodes_to_be_processed = nodes_to_be_processed
     DepthFirstTraverser.process = process
+
+
+class _Generic(Exception):
+    """An attribute value the direct path does not take: moto's serializer answers it."""
+
+
+# DynamoDB's AttributeValue members in the model's order, which is the
+# order moto's serializer writes them in.
+_ATTRIBUTE_MEMBERS = ("S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL")
+_MEMBER_SET = frozenset(_ATTRIBUTE_MEMBERS)
+
+
+def _attribute_value(value):
+    """An AttributeValue as moto's JSON serializer writes it, for the
+    values moto's own items hold: one-key dicts of strings, string lists,
+    booleans, maps and lists of such values. Anything else (binary, which
+    the serializer encodes; a key the model does not name; an empty name)
+    raises _Generic."""
+    if type(value) is not dict or not value.keys() <= _MEMBER_SET:
+        raise _Generic
+    out = {}
+    for kind in _ATTRIBUTE_MEMBERS:
+        if kind not in value:
+            continue
+        v = value[kind]
+        if v is None:
+            continue
+        if kind in ("S", "N", "NULL", "BOOL"):
+            out[kind] = v
+        elif kind in ("SS", "NS"):
+            if type(v) is not list:
+                raise _Generic
+            out[kind] = list(v)
+        elif kind == "M":
+            if type(v) is not dict or "" in v:
+                raise _Generic
+            out[kind] = {k: _attribute_value(x) for k, x in v.items()}
+        elif kind == "L":
+            if type(v) is not list:
+                raise _Generic
+            out[kind] = [_attribute_value(x) for x in v]
+        else:
+            raise _Generic
+    return out
+
+
+def serialize_attribute_values_directly():
+    """moto's response serializer walks every attribute value of an answer
+    member by member, trying up to six aliases of each member's name on
+    each value (an item's ~20 attributes: a third of an UpdateItem's CPU,
+    as much again for a GetItem). An AttributeValue moto made itself is a
+    dict keyed by the model's member names, so the walk comes to copying it
+    in the model's member order and leaving out what is None; this does
+    that and hands anything else (binary values, unknown keys, a response
+    transformer registered on the handler) to moto's serializer."""
+    from moto.core.serialize import BaseJSONSerializer
+
+    generic = BaseJSONSerializer._serialize_type_structure
+
+    def attribute_value_shape(shape):
+        # Noted on the shape itself: botocore makes some shapes anew for
+        # each use, so an id could name another shape later.
+        known = shape.__dict__.get("_oracle_attribute_value")
+        if known is None:
+            known = shape.__dict__["_oracle_attribute_value"] = (
+                shape.name == "AttributeValue"
+                and tuple(shape.members) == _ATTRIBUTE_MEMBERS
+                and not shape.serialization
+                and not any(m.serialization for m in shape.members.values())
+            )
+        return known
+
+    def structure(self, serialized, value, shape, key):
+        if key and attribute_value_shape(shape) and not getattr(self._value_picker, "response_transformers", None):
+            try:
+                serialized[key] = _attribute_value(value)
+                return
+            except _Generic:
+                pass
+        generic(self, serialized, value, shape, key)
+
+    BaseJSONSerializer._serialize_type_structure = structure
+
+
+def list_handler_methods_once():
+    """moto finds whether a request's action is a method of its handler
+    class by listing the class's functions with inspect.getmembers on
+    every request (a tenth of a GetItem's CPU). The classes' methods are
+    fixed once this server has patched them, before it serves, so each
+    class's list is made once; each request is given its own copy."""
+    import moto.core.responses as responses
+
+    list_methods = responses.method_names_from_class
+    lists = {}
+
+    def method_names(cls):
+        names = lists.get(cls)
+        if names is None:
+            names = lists[cls] = tuple(list_methods(cls))
+        return list(names)
+
+    responses.method_names_from_class = method_names
 
 
 def sqs_clock_and_retention():
@@ -758,11 +967,20 @@ def sns_one_certificate_a_subscription():
 
 
 def main():
-    parse_update_expressions_once()
-    map_node_kinds_once()
-    sqs_clock_and_retention()
-    sqs_atomic_per_queue()
-    sns_one_certificate_a_subscription()
+    # ORACLE_MOTO_PLAIN=1 leaves moto's own code in place (the locks and
+    # this server's own paths stay): the answers the shortcuts' test
+    # (equivalence_test.go) compares theirs with.
+    if os.environ.get(PLAIN) != "1":
+        parse_update_expressions_once()
+        check_kept_update_trees_once()
+        copy_kept_update_trees_from_pickles()
+        lex_conditions_once()
+        map_node_kinds_once()
+        serialize_attribute_values_directly()
+        list_handler_methods_once()
+        sqs_clock_and_retention()
+        sqs_atomic_per_queue()
+        sns_one_certificate_a_subscription()
     host, port = sys.argv[1], int(sys.argv[2])
     app = Dispatcher(create_backend_app)
     run_simple(host, port, serialise(app), threaded=True)
