@@ -113,11 +113,12 @@ func (h *Handler) divergenceCheck(ctx context.Context, t *task) (audit.Line, err
 // divergence notice, when it moved far), and only then is the
 // generation's object written (the records its verdict carries, the
 // divergence check, the verdict's own record) and the first verdict kept
-// past the order (a Stripe order's), concurrently. A redelivery of a READY order runs it
-// again, so everything here is idempotent: the mailer sends each email
-// once, the object's key is the verdict's write-once record id, and the
-// job's message is acknowledged only once all of it is done. A failed
-// audit write alerts but does not withhold the customer's email.
+// past the order (a Stripe order's), concurrently. A redelivery of a
+// READY order runs it again, so everything here is idempotent: the mailer
+// sends each email once, the object's key is the verdict's write-once
+// record id, and the job's message is acknowledged only once all of it is
+// done. A failed audit write alerts but does not withhold the customer's
+// email.
 func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	o := t.order
 	status, id := audit.StatusOK, audit.RecordID(o.SessionID, audit.NameGenerated)
