@@ -108,12 +108,14 @@ func (h *Handler) divergenceCheck(ctx context.Context, t *task) (audit.Line, err
 	return rec, nil
 }
 
-// afterStore hands on what a stored verdict is owed, then finishes the
-// rest beside it: a first verdict's email is queued (a regenerated one's
-// divergence notice, when it moved far), and only then is the
-// generation's object written (the records its verdict carries, the
-// divergence check, the verdict's own record) and the first verdict kept
-// past the order (a Stripe order's), concurrently. A redelivery of a
+// afterStore hands on what a stored verdict is owed and finishes the rest
+// beside the hand-off, not after it: the generation's object (the records
+// its verdict carries, the divergence check, the verdict's own record) and
+// the first verdict kept past the order (a Stripe order's) are written
+// while a first verdict's email is queued (a regenerated one's divergence
+// notice, when it moved far). None of them depends on the others, and
+// begun together they cost the invocation one round trip, not two: the
+// mailer's first calls no longer meet them. A redelivery of a
 // READY order runs it again, so everything here is idempotent: the mailer
 // sends each email once, the object's key is the verdict's write-once
 // record id, and the job's message is acknowledged only once all of it is
@@ -138,6 +140,25 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 	case status == audit.StatusRegenerated:
 		r.Event = audit.EventVerdictRegenerated
 	}
+	// On a redelivery, t.carried is what the stored verdict carries: the
+	// records of the generation that stored it, which a crash may have
+	// kept from being written.
+	h.writeStep(ctx, t, o, append(lines, audit.Line{Record: r, ID: id})...)
+	// Only a Stripe session comes back to be generated again once its
+	// order is gone (the result page's landing); an agent's order is never
+	// claimed again, so nothing would read its first verdict.
+	if !oracle.IsAgentOrder(o.SessionID) {
+		original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
+		if o.Regen {
+			// The emailed verdict stands (REGEN_CONSISTENCY invariant 4): a
+			// regeneration only reaches the customer's inbox as the
+			// divergence notice.
+			original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}
+		}
+		t.spawn(ctx, func(ctx context.Context) error {
+			return h.Originals.KeepOriginal(ctx, o.SessionID, original, o.Retention(h.OriginalRetention))
+		})
+	}
 	if !o.Regen {
 		if err := h.notify(ctx, o, oracle.MailVerdict); err != nil {
 			return fmt.Errorf("enqueue verdict mail: %w", err)
@@ -145,26 +166,5 @@ func (h *Handler) afterStore(ctx context.Context, t *task) error {
 		t.log.InfoContext(ctx, "verdict mail enqueued")
 	}
 	crashpoint.Reach(ctx, crashpoint.GeneratorHandedOver)
-
-	// On a redelivery, t.carried is what the stored verdict carries: the
-	// records of the generation that stored it, which a crash may have
-	// kept from being written.
-	h.writeStep(ctx, t, o, append(lines, audit.Line{Record: r, ID: id})...)
-	if oracle.IsAgentOrder(o.SessionID) {
-		// Only a Stripe session comes back to be generated again once its
-		// order is gone (the result page's landing); an agent's order is
-		// never claimed again, so nothing would read its first verdict.
-		return nil
-	}
-	original := oracle.Original{Verdict: o.VerdictLabel, Hash: o.VerdictHash}
-	if o.Regen {
-		// The emailed verdict stands (REGEN_CONSISTENCY invariant 4): a
-		// regeneration only reaches the customer's inbox as the divergence
-		// notice.
-		original = oracle.Original{Verdict: o.OriginalVerdict, Hash: o.OriginalVerdictHash}
-	}
-	t.spawn(ctx, func(ctx context.Context) error {
-		return h.Originals.KeepOriginal(ctx, o.SessionID, original, o.Retention(h.OriginalRetention))
-	})
 	return nil
 }

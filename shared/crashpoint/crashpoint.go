@@ -50,8 +50,8 @@ const (
 	MailerRecorded Point = "mailer/after-record"
 	// GeneratorHandedOver: the stored verdict's email is queued; its audit
 	// records, the records its generation carried, the circuit's report
-	// and the first verdict's keeping, which follow the hand-off, may not
-	// be done. A redelivery does them.
+	// and the first verdict's keeping, begun beside the store or the
+	// hand-off, may not be done. A redelivery does them.
 	GeneratorHandedOver Point = "generator/after-handoff"
 )
 
