@@ -87,10 +87,12 @@ unit:
 	CGO_ENABLED=0 $(GO) build -o .build/warm/ ./functions/...
 	$(call with-moto,ORACLE_REQUIRE_TOOLS=1 $(GO) test -race -ldflags=-w -count=1 -p 4 -parallel 4 -timeout 9m ./infra/local/stack ./...)
 
-## fuzz: short fuzz runs of the content filter, the crosscheck, the x402 payment header's decoder, the address canonicaliser, the sign-in form, the session cookie, the query chunking, the webhook's parsing, the model reply's parsing, the inbox's message parsing and the MCP direct path against the go-sdk
+## fuzz: short fuzz runs of the content filter, the crosscheck, the x402 payment header's decoder, the address canonicaliser, the sign-in form, the session cookie, the query chunking, the webhook's parsing, its event's and session's scanner against encoding/json, the model reply's parsing, the inbox's message parsing and the MCP direct path against the go-sdk
 fuzz: fuzz-core
 	$(GO) test -run '^$$' -fuzz '^FuzzChunkRoundTrip$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/stripex
 	$(GO) test -run '^$$' -fuzz '^FuzzWebhookVerify$$' -fuzztime $(or $(FUZZTIME),20000x) ./functions/webhook
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEnvelope$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/stripex
+	$(GO) test -run '^$$' -fuzz '^FuzzSessionModeFromJSON$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/stripex
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAnalysis$$' -fuzztime $(or $(FUZZTIME),100000x) ./shared/oracle
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),20000x) ./shared/inbox
 	$(GO) test -run '^$$' -fuzz '^FuzzTheDirectPath$$' -fuzztime $(or $(FUZZTIME),20000x) ./functions/agent

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -52,4 +53,21 @@ func TestIsName(t *testing.T) {
 			t.Errorf("IsName(%q) = %v, want %v", c.s, got, c.want)
 		}
 	}
+}
+
+// FuzzValidSessionID holds ValidSessionID to the regular expressions it
+// was, whatever the input.
+func FuzzValidSessionID(f *testing.F) {
+	session := regexp.MustCompile(`^cs_(test|live)_[A-Za-z0-9]{1,250}$`)
+	agent := regexp.MustCompile(`^x402_(test|live)_[A-Za-z0-9]{32}$`)
+	for _, id := range []string{"cs_test_a1", "cs_live_" + strings.Repeat("Z", 250), "cs_live_" + strings.Repeat("Z", 251), "cs_test_",
+		"cs_test_a1\n", "cs_prod_a1", "x402_test_" + strings.Repeat("9", 32), "x402_live_" + strings.Repeat("9", 31), "x402_test_" + strings.Repeat("9", 33),
+		"cs_test_é", "", "cs_test_a-b", "x402_test_" + strings.Repeat("é", 16)} {
+		f.Add(id)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if got, want := ValidSessionID(id), session.MatchString(id) || agent.MatchString(id); got != want {
+			t.Fatalf("%q: %v, the regular expressions say %v", id, got, want)
+		}
+	})
 }

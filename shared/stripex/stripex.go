@@ -348,9 +348,12 @@ func SessionFromJSON(raw json.RawMessage) (oracle.Session, error) {
 // them, and decoding it was a fifth of the webhook's own work on every
 // event (docs/performance.md). TestSessionModeFromJSONAsStripeGo holds it
 // to Session over stripe-go's own decoding.
+//
+// The object is read by the scanner in one pass, or by encoding/json when
+// it is not in the plain shape Stripe writes (see scanner).
 func SessionModeFromJSON(raw json.RawMessage) (oracle.Session, string, error) {
-	var s sessionObject
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := decodeSession(raw)
+	if err != nil {
 		return oracle.Session{}, "", fmt.Errorf("decode checkout session: %w", err)
 	}
 	if !oracle.ValidSessionID(s.ID) {
@@ -402,15 +405,64 @@ type sessionObject struct {
 	CustomerEmail     string            `json:"customer_email"`
 	ClientReferenceID string            `json:"client_reference_id"`
 	PaymentIntent     expandableID      `json:"payment_intent"`
-	CustomerDetails   *struct {
-		Email string `json:"email"`
-	} `json:"customer_details"`
-	CustomFields []*struct {
-		Key  string `json:"key"`
-		Text *struct {
-			Value string `json:"value"`
-		} `json:"text"`
-	} `json:"custom_fields"`
+	CustomerDetails   *customerDetails  `json:"customer_details"`
+	CustomFields      []*customField    `json:"custom_fields"`
+}
+
+type customerDetails struct {
+	Email string `json:"email"`
+}
+
+type customField struct {
+	Key  string      `json:"key"`
+	Text *customText `json:"text"`
+}
+
+type customText struct {
+	Value string `json:"value"`
+}
+
+// decodeSession reads a session object as encoding/json would, with the
+// scanner when it can.
+func decodeSession(raw []byte) (sessionObject, error) {
+	var s sessionObject
+	if sc := (scanner{b: raw}); sc.session(&s) && sc.end() {
+		return s, nil
+	}
+	s = sessionObject{}
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// Envelope is what the webhook reads of an event: its object stays raw,
+// decoded once by what handles the event's type. (stripe.Event's own
+// decoding also turns the object into a map, which nothing reads.)
+type Envelope struct {
+	ID         string               `json:"id"`
+	Type       stripe.EventType     `json:"type"`
+	Livemode   bool                 `json:"livemode"`
+	Created    int64                `json:"created"`
+	APIVersion string               `json:"api_version"`
+	Request    *stripe.EventRequest `json:"request"`
+	Data       *EventData           `json:"data"`
+}
+
+// EventData holds an event's object as it was written.
+type EventData struct {
+	Object json.RawMessage `json:"object"`
+}
+
+// DecodeEnvelope reads an event's envelope as encoding/json would, with
+// the scanner in one pass when the event is in the plain shape Stripe
+// writes (see scanner).
+func DecodeEnvelope(body []byte) (Envelope, error) {
+	var e Envelope
+	if sc := (scanner{b: body}); sc.envelope(&e) && sc.end() {
+		return e, nil
+	}
+	e = Envelope{}
+	err := json.Unmarshal(body, &e)
+	return e, err
 }
 
 // expandableID is an expandable field's id: Stripe sends the id alone, or
