@@ -207,7 +207,10 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if err != nil {
 		return cors(h.response(ctx, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload))), nil
 	}
-	return cors(h.response(ctx, h.pay(ctx, t, p))), nil
+	o := h.pay(ctx, t, p)
+	// Deferred, so that not even a panic answers before the record.
+	defer o.recorded.wait()
+	return cors(h.response(ctx, o)), nil
 }
 
 // offers are the paid routes' offers by path, made once.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -50,7 +51,11 @@ func (d directTools) serve(w http.ResponseWriter, r *http.Request, body []byte) 
 		return false
 	}
 	req := &mcp.CallToolRequest{Params: &call.params, Extra: &mcp.RequestExtra{Header: r.Header}}
-	res, err := d[call.params.Name](r.Context(), req)
+	// A paid call's record may still be on the wire when its tool returns
+	// (hold): the answer is encoded meanwhile, and leaves after it.
+	held := func() {}
+	defer func() { held() }()
+	res, err := d[call.params.Name](context.WithValue(r.Context(), heldKey{}, &held), req)
 	// As the SDK's callTool: a result's content is never null.
 	if err == nil && res != nil && res.Content == nil {
 		res2 := *res

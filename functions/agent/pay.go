@@ -301,7 +301,8 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	}
 	t.order.Status = oracle.StatusPaid
 	// The payment's record is written while the answer waits for the
-	// verdict, and the answer waits for it: it is the payment's account.
+	// verdict and is encoded, and the answer waits for it: it is the
+	// payment's account (outcome.awaitRecord).
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
@@ -314,7 +315,7 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 		read = &t.order
 	}
 	o := h.answerRead(ctx, t, h.settlementOf(s, t), read)
-	<-recorded
+	o.recorded = recorded
 	// The payment's metric and line are the request's closing words,
 	// written after the answer where the traces extension runs (the line
 	// names the order through the context); the audit record above is the
