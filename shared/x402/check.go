@@ -80,22 +80,30 @@ func CheckTerms(p PaymentPayload, accepts []PaymentRequirements, now time.Time, 
 // apart so that a caller can run it while its first write is on the wire.
 // A refusal is a *Refusal.
 func CheckSigner(p PaymentPayload, req PaymentRequirements) error {
+	_, err := Signer(p, req)
+	return err
+}
+
+// Signer is CheckSigner that also returns the signer when the check
+// passes: authorization.from in its EIP-55 form, which the recovery has
+// already computed.
+func Signer(p PaymentPayload, req PaymentRequirements) (string, error) {
 	domain, ok := domainOf(req)
 	if !ok {
-		return refuse(ReasonMissingEIP712Domain, "the offered requirement on %s has no EIP-712 name and version", req.Network)
+		return "", refuse(ReasonMissingEIP712Domain, "the offered requirement on %s has no EIP-712 name and version", req.Network)
 	}
 	a := p.Payload.Authorization
 	signer, err := RecoverSigner(domain, a, p.Payload.Signature)
 	if errors.Is(err, errSignatureFormat) {
-		return refuse(ReasonSignatureFormat, "%v (only 65-byte EOA signatures are accepted)", err)
+		return "", refuse(ReasonSignatureFormat, "%v (only 65-byte EOA signatures are accepted)", err)
 	}
 	if err != nil {
-		return refuse(ReasonInvalidSignature, "%v", err)
+		return "", refuse(ReasonInvalidSignature, "%v", err)
 	}
 	if !SameAddress(signer, a.From) {
-		return refuse(ReasonInvalidSignature, "signed by %s, not by authorization.from %s", signer, a.From)
+		return "", refuse(ReasonInvalidSignature, "signed by %s, not by authorization.from %s", signer, a.From)
 	}
-	return nil
+	return signer, nil
 }
 
 // match finds the offered requirement the client accepted; when none
