@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/httpapi"
@@ -350,7 +351,8 @@ func decodePayment(raw json.RawMessage) (x402.PaymentPayload, error) {
 		return x402.PaymentPayload{}, fmt.Errorf("agent: the MCP payment is %d bytes, over the %d allowed", len(raw), maxPaymentJSON)
 	}
 	var p x402.PaymentPayload
-	if err := json.Unmarshal(raw, &p); err != nil {
+	// segmentio's decoder, as the header's (DecodePaymentSignatureWith).
+	if err := segjson.Unmarshal(raw, &p); err != nil {
 		return x402.PaymentPayload{}, fmt.Errorf("agent: the MCP payment is not a PaymentPayload: %w", err)
 	}
 	return p, nil
