@@ -157,7 +157,7 @@ type Handler struct {
 	offersOnce  sync.Once
 	routeOffers map[string]offer
 	payables    map[oracle.Tier][]x402.PaymentRequirements // made with the offers
-	mcp         mcpState // the MCP server (mcp.go)
+	mcp         mcpState                                   // the MCP server (mcp.go)
 }
 
 // paidBody is the body of a paid route.
