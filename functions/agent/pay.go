@@ -323,7 +323,7 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	t.order.Status = oracle.StatusPaid
 	// The payment's record is written while the answer waits for the
 	// verdict and is encoded, and the answer waits for it: it is the
-	// payment's account (outcome.awaitRecord).
+	// payment's account (outcome.recorded).
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
