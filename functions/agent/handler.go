@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/fulfil"
@@ -154,7 +156,8 @@ type Handler struct {
 
 	offersOnce  sync.Once
 	routeOffers map[string]offer
-	mcp         mcpState // the MCP server (mcp.go)
+	payables    map[oracle.Tier][]x402.PaymentRequirements // made with the offers
+	mcp         mcpState                                   // the MCP server (mcp.go)
 }
 
 // paidBody is the body of a paid route.
@@ -203,19 +206,25 @@ func (h *Handler) Handle(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if header == "" {
 		return cors(h.response(ctx, h.required(t, ""))), nil
 	}
-	p, err := x402.DecodePaymentSignature(header)
+	p, err := x402.DecodePaymentSignatureWith(header, segjson.Unmarshal)
 	if err != nil {
 		return cors(h.response(ctx, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload))), nil
 	}
-	return cors(h.response(ctx, h.pay(ctx, t, p))), nil
+	o := h.pay(ctx, t, p)
+	// Deferred, so that not even a panic answers before the record.
+	defer o.recorded.wait()
+	return cors(h.response(ctx, o)), nil
 }
 
-// offers are the paid routes' offers by path, made once.
+// offers are the paid routes' offers by path, made once, with what a
+// payment for each tier may match (payable).
 func (h *Handler) offers() map[string]offer {
 	h.offersOnce.Do(func() {
 		h.routeOffers = make(map[string]offer, len(Routes))
+		h.payables = make(map[oracle.Tier][]x402.PaymentRequirements, len(Routes))
 		for path, tier := range Routes {
 			h.routeOffers[path] = h.httpOffer(path, tier)
+			h.payables[tier] = h.matchable(tier)
 		}
 	})
 	return h.routeOffers
@@ -225,12 +234,16 @@ func (h *Handler) offers() map[string]offer {
 // payment is asked for: a bad query is a 400, never a 402.
 func parseQuery(body []byte) (string, error) {
 	var r paidBody
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&r); err != nil {
-		return "", oracle.Wrap(oracle.CodeInvalid, err, `request body must be a JSON object: {"query": "..."}`)
-	}
-	if dec.More() {
-		return "", oracle.Errorf(oracle.CodeInvalid, "request body must be a single JSON object")
+	// The body a client sends, one JSON value and nothing after it, is
+	// decoded in one pass by segmentio's decoder, which decodes as
+	// encoding/json does; anything else is read as before by decodeBody,
+	// which takes what it took and says what is wrong with the rest
+	// (FuzzParseQuery: what the first takes, the second takes the same).
+	if segjson.Unmarshal(body, &r) != nil {
+		var err error
+		if r, err = decodeBody(body); err != nil {
+			return "", err
+		}
 	}
 	if r.Query == nil {
 		return "", oracle.Errorf(oracle.CodeInvalid, "query is required: describe your idea or question")
@@ -239,6 +252,19 @@ func parseQuery(body []byte) (string, error) {
 		return "", err
 	}
 	return *r.Query, nil
+}
+
+// decodeBody reads body as a single JSON value, as the checkout does.
+func decodeBody(body []byte) (paidBody, error) {
+	var r paidBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&r); err != nil {
+		return r, oracle.Wrap(oracle.CodeInvalid, err, `request body must be a JSON object: {"query": "..."}`)
+	}
+	if dec.More() {
+		return r, oracle.Errorf(oracle.CodeInvalid, "request body must be a single JSON object")
+	}
+	return r, nil
 }
 
 // live reports whether the rail takes real money (Base) on any network.
@@ -278,9 +304,17 @@ func (h *Handler) accepts(tier oracle.Tier) []x402.PaymentRequirements {
 	return requirements(h.offered(), tier, h.PayTo, h.MaxTimeout)
 }
 
-// payable is what a payment for tier may match: the offered requirements,
-// then those of the networks taken from the smoke test's wallet alone.
+// payable is what a payment for tier may match, made once with the offers
+// (a checksummed address and a map each): the caller must not change it.
 func (h *Handler) payable(tier oracle.Tier) []x402.PaymentRequirements {
+	h.offers()
+	return h.payables[tier]
+}
+
+// matchable is what a payment for tier may match: the offered
+// requirements, then those of the networks taken from the smoke test's
+// wallet alone.
+func (h *Handler) matchable(tier oracle.Tier) []x402.PaymentRequirements {
 	out := h.accepts(tier)
 	for _, n := range h.Networks {
 		if h.smokeOnly(n) {

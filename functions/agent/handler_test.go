@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+	segjson "github.com/segmentio/encoding/json"
 
 	"42sisters.ai/oracle/infra/fakes/fakefacilitator"
 	"42sisters.ai/oracle/infra/provision"
@@ -1230,4 +1231,24 @@ func TestASettlementOfAnotherPaymentIsUnconfirmed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseQuery: a body segmentio's decoder takes in one pass (parseQuery's
+// fast path) is one encoding/json's stream takes too (decodeBody, the path
+// of every other body), with the same query.
+func FuzzParseQuery(f *testing.F) {
+	for _, b := range []string{body, `{"query":"x"}}`, `{"query":"x"} {"query":"y"}`, "null", `{"QUERY":"é"}`, `"a string"`,
+		`{"query":5}`, `{"query":"a\ud800"}`, "  {\"query\":\"\xff\"}\n", "", `{"query":"x","query":"y"}`, `{"query":null}`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast paidBody
+		if segjson.Unmarshal(b, &fast) != nil {
+			return
+		}
+		slow, err := decodeBody(b)
+		if err != nil || (fast.Query == nil) != (slow.Query == nil) || fast.Query != nil && *fast.Query != *slow.Query {
+			t.Fatalf("%q: segmentio's decoder took it, encoding/json's stream: %+v, %v", b, slow, err)
+		}
+	})
 }

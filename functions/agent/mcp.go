@@ -63,14 +63,16 @@ func (h *Handler) serveMCP(ctx context.Context, req httpapi.Request) httpapi.Res
 	if d, ok := ctx.Deadline(); ok {
 		info.deadline = d
 	}
-	r, err := http.NewRequestWithContext(context.WithValue(ctx, mcpRequestKey{}, info), http.MethodPost, "https://"+httpapi.Header(req, "Host")+mcpPath, bytes.NewReader(body))
+	host := httpapi.Header(req, "Host")
+	r, err := http.NewRequestWithContext(context.WithValue(ctx, mcpRequestKey{}, info), http.MethodPost, "https://"+host+mcpPath, bytes.NewReader(body))
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, oracle.Wrap(oracle.CodeInvalid, err, "the request's Host is not a host name"))
 	}
+	r.Header = make(http.Header, len(req.Headers))
 	for name, value := range req.Headers {
 		r.Header.Set(name, value)
 	}
-	r.Host = httpapi.Header(req, "Host")
+	r.Host = host
 	w := &recorder{header: http.Header{}}
 	if !h.mcpServer().direct.serve(w, r, body) {
 		h.mcpServer().handler.ServeHTTP(w, r)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -50,7 +51,11 @@ func (d directTools) serve(w http.ResponseWriter, r *http.Request, body []byte) 
 		return false
 	}
 	req := &mcp.CallToolRequest{Params: &call.params, Extra: &mcp.RequestExtra{Header: r.Header}}
-	res, err := d[call.params.Name](r.Context(), req)
+	// A paid call's record may still be on the wire when its tool returns
+	// (hold): the answer is encoded meanwhile, and leaves after it.
+	held := func() {}
+	defer func() { held() }()
+	res, err := d[call.params.Name](context.WithValue(r.Context(), heldKey{}, &held), req)
 	// As the SDK's callTool: a result's content is never null.
 	if err == nil && res != nil && res.Content == nil {
 		res2 := *res
@@ -80,23 +85,31 @@ func (d directTools) serve(w http.ResponseWriter, r *http.Request, body []byte) 
 // protocol before newProtocol: JSON in, both answers' types accepted, no
 // resumption, none of the MCP headers it checks against the body.
 func directHeaders(h http.Header) bool {
-	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false
+	// The type every client sends is read as mime would read it, without
+	// its parser's allocations.
+	if ct := h.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return false
+		}
 	}
 	if !acceptsBoth(h.Values("Accept")) {
 		return false
 	}
 	version := h.Get("Mcp-Protocol-Version")
-	if version != "" && (version >= newProtocol || !slices.Contains(mcp.SupportedProtocolVersions(), version)) {
+	if version != "" && (version >= newProtocol || !slices.Contains(supportedVersions, version)) {
 		return false
 	}
 	for name := range h {
-		if (strings.HasPrefix(strings.ToLower(name), "mcp-") && !strings.EqualFold(name, "Mcp-Protocol-Version")) || strings.EqualFold(name, "Last-Event-Id") {
+		if (len(name) >= 4 && strings.EqualFold(name[:4], "mcp-") && !strings.EqualFold(name, "Mcp-Protocol-Version")) || strings.EqualFold(name, "Last-Event-Id") {
 			return false
 		}
 	}
 	return true
 }
+
+// supportedVersions are the SDK's protocol versions, which it copies on
+// every call of mcp.SupportedProtocolVersions.
+var supportedVersions = mcp.SupportedProtocolVersions()
 
 // acceptsBoth reports whether Accept names application/json and
 // text/event-stream themselves (the SDK's requirement; a wildcard, which
@@ -123,13 +136,57 @@ type directCall struct {
 	params mcp.CallToolParamsRaw
 }
 
-// directShape is where each member a direct call may have sits, by its
-// path of keys: the envelope's, params', and _meta's; a member elsewhere in
+// member is a place a direct call's member may have, by its path of keys;
+// noMember is any other.
+type member int
+
+const (
+	noMember       member = iota
+	envelope              // the body's object
+	jsonrpcVersion        // jsonrpc
+	callID                // id
+	callMethod            // method
+	callParams            // params
+	toolName              // params.name
+	toolArguments         // params.arguments
+	toolMeta              // params._meta
+	metaX402              // params._meta["x402/payment"]
+	members               // how many there are
+)
+
+// directShape is what each member a direct call may have sits in: the
+// envelope's, params' and _meta's, by their keys; a member elsewhere in
 // those three objects makes the request the SDK's.
-var directShape = map[string][]string{
-	"":             {"jsonrpc", "id", "method", "params"},
-	"params":       {"name", "arguments", "_meta"},
-	"params._meta": {metaPayment},
+func directShape(in member, key []byte) (m member, kept bool) {
+	switch in {
+	case envelope:
+		switch string(key) {
+		case "jsonrpc":
+			return jsonrpcVersion, true
+		case "id":
+			return callID, true
+		case "method":
+			return callMethod, true
+		case "params":
+			return callParams, true
+		}
+	case callParams:
+		switch string(key) {
+		case "name":
+			return toolName, true
+		case "arguments":
+			return toolArguments, true
+		case "_meta":
+			return toolMeta, true
+		}
+	case toolMeta:
+		if string(key) == metaPayment {
+			return metaX402, true
+		}
+	default:
+		return noMember, true // not a kept object: any member
+	}
+	return noMember, false
 }
 
 // parse reads body as a tools/call of one of d's tools, and reports false
@@ -142,14 +199,16 @@ var directShape = map[string][]string{
 // most "x402/payment" (an object).
 func (d directTools) parse(body []byte) (directCall, bool) {
 	var call directCall
-	if !utf8.Valid(body) || !json.Valid(body) {
+	// segmentio's Valid answers as encoding/json's, in a fraction of the
+	// time; FuzzTheDirectPath holds the SDK to the same answers.
+	if !utf8.Valid(body) || !segjson.Valid(body) {
 		return call, false
 	}
 	m, ok := directMembers(body)
-	if !ok || string(m["jsonrpc"]) != `"2.0"` || string(m["method"]) != `"tools/call"` || !isObject(m["params"]) {
+	if !ok || string(m[jsonrpcVersion]) != `"2.0"` || string(m[callMethod]) != `"tools/call"` || !isObject(m[callParams]) {
 		return call, false
 	}
-	id := m["id"]
+	id := m[callID]
 	var err error
 	switch {
 	case len(id) > 0 && id[0] == '"':
@@ -172,7 +231,7 @@ func (d directTools) parse(body []byte) (directCall, bool) {
 		return call, false
 	}
 	// The name as it came: a tool's name has no character JSON escapes.
-	name := m["params.name"]
+	name := m[toolName]
 	if len(name) < 2 || name[0] != '"' {
 		return call, false
 	}
@@ -180,18 +239,18 @@ func (d directTools) parse(body []byte) (directCall, bool) {
 	if _, ok := d[call.params.Name]; !ok {
 		return call, false
 	}
-	if args, ok := m["params.arguments"]; ok {
+	if args := m[toolArguments]; args != nil {
 		if !isObject(args) {
 			return call, false
 		}
 		call.params.Arguments = args
 	}
-	if meta, ok := m["params._meta"]; ok {
+	if meta := m[toolMeta]; meta != nil {
 		if !isObject(meta) {
 			return call, false
 		}
 		call.params.Meta = mcp.Meta{}
-		if payment, ok := m["params._meta."+metaPayment]; ok {
+		if payment := m[metaX402]; payment != nil {
 			if !isObject(payment) {
 				return call, false
 			}
@@ -204,67 +263,104 @@ func (d directTools) parse(body []byte) (directCall, bool) {
 func isObject(b []byte) bool { return len(b) > 0 && b[0] == '{' }
 
 // directMembers reads the valid JSON b in one pass, keeping each value
-// directShape places by its path (its bytes as they came) and reporting
-// false when b is not an object, a member is out of directShape's place,
-// or b is not plain: past directMaxDepth, a key escaped or repeated in its
-// object, a number other than a plain integer a float64 holds exactly.
-func directMembers(b []byte) (map[string][]byte, bool) {
+// directShape places (its bytes as they came; nil when absent) and
+// reporting false when b is not an object, a member is out of
+// directShape's place, or b is not plain: past directMaxDepth, a key
+// escaped or repeated in its object, a number other than a plain integer
+// a float64 holds exactly. It allocates next to nothing: an object's keys
+// are compared where they lie in b, and only an object of more than
+// directInlineKeys keys has a set of them.
+func directMembers(b []byte) (m [members][]byte, ok bool) {
 	type open struct {
-		path  string // the keys to it, joined by dots; "-" when not kept
+		at    member // where it sits; noMember when not kept
 		start int
-		keys  map[string]struct{}
+		keys  int // where its keys begin in keys; -1 for an array
+		set   map[string]struct{}
 	}
-	var stack []open
-	m := map[string][]byte{}
-	pending := "" // the path of the value a key has just named
+	var (
+		stackBuf [directMaxDepth]open
+		keysBuf  [4 * directInlineKeys][]byte
+	)
+	stack, keys := stackBuf[:0], keysBuf[:0]
+	pending := envelope // the place of the value a key has just named
 	t := segjson.NewTokenizer(b)
 	for t.Next() {
 		end := len(b) - t.Remaining()
 		switch {
 		case t.Delim == '{' || t.Delim == '[':
 			if len(stack) == directMaxDepth || (len(stack) == 0 && t.Delim != '{') {
-				return nil, false
+				return m, false
 			}
-			o := open{path: pending, start: end - 1}
+			o := open{at: pending, start: end - 1, keys: -1}
 			if t.Delim == '{' {
-				o.keys = map[string]struct{}{}
+				o.keys = len(keys)
 			}
 			stack = append(stack, o)
-			pending = "-"
+			pending = noMember
 		case t.Delim == '}' || t.Delim == ']':
 			o := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			if o.path != "-" {
-				m[o.path] = b[o.start:end]
+			if o.keys >= 0 {
+				keys = keys[:o.keys]
 			}
-			pending = "-"
+			if o.at != noMember {
+				m[o.at] = b[o.start:end]
+			}
+			pending = noMember
 		case t.Delim != 0: // ':' and ','
 		case t.IsKey:
-			o := stack[len(stack)-1]
-			key := string(t.Value[1 : len(t.Value)-1])
-			if _, seen := o.keys[key]; seen || strings.IndexByte(key, '\\') >= 0 {
-				return nil, false
+			o := &stack[len(stack)-1]
+			key := t.Value[1 : len(t.Value)-1]
+			if bytes.IndexByte(key, '\\') >= 0 || !newKey(o.keys, &keys, &o.set, key) {
+				return m, false
 			}
-			o.keys[key] = struct{}{}
-			pending = "-"
-			if shape, kept := directShape[o.path]; kept {
-				if !slices.Contains(shape, key) {
-					return nil, false
-				}
-				pending = strings.TrimPrefix(o.path+"."+key, ".")
+			var kept bool
+			if pending, kept = directShape(o.at, key); !kept {
+				return m, false
 			}
 		default:
 			if c := t.Value[0]; c != '"' && c != 't' && c != 'f' && c != 'n' && !isInteger(t.Value) {
-				return nil, false
+				return m, false
 			}
-			if pending != "-" {
+			if pending != noMember {
 				m[pending] = t.Value
 			}
-			pending = "-"
+			pending = noMember
 		}
 	}
-	// The top-level object is kept under "".
-	return m, t.Err == nil && isObject(m[""])
+	return m, t.Err == nil && isObject(m[envelope])
+}
+
+// directInlineKeys is how many keys an object's repeats are looked for
+// among one by one; past it, in a set, so that no body costs the square
+// of its keys.
+const directInlineKeys = 16
+
+// newKey notes key among its object's, which begin at from in keys (or are
+// in set, once there are more than directInlineKeys), and reports whether
+// it is new there.
+func newKey(from int, keys *[][]byte, set *map[string]struct{}, key []byte) bool {
+	if *set != nil {
+		if _, seen := (*set)[string(key)]; seen {
+			return false
+		}
+		(*set)[string(key)] = struct{}{}
+		return true
+	}
+	for _, k := range (*keys)[from:] {
+		if bytes.Equal(k, key) {
+			return false
+		}
+	}
+	*keys = append(*keys, key)
+	if len(*keys)-from > directInlineKeys {
+		*set = make(map[string]struct{}, 2*directInlineKeys)
+		for _, k := range (*keys)[from:] {
+			(*set)[string(k)] = struct{}{}
+		}
+		*keys = (*keys)[:from]
+	}
+	return true
 }
 
 // isInteger reports whether b is a JSON integer of at most 15 digits,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -142,6 +143,7 @@ var directCalls = []struct{ name, version, body string }{
 	{"empty arguments and _meta", "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{}}}`},
 	{"arguments as they came", "2025-11-25", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{ \"query\" : \"line\\none \\u00e9 \\\"q\\\" <b>\",\n\t\"n\":[1,-2,{\"x\":null,\"y\":true}] }}}"},
 	{"members in another order, spaced", "2025-11-25", "\n{ \"params\" : { \"_meta\" : { \"x402/payment\" : " + stubPayment + " } , \"arguments\" : { \"query\" : \"q\" } , \"name\" : \"echo\" } ,\r\n \"method\" : \"tools/call\" , \"id\" : 3 , \"jsonrpc\" : \"2.0\" }\n "},
+	{"many arguments", "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{` + manyKeys(40) + `}}}`},
 	{"a lone surrogate in the query", "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"query":"\ud800"}}}`},
 	{"a result without content", "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bare"}}`},
 	{"a tool's error", "2025-11-25", `{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"fails","arguments":{}}}`},
@@ -188,6 +190,17 @@ var declinedCalls = map[string]string{
 	"a method with another case":  `{"jsonrpc":"2.0","id":1,"method":"Tools/Call","params":{"name":"echo"}}`,
 	"a member with another case":  `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"echo"}}`,
 	"a name not a string":         `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}`,
+	// Past directInlineKeys, an object's keys are kept in a set.
+	"a repeat among many keys": `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{` + manyKeys(20) + `,"k3":0}}}`,
+}
+
+// manyKeys is n members of an object, "k0":0 to "k<n-1>":0.
+func manyKeys(n int) string {
+	members := make([]string, n)
+	for i := range members {
+		members[i] = fmt.Sprintf(`"k%d":0`, i)
+	}
+	return strings.Join(members, ",")
 }
 
 // declinedHeaders are headers the direct path leaves to the SDK.

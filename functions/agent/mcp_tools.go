@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/httpapi"
@@ -233,7 +234,11 @@ func mcpContext(ctx context.Context) (context.Context, context.CancelFunc, mcpRe
 func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandler {
 	return h.guarded(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, cancel, info := mcpContext(ctx)
-		defer cancel()
+		// The call's context outlives the tool until the payment's record,
+		// written as its answer is encoded, is written; deferred, so that
+		// not even a panic answers before the record.
+		var recorded written
+		defer hold(ctx, func() { recorded.wait(); cancel() })
 		t := &payment{started: h.Now(), tier: tier, endpoint: "mcp:" + name, offer: o, request: info.id}
 		sent, err := sentPayment(req)
 		if err != nil {
@@ -258,8 +263,26 @@ func (h *Handler) paidTool(name string, tier oracle.Tier, o offer) mcp.ToolHandl
 		if err != nil {
 			return h.toolResult(ctx, t, h.junk(ctx, t, store.JunkUndecodable, x402.ReasonInvalidPayload)), nil
 		}
-		return h.toolResult(ctx, t, h.pay(ctx, t, p)), nil
+		o := h.pay(ctx, t, p)
+		recorded = o.recorded
+		return h.toolResult(ctx, t, o), nil
 	})
+}
+
+// heldKey is the context key of what a tool called on the direct path
+// leaves to end before its answer leaves (a *func()): the direct path
+// encodes the answer meanwhile, while a payment's record is on the wire.
+type heldKey struct{}
+
+// hold runs done once the tool's answer is encoded: on the direct path,
+// which runs it then; called by the SDK, which encodes the answer beyond
+// our reach, now.
+func hold(ctx context.Context, done func()) {
+	if held, ok := ctx.Value(heldKey{}).(*func()); ok {
+		*held = done
+		return
+	}
+	done()
 }
 
 // onGrownStack is tool with its goroutine's stack grown first. The SDK
@@ -328,7 +351,8 @@ func decodePayment(raw json.RawMessage) (x402.PaymentPayload, error) {
 		return x402.PaymentPayload{}, fmt.Errorf("agent: the MCP payment is %d bytes, over the %d allowed", len(raw), maxPaymentJSON)
 	}
 	var p x402.PaymentPayload
-	if err := json.Unmarshal(raw, &p); err != nil {
+	// segmentio's decoder, as the header's (DecodePaymentSignatureWith).
+	if err := segjson.Unmarshal(raw, &p); err != nil {
 		return x402.PaymentPayload{}, fmt.Errorf("agent: the MCP payment is not a PaymentPayload: %w", err)
 	}
 	return p, nil

@@ -29,6 +29,21 @@ type outcome struct {
 	// (PAYMENT-RESPONSE), when it was asked or is known.
 	settlement *x402.SettleResponse
 	retryAfter string
+	// recorded is the payment's audit record being written, when it is:
+	// the transport encodes its answer meanwhile and answers after it.
+	recorded written
+}
+
+// written closes once a payment's audit record is written; nil when none
+// is being written.
+type written <-chan struct{}
+
+// wait returns once the record is written: it is the payment's account,
+// and no answer leaves before it.
+func (w written) wait() {
+	if w != nil {
+		<-w
+	}
 }
 
 // problem is an answer's error and what to do about it.

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +36,17 @@ type payment struct {
 	key       string // the authorization's claim
 	paymentID string // the client's idempotency key, if it sent one
 	order     oracle.Order
+
+	// Once the signature is checked: the payer it proved (EIP-55), and
+	// the keyed hashes of the payer and the query that its records name.
+	payer, payerHash, queryHash string
+}
+
+// proof is what the signature's check found: the payer, with the hashes
+// its records name, or why it refused.
+type proof struct {
+	err                         error
+	payer, payerHash, queryHash string
 }
 
 // pay takes one payment through its steps, each of which can only refuse
@@ -84,20 +95,30 @@ func (h *Handler) pay(ctx context.Context, t *payment, p x402.PaymentPayload) ou
 	// signature's recovery, the check's costly half (about 150 µs), runs
 	// while the claim is on the wire, and nothing after the claim happens
 	// until it has passed: a forged signature's claim is released, and it
-	// never reaches an order or the facilitator.
-	signed := make(chan error, 1)
+	// never reaches an order or the facilitator. The hashes the payment's
+	// record names are made there too, off the answer's path.
+	signed := make(chan proof, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
 				// A bug, not the payer's doing: said in the log, and the
 				// payment refused with nothing kept (its claim released).
 				h.Log.ErrorContext(ctx, "the signature's check panicked", "panic", fmt.Sprint(r))
-				signed <- fmt.Errorf("agent: the signature's check failed: %v", r)
+				signed <- proof{err: fmt.Errorf("agent: the signature's check failed: %v", r)}
 			}
 		}()
-		signed <- x402.CheckSigner(p, accepted)
+		payer, err := x402.Signer(p, accepted)
+		if err != nil {
+			signed <- proof{err: err}
+			return
+		}
+		signed <- proof{payer: payer, payerHash: h.Hasher.Hash(payer), queryHash: h.Hasher.Hash(t.query)}
 	}()
-	checked := sync.OnceValue(func() error { return <-signed })
+	checked := sync.OnceValue(func() error {
+		proof := <-signed
+		t.payer, t.payerHash, t.queryHash = proof.payer, proof.payerHash, proof.queryHash
+		return proof.err
+	})
 	if t.paymentID != "" {
 		use := store.PaymentUse{Authorization: t.key, Signature: h.Hasher.Hash(p.Payload.Signature),
 			Request: h.Hasher.Hash(string(t.tier) + "\n" + t.query), Order: id}
@@ -142,7 +163,7 @@ func (h *Handler) pay(ctx context.Context, t *payment, p x402.PaymentPayload) ou
 		SessionID: id, Status: oracle.StatusAwaitingPayment, Tier: t.tier, Query: t.query,
 		Livemode: !t.network.Testnet, AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC,
 		Source: oracle.SourceX402, SessionCreated: t.started.UTC(),
-		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: checksummed(auth.From), Endpoint: t.endpoint,
+		Agent: &oracle.AgentPayment{Network: string(accepted.Network), Payer: t.payer, Endpoint: t.endpoint,
 			Nonce: auth.Nonce, ValidBefore: auth.ValidBefore, PaymentID: t.paymentID},
 		// As a Stripe session's smoke flag, it holds in test mode only.
 		Smoke: t.network.Testnet && h.SmokePayer != "" && x402.SameAddress(auth.From, h.SmokePayer),
@@ -301,12 +322,17 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 	}
 	t.order.Status = oracle.StatusPaid
 	// The payment's record is written while the answer waits for the
-	// verdict, and the answer waits for it: it is the payment's account.
+	// verdict and is encoded, and the answer waits for it: it is the
+	// payment's account (outcome.recorded).
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
 		h.record(ctx, t, audit.StatusOK, "", s.Transaction)
 	}()
+	// The record's call is on the wire before the answer is made: where
+	// the function has less than a core (Lambda's 256 MB), the goroutine
+	// would otherwise wait for this one to need none.
+	runtime.Gosched()
 	// The claim said what the order is: PAID, just now, so its verdict is
 	// not there to read yet, and the wait's first read is its first poll.
 	var read *oracle.Order
@@ -314,7 +340,7 @@ func (h *Handler) settled(ctx context.Context, t *payment, s x402.SettleResponse
 		read = &t.order
 	}
 	o := h.answerRead(ctx, t, h.settlementOf(s, t), read)
-	<-recorded
+	o.recorded = recorded
 	// The payment's metric and line are the request's closing words,
 	// written after the answer where the traces extension runs (the line
 	// names the order through the context); the audit record above is the
@@ -402,7 +428,7 @@ func (h *Handler) refused(ctx context.Context, t *payment, status audit.Status, 
 	r := h.recordOf(t, status, detail, "")
 	payer := "unproven"
 	if proven || x402.CheckSigner(t.payload, t.payload.Accepted) == nil {
-		payer = strings.TrimPrefix(h.Hasher.Hash(checksummed(t.payload.Payload.Authorization.From)), audit.HashPrefix)
+		payer = strings.TrimPrefix(h.payerHash(t), audit.HashPrefix)
 	} else {
 		r.Payer = ""
 	}
@@ -413,7 +439,7 @@ func (h *Handler) refused(ctx context.Context, t *payment, status audit.Status, 
 func (h *Handler) recordOf(t *payment, status audit.Status, detail, tx string) audit.Record {
 	now := h.Now()
 	r := audit.Record{
-		Timestamp: now.UTC(), SessionID: t.order.SessionID, Tier: string(t.tier), QueryHash: h.Hasher.Hash(t.query),
+		Timestamp: now.UTC(), SessionID: t.order.SessionID, Tier: string(t.tier), QueryHash: t.queryHash,
 		LatencyMS: max(now.Sub(t.started).Milliseconds(), 0), Status: status, Source: audit.SourceX402,
 		SessionCreated: t.started.UTC(), Event: audit.EventX402Payment, Livemode: !t.network.Testnet,
 		AmountTotal: t.tier.PriceUSDCAtomic(), Currency: oracle.CurrencyUSDC, OrderStatus: string(t.order.Status),
@@ -429,13 +455,26 @@ func (h *Handler) recordOf(t *payment, status audit.Status, detail, tx string) a
 	if r.Network == "" {
 		r.Network = "unknown"
 	}
-	if from := t.payload.Payload.Authorization.From; from != "" {
-		r.Payer = h.Hasher.Hash(checksummed(from))
+	if r.QueryHash == "" {
+		r.QueryHash = h.Hasher.Hash(t.query)
+	}
+	if t.payload.Payload.Authorization.From != "" {
+		r.Payer = h.payerHash(t)
 	}
 	if status.Failure() {
 		r.ErrorDetail = audit.Detail(oracle.Clip(audit.WithoutAddresses(detail), 500))
 	}
 	return r
+}
+
+// payerHash is the keyed hash of the payment's payer (authorization.from,
+// EIP-55) that its records name: made with the signature's check when it
+// passed.
+func (h *Handler) payerHash(t *payment) string {
+	if t.payerHash != "" {
+		return t.payerHash
+	}
+	return h.Hasher.Hash(checksummed(t.payload.Payload.Authorization.From))
 }
 
 // settlementOf is the PAYMENT-RESPONSE of s, naming the network paid on
@@ -499,11 +538,10 @@ func checksummed(a string) string {
 	return oracle.Clip(a, 64)
 }
 
-// usdc is an amount in USDC's atomic units as USDC.
-func usdc(atomic int64) float64 {
-	f, _ := new(big.Rat).SetFrac64(atomic, 1_000_000).Float64()
-	return f
-}
+// usdc is an amount in USDC's atomic units as USDC: the float64 nearest
+// the quotient, as an atomic amount (below 2^53) and a million are exact
+// and a division rounds once.
+func usdc(atomic int64) float64 { return float64(atomic) / 1_000_000 }
 
 func unixTime(s string) string {
 	n, err := strconv.ParseInt(s, 10, 64)

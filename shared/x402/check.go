@@ -1,6 +1,7 @@
 package x402
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
@@ -80,22 +81,30 @@ func CheckTerms(p PaymentPayload, accepts []PaymentRequirements, now time.Time, 
 // apart so that a caller can run it while its first write is on the wire.
 // A refusal is a *Refusal.
 func CheckSigner(p PaymentPayload, req PaymentRequirements) error {
+	_, err := Signer(p, req)
+	return err
+}
+
+// Signer is CheckSigner that also returns the signer when the check
+// passes: authorization.from in its EIP-55 form, which the recovery has
+// already computed.
+func Signer(p PaymentPayload, req PaymentRequirements) (string, error) {
 	domain, ok := domainOf(req)
 	if !ok {
-		return refuse(ReasonMissingEIP712Domain, "the offered requirement on %s has no EIP-712 name and version", req.Network)
+		return "", refuse(ReasonMissingEIP712Domain, "the offered requirement on %s has no EIP-712 name and version", req.Network)
 	}
 	a := p.Payload.Authorization
 	signer, err := RecoverSigner(domain, a, p.Payload.Signature)
 	if errors.Is(err, errSignatureFormat) {
-		return refuse(ReasonSignatureFormat, "%v (only 65-byte EOA signatures are accepted)", err)
+		return "", refuse(ReasonSignatureFormat, "%v (only 65-byte EOA signatures are accepted)", err)
 	}
 	if err != nil {
-		return refuse(ReasonInvalidSignature, "%v", err)
+		return "", refuse(ReasonInvalidSignature, "%v", err)
 	}
 	if !SameAddress(signer, a.From) {
-		return refuse(ReasonInvalidSignature, "signed by %s, not by authorization.from %s", signer, a.From)
+		return "", refuse(ReasonInvalidSignature, "signed by %s, not by authorization.from %s", signer, a.From)
 	}
-	return nil
+	return signer, nil
 }
 
 // match finds the offered requirement the client accepted; when none
@@ -151,7 +160,9 @@ func AuthorizationID(n Network, asset string, a Authorization) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("x402: authorization nonce: %w", err)
 	}
-	return fmt.Sprintf("%s/0x%x/0x%x/0x%x", n, contract, from, nonce), nil
+	// Written out rather than through fmt, which spells it the same
+	// (TestAuthorizationIDIgnoresSpelling) in several times the time.
+	return string(n) + "/0x" + hex.EncodeToString(contract[:]) + "/0x" + hex.EncodeToString(from[:]) + "/0x" + hex.EncodeToString(nonce[:]), nil
 }
 
 // CheckSettlement compares a successful settlement's answer with the

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -320,6 +321,13 @@ func TestAuthorizationIDIgnoresSpelling(t *testing.T) {
 	}
 	if id != strings.ToLower(id) || !strings.HasPrefix(id, "eip155:8453/0x833589fcd6edb6e08f4c7c32d4f71b54bda02913/") {
 		t.Errorf("id %s", id)
+	}
+	// Claims already stored are keyed on this spelling.
+	contract, _ := parseAddress(p.Accepted.Asset)
+	from, _ := parseAddress(a.From)
+	nonce, _ := parseNonce(a.Nonce)
+	if want := fmt.Sprintf("%s/0x%x/0x%x/0x%x", p.Accepted.Network, contract, from, nonce); id != want {
+		t.Errorf("id %s, claims are keyed %s", id, want)
 	}
 	upper := func(s string) string { return "0x" + strings.ToUpper(s[2:]) }
 	other := a

@@ -3,8 +3,11 @@ package x402
 import (
 	"encoding/base64"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // reasons are the codes a local refusal may carry: the specification's and
@@ -21,7 +24,9 @@ var reasons = map[string]bool{
 // against the offers, CheckSigner against the match, the signer proved
 // against the payment's own claim, AuthorizationID): none panics, and every
 // refusal is a *Refusal whose reason is one of the protocol's. A header
-// that does not decode is invalid_payload and ErrMalformedHeader.
+// that does not decode is invalid_payload and ErrMalformedHeader. With
+// segmentio's decoder, as the agent decodes it, a header decodes exactly
+// as with encoding/json.
 func FuzzDecodePayment(f *testing.F) {
 	for _, h := range specHeaders(f)["PAYMENT-SIGNATURE"] {
 		f.Add(h)
@@ -41,6 +46,12 @@ func FuzzDecodePayment(f *testing.F) {
 	for _, h := range []string{"", "x", "bm90IGpzb24=", "e30=", "e30", "W10=", "bnVsbA==", "eyJ4NDAyVmVyc2lvbiI6Mn0="} {
 		f.Add(h)
 	}
+	// What encoding/json reads its own way: keys in any case, the last of
+	// a repeated one, invalid UTF-8 as U+FFFD, numbers in an extension.
+	for _, j := range []string{`{"X402VERSION":2,"Accepted":{"EXTRA":{"name":"USDC"}}}`, `{"x402Version":1,"x402Version":2}`,
+		"{\"payload\":{\"signature\":\"0x\xff\"}}", `{"extensions":{"a":[1,2.5e3,-0,"\u00e9"]}}`} {
+		f.Add(base64.StdEncoding.EncodeToString([]byte(j)))
+	}
 	for _, ext := range []string{`{"payment-identifier":{"info":{"required":false,"id":"pay_7d5d747be160e280504c"}}}`,
 		`{"payment-identifier":{"info":{"id":7}}}`, `{"payment-identifier":[]}`, `{"payment-identifier":{"info":{"id":"short"}}}`} {
 		f.Add(base64.StdEncoding.EncodeToString([]byte(`{"x402Version":2,"extensions":` + ext + `}`)))
@@ -48,6 +59,9 @@ func FuzzDecodePayment(f *testing.F) {
 	accepts := offers()
 	f.Fuzz(func(t *testing.T, header string) {
 		p, err := DecodePaymentSignature(header)
+		if fast, fastErr := DecodePaymentSignatureWith(header, segjson.Unmarshal); (err == nil) != (fastErr == nil) || err == nil && !reflect.DeepEqual(p, fast) {
+			t.Fatalf("segmentio's decoder: %+v (%v); encoding/json: %+v (%v)", fast, fastErr, p, err)
+		}
 		if err != nil {
 			var r *Refusal
 			if !errors.As(err, &r) || r.Reason != ReasonInvalidPayload || !errors.Is(err, ErrMalformedHeader) {

@@ -28,8 +28,17 @@ func EncodeHeader(v any) (string, error) {
 // *Refusal with ReasonInvalidPayload that also matches ErrMalformedHeader.
 // Unknown fields are ignored, as the reference does.
 func DecodePaymentSignature(h string) (PaymentPayload, error) {
+	return DecodePaymentSignatureWith(h, json.Unmarshal)
+}
+
+// DecodePaymentSignatureWith is DecodePaymentSignature with the JSON read
+// by unmarshal, which must decode as encoding/json's Unmarshal does: the
+// agent, which decodes a payment on every paid request's path, passes
+// segmentio's decoder, which it links anyway (FuzzDecodePayment checks
+// that it reads a payment exactly as encoding/json does).
+func DecodePaymentSignatureWith(h string, unmarshal func([]byte, any) error) (PaymentPayload, error) {
 	var p PaymentPayload
-	if err := decodeHeader(h, &p); err != nil {
+	if err := decodeHeader(h, func(b []byte) error { return unmarshal(b, &p) }); err != nil {
 		return PaymentPayload{}, &Refusal{Reason: ReasonInvalidPayload, Detail: err.Error(), err: err}
 	}
 	return p, nil
@@ -38,7 +47,7 @@ func DecodePaymentSignature(h string) (PaymentPayload, error) {
 // DecodePaymentRequired decodes a PAYMENT-REQUIRED header.
 func DecodePaymentRequired(h string) (PaymentRequired, error) {
 	var p PaymentRequired
-	if err := decodeHeader(h, &p); err != nil {
+	if err := decodeHeader(h, func(b []byte) error { return json.Unmarshal(b, &p) }); err != nil {
 		return PaymentRequired{}, err
 	}
 	return p, nil
@@ -47,13 +56,15 @@ func DecodePaymentRequired(h string) (PaymentRequired, error) {
 // DecodePaymentResponse decodes a PAYMENT-RESPONSE header.
 func DecodePaymentResponse(h string) (SettleResponse, error) {
 	var r SettleResponse
-	if err := decodeHeader(h, &r); err != nil {
+	if err := decodeHeader(h, func(b []byte) error { return json.Unmarshal(b, &r) }); err != nil {
 		return SettleResponse{}, err
 	}
 	return r, nil
 }
 
-func decodeHeader(h string, v any) error {
+// decodeHeader reads h's base64 and decodes the JSON it carries with
+// unmarshal.
+func decodeHeader(h string, unmarshal func([]byte) error) error {
 	h = strings.TrimSpace(h)
 	if len(h) > MaxHeaderBytes {
 		return fmt.Errorf("%w: %d bytes, over the %d allowed", ErrMalformedHeader, len(h), MaxHeaderBytes)
@@ -71,7 +82,7 @@ func decodeHeader(h string, v any) error {
 	if err != nil {
 		return fmt.Errorf("%w: not base64: %w", ErrMalformedHeader, err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := unmarshal(b); err != nil {
 		return fmt.Errorf("%w: not the expected JSON: %w", ErrMalformedHeader, err)
 	}
 	return nil
