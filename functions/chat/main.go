@@ -22,11 +22,13 @@ import (
 	"42sisters.ai/oracle/shared/coldstart"
 	"42sisters.ai/oracle/shared/httpapi"
 	"42sisters.ai/oracle/shared/queue"
+	"42sisters.ai/oracle/shared/sosfilter"
 	"42sisters.ai/oracle/shared/store"
 	"42sisters.ai/oracle/shared/tracing"
 )
 
 func main() {
+	sosfilter.Prepare() // built while the settings' secrets are read
 	fn, cfg := coldstart.Start(loadConfig)
 	log := fn.Log
 	aws := fn.AWS

@@ -125,7 +125,7 @@ func replier(ctx context.Context, fn *coldstart.Function, cfg settings, alerts *
 	}
 	policy := chatreply.CallerPolicy(cfg.CallTimeout)
 	policy.BackoffBase = cfg.BackoffBase
-	filter, err := sosfilter.New()
+	filter, err := sosfilter.Shared()
 	if err != nil {
 		return nil, fmt.Errorf("the content filter's block list: %w", err)
 	}

@@ -24,6 +24,7 @@ import (
 
 func main() {
 	ctx := context.Background()
+	sosfilter.Prepare() // built while the settings' secrets are read
 	fn, cfg := coldstart.Start(loadConfig)
 	log, aws := fn.Log, fn.AWS
 	client, err := gemini.New(ctx, gemini.Options{Key: cfg.GeminiKey, Model: cfg.GeminiModel, BaseURL: cfg.GeminiBase, Timeout: cfg.CallTimeout})
@@ -35,7 +36,7 @@ func main() {
 		fn.Check(err, "the fallback model client")
 		caller.Fallback = fallback
 	}
-	filter, err := sosfilter.New()
+	filter, err := sosfilter.Shared()
 	fn.Check(err, "the content filter's block list is unusable")
 	db := awsenv.NewTables(aws)
 	queues := queue.NewClient(aws)

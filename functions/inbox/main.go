@@ -22,9 +22,10 @@ import (
 )
 
 func main() {
+	sosfilter.Prepare() // built while the settings' secrets are read
 	fn, cfg := coldstart.Start(loadConfig)
 	log, aws := fn.Log, fn.AWS
-	filter, err := sosfilter.New()
+	filter, err := sosfilter.Shared()
 	fn.Check(err, "the content filter's block list is unusable")
 	db := awsenv.NewTables(aws)
 	buckets := awsenv.S3(aws) // the inbox bucket and the audit log

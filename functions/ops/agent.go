@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"42sisters.ai/oracle/shared/ascii"
 	"42sisters.ai/oracle/shared/fulfil"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/store"
@@ -24,8 +24,13 @@ type Claimer interface {
 	ClaimOrder(ctx context.Context, want oracle.Order, lease time.Duration) (oracle.Claim, error)
 }
 
-// txPattern is a transaction hash on an EVM chain.
-var txPattern = regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`)
+// validTx reports a transaction hash on an EVM chain: 0x and 64 hex digits.
+func validTx(tx string) bool {
+	digits, ok := strings.CutPrefix(tx, "0x")
+	return ok && hexDigits.Run(digits, 64, 64)
+}
+
+var hexDigits = ascii.NewSet("0-9a-fA-F")
 
 // agentOrder resolves r's order and checks it is an agent's awaiting the
 // confirmation of its settlement.
@@ -51,7 +56,7 @@ func (h *Handler) x402Confirm(ctx context.Context, r Request) (Answer, error) {
 		return Answer{}, err
 	}
 	tx := strings.TrimSpace(r.TX)
-	if !txPattern.MatchString(tx) {
+	if !validTx(tx) {
 		return Answer{}, refuse("name the settlement: tx is its transaction hash (0x and 64 hex digits), as the network's explorer shows it for the payer's nonce")
 	}
 	switch {
@@ -106,7 +111,7 @@ func (h *Handler) x402Void(ctx context.Context, r Request) (Answer, error) {
 // the transaction that refunded it is the refund's id.
 func (h *Handler) refundAgent(ctx context.Context, r Request, o oracle.Order) (Answer, error) {
 	tx := strings.TrimSpace(r.TX)
-	if !txPattern.MatchString(tx) {
+	if !validTx(tx) {
 		return Answer{}, refuse("%s was paid over x402: send %s back to %s on %s from the pay-to wallet, then name that transfer: tx is its hash (0x and 64 hex digits)",
 			oracle.ShortID(o.SessionID), usdc(o.AmountTotal), agentPayer(o), agentNetwork(o))
 	}
@@ -136,11 +141,19 @@ func agentNetwork(o oracle.Order) string {
 	return o.Agent.Network
 }
 
-// agentPrefix is the start of an agent order's id, as alerts and list name
-// it (oracle.ShortID), which resolve looks up like a session's.
-var agentPrefix = regexp.MustCompile(`^x402_(test|live)_[A-Za-z0-9]{1,32}$`)
+// validPrefix reports the start of an agent order's id, as alerts and list
+// name it (oracle.ShortID), which resolve looks up like a session's: its
+// mode and 1 to 32 letters and digits.
+func validPrefix(id string) bool {
+	for _, mode := range [...]string{"x402_test_", "x402_live_"} {
+		if rest, ok := strings.CutPrefix(id, mode); ok {
+			return alphanumeric.Run(rest, 1, 32)
+		}
+	}
+	return false
+}
 
-func validPrefix(id string) bool { return agentPrefix.MatchString(id) }
+var alphanumeric = ascii.NewSet("A-Za-z0-9")
 
 // unixUTC writes Unix seconds as an RFC 3339 time, or as given.
 func unixUTC(s string) string {

@@ -34,6 +34,7 @@ import (
 )
 
 func main() {
+	sosfilter.Prepare() // built while the settings' secrets are read
 	fn, cfg := coldstart.Start(loadConfig)
 	log, aws := fn.Log, fn.AWS
 	db, queries, s3 := awsenv.NewTables(aws), awsenv.NewQueries(aws), awsenv.S3(aws)
@@ -52,7 +53,7 @@ func main() {
 			paidLists[live] = clients[live]
 		}
 	}
-	filter, err := sosfilter.New()
+	filter, err := sosfilter.Shared()
 	fn.Check(err, "the content filter")
 	orders := store.NewOrders(db, cfg.OrdersTable, time.Now)
 	generate := queue.NewSender(sq, cfg.GenerateQueue, time.Now)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/mail"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"42sisters.ai/oracle/shared/ascii"
 	"42sisters.ai/oracle/shared/secret"
 	"42sisters.ai/oracle/shared/tracing"
 )
@@ -424,14 +424,15 @@ func classifyToken(err error, now time.Time) *Error {
 	return e
 }
 
-// identifierPattern is what a server's error code or request id may be to
+// identifierChars are what a server's error code or request id may be to
 // be shown: they go into error texts, which must not carry whatever else a
 // server might put there.
-var identifierPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// (1 to 128 of them).
+var identifierChars = ascii.NewSet("A-Za-z0-9_.-")
 
 // identifier returns s if it looks like a code or an id, else "".
 func identifier(s string) string {
-	if identifierPattern.MatchString(s) {
+	if identifierChars.Run(s, 1, 128) {
 		return s
 	}
 	return ""

@@ -1,7 +1,6 @@
 package oracle
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -54,10 +53,9 @@ func isBase62(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
 }
 
-// namePattern is the shape of a name: the mode prefix and the 16 random
-// characters ShortID keeps.
-var namePattern = regexp.MustCompile(`^(?:cs_(?:live|test)_|x402_(?:live|test)_)[A-Za-z0-9]{16}$`)
-
 // IsName reports whether s has the shape of an order's name, as alerts and
-// log lines give it (an id no longer than a name is its own name).
-func IsName(s string) bool { return namePattern.MatchString(s) }
+// log lines give it (an id no longer than a name is its own name): the
+// mode prefix and the 16 random characters ShortID keeps.
+func IsName(s string) bool {
+	return alphanumeric.Run(afterMode(s, "cs_"), 16, 16) || alphanumeric.Run(afterMode(s, "x402_"), 16, 16)
+}

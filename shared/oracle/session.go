@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"42sisters.ai/oracle/shared/ascii"
 )
 
 // Session is what the service needs of a Stripe Checkout Session, whichever
@@ -88,6 +90,24 @@ func ValidSessionID(id string) bool {
 // IsAgentOrder reports whether id names an order paid over x402: no
 // Stripe session stands behind it and no email goes with it.
 func IsAgentOrder(id string) bool { return agentOrderIDPattern.MatchString(id) }
+
+// alphanumeric are the characters after an order id's mode.
+var alphanumeric = ascii.NewSet("A-Za-z0-9")
+
+// afterMode is what follows prefix and the mode (test_ or live_) in id; ""
+// when id does not start so, which no caller's run accepts.
+func afterMode(id, prefix string) string {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok {
+		return ""
+	}
+	for _, mode := range [...]string{"test_", "live_"} {
+		if r, ok := strings.CutPrefix(rest, mode); ok {
+			return r
+		}
+	}
+	return ""
+}
 
 // base62 is the alphabet of the random ids: letters and digits only, so
 // that no separator cuts an id into words the content filter would read.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/sosfilter"
@@ -68,9 +67,9 @@ func Build(tier oracle.Tier, query string) (Prompt, error) {
 // avoidNote opens the line that names the submission's listed words.
 const avoidNote = "Words from the submission that your reply must not contain (refer to each indirectly):"
 
-// blockList is the content filter whose list names the words to avoid,
-// built once.
-var blockList = sync.OnceValues(sosfilter.New)
+// blockList is the content filter whose list names the words to avoid:
+// the function's own (sosfilter.Shared).
+var blockList = sosfilter.Shared
 
 // quoteAll writes words as "a", "b", with any delimiter-like text defused.
 func quoteAll(words []string) string {

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"42sisters.ai/oracle/shared/ascii"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/tracing"
 )
@@ -58,16 +59,23 @@ type Job struct {
 	NotBefore *time.Time `json:"not_before,omitempty"`
 }
 
-// inboxKey is the form of a stored message's key: what the inbox function
-// and the local stack write ("inbound/<id>").
-var inboxKey = regexp.MustCompile(`^inbound/[A-Za-z0-9._-]{1,160}$`)
+// validInboxKey reports the form of a stored message's key: what the inbox
+// function and the local stack write ("inbound/<id>", an id of 1 to 160 of
+// inboxChars).
+func validInboxKey(key string) bool {
+	id, ok := strings.CutPrefix(key, "inbound/")
+	return ok && inboxChars.Run(id, 1, 160)
+}
+
+var inboxChars = ascii.NewSet("A-Za-z0-9._-")
 
 // accountKey is a chat account's name: audit.Hasher's keyed hash (not
 // imported: queue sits below audit).
 var accountKey = regexp.MustCompile(`^hmac-sha256:[0-9a-f]{32}$`)
 
-// nonce is what a chat mail job answers: a request id or an invoice id.
-var nonce = regexp.MustCompile(`^[A-Za-z0-9_-]{8,80}$`)
+// nonceChars make what a chat mail job answers (8 to 80 of them): a
+// request id or an invoice id.
+var nonceChars = ascii.NewSet("A-Za-z0-9_-")
 
 // Validate checks a job's fields.
 func (j Job) Validate() error {
@@ -75,7 +83,7 @@ func (j Job) Validate() error {
 		switch {
 		case !accountKey.MatchString(j.Account):
 			return fmt.Errorf("chat mail job has an invalid account")
-		case !nonce.MatchString(j.Nonce):
+		case !nonceChars.Run(j.Nonce, 8, 80):
 			return fmt.Errorf("chat mail job has an invalid nonce")
 		case j.SessionID != "" || j.Reason != "" || j.Inbox != "":
 			return fmt.Errorf("chat mail job names a session, reason or inbox message")
@@ -89,7 +97,7 @@ func (j Job) Validate() error {
 	}
 	if j.Kind == oracle.MailAutoresponse {
 		switch {
-		case !inboxKey.MatchString(j.Inbox) || strings.Contains(j.Inbox, ".."):
+		case !validInboxKey(j.Inbox) || strings.Contains(j.Inbox, ".."):
 			return fmt.Errorf("autoresponse job has an invalid inbox key")
 		case j.SessionID != "" || j.Reason != "":
 			return fmt.Errorf("autoresponse job names a session or reason")

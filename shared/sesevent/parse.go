@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"42sisters.ai/oracle/shared/ascii"
 )
 
 // ErrNotANotification is the error of Parse for an SNS envelope that is not
@@ -16,13 +17,14 @@ import (
 // and goes on, where any other error of Parse is a message to look at.
 var ErrNotANotification = errors.New("the SNS message is not a notification")
 
-// word is what a Type or eventType that may be quoted in an error looks
-// like; anything else (an address, a document) is not quoted.
-var word = regexp.MustCompile(`^[A-Za-z][A-Za-z ]{0,39}$`)
+// A Type or eventType that may be quoted in an error is a letter and up
+// to 39 letters and spaces; anything else (an address, a document) is not
+// quoted.
+var letters, wordChars = ascii.NewSet("A-Za-z"), ascii.NewSet("A-Za-z ")
 
 // quoted returns s quoted when it is a plain word, else a stand-in.
 func quoted(s string) string {
-	if word.MatchString(s) {
+	if s != "" && letters.Has(s[0]) && wordChars.Run(s[1:], 0, 39) {
 		return fmt.Sprintf("%q", s)
 	}
 	return "(not shown)"

@@ -214,3 +214,15 @@ func BenchmarkOrdinaryEnglish(b *testing.B) {
 	b.ReportMetric(float64(touched), "false-hits")
 	b.ReportMetric(float64(len(prose)+len(verdicts)), "texts")
 }
+
+// BenchmarkNew is the filter's share of a cold start: every function that
+// gates text (the generator, the mailer, the chat, the inbox, ops) builds
+// it before it serves. Its bytes are a cold process's page faults.
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -147,6 +148,21 @@ func New() (*Filter, error) {
 	}
 	return f, nil
 }
+
+// shared is the process's filter of the embedded list.
+var shared = sync.OnceValues(New)
+
+// Shared returns New's filter, built once a process however many ask: a
+// function's gates and the prompts' listed words (package prompt) share
+// it, where each built its own.
+func Shared() (*Filter, error) { return shared() }
+
+// Prepare starts building Shared's filter in the background. A function's
+// main calls it first, so that the filter is built while the cold start
+// waits on the network for its settings' secrets rather than after them:
+// it is several milliseconds of CPU in a fresh process, and the wait
+// leaves the CPU idle.
+func Prepare() { go shared() }
 
 // Version is the block list's version and a digest of its content, e.g.
 // "1.0.0+3fa2b1c9d0e4": an edited list is told apart even if its version

@@ -1078,3 +1078,18 @@ func TestReversedTermsBehindAnOverrideAreCaught(t *testing.T) {
 		}
 	}
 }
+
+// TestShared: every caller gets one filter, New's, whether or not
+// Prepare started building it.
+func TestShared(t *testing.T) {
+	Prepare()
+	a, err := Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Shared()
+	want, _ := New()
+	if a != b || a.Version() != want.Version() {
+		t.Fatalf("Shared gave %p (%s) then %p; New's version is %s", a, a.Version(), b, want.Version())
+	}
+}

@@ -3,6 +3,7 @@ package sosfilter
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -55,57 +56,54 @@ func compile(texts []string) (automaton, error) {
 	}
 	a.ncls = n
 
-	// The trie: child[node*n+class] is a child node, or -1.
-	var child []int32
-	var own [][]int32
-	newNode := func() int32 {
-		for range n {
-			child = append(child, -1)
-		}
-		own = append(own, nil)
-		return int32(len(own) - 1)
-	}
-	newNode()
-	for pi, p := range texts {
-		s := int32(0)
-		for i := 0; i < len(p); i++ {
-			c := int32(a.cls[p[i]])
-			next := child[s*int32(n)+c]
-			if next < 0 {
-				next = newNode()
-				child[s*int32(n)+c] = next
-			}
-			s = next
-		}
-		own[s] = append(own[s], int32(pi))
-	}
-	nodes := len(own)
+	// The trie: tbl[node*n+class] is a child node, or 0 (the root is no
+	// one's child). Its size is counted first so that the table is made
+	// once: grown a row at a time, it made compile most of a cold start's
+	// cost in the functions that build the filter (about 2.8 MB of
+	// garbage for the 0.5 MB kept).
+	nodes := trieNodes(texts)
 	if nodes*n >= 1<<31 {
 		return ac, fmt.Errorf("%d automaton states of %d classes: too many", nodes, n)
 	}
+	tbl := make([]int32, nodes*n)
+	own := make([][]int32, nodes)
+	next := int32(1)
+	for pi, p := range texts {
+		s := int32(0)
+		for i := 0; i < len(p); i++ {
+			at := int(s)*n + int(a.cls[p[i]])
+			if tbl[at] == 0 {
+				tbl[at] = next
+				next++
+			}
+			s = tbl[at]
+		}
+		own[s] = append(own[s], int32(pi))
+	}
 
 	// Breadth first: failure links, the full transition table, and each
-	// state's outputs (its own terms and those of its failure chain).
+	// state's outputs (its own terms and those of its failure chain). The
+	// transitions replace the trie in place: a state's row is rewritten
+	// when it is dequeued, after the rows of every shallower state, which
+	// are all its failure link and their transitions read.
 	fail := make([]int32, nodes)
-	trans := make([]int32, nodes*n)
 	outs := make([][]int32, nodes)
 	queue := make([]int32, 0, nodes)
 	for c := range n {
-		if v := child[c]; v >= 0 {
-			trans[c] = v
+		if v := tbl[c]; v != 0 {
 			queue = append(queue, v)
 		}
 	}
 	for head := 0; head < len(queue); head++ {
 		u := queue[head]
 		outs[u] = append(append([]int32(nil), own[u]...), outs[fail[u]]...)
+		row, failRow := tbl[int(u)*n:int(u+1)*n], tbl[int(fail[u])*n:]
 		for c := range n {
-			if v := child[int(u)*n+c]; v >= 0 {
-				fail[v] = trans[int(fail[u])*n+c]
-				trans[int(u)*n+c] = v
+			if v := row[c]; v != 0 {
+				fail[v] = failRow[c]
 				queue = append(queue, v)
 			} else {
-				trans[int(u)*n+c] = trans[int(fail[u])*n+c]
+				row[c] = failRow[c]
 			}
 		}
 	}
@@ -129,7 +127,7 @@ func compile(texts []string) (automaton, error) {
 	a.trans = make([]uint32, nodes*n)
 	for newID, old := range order {
 		for c := range n {
-			a.trans[newID*n+c] = id[trans[int(old)*n+c]]
+			a.trans[newID*n+c] = id[tbl[int(old)*n+c]]
 		}
 	}
 	a.outIdx = append(a.outIdx, 0)
@@ -145,6 +143,24 @@ func compile(texts []string) (automaton, error) {
 		a.outIdx = append(a.outIdx, int32(len(a.outs)))
 	}
 	return ac, nil
+}
+
+// trieNodes counts the nodes of the trie of texts: the root and one node
+// for each distinct prefix. In byte order, each text adds the bytes past
+// the prefix it shares with the one before it.
+func trieNodes(texts []string) int {
+	sorted := slices.Clone(texts)
+	slices.Sort(sorted)
+	nodes, prev := 1, ""
+	for _, t := range sorted {
+		common := 0
+		for common < len(t) && common < len(prev) && t[common] == prev[common] {
+			common++
+		}
+		nodes += len(t) - common
+		prev = t
+	}
+	return nodes
 }
 
 // build compiles f.patterns into f.ac, the disguise patterns into f.dac,

@@ -3,13 +3,15 @@ package subscription
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"42sisters.ai/oracle/shared/ascii"
 )
 
 // Payment is one paid invoice of a chat subscription, kept under its
@@ -32,12 +34,18 @@ const PaymentRetention = 180 * 24 * time.Hour
 
 const skPayment = "payment"
 
-var intentForm = regexp.MustCompile(`^pi_[A-Za-z0-9_]{1,250}$`)
+// validIntent reports a payment intent's id: pi_ and 1 to 250 of intentChars.
+func validIntent(pi string) bool {
+	id, ok := strings.CutPrefix(pi, "pi_")
+	return ok && intentChars.Run(id, 1, 250)
+}
+
+var intentChars = ascii.NewSet("A-Za-z0-9_")
 
 // RecordPayment keeps p, from paidAt for PaymentRetention. Recording it
 // again (the invoice's event delivered twice) writes the same item.
 func (s *Store) RecordPayment(ctx context.Context, p Payment, paidAt time.Time) error {
-	if !intentForm.MatchString(p.PaymentIntent) || !ValidID(p.Subscription) || !ValidAccount(p.Account) {
+	if !validIntent(p.PaymentIntent) || !ValidID(p.Subscription) || !ValidAccount(p.Account) {
 		return fmt.Errorf("record payment: invalid payment intent, subscription or account")
 	}
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
@@ -58,7 +66,7 @@ func (s *Store) RecordPayment(ctx context.Context, p Payment, paidAt time.Time) 
 // PaymentOf is the chat payment of payment intent pi; found is false when
 // no chat invoice was paid by it.
 func (s *Store) PaymentOf(ctx context.Context, pi string) (p Payment, found bool, err error) {
-	if !intentForm.MatchString(pi) {
+	if !validIntent(pi) {
 		return Payment{}, false, nil
 	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{

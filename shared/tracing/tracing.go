@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -30,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"42sisters.ai/oracle/shared/ascii"
 	"42sisters.ai/oracle/shared/config"
 	"42sisters.ai/oracle/shared/obs"
 	"42sisters.ai/oracle/shared/oracle"
@@ -70,8 +70,13 @@ type Settings struct {
 // holds an invocation only that much (the spans are then dropped, logged).
 const DefaultTimeout = 2 * time.Second
 
-// service is a short name: a function's or a tool's.
-var service = regexp.MustCompile(`^[a-z][a-z0-9-]{0,40}$`)
+// validService reports a short name, a function's or a tool's: a
+// lower-case letter and up to 40 of serviceChars.
+func validService(s string) bool {
+	return s != "" && 'a' <= s[0] && s[0] <= 'z' && serviceChars.Run(s[1:], 0, 40)
+}
+
+var serviceChars = ascii.NewSet("a-z0-9-")
 
 // Read reads the settings from env: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the
 // whole URL) or OTEL_EXPORTER_OTLP_ENDPOINT (its base, /v1/traces added),
@@ -85,10 +90,10 @@ func Read(env *config.Env) Settings {
 		RuntimeAPI: env.Optional("AWS_LAMBDA_RUNTIME_API", "")}
 	if s.Service == "" {
 		// A test binary's main is no function's: its spans are "oracle"'s.
-		if s.Service = mainName(); !service.MatchString(s.Service) {
+		if s.Service = mainName(); !validService(s.Service) {
 			s.Service = "oracle"
 		}
-	} else if !service.MatchString(s.Service) {
+	} else if !validService(s.Service) {
 		env.Invalid("OTEL_SERVICE_NAME", fmt.Errorf("must be a short lower-case name such as webhook, got %q", s.Service))
 	}
 	name, raw := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", env.Optional("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
@@ -108,7 +113,7 @@ func Read(env *config.Env) Settings {
 			s.URL = raw
 		}
 	}
-	if s.SigV4 != "" && !service.MatchString(s.SigV4) {
+	if s.SigV4 != "" && !validService(s.SigV4) {
 		env.Invalid("TRACES_SIGV4", fmt.Errorf("must be a SigV4 service name such as xray, got %q", s.SigV4))
 	}
 	if s.SigV4 != "" && raw == "" {
