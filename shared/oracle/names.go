@@ -57,5 +57,5 @@ func isBase62(c byte) bool {
 // log lines give it (an id no longer than a name is its own name): the
 // mode prefix and the 16 random characters ShortID keeps.
 func IsName(s string) bool {
-	return alphanumeric.Run(afterMode(s, "cs_"), 16, 16) || alphanumeric.Run(afterMode(s, "x402_"), 16, 16)
+	return alphanumeric(afterMode(s, "cs_"), 16) || alphanumeric(afterMode(s, "x402_"), 16)
 }

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"42sisters.ai/oracle/shared/ascii"
 )
 
 // Session is what the service needs of a Stripe Checkout Session, whichever
@@ -91,8 +89,19 @@ func ValidSessionID(id string) bool {
 // Stripe session stands behind it and no email goes with it.
 func IsAgentOrder(id string) bool { return agentOrderIDPattern.MatchString(id) }
 
-// alphanumeric are the characters after an order id's mode.
-var alphanumeric = ascii.NewSet("A-Za-z0-9")
+// alphanumeric reports whether s is n letters and digits: what follows an
+// order name's mode.
+func alphanumeric(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isBase62(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // afterMode is what follows prefix and the mode (test_ or live_) in id; ""
 // when id does not start so, which no caller's run accepts.
