@@ -119,6 +119,8 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.everyone(w, r)
 	case path == cpuPath:
 		rt.cpu(w, r)
+	case path == gcPath:
+		rt.gc(w, r)
 	case path == locksPath && r.Method == http.MethodGet:
 		rt.locks(w, r)
 	case strings.HasPrefix(path, locksPath+"/"):
@@ -142,6 +144,7 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 
 const (
 	cpuPath   = "/_oracle/cpu"
+	gcPath    = "/_oracle/gc"
 	locksPath = "/_oracle/locks"
 )
 
@@ -253,6 +256,21 @@ func (rt *router) cpu(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, sum)
+}
+
+// gc is each process's collector report (serve.py's GET /_oracle/gc),
+// by part: {"processes": {"dynamodb": {...}, ...}}.
+func (rt *router) gc(w http.ResponseWriter, r *http.Request) {
+	out, err := rt.fanOut(r, nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	procs := map[string]json.RawMessage{}
+	for i, b := range out {
+		procs[parts[i].name] = b
+	}
+	writeJSON(w, map[string]any{"processes": procs})
 }
 
 // locks is serve.py's lock gauges of every process (their scopes are

@@ -24,8 +24,8 @@ import (
 // behind one endpoint: through it a client reaches every service as one
 // server (an SNS topic delivers to an SQS queue, as SES's events reach the
 // feedback queue), each service's state lives in its own process alone,
-// and the state dump, moto's reset and serve.py's CPU report cover them
-// all.
+// and the state dump, moto's reset and serve.py's CPU and collector
+// reports cover them all.
 func TestStartRunsAProcessPerServiceGroup(t *testing.T) {
 	tools.Find(t, "moto_server")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -135,6 +135,19 @@ func TestStartRunsAProcessPerServiceGroup(t *testing.T) {
 	slices.Sort(names)
 	if strings.Join(names, " ") != "dynamodb rest s3" || cpu.Requests["dynamodb.CreateTable"].Count != 1 || cpu.Requests["sns.Publish"].Count != 1 {
 		t.Errorf("the CPU report: %+v", cpu)
+	}
+	// Each process's collector reports under its part's name.
+	var collectors struct {
+		Processes map[string]collectorReport `json:"processes"`
+	}
+	getJSON(t, m.Endpoint+gcPath, &collectors)
+	if len(collectors.Processes) != len(parts) {
+		t.Errorf("the collectors' report: %+v", collectors)
+	}
+	for name, r := range collectors.Processes {
+		if r.Threshold <= 700 {
+			t.Errorf("%s's process collects at Python's threshold, in its requests: %+v", name, r)
+		}
 	}
 	// moto's reset empties every process.
 	resp, err := http.Post(m.Endpoint+"/moto-api/reset", "application/json", nil)
