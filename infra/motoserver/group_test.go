@@ -145,7 +145,7 @@ func TestStartRunsAProcessPerServiceGroup(t *testing.T) {
 		t.Errorf("the collectors' report: %+v", collectors)
 	}
 	for name, r := range collectors.Processes {
-		if r.Threshold <= 700 {
+		if r.Threshold != 20_000 {
 			t.Errorf("%s's process collects at Python's threshold, in its requests: %+v", name, r)
 		}
 	}

@@ -59,7 +59,7 @@ Collector below): the young generations once no request has begun or ended
 for ORACLE_MOTO_GC_IDLE seconds (0.05), everything after a quiet second.
 Python's own collector stays as the backstop for load that never leaves
 the server quiet (a burst), its young threshold raised from 700 objects to
-ORACLE_MOTO_GC_LIMIT (100,000) so that it does not run between quiet
+ORACLE_MOTO_GC_LIMIT (20,000) so that it does not run between quiet
 moments. GET /_oracle/gc says how many collections of each kind it has
 made, how many Python made on its own, and what the young generation holds.
 
@@ -620,7 +620,7 @@ class Collector:
                 "collections": {k: made.get(k, 0) for k in ("young", "full", "by_python")}}
 
 
-COLLECTOR = Collector(float(os.environ.get("ORACLE_MOTO_GC_IDLE", "0.05")), int(os.environ.get("ORACLE_MOTO_GC_LIMIT", "100000")))
+COLLECTOR = Collector(float(os.environ.get("ORACLE_MOTO_GC_IDLE", "0.05")), int(os.environ.get("ORACLE_MOTO_GC_LIMIT", "20000")))
 
 
 def serialise(app):
