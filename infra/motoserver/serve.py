@@ -53,7 +53,7 @@ a run, so what an order costs moto is measured, not guessed.
 Python's collector runs when allocations pass a threshold, inside whichever
 request made them: with moto's heap (every item, object and message, and
 botocore's models) a young collection took 5 to 30 ms and a full one up to
-700 ms, in the middle of a GetItem. AWS does not pause a request to collect
+770 ms, in the middle of a GetItem. AWS does not pause a request to collect
 another's garbage, so this server collects when it is quiet instead (the
 Collector below): the young generations once no request has begun or ended
 for ORACLE_MOTO_GC_IDLE seconds (0.05), everything after a quiet second.
@@ -71,6 +71,7 @@ Usage: python3 serve.py HOST PORT
 """
 
 import base64
+import gc
 import io
 import json
 import os
@@ -78,7 +79,6 @@ import pickle
 import sys
 import threading
 import time
-import gc
 from collections import Counter
 from contextlib import ExitStack, contextmanager
 from decimal import Decimal, InvalidOperation
