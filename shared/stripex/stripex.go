@@ -423,7 +423,9 @@ type customText struct {
 }
 
 // decodeSession reads a session object as encoding/json would, with the
-// scanner when it can.
+// scanner when it can. It and DecodeEnvelope repeat their five lines on
+// purpose: a generic helper taking the scan method makes the scanner
+// escape, two more allocations an event on the webhook's measured path.
 func decodeSession(raw []byte) (sessionObject, error) {
 	var s sessionObject
 	if sc := (scanner{b: raw}); sc.session(&s) && sc.end() {
