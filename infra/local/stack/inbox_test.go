@@ -85,9 +85,14 @@ func TestInboxEndToEnd(t *testing.T) {
 		t.Fatalf("%d emails before the reply, want the verdict", len(verdict))
 	}
 	// The verdict email's Message-ID, as SES writes it, from the id the
-	// mailer recorded; the customer's reply names it in In-Reply-To.
-	sesID := stringAttr(orderItem(t, s, session), "mail_verdict_message_id")
-	if sesID == "" {
+	// mailer recorded; the customer's reply names it in In-Reply-To. The
+	// mailer records it after the send, so the email can be in the mailbox
+	// a moment before the id is in the order.
+	var sesID string
+	if !testkit.Eventually(10*time.Second, 20*time.Millisecond, func() bool {
+		sesID = stringAttr(orderItem(t, s, session), "mail_verdict_message_id")
+		return sesID != ""
+	}) {
 		t.Fatal("the order has no verdict message id")
 	}
 	reply := eml(addr, "Re: "+verdict[0].Subject, "Message-ID: <reply-1-"+session[8:20]+"@mail.example.com>",
