@@ -129,10 +129,56 @@ func TestSymbolLookAlikesAreCaught(t *testing.T) {
 		{"ЃΓ", "cat1.greek-letter"},              // a Cyrillic letter that decomposes to one reading as gamma
 		{"Status: Σ.► now.", "cat1.exec-run"},    // a pointer for the triangle
 		{"Sealed ⨁ today.", "cat1.sealed"},       // the n-ary circled plus
-		{"Прочие", "cat1.greek-letter"},          // Russian reads as Greek, and quarantines as Greek does
+		{"ЛС", "cat1.lambda-c"},                  // a Cyrillic word that is the symbol whole
 	} {
 		if r := f.Text(tc.text); r.Action != Quarantine || !slices.Contains(r.Terms(), tc.id) {
 			t.Errorf("%q: %s %v, want %s", tc.text, r.Action, r.Terms(), tc.id)
+		}
+	}
+}
+
+// A Cyrillic letter that looks like a Greek one is a letter of its word in
+// a Russian or Ukrainian sentence (issue 41: every such sentence was held
+// for review), and still the symbol wherever else it stands.
+func TestScriptsInTheirOwnWords(t *testing.T) {
+	f := newFilter(t)
+	for _, tc := range []struct {
+		text string
+		want string // "" passes; otherwise the entry that quarantines it
+	}{
+		{"Прочие расходы растут.", ""},                   // п, и inside Russian words
+		{"Мы и они пошли к реке.", ""},                   // the conjunction и, the preposition к
+		{"И вот результат.", ""},                         // at the sentence's start
+		{"Фаза роста закончилась.", ""},                  // Ф opening a word
+		{"Я п'ять разів казав, і й далі.", ""},           // Ukrainian: an apostrophe in a word, the conjunction й
+		{"Поточний стан: єдиний ринок.", ""},             // є
+		{"Цена — пять рублей, и это много.", ""},         // punctuation around the conjunction
+		{"The и factor.", "cat1.greek-letter"},           // alone in an English sentence
+		{"и", "cat1.greek-letter"},                       // alone
+		{"5 и 6", "cat1.greek-letter"},                   // between numbers, not words
+		{"The Ф factor matters.", "cat1.phi"},            // a letter that is no word alone
+		{"Прочие Ф", "cat1.phi"},                         // even in a Russian sentence
+		{"kaп", "cat1.greek-letter"},                     // mixed into a Latin word
+		{"ЛС", "cat1.lambda-c"},                          // a Cyrillic word that is the symbol whole
+		{"Фζ", "cat1.phi-zeta"},                          // beside a Greek letter
+		{"ɅC", "cat1.lambda-c"},                          // Latin look-alikes are never a word's own
+		{"Καλημέρα σας", "cat1.greek-letter"},            // Greek letters are the symbols (GAP-C)
+		{"Фаза Ф роста", "cat1.phi"},                     // one reading in its word, one alone
+		{"Мы \u200bи\u200b они", ""},                     // what is not seen is no word
+		{"Мы и\nGLOSS", "cat2.gloss"},                    // the Latin term is read as ever
+		{"Сегодня GLОSS", "cat2.gloss"},                  // a Cyrillic О in a Latin word
+		{strings.Repeat("п", 1000), "cat1.greek-letter"}, // no word is that long
+	} {
+		r := f.Text(tc.text)
+		switch {
+		case tc.want == "" && r.Action != Pass:
+			t.Errorf("%q: %s %v, want it untouched", tc.text, r.Action, r.Terms())
+		case tc.want != "" && (r.Action != Quarantine || !slices.Contains(r.Terms(), tc.want)):
+			t.Errorf("%q: %s %v, want %s", tc.text, r.Action, r.Terms(), tc.want)
+		}
+		rep := f.Mail("Your verdict", tc.text, "<p>"+tc.text+"</p>", Own{})
+		if (tc.want == "") != (rep.Action == Pass) {
+			t.Errorf("%q at gate 2: %s %v", tc.text, rep.Action, rep.Terms())
 		}
 	}
 }

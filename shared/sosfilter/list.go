@@ -161,11 +161,13 @@ func load(data []byte) (*Filter, error) {
 	if len(lf.Entries) == 0 {
 		return nil, fmt.Errorf("%w: no entries", ErrInvalidList)
 	}
-	// The digest covers the look-alike table too: what the list catches
-	// depends on how text is folded, so a new table is a new version.
+	// The digest covers the look-alike table and the rule of a script's
+	// own words too: what the list catches depends on how text is read,
+	// so a new table or rule is a new version.
 	h := sha256.New()
 	h.Write(data)
 	h.Write([]byte(lookAlikeSource))
+	h.Write([]byte(ownWordsRule))
 	for _, la := range lookAlikes {
 		fmt.Fprintf(h, "\n%x %s", la.r, la.reads)
 	}

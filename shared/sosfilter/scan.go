@@ -374,6 +374,9 @@ func (sc *scanner) match(st uint32, end int, rest []byte) {
 			continue
 		}
 		sp := span{start: sc.offsetAt(start), end: end, pat: pi}
+		if inOwnWords(sc.s, sc.html, sp.start, sp.end) {
+			continue
+		}
 		if !sc.c.raw {
 			e := &sc.f.entries[p.entry]
 			act, ok := judge(sc.s, sc.html, sp.start, sp.end, e)
