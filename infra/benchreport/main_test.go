@@ -19,6 +19,7 @@ const (
 	pipelineLine  = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
 	healthLine    = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
 	englishLine   = "BenchmarkOrdinaryEnglish-2   \t     255\t   4228826 ns/op\t 156.14 MB/s\t         0 false-hits\t      1399 texts\t       0 B/op\t       0 allocs/op"
+	precisionLine = "BenchmarkPrecision-2   \t     100\t   1228826 ns/op\t       340.0 sentences\t       280.0 untouched\t         4.000 repaired\t        56.00 held\t         0 held-fr-ru-uk\t        10.00 held-greek\t   1000 B/op\t       10 allocs/op"
 	viewsLines    = `BenchmarkViews/plain-2       	 1054626	      1126 ns/op	 148.27 MB/s	       0 B/op	       0 allocs/op
 BenchmarkViews/disguise-2    	  308034	      4563 ns/op	  50.85 MB/s	       0 B/op	       0 allocs/op
 `
@@ -148,6 +149,9 @@ func TestVerdicts(t *testing.T) {
 		{"ordinary English untouched", "content filter: ordinary", englishLine, Pass, "0 of 1399 texts touched"},
 		{"ordinary English touched (changed)", "content filter: ordinary", strings.Replace(englishLine, "0 false-hits", "3 false-hits", 1), Fail, "3 of 1399"},
 		{"ordinary English skipped", "content filter: ordinary", filterLines, Missing, "no BenchmarkOrdinaryEnglish"},
+		{"other scripts left alone", "content filter: precision", precisionLine, Pass, "0 held (of 340 sentences: 280 untouched, 4 repaired, 56 held, 10 of them Greek)"},
+		{"a Russian sentence held (changed)", "content filter: precision", strings.Replace(precisionLine, "0 held-fr-ru-uk", "1 held-fr-ru-uk", 1), Fail, "1 held (of 340"},
+		{"the corpus not run", "content filter: precision", englishLine, Missing, "no BenchmarkPrecision"},
 		{"health never scans", "health job: Scan", healthLine, Pass, "0 a run"},
 		{"health scanned (changed)", "health job: Scan", strings.Replace(healthLine, "16.00 Query/run", "1.00 Scan/run", 1), Fail, "1 a run"},
 		{"health reads the stuck orders only", "health job: reads", healthLine, Pass, "20 GetItem a run (36 calls in all)"},
@@ -216,7 +220,7 @@ func TestRun(t *testing.T) {
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
 		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", fmt.Sprintf("0 of %d budgets failed, %d missing their benchmark", len(Budgets), len(Budgets))}},
-		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "1.924 p95/floor", "1.5 p95/floor", "20.00 round-trips", "10.00 round-trips", "23.00 requests/order", "12.00 requests/order").Replace(webhookLine + "\n" + agentLine + "\n" + mcpLine + "\n" + storeDownLine + "\n" + countedLine + "\n" + healthLine + "\n" + englishLine + "\n" + filterLines +
+		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "1.924 p95/floor", "1.5 p95/floor", "20.00 round-trips", "10.00 round-trips", "23.00 requests/order", "12.00 requests/order").Replace(webhookLine + "\n" + agentLine + "\n" + mcpLine + "\n" + storeDownLine + "\n" + countedLine + "\n" + healthLine + "\n" + englishLine + "\n" + precisionLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 16.94 GeneratorFunction-MB \t 15.06 HealthFunction-MB \t 16.94 max-MB\n" +
 			hangLine + chatLine + exchangeLine + requiredLine + idleLine + tracingLine), 0, []string{fmt.Sprintf("all %d budgets met", len(Budgets))}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},

@@ -152,6 +152,7 @@ func TestScriptsInTheirOwnWords(t *testing.T) {
 		{"Фаза роста закончилась.", ""},                  // Ф opening a word
 		{"Я п'ять разів казав, і й далі.", ""},           // Ukrainian: an apostrophe in a word, the conjunction й
 		{"Поточний стан: єдиний ринок.", ""},             // є
+		{"У місті вже є три кав'ярні.", ""},              // the Ukrainian verb є, alone
 		{"Цена — пять рублей, и это много.", ""},         // punctuation around the conjunction
 		{"The и factor.", "cat1.greek-letter"},           // alone in an English sentence
 		{"и", "cat1.greek-letter"},                       // alone

@@ -86,7 +86,7 @@
 //     several letters that look like Greek ones ("п", "и", "ф"), and in
 //     a word written wholly in Cyrillic, longer than the term it would
 //     read as, each is its word's letter ("Прочие", "Фаза", "п'ять"), as
-//     are the one-letter "и", "й" and "к" between Cyrillic words. Alone
+//     are the one-letter "и", "й", "к" and "є" between Cyrillic words. Alone
 //     ("the Ф factor"), in a word of another script or of several, or as
 //     a whole word that looks like the symbol ("ЛС" for ΛC), it reads as
 //     the symbol still; so does every other script's look-alike, Latin's

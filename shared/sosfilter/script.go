@@ -30,9 +30,10 @@ import (
 
 // oneLetterWords are the Cyrillic words of one letter that read as a
 // symbol: the Russian and Ukrainian conjunctions "и" and "й" (and), the
-// preposition "к" (towards). Any other letter alone is read as what it
-// looks like, even in a sentence of its script: "Ф" alone is Φ.
-const oneLetterWords = "иИйЙкК"
+// preposition "к" (towards), the Ukrainian "є" (is). Any other letter
+// alone is read as what it looks like, even in a sentence of its script:
+// "Ф" alone is Φ.
+const oneLetterWords = "иИйЙкКєЄ"
 
 // ownWordsRule names the rule below in the filter's Version.
 const ownWordsRule = "symbol look-alikes: Cyrillic letters of Cyrillic words, and " + oneLetterWords + " in Cyrillic sentences, are their words' own"
