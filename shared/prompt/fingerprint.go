@@ -15,7 +15,8 @@ const fingerprintQuery = "Should I call my firm CSDM?"
 
 // Fingerprint is a digest of everything this Version sends the model, for
 // every tier: the instructions, the framing of the submission (with and
-// without a line of listed words), the settings and the response schema;
+// without a line of listed words), the settings and the response schema,
+// and the corrections a retry adds;
 // and everything ChatVersion sends it, for every chat pass (the merge also
 // written again), with its settings. A
 // recorded contamination check names the Fingerprint it measured
@@ -38,6 +39,8 @@ func Fingerprint() (string, error) {
 		}
 		h.Write(schema)
 	}
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", Unpublishable([]string{"Gamma", "E8"}), Unpublishable(nil),
+		Contradiction(oracle.VerdictGreen, oracle.VerdictRed, oracle.Dimensions[:3], len(oracle.Dimensions)))
 	fmt.Fprintf(h, "chat %s\nsettings %v %v %d %s %d %d %d %d\n", ChatVersion, ChatTemperature, ChatTopP, ChatThinkingBudget,
 		ChatResponseMIMEType, ChatSeed, ChatSeedAgain, ChatStanceTokens, ChatReplyTokens)
 	history := []ChatTurn{{FromPerson: true, Text: "I want to open a bakery."}, {Text: "What draws you to it?"}}

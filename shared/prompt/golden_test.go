@@ -36,6 +36,10 @@ func golden(t *testing.T, tier oracle.Tier) []byte {
 	b.WriteString("===== schema\n")
 	b.Write(schema)
 	b.WriteString("\n")
+	b.WriteString("===== correction after a reply the content filter would repair or hold\n")
+	b.WriteString(Unpublishable([]string{"Gamma", "E8"}))
+	b.WriteString("===== the same, when the filter read them only through a disguise\n")
+	b.WriteString(Unpublishable(nil))
 	if tier != oracle.TierQuick {
 		b.WriteString("===== correction after a contradiction\n")
 		b.WriteString(Contradiction(oracle.VerdictGreen, oracle.VerdictRed, oracle.Dimensions[:3], len(oracle.Dimensions)))

@@ -17,7 +17,7 @@ import (
 // stored with every verdict so a verdict can be traced to the exact prompt it
 // came from; any change to the text, a schema or a setting needs a new
 // Version (the golden files under testdata/ refuse an update that forgets).
-const Version = "2026-11-26.2"
+const Version = "2026-12-02.1"
 
 // The delimiters that quote the customer's submission in the user message,
 // each on a line of its own.
