@@ -67,12 +67,17 @@ type Scenario struct {
 	// and do not use it up. With LeakTerms and pass merge, Calls 1 lets a
 	// reply written again pass the content filter, Calls 2 does not.
 	Pass string `json:"pass,omitempty"`
+	// Then is the scenario that follows once this one's calls are used
+	// up: {"leak_terms":["CSDM"],"then":{"status":503,"calls":3}} leaks in
+	// the first reply and answers the next three with 503. It has no Then
+	// of its own.
+	Then *Scenario `json:"then,omitempty"`
 }
 
 // active reports whether the scenario changes anything.
 func (sc Scenario) active() bool {
 	return sc.LatencyMS != 0 || sc.Status != 0 || sc.RetryAfterS != nil || sc.Hang || sc.Malformed ||
-		sc.Fenced || sc.Blocked || sc.Verdict != "" || len(sc.LeakTerms) != 0 || sc.Inconsistent || sc.Incomplete
+		sc.Fenced || sc.Blocked || sc.Verdict != "" || len(sc.LeakTerms) != 0 || sc.Inconsistent || sc.Incomplete || sc.Then != nil
 }
 
 // appliesTo reports whether the scenario is for a request of pass (empty
@@ -127,6 +132,16 @@ func (sc Scenario) normalized() (Scenario, error) {
 			return Scenario{}, fmt.Errorf("leak_terms[%d] must have 1 to %d characters", i, maxLeakTermRunes)
 		}
 	}
+	if sc.Then != nil {
+		if sc.Then.Then != nil {
+			return Scenario{}, errors.New("then may not have a then of its own")
+		}
+		then, err := sc.Then.normalized()
+		if err != nil {
+			return Scenario{}, fmt.Errorf("then: %w", err)
+		}
+		sc.Then = &then
+	}
 	switch {
 	case sc.Hang && sc.Status != 0:
 		return Scenario{}, errors.New("hang and status exclude each other")
@@ -168,6 +183,9 @@ func (s *Server) takeScenario(pass string) Scenario {
 	sc := s.scenario
 	if s.remaining == 0 {
 		s.scenario = Scenario{}
+		if then := sc.Then; then != nil {
+			s.scenario, s.remaining = *then, then.Calls
+		}
 	}
 	return sc
 }

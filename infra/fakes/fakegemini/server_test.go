@@ -195,6 +195,8 @@ func TestControlIsValidated(t *testing.T) {
 		`{"lag":5}`,
 		`{"hang":true} {"hang":false}`,
 		`[]`,
+		`{"status":503,"then":{"status":418}}`,
+		`{"status":503,"then":{"status":500,"then":{"status":503}}}`,
 	}
 	for _, body := range cases {
 		t.Run(body, func(t *testing.T) {
@@ -230,6 +232,18 @@ func TestScenarioAppliesToTheNextCalls(t *testing.T) {
 	f.control(t, `{}`)
 	if resp, b := f.do(t, http.MethodPost, generatePath, testKey, body); resp.StatusCode != http.StatusOK {
 		t.Errorf("after reset: status %d: %s, want 200", resp.StatusCode, b)
+	}
+
+	// Then follows once the scenario's calls are used up, for its own.
+	f.control(t, `{"status":500,"then":{"status":503,"calls":2}}`)
+	resp, b = f.do(t, http.MethodPost, generatePath, testKey, body)
+	wantGoogleError(t, resp, b, http.StatusInternalServerError, "INTERNAL")
+	for range 2 {
+		resp, b := f.do(t, http.MethodPost, generatePath, testKey, body)
+		wantGoogleError(t, resp, b, http.StatusServiceUnavailable, "UNAVAILABLE")
+	}
+	if resp, b := f.do(t, http.MethodPost, generatePath, testKey, body); resp.StatusCode != http.StatusOK {
+		t.Errorf("after then: status %d: %s, want 200", resp.StatusCode, b)
 	}
 }
 
