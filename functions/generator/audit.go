@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/audit"
@@ -70,6 +71,20 @@ func (h *Handler) auditFilter(ctx context.Context, t *task, rep sosfilter.Report
 		r.Filter.TermIDs = []string{}
 	}
 	h.carry(t, r, audit.RecordID(t.order.SessionID, audit.NameFilterGenerator, t.order.Attempts))
+}
+
+// auditRewrite keeps the record of gate 1 sending the generation's first
+// writing back (its entries' ids; what it would have done, and why, in
+// the reason), for the generation's object.
+func (h *Handler) auditRewrite(t *task, rep sosfilter.Report) {
+	reason := "it would have " + strings.ToLower(rep.Action.String()) + "d it"
+	if rep.Reason != "" {
+		reason += ": " + string(rep.Reason)
+	}
+	r := h.record(t, audit.StatusOK, nil, "")
+	r.Event = audit.EventFilter
+	r.Filter = &audit.Filter{Gate: quarantine.GateGenerator, Action: audit.FilterRewrite, Reason: reason, TermIDs: rep.Terms(), Version: rep.Version}
+	h.carry(t, r, audit.RecordID(t.order.SessionID, audit.NameFilterRewrite, t.order.Attempts))
 }
 
 // carried is one of a generation's crosscheck and gate 1 records, as the

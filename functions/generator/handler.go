@@ -66,6 +66,9 @@ type Alerter interface {
 // ContentFilter is gate 1 of the outbound content filter (shared/sosfilter).
 type ContentFilter interface {
 	Analysis(a oracle.Analysis) (oracle.Analysis, sosfilter.Report)
+	// ListedIn names the listed words a verdict holds, for the model to
+	// write it again without them.
+	ListedIn(a oracle.Analysis) []string
 }
 
 // QuarantineStore keeps what the filter stopped (shared/quarantine).

@@ -1018,19 +1018,32 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 			e := newEnv(t)
 			id := "cs_test_gate1" + strings.ReplaceAll(tc.name, " ", "") + strings.Repeat("x", 40) // long enough that its alert name is not the whole id
 			e.paid(id, tc.tier, tc.query)
-			e.control(fakegemini.Scenario{LeakTerms: tc.leak})
+			// The model leaks in both writings: gate 1 sends the first back
+			// to be written again, and decides on the second.
+			e.control(fakegemini.Scenario{LeakTerms: tc.leak, Calls: 2})
 			if failed := e.run(record("g", job(id), 1)); len(failed) != 0 {
 				t.Fatal("the generation failed")
 			}
 			o := e.order(id)
-			var filter *audit.Filter
+			var filter, rewrite *audit.Filter
 			for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
-				if r.Event == "sos_filter" {
+				switch {
+				case r.Event == "sos_filter" && r.Filter.Action == audit.FilterRewrite:
+					rewrite = r.Filter
+				case r.Event == "sos_filter":
 					filter = r.Filter
 				}
 			}
 			if filter == nil || filter.Gate != "generator" || filter.Action != tc.action || !slices.Equal(filter.TermIDs, orEmpty(tc.terms)) || filter.Version == "" {
 				t.Fatalf("filter record %+v, want %s %v", filter, tc.action, tc.terms)
+			}
+			calls := len(e.model.Calls())
+			if tc.leak == nil {
+				if rewrite != nil || calls != 1 {
+					t.Fatalf("a clean verdict written again (%+v, %d model calls)", rewrite, calls)
+				}
+			} else if rewrite == nil || rewrite.Gate != "generator" || !slices.Equal(rewrite.TermIDs, tc.terms) || calls != 2 {
+				t.Fatalf("rewrite record %+v after %d model calls, want one REWRITE of %v", rewrite, calls, tc.terms)
 			}
 			alerts := e.alerts()
 			mails := mailKinds(e.mailJobs())
@@ -1068,7 +1081,7 @@ func TestGateOneFiltersEveryVerdictBeforeItIsStored(t *testing.T) {
 			e.run(record("again", job(id), 2))
 			mails = mailKinds(e.mailJobs())
 			next := e.generateJobs()
-			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 1 || !slices.Equal(mails, []oracle.MailKind{oracle.MailReview}) ||
+			if o := e.order(id); o.Status != oracle.StatusQuarantined || len(e.model.Calls()) != 2 || !slices.Equal(mails, []oracle.MailKind{oracle.MailReview}) ||
 				len(next) != 0 || len(e.alerts()) != 0 {
 				t.Fatalf("after a redelivery: %s, %d model calls, mails %v, generate jobs %+v", o.Status, len(e.model.Calls()), mails, next)
 			}
@@ -1092,7 +1105,7 @@ func TestGateOneReadsTheModelsTextWithoutMarkup(t *testing.T) {
 			e := newEnv(t)
 			id := "cs_test_markup" + strings.ReplaceAll(tc.name, " ", "")
 			e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
-			e.control(fakegemini.Scenario{LeakTerms: []string{tc.leak}})
+			e.control(fakegemini.Scenario{LeakTerms: []string{tc.leak}, Calls: 2}) // in both writings
 			if failed := e.run(record("g", job(id), 1)); len(failed) != 0 {
 				t.Fatal("the generation failed")
 			}
@@ -1130,7 +1143,7 @@ func TestQuarantineFailsClosedWhenItsRecordCannotBeWritten(t *testing.T) {
 	e.h.Quarantine = quarantine.NewStore(e.s3, e.f.Ref("QuarantineBucket")+"-missing")
 	id := "cs_test_gate1recordfails"
 	e.paid(id, oracle.TierQuick, "Should I open a bakery on my street?")
-	e.control(fakegemini.Scenario{LeakTerms: []string{"CSDM"}})
+	e.control(fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Calls: 2})
 	if failed := e.run(record("g", job(id), 1)); len(failed) != 1 {
 		t.Fatal("the job did not fail for a retry")
 	}
@@ -1268,5 +1281,80 @@ func TestTheModelsTokensAreLoggedWithTheVerdict(t *testing.T) {
 	out, _ := l["output_tokens"].(float64)
 	if l["tier"] != string(oracle.TierFull) || in < 100 || out < 10 || l["thought_tokens"] != float64(0) {
 		t.Errorf("the line %v, want the tier and the fake's tokens in and out (no thinking)", l)
+	}
+}
+
+// A verdict gate 1 would repair or hold is written again once, the model
+// told which words to avoid, and only a second failure is held (issue 41):
+// the rewrite is the model call's one stricter retry, so it stays within
+// its attempts, and both writings' decisions are audited (entries only).
+func TestAFilteredVerdictIsWrittenAgainBeforeItIsHeld(t *testing.T) {
+	for i, tc := range []struct {
+		name     string
+		scenario fakegemini.Scenario
+		calls    int
+		status   oracle.Status
+		decided  string // gate 1's decision on the writing kept
+		named    string // the word the correction names
+	}{
+		{"a held word, written again without it", fakegemini.Scenario{LeakTerms: []string{"CSDM"}}, 2, oracle.StatusReady, "PASS", `"CSDM"`},
+		{"a repaired word, written again without it", fakegemini.Scenario{LeakTerms: []string{"TMM"}}, 2, oracle.StatusReady, "PASS", `"TMM"`},
+		{"an everyday word in a crew's spelling", fakegemini.Scenario{LeakTerms: []string{"Gamma"}}, 2, oracle.StatusReady, "PASS", `"Gamma"`},
+		{"held again: held", fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Calls: 2}, 2, oracle.StatusQuarantined, "QUARANTINE", `"CSDM"`},
+		{"the second writing malformed: the first is held", fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Then: &fakegemini.Scenario{Incomplete: true}},
+			2, oracle.StatusQuarantined, "QUARANTINE", `"CSDM"`},
+		{"the model down for the second: the first is held", fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Then: &fakegemini.Scenario{Status: 503, Calls: 5}},
+			3, oracle.StatusQuarantined, "QUARANTINE", `"CSDM"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := fmt.Sprintf("cs_test_rewrite%d", i)
+			e.paid(id, oracle.TierFull, "Should I open a bakery on my street?")
+			e.control(tc.scenario)
+			if failed := e.run(record("g", job(id), 1)); len(failed) != 0 {
+				t.Fatal("the generation failed")
+			}
+			o := e.order(id)
+			if o.Status != tc.status {
+				t.Fatalf("order %s, want %s", o.Status, tc.status)
+			}
+			if o.Status == oracle.StatusReady && strings.Contains(o.Verdict, tc.scenario.LeakTerms[0]) {
+				t.Fatalf("stored verdict %s", o.Verdict)
+			}
+			calls := e.model.Calls()
+			if len(calls) != tc.calls {
+				t.Fatalf("%d model calls, want %d", len(calls), tc.calls)
+			}
+			if strings.Contains(calls[0].SystemInstruction, "CANNOT BE PUBLISHED") || !strings.Contains(calls[1].SystemInstruction, "CANNOT BE PUBLISHED") ||
+				!strings.Contains(calls[1].SystemInstruction, "It contained "+tc.named) {
+				t.Fatalf("the second call's instruction does not name %s: %s", tc.named, calls[1].SystemInstruction[max(0, len(calls[1].SystemInstruction)-600):])
+			}
+			var actions []string
+			for _, r := range testkit.AuditRecords(e.t, e.s3, e.f.Ref("AuditBucket")) {
+				if r.Event == "sos_filter" {
+					actions = append(actions, r.Filter.Action+" "+strings.Join(r.Filter.TermIDs, ","))
+					if r.Filter.Action == audit.FilterRewrite && !strings.HasPrefix(r.Filter.Reason, "it would have ") {
+						t.Errorf("rewrite record's reason %q", r.Filter.Reason)
+					}
+				}
+			}
+			slices.Sort(actions)
+			if len(actions) != 2 || !strings.HasPrefix(actions[1], "REWRITE ") || !strings.HasPrefix(actions[0], tc.decided) {
+				t.Fatalf("gate 1's records %q, want a REWRITE and then %s", actions, tc.decided)
+			}
+			mails := mailKinds(e.mailJobs())
+			want := []oracle.MailKind{oracle.MailVerdict}
+			if tc.status == oracle.StatusQuarantined {
+				want = []oracle.MailKind{oracle.MailReview}
+			}
+			if !slices.Equal(mails, want) {
+				t.Fatalf("mail jobs %v, want %v", mails, want)
+			}
+			// A redelivery asks the model nothing more.
+			e.run(record("again", job(id), 2))
+			if n := len(e.model.Calls()); n != tc.calls {
+				t.Fatalf("after a redelivery, %d model calls", n)
+			}
+		})
 	}
 }

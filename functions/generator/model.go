@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"42sisters.ai/oracle/shared/alert"
@@ -14,6 +15,7 @@ import (
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
+	"42sisters.ai/oracle/shared/sosfilter"
 )
 
 // generation is a model reply that passed the crosscheck and the schema.
@@ -46,11 +48,34 @@ func (r *rejected) Correction() string {
 	return prompt.Contradiction(x.Verdict, x.Majority, x.Dimensions, x.Present)
 }
 
+// unpublishable is a reply gate 1 would repair or hold: the model writes
+// it again once, told which words to avoid, before anything is held.
+type unpublishable struct {
+	terms []string // the block list's entries, for the error's words
+	words []string // the reply's listed words as it wrote them, for the model only
+}
+
+func (u *unpublishable) Error() string {
+	return "gate 1 would repair or hold the reply (" + strings.Join(u.terms, ",") + "); the model writes it again"
+}
+
+// Correction names the words to the model on the stricter retry.
+func (u *unpublishable) Correction() string { return prompt.Unpublishable(u.words) }
+
 // ask asks the model for the leased order's verdict, checking each reply
 // before anything else sees it: the crosscheck first (audited every time),
 // then the tier's schema. A reply either fails gets the model call's one
 // stricter retry, which is the crosscheck's "one fresh generation"; a reply
 // that contradicts its dimensions has the contradiction named in it.
+//
+// The first reply that passes both also meets gate 1 here, before the
+// store's: one it would repair or hold is written again, on the same
+// stricter retry (so within GEMINI INV-2's bound of attempts), with its
+// listed words named (prompt.Unpublishable), and its decision is audited
+// as a REWRITE. A verdict is held only when its second writing fails too:
+// the store's gate 1 decides on it (at most one rewrite). When that second
+// writing fails the crosscheck or the schema instead, the Call ends on
+// it, and the first writing is what gate 1 holds or repairs.
 func (h *Handler) ask(ctx context.Context, t *task) (generation, error) {
 	o := t.order
 	p, err := prompt.Build(o.Tier, o.Query)
@@ -58,6 +83,10 @@ func (h *Handler) ask(ctx context.Context, t *task) (generation, error) {
 		return generation{}, fmt.Errorf("build prompt: %w", err)
 	}
 	var g generation
+	var (
+		rewriting bool       // gate 1 sent a reply back to be written again
+		first     generation // that reply
+	)
 	checks := 0
 	validate := func(text string) error {
 		checks++
@@ -70,11 +99,30 @@ func (h *Handler) ask(ctx context.Context, t *task) (generation, error) {
 		if err != nil {
 			return err
 		}
+		if !rewriting {
+			if _, rep := h.Filter.Analysis(sosfilter.UnmarkedAnalysis(a)); rep.Action != sosfilter.Pass {
+				rewriting = true
+				first = generation{raw: text, analysis: a, decision: d}
+				h.auditRewrite(t, rep)
+				return &unpublishable{terms: rep.Terms(), words: h.Filter.ListedIn(sosfilter.UnmarkedAnalysis(a))}
+			}
+		}
 		g.analysis, g.decision, g.raw = a, d, text
 		return nil
 	}
 	res, err := h.Model.Call(ctx, gemini.Request{System: p.System, User: p.User, Schema: prompt.Schema(o.Tier), Seed: prompt.Seed}, validate)
 	g.result = res
+	if err == nil && rewriting {
+		t.log.InfoContext(ctx, "verdict written again for gate 1", "model_attempts", res.Attempts)
+	}
+	var ce *gemini.CallError
+	if err != nil && rewriting && errors.As(err, &ce) {
+		// The writing again failed the crosscheck or the schema, or
+		// never came: the first writing, which passed both, goes to gate 1.
+		first.result = gemini.Result{Attempts: ce.Attempts, Model: ce.Model, Strict: ce.Strict}
+		t.log.WarnContext(ctx, "the verdict written again for gate 1 failed; gate 1 decides on the first writing", "error", err.Error())
+		return first, nil
+	}
 	return g, err
 }
 

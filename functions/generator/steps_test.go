@@ -45,15 +45,23 @@ func TestEachGenerationIsOneAuditObject(t *testing.T) {
 				return map[string][]string{audit.RecordID(id, audit.NameHeld): {
 					audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameCrosscheck, 1, 2), audit.RecordID(id, audit.NameHeld)}}
 			}},
-		{"quarantined at gate 1", oracle.TierQuick, fakegemini.Scenario{LeakTerms: []string{"CSDM"}}, false, false,
+		{"written again for gate 1", oracle.TierQuick, fakegemini.Scenario{LeakTerms: []string{"CSDM"}}, false, false,
+			func(id string, _ oracle.Order) map[string][]string {
+				return map[string][]string{audit.RecordID(id, audit.NameGenerated): {
+					audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameFilterRewrite, 1),
+					audit.RecordID(id, audit.NameCrosscheck, 1, 2), audit.RecordID(id, audit.NameFilterGenerator, 1), audit.RecordID(id, audit.NameGenerated)}}
+			}},
+		{"quarantined at gate 1", oracle.TierQuick, fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Calls: 2}, false, false,
 			func(id string, _ oracle.Order) map[string][]string {
 				return map[string][]string{audit.RecordID(id, audit.NameQuarantinedGenerator): {
-					audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameFilterGenerator, 1), audit.RecordID(id, audit.NameQuarantinedGenerator)}}
+					audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameFilterRewrite, 1),
+					audit.RecordID(id, audit.NameCrosscheck, 1, 2), audit.RecordID(id, audit.NameFilterGenerator, 1), audit.RecordID(id, audit.NameQuarantinedGenerator)}}
 			}},
-		{"the quarantine's record not written: no outcome", oracle.TierQuick, fakegemini.Scenario{LeakTerms: []string{"CSDM"}}, true, false,
+		{"the quarantine's record not written: no outcome", oracle.TierQuick, fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Calls: 2}, true, false,
 			func(id string, _ oracle.Order) map[string][]string {
 				return map[string][]string{audit.RecordID(id, audit.NameFilterGenerator, 1): {
-					audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameFilterGenerator, 1)}}
+					audit.RecordID(id, audit.NameCrosscheck, 1, 1), audit.RecordID(id, audit.NameFilterRewrite, 1),
+					audit.RecordID(id, audit.NameCrosscheck, 1, 2), audit.RecordID(id, audit.NameFilterGenerator, 1)}}
 			}},
 		{"the model down: the attempt failed", oracle.TierQuick, fakegemini.Scenario{Status: 503, Calls: 3}, false, false,
 			func(id string, _ oracle.Order) map[string][]string {

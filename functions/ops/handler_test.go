@@ -398,6 +398,25 @@ func TestShowRevealsTheQueryOnlyWhenAskedAndRecordsIt(t *testing.T) {
 	}
 }
 
+// The timeline says when gate 1 had the model write a verdict again, and
+// what it would have done (issue 41), with the entries, never the text.
+func TestShowSaysAVerdictWasWrittenAgain(t *testing.T) {
+	e := newEnv(t)
+	id := "cs_test_showRewrite"
+	e.claim(id, oracle.StatusReady)
+	w := audit.NewWriter(awsenv.S3(e.f.AWS), e.f.Ref("AuditBucket"))
+	now := e.clock.Now()
+	rec := audit.Record{Timestamp: now, SessionCreated: now, SessionID: id, Status: audit.StatusOK, Source: audit.SourceGenerator, Event: audit.EventFilter,
+		Filter: &audit.Filter{Gate: "generator", Action: audit.FilterRewrite, Reason: "it would have quarantined it", TermIDs: []string{"cat3.csdm"}, Version: "1.1.0+0123456789ab"}}
+	if _, err := w.Write(context.Background(), rec, audit.RecordID(id, audit.NameFilterRewrite, 1)); err != nil {
+		t.Fatal(err)
+	}
+	a := e.do(Request{Action: "show", Session: id})
+	if want := "gate generator: written again (it would have quarantined it) cat3.csdm"; !a.OK || !strings.Contains(a.Text, want) {
+		t.Fatalf("show, want %q in:\n%s", want, a.Text)
+	}
+}
+
 func TestResendPassesTheGuardOnlyWithForce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -245,6 +245,8 @@ func line(r audit.Record) string {
 		return *r.ErrorDetail
 	case r.Operator != nil:
 		return fmt.Sprintf("%s by %s: %s (%s)", r.Operator.Action, r.Operator.AuthorisedBy, r.Operator.Outcome, r.Operator.Reason)
+	case r.Filter != nil && r.Filter.Action == audit.FilterRewrite:
+		return fmt.Sprintf("gate %s: written again (%s) %s", r.Filter.Gate, r.Filter.Reason, strings.Join(r.Filter.TermIDs, ","))
 	case r.Filter != nil:
 		return fmt.Sprintf("gate %s: %s %s", r.Filter.Gate, r.Filter.Action, strings.Join(r.Filter.TermIDs, ","))
 	case r.Crosscheck != nil:

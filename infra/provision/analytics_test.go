@@ -184,7 +184,7 @@ func TestAuditTableIsTheRecord(t *testing.T) {
 
 // The named queries, one per figure of shared/auditfigures.
 var figureQueries = []string{
-	"CacheHitRatioQuery", "ChatExchangesQuery", "ChatRecurringRevenueQuery", "ChatSubscriptionsQuery", "CrosscheckRejectionRateQuery", "CustomerWaitQuery", "DivergenceRateQuery", "EmailFailureRateQuery", "ErrorDetailCoverageQuery",
+	"CacheHitRatioQuery", "ChatExchangesQuery", "ChatRecurringRevenueQuery", "ChatSubscriptionsQuery", "ContentFilterQuery", "CrosscheckRejectionRateQuery", "CustomerWaitQuery", "DivergenceRateQuery", "EmailFailureRateQuery", "ErrorDetailCoverageQuery",
 	"PaidSessionsQuery", "RevenueQuery", "TopErrorPatternsQuery", "WebhookLatencyQuery", "X402ByEndpointQuery", "X402LatencyQuery", "X402OutcomesQuery",
 }
 

@@ -295,12 +295,17 @@ type MailAttempt struct {
 // Filter is one content filter decision (SPEC_ORACLE_SOS_FILTER).
 type Filter struct {
 	Gate     string          `json:"gate"`   // generator (gate 1) or mailer (gate 2)
-	Action   string          `json:"action"` // PASS, REPLACE or QUARANTINE
+	Action   string          `json:"action"` // PASS, REPLACE, QUARANTINE, or REWRITE: gate 1 had the model write it again
 	Reason   string          `json:"reason,omitempty"`
 	TermIDs  []string        `json:"term_ids"`
 	Version  string          `json:"version"`
 	MailKind oracle.MailKind `json:"mail_kind,omitempty"`
 }
+
+// FilterRewrite is a Filter's Action when gate 1 sent a verdict's first
+// writing, which it would have repaired or held, back to the model to be
+// written again.
+const FilterRewrite = "REWRITE"
 
 // Crosscheck is the decision of one TMM crosscheck.
 type Crosscheck struct {

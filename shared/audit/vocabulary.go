@@ -99,6 +99,7 @@ const (
 	NameHeld                 RecordName = "held"                  // the crosscheck held the order
 	NameCrosscheck           RecordName = "crosscheck"            // -<attempt>-<reply>
 	NameFilterGenerator      RecordName = "filter-generator"      // -<attempt>: gate 1's decision
+	NameFilterRewrite        RecordName = "filter-rewrite"        // -<attempt>: gate 1 sent the first writing back
 	NameQuarantinedGenerator RecordName = "quarantined-generator" // gate 1 stopped the verdict
 	NameDivergence           RecordName = "divergence"            // -<generated at, Unix seconds>
 

@@ -2,6 +2,7 @@ package auditfigures
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -154,11 +155,12 @@ type accumulator struct {
 	x402Paths    map[string]*EndpointCounts // by endpoint
 	x402LatMS    []int64
 	chat         *chatAccumulator
+	filterDays   map[string]*FilterDay
 }
 
 func newAccumulator() *accumulator {
 	return &accumulator{sessions: map[string]*session{}, agents: map[string]*session{}, refunded: map[string]int64{}, paidBySource: map[string]int64{},
-		patterns: map[string]int64{}, x402Outcomes: map[audit.Status]int64{}, x402Paths: map[string]*EndpointCounts{}, chat: newChatAccumulator()}
+		patterns: map[string]int64{}, x402Outcomes: map[audit.Status]int64{}, x402Paths: map[string]*EndpointCounts{}, chat: newChatAccumulator(), filterDays: map[string]*FilterDay{}}
 }
 
 func (a *accumulator) add(r audit.Record) {
@@ -246,6 +248,19 @@ func (a *accumulator) add(r audit.Record) {
 			a.rejected++
 		}
 	}
+	if r.Event == audit.EventFilter && r.Filter != nil && (r.Filter.Action == audit.FilterRewrite || r.Filter.Action == "QUARANTINE") {
+		date := r.Timestamp.UTC().Format(DateFormat)
+		d := a.filterDays[date]
+		if d == nil {
+			d = &FilterDay{Date: date}
+			a.filterDays[date] = d
+		}
+		if r.Filter.Action == audit.FilterRewrite {
+			d.Rewrites++
+		} else {
+			d.Quarantines++
+		}
+	}
 	if r.Source == audit.SourceGenerator && r.Event == audit.EventDivergenceCheck && r.Divergence != nil {
 		a.divergences++
 		if r.Divergence.DivergenceLevel == "significant" {
@@ -286,6 +301,10 @@ func (a *accumulator) figures(from, to string) Figures {
 	f.Revenue = a.revenue()
 	f.X402 = a.x402()
 	f.Chat = a.chat.figures()
+	f.ContentFilter = []FilterDay{}
+	for _, date := range slices.Sorted(maps.Keys(a.filterDays)) {
+		f.ContentFilter = append(f.ContentFilter, *a.filterDays[date])
+	}
 	return f
 }
 

@@ -315,6 +315,21 @@ func writeLog(t *testing.T, w *audit.Writer) {
 	s.write(rec(sessH, day1, audit.SourceOperator, audit.EventOperator, audit.StatusOK, operator("refund", "refunded re_3AbC"), orderStatus("READY")),
 		id(sessH, audit.NameOperator, "refund", "1"))
 
+	// The content filter: day 1, a first writing sent back and a verdict
+	// held at gate 1; day 2, another sent back and a clean one (not
+	// counted); the smoke test's, left out.
+	filter := func(action string) func(*audit.Record) {
+		return func(r *audit.Record) {
+			r.Filter = &audit.Filter{Gate: "generator", Action: action, TermIDs: []string{"cat2.gamma"}, Version: "1.1.0+0123456789ab"}
+		}
+	}
+	s.write(rec(sessH, day1, audit.SourceGenerator, audit.EventFilter, audit.StatusOK, filter(audit.FilterRewrite)), id(sessH, audit.NameFilterRewrite, 1))
+	s.write(rec(sessH, day1, audit.SourceGenerator, audit.EventFilter, audit.StatusError, filter("QUARANTINE"), detail("quarantined by the content filter: quarantine_term")),
+		id(sessH, audit.NameFilterGenerator, 1))
+	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventFilter, audit.StatusOK, filter(audit.FilterRewrite)), id(sessB, audit.NameFilterRewrite, 1))
+	s.write(rec(sessB, day2, audit.SourceGenerator, audit.EventFilter, audit.StatusOK, filter("PASS")), id(sessB, audit.NameFilterGenerator, 1))
+	s.write(rec(sessD, day2, audit.SourceGenerator, audit.EventFilter, audit.StatusOK, filter(audit.FilterRewrite), smoke), id(sessD, audit.NameFilterRewrite, 1))
+
 	// Sisters Chat. P: three trial exchanges (one reply replaced by the
 	// apology), a fourth refused, then subscribed (live). Q: one trial
 	// exchange and a model failure. R: a subscriber who cancelled. S: a
@@ -381,7 +396,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	want := auditfigures.Figures{
 		From: "2026-11-20", To: "2026-11-21",
 		// The card's and the agent rail's: 15 x402 records, 3 of the operator.
-		Records: 64, SmokeRecords: 8,
+		Records: 68, SmokeRecords: 9,
 		Paid: auditfigures.Paid{
 			Sessions: 6, Records: 7,
 			RecordsBySource:   map[string]int64{"webhook": 5, "result_page": 1, "reconcile": 1},
@@ -400,7 +415,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		// The x402 refusals and doubts are failure records too, the
 		// identifier conflicts included (not the retries).
 		Errors: auditfigures.Errors{
-			Coverage: auditfigures.Ratio{Numerator: 18, Denominator: 18, Value: f64(1)},
+			Coverage: auditfigures.Ratio{Numerator: 19, Denominator: 19, Value: f64(1)},
 			TopPatterns: []auditfigures.Pattern{
 				{Pattern: "partial refund: #_CAD of #_CAD", Records: 2},
 				{Pattern: "the facilitator's /verify refused it: invalid_exact_evm_insufficient_funds", Records: 2},
@@ -473,6 +488,8 @@ func TestFiguresOfASeededLog(t *testing.T) {
 			Recurring:         []auditfigures.ChatRecurring{{Live: true, Currency: "cad", Subscribers: 1, Amount: 500}, {Currency: "cad", Subscribers: 1, Amount: 500}},
 			Churn:             auditfigures.Ratio{Numerator: 1, Denominator: 3, Value: f64(1.0 / 3)},
 		},
+		ContentFilter: []auditfigures.FilterDay{{Date: day1.Format(auditfigures.DateFormat), Rewrites: 1, Quarantines: 1},
+			{Date: day2.Format(auditfigures.DateFormat), Rewrites: 1}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		g, _ := json.MarshalIndent(got, "", "  ")
@@ -483,7 +500,7 @@ func TestFiguresOfASeededLog(t *testing.T) {
 	text := got.String()
 	for _, line := range []string{
 		"partition days 2026-11-20 to 2026-11-21",
-		"64 records; 8 smoke records left out",
+		"68 records; 9 smoke records left out",
 		"subscriber answered 2, trial answered 4, trial model_failed 1, trial trial_used 1",
 		"2 started; 50.0 % (1 of 2) converted",
 		"2 active; 5.00 CAD a month (1), 5.00 CAD a month (1) in test mode",
@@ -494,7 +511,8 @@ func TestFiguresOfASeededLog(t *testing.T) {
 		"payment to email sent      p50 14000 ms, p95 20000 ms, max 20000 ms (2 records, nearest-rank); 0 over 60 s",
 		"paid sessions against Stripe                not compared (no Stripe key)",
 		"60.0 % (3 of 5): 3 CACHED, 2 REGENERATED; 2 OK (first verdicts)",
-		"100.0 % (18 of 18) failure records",
+		"100.0 % (19 of 19) failure records",
+		"content filter, " + day1.Format(auditfigures.DateFormat), "written again by the model: 1; held for review: 1",
 		"25.0 % (1 of 4) deliveries",
 		"33.3 % (1 of 3) crosschecks",
 		"50.0 % (1 of 2) regenerations",
@@ -556,7 +574,8 @@ func TestEmptyRangeHasNoData(t *testing.T) {
 			ByEndpoint:  []auditfigures.EndpointOutcomes{},
 			ByTransport: []auditfigures.TransportOutcomes{{Transport: "http"}, {Transport: "mcp"}},
 			Latency:     auditfigures.Latency{Method: "nearest-rank"}, LatencyBoundMS: 5000},
-		Chat: auditfigures.Chat{Exchanges: []auditfigures.ChatExchanges{}, Recurring: []auditfigures.ChatRecurring{}},
+		Chat:          auditfigures.Chat{Exchanges: []auditfigures.ChatExchanges{}, Recurring: []auditfigures.ChatRecurring{}},
+		ContentFilter: []auditfigures.FilterDay{},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("figures %+v, want %+v", got, want)

@@ -67,6 +67,12 @@ func (f Figures) Format(w io.Writer) error {
 	p("chat trials started, converted\t%d started; %s converted\t", f.Chat.TrialsStarted, f.Chat.TrialsConverted)
 	p("chat subscribers, recurring revenue\t%d active; %s\t", f.Chat.ActiveSubscribers, f.Chat.recurring())
 	p("chat churn\t%s of the subscriptions that granted access ended\tlow", f.Chat.Churn)
+	if len(f.ContentFilter) == 0 {
+		p("content filter, by day\tno verdict written again, nothing held\t")
+	}
+	for _, d := range f.ContentFilter {
+		p("content filter, %s\twritten again by the model: %d; held for review: %d\tfew written again; none held", d.Date, d.Rewrites, d.Quarantines)
+	}
 	p("")
 	if len(f.Errors.TopPatterns) == 0 {
 		p("top error patterns: no data")

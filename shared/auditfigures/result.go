@@ -43,6 +43,20 @@ type Figures struct {
 	X402 X402 `json:"x402"`
 	// Chat is Sisters Chat's exchanges and subscription.
 	Chat Chat `json:"chat"`
+	// ContentFilter is the content filter's outcomes by day, oldest
+	// first: how many verdicts gate 1 had written again, and how many
+	// payloads either gate held for review.
+	ContentFilter []FilterDay `json:"content_filter"`
+}
+
+// FilterDay is one day's (the records' UTC date) content filter outcomes:
+// Rewrites counts gate 1's REWRITE records (a verdict it would have
+// repaired or held, written again by the model), Quarantines the
+// QUARANTINE records of either gate (a verdict or an email held).
+type FilterDay struct {
+	Date        string `json:"date"`
+	Rewrites    int64  `json:"rewrites"`
+	Quarantines int64  `json:"quarantines"`
 }
 
 // X402 is the agent rail's x402 records (AUDIT_TRAIL's x402 form, one per

@@ -644,3 +644,19 @@ func (f *Filter) Listed(s string) []string {
 	}
 	return out
 }
+
+// ListedIn is Listed over every customer-visible field of a verdict, in
+// reading order, each word once: the words a writing again must avoid. A
+// term only a disguise view reads (letters spaced or swapped) is not
+// among them.
+func (f *Filter) ListedIn(a oracle.Analysis) []string {
+	var out []string
+	for _, fl := range analysisFields(a) {
+		for _, w := range f.Listed(fl.text) {
+			if !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}

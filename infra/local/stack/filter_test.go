@@ -33,8 +33,30 @@ func TestLeakingModelIsFilteredEndToEnd(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	q := sqs.NewFromConfig(s.AWS)
 
+	t.Run("written again", func(t *testing.T) {
+		// The first writing leaks; gate 1 has the model write it again,
+		// and the second is clean: the customer gets it, nobody reviews.
+		post(t, s.GeminiURL+"/_control", `{"leak_terms":["CSDM"]}`)
+		addr := fmt.Sprintf("filter-rewrite-%d@example.com", time.Now().UnixNano())
+		session := pay(t, s, "full", "Should I open a second bakery across town?", addr)
+		waitReady(t, s.APIURL, session)
+		_, body, _ := send(t, http.DefaultClient, mustRequest(t, "GET", s.APIURL+"/api/verdict?session_id="+session))
+		if strings.Contains(string(body), "CSDM") {
+			t.Fatalf("the verdict API served the leak: %s", body)
+		}
+		drained(ctx, t, q, s)
+		mails := mailbox(t, s.APIURL, addr)
+		if len(mails) != 1 || strings.Contains(mails[0].Text+mails[0].HTML, "CSDM") {
+			t.Fatalf("emails %+v, want one verdict without the leak", mails)
+		}
+		if alerts := s.Alerts(); slices.ContainsFunc(alerts, func(a string) bool { return strings.Contains(a, "VERDICT_QUARANTINED") }) {
+			t.Fatalf("alerts %q: a verdict written again is no quarantine", alerts)
+		}
+	})
+
 	t.Run("replaced", func(t *testing.T) {
-		post(t, s.GeminiURL+"/_control", `{"leak_terms":["TMM"]}`)
+		// Both writings leak: the second is repaired.
+		post(t, s.GeminiURL+"/_control", `{"leak_terms":["TMM"],"calls":2}`)
 		addr := fmt.Sprintf("filter-replace-%d@example.com", time.Now().UnixNano())
 		session := pay(t, s, "quick", "Should I open a second bakery across town?", addr)
 		waitReady(t, s.APIURL, session)
@@ -56,7 +78,7 @@ func TestLeakingModelIsFilteredEndToEnd(t *testing.T) {
 	})
 
 	t.Run("quarantined", func(t *testing.T) {
-		post(t, s.GeminiURL+"/_control", `{"leak_terms":["CSDM"]}`)
+		post(t, s.GeminiURL+"/_control", `{"leak_terms":["CSDM"],"calls":2}`)
 		addr := fmt.Sprintf("filter-quarantine-%d@example.com", time.Now().UnixNano())
 		session := pay(t, s, "full", "Should I open a second bakery across town?", addr)
 		var status int

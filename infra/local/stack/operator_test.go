@@ -142,8 +142,8 @@ func TestOperatorActionsEndToEnd(t *testing.T) {
 
 	t.Run("quarantine, deliver cleaned: one email", func(t *testing.T) {
 		// Six leaks in a full verdict: more than the filter replaces alone.
-		post(t, s.GeminiURL+"/_control", `{"leak_terms":["TMM"]}`)
-		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) }) // not into the next subtest
+		post(t, s.GeminiURL+"/_control", `{"leak_terms":["TMM"],"calls":2}`) // both writings
+		t.Cleanup(func() { post(t, s.GeminiURL+"/_control", `{}`) })         // not into the next subtest
 		to := addr("quarantine")
 		session := pay(t, s, "full", "Should I open a second bakery across town?", to)
 		waitStatus(t, s, session, oracle.StatusQuarantined)
