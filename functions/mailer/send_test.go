@@ -362,71 +362,97 @@ var start = queue.Job{SessionID: memSession, Kind: oracle.MailVerdict}
 // third, 5 and 35 minutes after the first; one email, the delivery closed
 // as sent, every attempt's record with the same message hash.
 func TestRetryScheduleFiresOnTime(t *testing.T) {
-	busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
-	e := newMemEnv(t, failing(busy, busy))
-	t0 := e.clock.Now()
-	at := e.runQueue(t, start)
-	want := []time.Time{t0, t0.Add(5 * time.Minute), t0.Add(35 * time.Minute)}
-	if !slices.EqualFunc(at, want, time.Time.Equal) {
-		t.Fatalf("sends at %v, want %v", at, want)
+	for _, kind := range retriedKinds {
+		t.Run(string(kind), func(t *testing.T) {
+			busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
+			e := newMemEnv(t, failing(busy, busy))
+			first := e.owe(kind)
+			t0 := e.clock.Now()
+			at := e.runQueue(t, first)
+			want := []time.Time{t0, t0.Add(5 * time.Minute), t0.Add(35 * time.Minute)}
+			if !slices.EqualFunc(at, want, time.Time.Equal) {
+				t.Fatalf("sends at %v, want %v", at, want)
+			}
+			if got := e.orders.closed[memSession+"#"+string(kind)]; got != "ses-message-3" {
+				t.Fatalf("delivery closed with %q", got)
+			}
+			if e.orders.orders[memSession].Mail[kind] != oracle.MailSent {
+				t.Fatalf("mail state %q", e.orders.orders[memSession].Mail[kind])
+			}
+			var hashes []string
+			for n := range 3 {
+				r, ok := e.audit.Record(audit.RecordID(memSession, audit.NameMailAttempt, kind, n))
+				if !ok || r.Mail == nil || r.Mail.Attempt != n {
+					t.Fatalf("attempt %d has no record: %+v", n, r)
+				}
+				hashes = append(hashes, r.Mail.MessageHash)
+			}
+			if hashes[0] == "" || hashes[0] != hashes[1] || hashes[1] != hashes[2] {
+				t.Fatalf("attempts' message hashes %q: not one message", hashes)
+			}
+			if len(e.alerts.Raised()) != 0 {
+				t.Fatalf("alerts %q for an email that arrived", e.alerts.Kinds())
+			}
+		})
 	}
-	if got := e.orders.closed[memSession+"#verdict"]; got != "ses-message-3" {
-		t.Fatalf("delivery closed with %q", got)
+}
+
+// retriedKinds are the emails whose schedule the tests run: the verdict,
+// and the notice of a silent drop (SILENT_DROP FM-2, GAP-SD-07), which
+// takes the same path.
+var retriedKinds = []oracle.MailKind{oracle.MailVerdict, oracle.MailSilentDrop}
+
+// owe puts the order in the state that owes an email of kind, and returns
+// that email's first job.
+func (e *memEnv) owe(kind oracle.MailKind) queue.Job {
+	if kind == oracle.MailSilentDrop {
+		o := e.orders.orders[memSession]
+		o.Status, o.DropReason, o.Verdict, o.Query = oracle.StatusDropped, oracle.DropQueryEmpty, "", ""
+		e.orders.orders[memSession] = o
 	}
-	if e.orders.orders[memSession].Mail[oracle.MailVerdict] != oracle.MailSent {
-		t.Fatalf("mail state %q", e.orders.orders[memSession].Mail[oracle.MailVerdict])
-	}
-	var hashes []string
-	for n := range 3 {
-		r, ok := e.audit.Record(audit.RecordID(memSession, audit.NameMailAttempt, oracle.MailVerdict, n))
-		if !ok || r.Mail == nil || r.Mail.Attempt != n {
-			t.Fatalf("attempt %d has no record: %+v", n, r)
-		}
-		hashes = append(hashes, r.Mail.MessageHash)
-	}
-	if hashes[0] == "" || hashes[0] != hashes[1] || hashes[1] != hashes[2] {
-		t.Fatalf("attempts' message hashes %q: not one message", hashes)
-	}
-	if len(e.alerts.Raised()) != 0 {
-		t.Fatalf("alerts %q for an email that arrived", e.alerts.Kinds())
-	}
+	return queue.Job{SessionID: memSession, Kind: kind}
 }
 
 // VER-03, over memory: 503 on all four attempts; no fifth, one dead-letter
 // record listing the four, one CRITICAL alert naming the session.
 func TestDeadLetterAfterTheLastAttempt(t *testing.T) {
-	busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
-	e := newMemEnv(t, failing(busy, busy, busy, busy, nil))
-	t0 := e.clock.Now()
-	at := e.runQueue(t, start)
-	if len(at) != 4 || !at[3].Equal(t0.Add(5*time.Minute+30*time.Minute+2*time.Hour)) {
-		t.Fatalf("sends at %v, want four, the last at +2h35m", at)
-	}
-	d, ok := e.ledger.dead[store.MailDeadLetterKey(memSession, oracle.MailVerdict)]
-	if !ok || len(d.Tries) != 4 || d.Class != "transient" || d.Transport != "SES" || d.Tries[3].Code != "ServiceUnavailable" {
-		t.Fatalf("dead letter %+v %v", d, ok)
-	}
-	raised := e.alerts.Raised()
-	if len(raised) != 1 || raised[0].Kind != alert.EmailDeadLetter || raised[0].Severity != alert.Critical || raised[0].Session != memSession {
-		t.Fatalf("alerts %+v, want one CRITICAL EMAIL_DEAD_LETTER for the session", raised)
-	}
-	if !strings.Contains(raised[0].Text(e.clock.Now()), oracle.ShortID(memSession)) {
-		t.Fatalf("the alert does not name the session: %s", raised[0].Text(e.clock.Now()))
-	}
-	if !e.orders.orders[memSession].Mail[oracle.MailVerdict].Undelivered() {
-		t.Fatal("the page would not say the email could not be delivered")
-	}
-	// Each retry of the schedule is a new job and each delivery a success
-	// to SQS: the record-failure alarm does not count a failing address.
-	// The email failed for good once, the dashboard's EmailsFailed.
-	if c := e.metrics.Counts(); len(c) != 1 || c[obs.EmailsFailed] != 1 {
-		t.Fatalf("counted %v for the schedule's retries, want only the one email failed", c)
-	}
-	// A late duplicate of the last job changes nothing.
-	last := start
-	last.Attempt = 3
-	if e.deliver(t, last) || e.transport.sends() != 4 || len(e.alerts.Raised()) != 1 {
-		t.Fatalf("a duplicate of the last attempt sent or alerted again: %d sends, %q", e.transport.sends(), e.alerts.Kinds())
+	for _, kind := range retriedKinds {
+		t.Run(string(kind), func(t *testing.T) {
+			busy := &mail.Error{Class: mail.Transient, Transport: "SES", Status: 503, Code: "ServiceUnavailable"}
+			e := newMemEnv(t, failing(busy, busy, busy, busy, nil))
+			first := e.owe(kind)
+			t0 := e.clock.Now()
+			at := e.runQueue(t, first)
+			if len(at) != 4 || !at[3].Equal(t0.Add(5*time.Minute+30*time.Minute+2*time.Hour)) {
+				t.Fatalf("sends at %v, want four, the last at +2h35m", at)
+			}
+			d, ok := e.ledger.dead[store.MailDeadLetterKey(memSession, kind)]
+			if !ok || len(d.Tries) != 4 || d.Class != "transient" || d.Transport != "SES" || d.Tries[3].Code != "ServiceUnavailable" {
+				t.Fatalf("dead letter %+v %v", d, ok)
+			}
+			raised := e.alerts.Raised()
+			if len(raised) != 1 || raised[0].Kind != alert.EmailDeadLetter || raised[0].Severity != alert.Critical || raised[0].Session != memSession {
+				t.Fatalf("alerts %+v, want one CRITICAL EMAIL_DEAD_LETTER for the session", raised)
+			}
+			if !strings.Contains(raised[0].Text(e.clock.Now()), oracle.ShortID(memSession)) {
+				t.Fatalf("the alert does not name the session: %s", raised[0].Text(e.clock.Now()))
+			}
+			if !e.orders.orders[memSession].Mail[kind].Undelivered() {
+				t.Fatal("the page would not say the email could not be delivered")
+			}
+			// Each retry of the schedule is a new job and each delivery a success
+			// to SQS: the record-failure alarm does not count a failing address.
+			// The email failed for good once, the dashboard's EmailsFailed.
+			if c := e.metrics.Counts(); len(c) != 1 || c[obs.EmailsFailed] != 1 {
+				t.Fatalf("counted %v for the schedule's retries, want only the one email failed", c)
+			}
+			// A late duplicate of the last job changes nothing.
+			last := first
+			last.Attempt = 3
+			if e.deliver(t, last) || e.transport.sends() != 4 || len(e.alerts.Raised()) != 1 {
+				t.Fatalf("a duplicate of the last attempt sent or alerted again: %d sends, %q", e.transport.sends(), e.alerts.Kinds())
+			}
+		})
 	}
 }
 
