@@ -64,6 +64,10 @@ func TestTheResultPageIsServedWhereTheSpecPutsIt(t *testing.T) {
 		{"/result/cs_test_a1B2c3", http.StatusOK, `data-state="pending"`},
 		{"/oracle/result?session_id=cs_test_a1B2c3", http.StatusOK, `data-state="pending"`},
 		{"/result/cs_nope", http.StatusBadRequest, `data-state="unknown"`},
+		// No session: the gateway finds no route, as API Gateway does.
+		{"/result", http.StatusNotFound, `{"message":"Not Found"}`},
+		{"/result/", http.StatusNotFound, `{"message":"Not Found"}`},
+		{"/result/cs_test_a1B2c3/more", http.StatusNotFound, `{"message":"Not Found"}`},
 	} {
 		resp, err := http.Get(srv.URL + c.path)
 		if err != nil {
