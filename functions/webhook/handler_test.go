@@ -627,6 +627,47 @@ func TestEnqueueFailureIsRetriedByStripe(t *testing.T) {
 	}
 }
 
+// AUDIT_TRAIL INV-2: a paid session's claim record is required. When it
+// cannot be written the webhook answers 500, so that Stripe retries, the
+// operator is alerted, and the retry writes the one record without a
+// second job (issue 41, item 4). A retry within the claim's lease is
+// told to come back (409), as for any claim in flight.
+func TestARequiredClaimRecordNotWrittenIsRetriedByStripe(t *testing.T) {
+	e := newEnv(t, Secrets{Test: testSecret})
+	good := e.svc.Audit
+	rec := good.(*audit.Recorder)
+	e.svc.Audit = &audit.Recorder{Writer: audit.NewWriter(e.s3, e.f.Ref("AuditBucket")+"-missing"), Alerts: rec.Alerts, Log: rec.Log}
+	s := paidSession("cs_test_auditfail", oracle.TierQuick, "q")
+	body := e.event("evt_auditfail", audit.EventCheckoutCompleted, s)
+	if resp := e.send(body); resp.StatusCode != http.StatusInternalServerError || strings.Contains(resp.Body, "missing") {
+		t.Fatalf("got %s, want a bare 500", status(resp))
+	}
+	if recs := e.auditRecords(); len(recs) != 0 {
+		t.Fatalf("records %+v", recs)
+	}
+	if alerts := e.alertTexts(); len(alerts) != 1 || !strings.Contains(alerts[0], "AUDIT") {
+		t.Fatalf("alerts %q, want one for the record not written", alerts)
+	}
+	if resp := e.send(body); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("a retry within the claim's lease: %s, want 409", status(resp))
+	}
+	// Stripe retries minutes later: the job was on its queue, and the
+	// generator has taken it since; the claim's lease has lapsed.
+	e.generating(s.ID)
+	e.clock.Add(e.svc.Lease + time.Second)
+	e.svc.Audit = good
+	if resp := e.send(body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("retry: %s", status(resp))
+	}
+	recs := e.auditRecords()
+	if len(recs) != 1 || recs[0].SessionID != s.ID || recs[0].Event != audit.EventCheckoutCompleted || recs[0].Status != audit.StatusOK {
+		t.Fatalf("records after the retry %+v, want the one paid record", recs)
+	}
+	if jobs := e.jobs("GenerateQueue"); len(jobs) != 1 {
+		t.Fatalf("%d jobs, want one however many deliveries", len(jobs))
+	}
+}
+
 // unrecorded fails to record the enqueued job, as a store outage between
 // the send and the record would.
 type unrecorded struct{ fulfil.Orders }
