@@ -97,6 +97,37 @@ var Budgets = []budget{
 		},
 	},
 	{
+		// The alert is published before the 500: the longest answer
+		// bounds it (CACHE_ALERT VC-1: retries × delay + 5 s).
+		name:  "webhook, store down: its alert / VC-1's bound",
+		limit: "≤ 1×",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkWebhookStoreDown", "max-ms", "alert-bound-ms")
+			if err != nil {
+				return "", false, err
+			}
+			most, _ := r.Value("max-ms")
+			bound, _ := r.Value("alert-bound-ms")
+			return fmt.Sprintf("%.2f× (alerted within %.1f s, bound %.1f s)", most/bound, most/1000, bound/1000), most <= bound, nil
+		},
+	},
+	{
+		// A store that accepts and never answers: each attempt cut at
+		// 2 s, the call at 5 s (VC-5's own case, beside the refused one).
+		name:  "webhook, store hanging: longest answer / VC-5's bound",
+		limit: "≤ 1×",
+		judge: func(rs Results) (string, bool, error) {
+			r, err := need(rs, "BenchmarkWebhookStoreHangs", "max-ms", "bound-ms", "answer-ms")
+			if err != nil {
+				return "", false, err
+			}
+			most, _ := r.Value("max-ms")
+			bound, _ := r.Value("bound-ms")
+			mean, _ := r.Value("answer-ms")
+			return fmt.Sprintf("%.2f× (longest %.1f s, mean %.1f s, bound %.1f s)", most/bound, most/1000, mean/1000, bound/1000), most <= bound, nil
+		},
+	},
+	{
 		// The floor is the counted path below, each call weighed by its
 		// kind's round trip measured in the same run.
 		name:  "pipeline, paid to email sent: p95 / floor (its round trips)",

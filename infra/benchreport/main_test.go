@@ -15,7 +15,8 @@ const (
 	webhookLine   = "BenchmarkWebhookEndToEnd-2   \t      48\t  23722024 ns/op\t     23004 calls-µs/op\t         6.000 calls/op\t         3.114 own-%\t       716.2 own-µs/op\t     22126 wire-µs/op\t  292116 B/op\t    2965 allocs/op"
 	agentLine     = "BenchmarkAgentPaidRequest-2   \t      40\t  46152776 ns/op\t     45667 calls-µs/op\t         0.961 own-%\t       438.7 own-µs/op\t  438712 B/op\t    4510 allocs/op"
 	mcpLine       = "BenchmarkAgentMCPPaidRequest-2   \t      30\t  84312215 ns/op\t      1061 after-µs/op\t     83230 calls-µs/op\t         0.8751 own-%\t       728.4 own-µs/op\t  790544 B/op\t    4991 allocs/op"
-	storeDownLine = "BenchmarkWebhookStoreDown-2   \t       3\t3601678745 ns/op\t      3602 answer-ms\t      7500 bound-ms\t      4051 max-ms"
+	storeDownLine = "BenchmarkWebhookStoreDown-2   \t       3\t3601678745 ns/op\t      6500 alert-bound-ms\t      3602 answer-ms\t      7500 bound-ms\t      4051 max-ms"
+	storeHangLine = "BenchmarkWebhookStoreHangs-2   \t       1\t6010533765 ns/op\t      6010 answer-ms\t      7500 bound-ms\t      6010 max-ms"
 	pipelineLine  = "BenchmarkPaidToEmail-2   \t       1\t4547494286 ns/op\t        87.48 floor-ms\t       306.5 max-ms\t       190.9 p50-ms\t       271.7 p95-ms\t         3.106 p95/floor"
 	healthLine    = "BenchmarkReconciliation-2   \t       2\t 771266290 ns/op\t        20.00 GetItem/run\t        16.00 Query/run\t        36.00 calls/run\t 1905520 B/op\t   20318 allocs/op"
 	englishLine   = "BenchmarkOrdinaryEnglish-2   \t     255\t   4228826 ns/op\t 156.14 MB/s\t         0 false-hits\t      1399 texts\t       0 B/op\t       0 allocs/op"
@@ -126,6 +127,11 @@ func TestVerdicts(t *testing.T) {
 		{"the MCP path not run", "agent over MCP", agentLine, Missing, "no BenchmarkAgentMCPPaidRequest"},
 		{"store down within VC-5's bound", "webhook, store down", storeDownLine, Pass, "0.54× (longest 4.1 s, mean 3.6 s, bound 7.5 s)"},
 		{"store down past the bound (changed)", "webhook, store down", strings.Replace(storeDownLine, "4051 max-ms", "9051 max-ms", 1), Fail, "1.21×"},
+		{"store down: the alert within VC-1's bound", "webhook, store down: its alert", storeDownLine, Pass, "0.62× (alerted within 4.1 s, bound 6.5 s)"},
+		{"store down: the alert past it (changed)", "webhook, store down: its alert", strings.Replace(storeDownLine, "4051 max-ms", "7051 max-ms", 1), Fail, "1.08×"},
+		{"store hanging within VC-5's bound", "webhook, store hanging", storeHangLine, Pass, "0.80× (longest 6.0 s, mean 6.0 s, bound 7.5 s)"},
+		{"store hanging past it (changed)", "webhook, store hanging", strings.Replace(storeHangLine, "6010 max-ms", "8010 max-ms", 1), Fail, "1.07×"},
+		{"store hanging not measured", "webhook, store hanging", storeDownLine, Missing, "no BenchmarkWebhookStoreHangs"},
 		{"store down not run", "webhook, store down", webhookLine, Missing, "no BenchmarkWebhookStoreDown"},
 		{"pipeline over 1.5× its floor", "pipeline", pipelineLine, Fail, "3.11× (p95 272 ms, floor 87 ms)"},
 		{"pipeline within twice its floor, over 1.5× (changed)", "pipeline", strings.Replace(pipelineLine, "3.106 p95/floor", "1.950 p95/floor", 1), Fail, "1.95×"},
@@ -220,7 +226,7 @@ func TestRun(t *testing.T) {
 		{"the captured run, from a file", []string{"testdata/bench.txt"}, "", 1, []string{"| budget ", "| content filter, clean text: allocations ", "| pass "}},
 		{"the captured run, from stdin", nil, string(whole), 1, []string{"| budget "}},
 		{"nothing measured", nil, "PASS\n", 1, []string{"MISSING", fmt.Sprintf("0 of %d budgets failed, %d missing their benchmark", len(Budgets), len(Budgets))}},
-		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "1.924 p95/floor", "1.5 p95/floor", "20.00 round-trips", "10.00 round-trips", "23.00 requests/order", "12.00 requests/order").Replace(webhookLine + "\n" + agentLine + "\n" + mcpLine + "\n" + storeDownLine + "\n" + countedLine + "\n" + healthLine + "\n" + englishLine + "\n" + precisionLine + "\n" + filterLines +
+		{"every budget met (figures changed)", nil, strings.NewReplacer("3.114 own-%", "0.5 own-%", "1.924 p95/floor", "1.5 p95/floor", "20.00 round-trips", "10.00 round-trips", "23.00 requests/order", "12.00 requests/order").Replace(webhookLine + "\n" + agentLine + "\n" + mcpLine + "\n" + storeDownLine + "\n" + storeHangLine + "\n" + countedLine + "\n" + healthLine + "\n" + englishLine + "\n" + precisionLine + "\n" + filterLines +
 			"BenchmarkColdStart/CheckoutFunction-2 \t 3 \t 27736298 ns/op\nBenchmarkBootstrapSize-2 \t 1 \t 1 ns/op \t 11.88 CheckoutFunction-MB \t 16.94 GeneratorFunction-MB \t 15.06 HealthFunction-MB \t 16.94 max-MB\n" +
 			hangLine + chatLine + exchangeLine + requiredLine + idleLine + tracingLine), 0, []string{fmt.Sprintf("all %d budgets met", len(Budgets))}},
 		{"a mangled result", nil, "BenchmarkFilter/quick/clean-2 \t 1629386 \t fast ns/op\n", 2, nil},
