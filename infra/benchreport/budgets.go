@@ -85,16 +85,7 @@ var Budgets = []budget{
 	{
 		name:  "webhook, store down: longest answer / VC-5's bound",
 		limit: "≤ 1×",
-		judge: func(rs Results) (string, bool, error) {
-			r, err := need(rs, "BenchmarkWebhookStoreDown", "max-ms", "bound-ms", "answer-ms")
-			if err != nil {
-				return "", false, err
-			}
-			most, _ := r.Value("max-ms")
-			bound, _ := r.Value("bound-ms")
-			mean, _ := r.Value("answer-ms")
-			return fmt.Sprintf("%.2f× (longest %.1f s, mean %.1f s, bound %.1f s)", most/bound, most/1000, mean/1000, bound/1000), most <= bound, nil
-		},
+		judge: storeAnswer("BenchmarkWebhookStoreDown"),
 	},
 	{
 		// The alert is published before the 500: the longest answer
@@ -116,16 +107,7 @@ var Budgets = []budget{
 		// 2 s, the call at 5 s (VC-5's own case, beside the refused one).
 		name:  "webhook, store hanging: longest answer / VC-5's bound",
 		limit: "≤ 1×",
-		judge: func(rs Results) (string, bool, error) {
-			r, err := need(rs, "BenchmarkWebhookStoreHangs", "max-ms", "bound-ms", "answer-ms")
-			if err != nil {
-				return "", false, err
-			}
-			most, _ := r.Value("max-ms")
-			bound, _ := r.Value("bound-ms")
-			mean, _ := r.Value("answer-ms")
-			return fmt.Sprintf("%.2f× (longest %.1f s, mean %.1f s, bound %.1f s)", most/bound, most/1000, mean/1000, bound/1000), most <= bound, nil
-		},
+		judge: storeAnswer("BenchmarkWebhookStoreHangs"),
 	},
 	{
 		// The floor is the counted path below, each call weighed by its
@@ -426,6 +408,21 @@ func worst(rs Results, parent, unit string) (float64, string, error) {
 		}
 	}
 	return most, at, nil
+}
+
+// storeAnswer judges a store-down benchmark's longest answer (max-ms)
+// against its bound (bound-ms), with the mean (answer-ms) beside it.
+func storeAnswer(bench string) func(Results) (string, bool, error) {
+	return func(rs Results) (string, bool, error) {
+		r, err := need(rs, bench, "max-ms", "bound-ms", "answer-ms")
+		if err != nil {
+			return "", false, err
+		}
+		most, _ := r.Value("max-ms")
+		bound, _ := r.Value("bound-ms")
+		mean, _ := r.Value("answer-ms")
+		return fmt.Sprintf("%.2f× (longest %.1f s, mean %.1f s, bound %.1f s)", most/bound, most/1000, mean/1000, bound/1000), most <= bound, nil
+	}
 }
 
 // ownShare judges a handler's own work against its calls, as the benchmark
