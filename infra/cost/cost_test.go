@@ -187,26 +187,6 @@ func TestIdleBaseline(t *testing.T) {
 	}
 }
 
-func TestParseOverrides(t *testing.T) {
-	for _, tc := range []struct{ name, toml string }{
-		{"one string, as the guided deploy writes it", `[default.deploy.parameters]
-stack_name = "oracle"
-parameter_overrides = "BaseUrl=\"https://42sisters.ai\" HashPepperArn=\"arn:aws:ssm:ca-central-1:123456789012:parameter/oracle/pepper\" GeminiApiKeyArn=\"arn:aws:secretsmanager:ca-central-1:123456789012:secret:oracle/gemini-AbCdEf\""
-`},
-		{"a list", `parameter_overrides = ["BaseUrl=https://42sisters.ai", "HashPepperArn=arn:aws:ssm:ca-central-1:123456789012:parameter/oracle/pepper", "GeminiApiKeyArn=arn:aws:secretsmanager:ca-central-1:123456789012:secret:oracle/gemini-AbCdEf"]`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := parseOverrides(tc.toml)
-			if got["BaseUrl"] != "https://42sisters.ai" || credentialKind(got["HashPepperArn"]) != "ssm" || credentialKind(got["GeminiApiKeyArn"]) != "secretsmanager" {
-				t.Errorf("%v", got)
-			}
-		})
-	}
-	if got := parseOverrides("stack_name = \"oracle\"\n"); len(got) != 0 {
-		t.Errorf("no overrides read as %v", got)
-	}
-}
-
 // A chat exchange is priced from the tokens its three calls used at the
 // bounds, each reading the whole history and the message; its ceiling is
 // four calls, each as long as the longest prompt and writing its bound.

@@ -21,6 +21,7 @@ import (
 
 	"42sisters.ai/oracle/infra/provision"
 	"42sisters.ai/oracle/infra/sam"
+	"42sisters.ai/oracle/infra/samconfig"
 )
 
 // The goals: a verdict's infrastructure (issue 16, item 5) and the idle
@@ -116,10 +117,13 @@ func run(args []string, w io.Writer) error {
 // too.
 func idleMonth(t *sam.Template, verdict float64) ([]idleLine, map[string]string, error) {
 	root := filepath.Dir(provision.TemplatePath())
-	params, err := deployedParams(filepath.Join(root, "samconfig.toml"))
+	// The parameters a guided deploy saved: they name the credentials'
+	// ARNs and so their kinds.
+	deployed, err := samconfig.Read(filepath.Join(root, "samconfig.toml"))
 	if err != nil {
 		return nil, nil, err
 	}
+	params := deployed.Parameters
 	names, err := metricNames(filepath.Join(root, "shared", "obs", "names.go"))
 	if err != nil {
 		return nil, nil, err
