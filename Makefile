@@ -158,11 +158,10 @@ else
 	$(GO) run ./infra/cost .build/burst-reduced.json
 endif
 
-## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts and 20 Sisters Chat replies with the current prompts and reports how many the content filter would touch; fails above MAX_RATE (default 0); a pass is recorded in shared/prompt/contamination.json, which make deploy requires for the current prompt
+## prompt-check: asks the real model (GEMINI_API_KEY) for 50 verdicts and 20 Sisters Chat replies with the current prompts and reports how many the content filter would touch; fails above MAX_RATE (default 0). It measures a prompt while it is written: make deploy runs and records the deployment's own check
 MAX_RATE ?= 0
-PROMPT_CHECKS := shared/prompt/contamination.json
 prompt-check:
-	$(GO) run ./infra/promptcheck -n 50 -max-rate $(MAX_RATE) -record $(PROMPT_CHECKS)
+	$(GO) run ./infra/promptcheck -n 50 -max-rate $(MAX_RATE)
 
 ## build: every function's bootstrap for Lambda (linux/arm64) into .build/lambda/<name>/, exactly as `sam build` makes them
 build:
@@ -181,9 +180,9 @@ STACK  ?= $(or $(shell sed -n 's/^stack_name *= *"\(.*\)"/\1/p' samconfig.toml |
 REGION ?= $(shell sed -n 's/^region *= *"\(.*\)"/\1/p' samconfig.toml | head -1)
 SMOKE_TARGET = $(if $(LOCAL),-local $(CURDIR)/.build/stack-local.json,-stack $(STACK))
 
-## deploy: check the prompt has its recorded contamination check, build every function anew with SAM (no build cache), deploy with samconfig.toml's settings and no prompt (run `sam deploy --guided` once first), then run the smoke test against what was deployed and say the result
+## deploy: admit the prompt only with a passing contamination check in the deployment's bucket (run against the deployment's model with its key when none is recorded; PROMPT_CHECK_BUCKET overrides the bucket), build every function anew with SAM (no build cache), deploy with samconfig.toml's settings and no prompt (run `sam deploy --guided` once first), then run the smoke test against what was deployed and say the result
 deploy:
-	$(GO) run ./infra/promptcheck -verify $(PROMPT_CHECKS)
+	$(GO) run ./infra/promptcheck -deploy -max-rate $(MAX_RATE) $(if $(REGION),-region $(REGION)) $(if $(PROMPT_CHECK_BUCKET),-bucket $(PROMPT_CHECK_BUCKET))
 	sam build --no-cached && sam deploy --no-confirm-changeset
 	@$(GO) build -o .build/smoke ./infra/smoke
 	@set +e; $(if $(REGION),AWS_REGION=$(REGION)) .build/smoke $(SMOKE_TARGET); code=$$?; \

@@ -16,9 +16,9 @@ import (
 
 // Load reads the standard AWS environment and profile (region,
 // credentials, and AWS_ENDPOINT_URL when a local endpoint such as moto is
-// set).
-func Load(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+// set); opts are the SDK's, such as a region samconfig.toml names.
+func Load(ctx context.Context, opts ...func(*config.LoadOptions) error) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}

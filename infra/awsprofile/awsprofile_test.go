@@ -24,7 +24,7 @@ func TestMaxAttemptsFromTheEnvironmentStillHolds(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		load func(context.Context) (aws.Config, error)
-	}{{"Load", Load}, {"awsenv.LoadLambda", awsenv.LoadLambda}} {
+	}{{"Load", func(ctx context.Context) (aws.Config, error) { return Load(ctx) }}, {"awsenv.LoadLambda", awsenv.LoadLambda}} {
 		t.Run(c.name, func(t *testing.T) {
 			var calls atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

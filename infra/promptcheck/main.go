@@ -4,20 +4,26 @@
 // submissions across the tiers, runs each through the content filter and
 // reports the contamination rate. It does the same for the Sisters Chat's
 // prompts (prompt.ChatVersion): -chat exchanges through the chat's own
-// replier, each first reply filtered, the rate reported apart. `make prompt-check` runs it against the
-// real model with GEMINI_API_KEY; its test runs it against the fake.
+// replier, each first reply filtered, the rate reported apart.
 //
-// It exits 1 when the rate is above -max-rate (default 0: any contaminated
-// verdict rejects a prompt change), 2 on a usage or model error. With
-// -record FILE a passing run against the real model is recorded there
-// (shared/prompt/contamination.json), named by the prompt's Version and
-// Fingerprint; -verify FILE asks no model and exits 1 unless FILE records a
-// passing check of the current prompt. `make deploy` verifies first, so no
-// prompt reaches production without its contamination check (GAP-H).
+// `make prompt-check` runs it against the real model with GEMINI_API_KEY,
+// to measure a prompt while it is written; it exits 1 when a rate is above
+// -max-rate (default 0: any contaminated verdict rejects a prompt change),
+// 2 on a usage or model error.
+//
+// With -deploy it is `make deploy`'s gate: it reads the deployment from
+// samconfig.toml (and the stack as deployed), asks the deployment's model
+// with the deployment's key (read from its secret) for 50 verdicts and 20
+// chat replies unless the current prompt's check is already recorded, and
+// records the result, pass or fail, once, in the deployment's artifact
+// bucket under prompt-checks/<version>/<fingerprint>.json. It exits 0 only
+// when that record is a pass, so no prompt reaches production without its
+// own check and none whose rate rose (GAP-H).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,6 +32,10 @@ import (
 	"strings"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"42sisters.ai/oracle/infra/awsprofile"
+	"42sisters.ai/oracle/infra/samconfig"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
 	"42sisters.ai/oracle/shared/prompt"
@@ -34,35 +44,41 @@ import (
 
 func main() {
 	fs := flag.NewFlagSet("promptcheck", flag.ContinueOnError)
-	n := fs.Int("n", 50, "how many verdicts to ask for (distinct submission and tier pairs, at most 3 per submission)")
+	n := fs.Int("n", minVerdicts, "how many verdicts to ask for (distinct submission and tier pairs, at most 3 per submission)")
 	chatN := fs.Int("chat", minChatReplies, "how many chat exchanges to make (distinct messages)")
 	maxRate := fs.Float64("max-rate", 0, "the highest contamination rate (0 to 1) that passes")
-	model := fs.String("model", gemini.DefaultModel, "the model to ask")
-	base := fs.String("base", "", "the API's base URL (the fake Gemini); empty means Google")
-	recordTo := fs.String("record", "", "record a passing run in this file (the real model only)")
-	verifyIn := fs.String("verify", "", "ask no model: exit 1 unless this file records a passing check of the current prompt")
+	model := fs.String("model", gemini.DefaultModel, "the model to ask (not with -deploy: the deployment's)")
+	base := fs.String("base", "", "the API's base URL (the fake Gemini); empty means Google (not with -deploy)")
+	deploy := fs.Bool("deploy", false, "make deploy's gate: admit the current prompt only with a passing check recorded in the deployment's bucket, running it first when none is")
+	bucket := fs.String("bucket", "", "with -deploy: the bucket to keep the checks in; empty means samconfig.toml's s3_bucket or SAM's managed bucket")
+	samPath := fs.String("samconfig", "samconfig.toml", "with -deploy: the deployment's samconfig.toml")
+	region := fs.String("region", "", "with -deploy: the deployment's region; empty means samconfig.toml's, or AWS_REGION")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	if *verifyIn != "" {
-		if err := verify(*verifyIn); err != nil {
-			fmt.Fprintln(os.Stderr, "promptcheck:", err)
-			os.Exit(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	if *deploy {
+		if *base != "" {
+			fmt.Fprintln(os.Stderr, "promptcheck: -deploy asks the deployment's own model: a fake's rate says nothing of the prompt")
+			os.Exit(2)
 		}
-		fmt.Printf("prompt %s has its contamination check\n", prompt.Version)
+		err := runDeploy(ctx, *samPath, *region, deployOptions{Bucket: *bucket, ManagedStack: ManagedStack,
+			Verdicts: *n, Chat: *chatN, MaxRate: *maxRate, Now: time.Now}, os.Stdout)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "promptcheck:", err)
+			if errors.Is(err, errRefused) {
+				os.Exit(1)
+			}
+			os.Exit(2)
+		}
 		return
-	}
-	if *recordTo != "" && *base != "" {
-		fmt.Fprintln(os.Stderr, "promptcheck: -record needs the real model: a fake's rate says nothing of the prompt")
-		os.Exit(2)
 	}
 	key := os.Getenv("GEMINI_API_KEY")
 	if key == "" {
 		fmt.Fprintln(os.Stderr, "promptcheck: GEMINI_API_KEY is not set; it asks the real model, so it needs a key (the test suite checks the same against the fake)")
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
 	client, err := gemini.New(ctx, gemini.Options{APIKey: key, Model: *model, BaseURL: *base})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "promptcheck:", err)
@@ -82,14 +98,25 @@ func main() {
 		fmt.Printf("FAIL: contamination rate %.1f%% (verdicts), %.1f%% (chat replies): above %.1f%%\n", 100*s.Rate(), 100*chat.Rate(), 100**maxRate)
 		os.Exit(1)
 	}
-	if *recordTo != "" {
-		if err := record(*recordTo, s, chat, *model, *maxRate, time.Now().UTC()); err != nil {
-			fmt.Fprintln(os.Stderr, "promptcheck:", err)
-			os.Exit(2)
-		}
-		fmt.Printf("recorded in %s: commit it with the prompt\n", *recordTo)
+	fmt.Println("PASS: make deploy records its own check of this prompt against the deployment's model")
+}
+
+// runDeploy loads the operator's AWS configuration in the deployment's
+// region and runs the gate.
+func runDeploy(ctx context.Context, samPath, region string, o deployOptions, out io.Writer) error {
+	sc, err := samconfig.Read(samPath)
+	if err != nil {
+		return err
 	}
-	fmt.Println("PASS")
+	var opts []func(*awsconfig.LoadOptions) error
+	if region = or(region, sc.Region); region != "" {
+		opts = append(opts, awsconfig.WithRegion(region))
+	}
+	cfg, err := awsprofile.Load(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	return deployCheck(ctx, cfg, sc, o, out)
 }
 
 // Generator is the model call (gemini.Client).
