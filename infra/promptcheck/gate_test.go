@@ -168,6 +168,21 @@ func TestDeployRunsThePromptsCheckItselfOnce(t *testing.T) {
 	}
 }
 
+// An unreadable reply is not a verdict: the check asks on until it has
+// read 50, and records them.
+func TestDeployReadsFiftyVerdicts(t *testing.T) {
+	f := newDeployment(t)
+	if _, err := f.gemini.SetScenario(fakegemini.Scenario{Malformed: true, Calls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := f.deploy(t, 0, day); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if c, _ := f.recorded(t); !c.Passed || c.Verdicts != minVerdicts || c.Unreadable != 2 {
+		t.Fatalf("recorded %+v", c)
+	}
+}
+
 // A prompt whose verdicts leak is refused, and its failed check is
 // recorded once: the next deploy refuses it without asking, and the record
 // cannot be written over (only a new prompt version gets a new check).

@@ -141,9 +141,11 @@ func (s Summary) Rate() float64 {
 	return float64(s.Replaced+s.Quarantined) / float64(s.Verdicts)
 }
 
-// check asks for n verdicts and filters each, reporting to out as it goes.
-// A model error stops the run: a rate over fewer verdicts than asked would
-// mislead.
+// check asks for verdicts until n are read (an unreadable reply, which the
+// generator would ask again for, is counted and another pair asked) or the
+// submission and tier pairs run out, and filters each, reporting to out as
+// it goes. A model error stops the run: a rate over fewer verdicts than
+// asked would mislead.
 func check(ctx context.Context, g Generator, n int, out io.Writer) (Summary, error) {
 	filter, err := sosfilter.New()
 	if err != nil {
@@ -154,7 +156,7 @@ func check(ctx context.Context, g Generator, n int, out io.Writer) (Summary, err
 	}
 	s := Summary{Terms: map[string]int{}}
 	fmt.Fprintf(out, "prompt %s, filter %s: %d verdicts\n", prompt.Version, filter.Version(), n)
-	for i := range n {
+	for i := 0; s.Verdicts < n && i < 3*len(submissions); i++ {
 		q, tier := submissions[i%len(submissions)], oracle.Tiers()[i/len(submissions)]
 		p, err := prompt.Build(tier, q)
 		if err != nil {
