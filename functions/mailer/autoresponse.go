@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"42sisters.ai/oracle/functions/mailer/letter"
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
-	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/inbox"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/oracle"
@@ -48,66 +46,55 @@ func (h *Handler) autorespond(ctx context.Context, t *task) error {
 	t.reply = &reply{key: inbox.Key(h.Hasher, m, raw), domain: inbox.Domain(m.From), via: inbox.Via(t.job.Inbox), stored: stored,
 		sender: h.Hasher.Email(m.From)}
 	t.log = t.log.With("message", oracle.Clip(t.reply.key, 12))
-	msg, err := letter.Autoresponse(h.Brand, m.Subject)
-	if err != nil {
-		return err
-	}
-	if h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own{}).Action != sosfilter.Pass {
-		// Only the echoed subject can trip gate 2: the text is the
-		// canonical one, which a test passes through the filter.
-		t.log.WarnContext(ctx, "the message's subject tripped the content filter; acknowledged under a neutral subject")
-		if msg, err = letter.Autoresponse(h.Brand, ""); err != nil {
-			return err
-		}
-	}
 	t.delivery = inboxReply{ledger: h.Ledger, key: t.reply.key, ttl: h.ReplyRetention}
-	if done, err := h.claim(ctx, t); done {
-		return err
+	return h.deliver(ctx, t, h.replyEmail(t, m.From, m.Subject))
+}
+
+// replyEmail is the autoresponse to the message from (whose subject it
+// echoes) on the delivery path: composed before its claim, every failed
+// attempt alerts (G5), and one given up leaves the message to be answered
+// by hand.
+func (h *Handler) replyEmail(t *task, from, subject string) *email {
+	return &email{
+		letterFirst: true,
+		compose:     func(context.Context) (letter.Message, error) { return letter.Autoresponse(h.Brand, subject) },
+		stopped: func(ctx context.Context, t *task, _ letter.Message, _ sosfilter.Report) (letter.Message, bool, error) {
+			// Only the echoed subject can trip gate 2: the text is the
+			// canonical one, which a test passes through the filter.
+			t.log.WarnContext(ctx, "the message's subject tripped the content filter; acknowledged under a neutral subject")
+			msg, err := letter.Autoresponse(h.Brand, "")
+			return msg, err == nil, err
+		},
+		recipient: func(ctx context.Context, _ *task) (addressee, error) {
+			suppressed, err := h.suppressed(ctx, from)
+			return addressee{to: from, suppressed: suppressed}, err
+		},
+		tags:  map[string]string{mail.TagKind: string(oracle.MailAutoresponse)},
+		audit: replyAudit{h},
+		logs: emailLogs{sent: "autoresponse sent", suppressed: "the sender complained about an earlier email; no autoresponse",
+			givenUp: "autoresponse given up", closeFailed: "closing the undeliverable autoresponse failed"},
+		alerts: emailAlerts{about: alert.Alert{Subject: t.reply.key}, name: "the autoresponse to a message from " + t.reply.domain,
+			eachFailure: alert.AutoresponseFailed, told: "the message itself is in the inbox: answer it by hand"},
 	}
-	suppressed, err := h.suppressed(ctx, m.From)
-	if err != nil {
-		h.release(ctx, t)
-		return err
-	}
-	if suppressed {
-		t.log.WarnContext(ctx, "the sender complained about an earlier email; no autoresponse")
-		h.auditReply(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), "suppressed")
-		h.close(ctx, t, "none: suppressed", "")
-		return nil
-	}
-	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
-	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: m.From, ReplyTo: h.Brand.Support, Subject: msg.Subject,
-		Text: msg.Text, HTML: msg.HTML, Tags: map[string]string{mail.TagKind: string(oracle.MailAutoresponse)}})
-	// As for an order's email: recorded before anything else.
-	crashpoint.Reach(ctx, crashpoint.MailerSent)
-	if err == nil {
-		h.close(ctx, t, id, "")
-	}
-	h.auditReplyAttempt(ctx, t, err)
-	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
-	case retry:
-		// One alert per attempt (the dedupe window would merge the
-		// attempts of a compressed schedule).
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Warn, Kind: alert.AutoresponseFailed, Subject: t.reply.key + "/" + strconv.Itoa(t.job.Attempt),
-			Detail: "the autoresponse to a message from " + t.reply.domain + " failed (" + err.Error() + "); attempt " +
-				strconv.Itoa(t.job.Attempt+2) + " follows in " + wait.String()})
-		return h.retryLater(ctx, t, err, wait)
-	case blocked:
-		return h.park(ctx, t, err)
-	case deadLetter, refused:
-		if _, ferr := h.failed(ctx, t, h.try(t, err, h.Now()), time.Time{}); ferr != nil {
-			t.log.ErrorContext(ctx, "closing the undeliverable autoresponse failed", "error", ferr.Error())
-		}
-		h.auditReply(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+err.Error()), "undeliverable")
-		h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.AutoresponseFailed, Subject: t.reply.key + "/given-up",
-			Detail: "the autoresponse to a message from " + t.reply.domain + " was given up (" + oc.String() + ": " + err.Error() +
-				"); the message itself is in the inbox: answer it by hand"})
-		t.log.ErrorContext(ctx, "autoresponse given up", "outcome", oc.String(), "class", failureClass(err))
-		return nil
-	}
-	h.auditReply(ctx, t, audit.StatusEmailSent, nil, "sent")
-	t.log.InfoContext(ctx, "autoresponse sent")
-	return nil
+}
+
+// replyAudit writes an autoresponse's records, each alone (G3); gate 2's
+// decision on it is not recorded, since only the echoed subject can trip
+// it, and a stopped one goes under a neutral subject.
+type replyAudit struct{ h *Handler }
+
+func (replyAudit) filtered(context.Context, *task, sosfilter.Report) {}
+
+func (a replyAudit) tried(ctx context.Context, t *task, err error, _ string, _ outcome) {
+	a.h.auditReplyAttempt(ctx, t, err)
+}
+
+func (a replyAudit) ended(ctx context.Context, t *task, status audit.Status, detail *string, _, outcome string) {
+	a.h.auditReply(ctx, t, status, detail, outcome)
+}
+
+func (a replyAudit) sent(ctx context.Context, t *task, _, _ string) {
+	a.h.auditReply(ctx, t, audit.StatusEmailSent, nil, "sent")
 }
 
 // replyRecord is the audit record of an event of the task's autoresponse.

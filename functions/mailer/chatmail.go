@@ -12,7 +12,6 @@ import (
 	"42sisters.ai/oracle/shared/alert"
 	"42sisters.ai/oracle/shared/audit"
 	"42sisters.ai/oracle/shared/chat"
-	"42sisters.ai/oracle/shared/crashpoint"
 	"42sisters.ai/oracle/shared/mail"
 	"42sisters.ai/oracle/shared/mailaddr"
 	"42sisters.ai/oracle/shared/oracle"
@@ -41,125 +40,97 @@ const DefaultChatMailRetention = 30 * 24 * time.Hour
 // stop that outlasts the draws is the template's.
 const signInDraws = 3
 
-// sendChat sends the email the job owes a chat account: the address is
-// read from the account at send time and never travels in the job, and a
-// sign-in link is minted for each attempt. The delivery is claimed,
-// retried on the email schedule, parked while the account cannot send,
-// and given up after the last attempt, as an order's email is.
+// sendChat sends the email the job owes a chat account, on the delivery
+// path: the address is read from the account once the delivery is claimed
+// and never travels in the job, and a sign-in link is minted for each
+// attempt.
 func (h *Handler) sendChat(ctx context.Context, t *task) error {
 	d := &chatMail{ledger: h.Ledger, mail: store.ChatMail{Kind: t.job.Kind, Account: t.job.Account, Nonce: t.job.Nonce}, ttl: h.ChatMailRetention}
 	t.delivery, t.chat = d, d
-	if done, err := h.claim(ctx, t); done {
-		return err
+	return h.deliver(ctx, t, h.chatEmail(t))
+}
+
+// chatEmail is the task's chat email on the delivery path: composed last,
+// once its account's address is found and has not complained (a sign-in
+// letter mints a link, drawn again when gate 2 stops it); a stopped one is
+// closed unsent, and one given up tells the operator what the person
+// missed. Its alerts name the kind and the nonce, never the address.
+func (h *Handler) chatEmail(t *task) *email {
+	draws, after := 1, "the person was not told that their renewal failed; Stripe goes on retrying the card, and the chat page offers the portal: write to them if it matters (the account "+t.job.Account+" holds the address)"
+	if t.job.Kind == oracle.MailChatSignIn {
+		draws, after = signInDraws, "the person got no sign-in link; they can ask for another on the chat page"
 	}
-	to, err := h.Chat.Address(ctx, t.job.Account)
+	return &email{
+		compose: func(ctx context.Context) (letter.Message, error) { return h.chatLetter(ctx, t) },
+		draws:   draws,
+		stopped: func(ctx context.Context, t *task, _ letter.Message, rep sosfilter.Report) (letter.Message, bool, error) {
+			return letter.Message{}, false, h.stopChat(ctx, t, rep)
+		},
+		recipient: h.accountAddress,
+		tags:      map[string]string{mail.TagKind: string(t.job.Kind)},
+		audit:     chatAudit{h},
+		logs: emailLogs{sent: "mail sent", suppressed: "the address complained about an earlier email; nothing sent",
+			givenUp: "email given up", givenUpAttempts: true, closeFailed: "closing the undeliverable email failed"},
+		alerts: emailAlerts{about: alert.Alert{Subject: chatSubject(t)}, name: "the " + string(t.job.Kind) + " email " + t.job.Nonce, told: after},
+	}
+}
+
+// accountAddress is the canonical form of the address the task's account
+// holds, the only one its email goes to, once that form names the account.
+// An account written before addresses had one canonical form can hold
+// another's (a look-alike overwrote it): its email is not sent, the
+// delivery is closed, and the operator hears of it.
+func (h *Handler) accountAddress(ctx context.Context, t *task) (addressee, error) {
+	stored, err := h.Chat.Address(ctx, t.job.Account)
 	if errors.Is(err, chat.ErrNoAccount) {
-		t.log.WarnContext(ctx, "no such chat account; nothing sent")
-		h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail("no such chat account"))
-		h.close(ctx, t, "none: no account", "")
-		return nil
+		return addressee{none: &unsent{log: "no such chat account; nothing sent", detail: "no such chat account", result: "none: no account"}}, nil
 	}
 	if err != nil {
-		h.release(ctx, t)
-		return err
+		return addressee{}, err
 	}
-	if to, err = h.accountAddress(ctx, t, to); err != nil {
-		return nil
+	to, err := mailaddr.Canonical(stored)
+	if err != nil || h.Hasher.Email(to) != t.job.Account {
+		return addressee{none: &unsent{log: "the chat account holds an address that is not its own; nothing sent",
+			detail: "the account's address is not its own canonical address", result: "none: not the account's address",
+			alert: &alert.Alert{Severity: alert.Error, Kind: alert.EmailFailed, Subject: chatSubject(t),
+				Detail: fmt.Sprintf("the %s email %s was not sent: the chat account %s holds an address that is not its own canonical form (written before addresses were canonical, possibly by a look-alike's sign-in request); erase the account (make ops ACTION=chat-erase) and ask its owner to sign in again",
+					t.job.Kind, t.job.Nonce, t.job.Account)}}}, nil
 	}
 	suppressed, err := h.suppressed(ctx, to)
-	if err != nil {
-		h.release(ctx, t)
-		return err
-	}
-	if suppressed {
-		t.log.WarnContext(ctx, "the address complained about an earlier email; nothing sent")
-		h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"))
-		h.close(ctx, t, "none: suppressed", "")
-		return nil
-	}
-	msg, rep, err := h.chatLetter(ctx, t)
-	if err != nil {
-		h.release(ctx, t)
-		return err
-	}
-	h.auditChatFilter(ctx, t, rep)
-	if rep.Action != sosfilter.Pass {
-		return h.stopChat(ctx, t, rep)
-	}
-	t.hash = h.Hasher.Hash(msg.Subject + "\x00" + msg.Text + "\x00" + msg.HTML)
-	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
-		Tags: map[string]string{mail.TagKind: string(t.job.Kind)}})
-	// As for an order's email: recorded before anything else.
-	crashpoint.Reach(ctx, crashpoint.MailerSent)
-	if err == nil {
-		h.close(ctx, t, id, "")
-	}
-	h.auditChatAttempt(ctx, t, err)
-	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
-	case retry:
-		return h.retryLater(ctx, t, err, wait)
-	case blocked:
-		return h.park(ctx, t, err)
-	case deadLetter, refused:
-		return h.giveUpChat(ctx, t, err, oc)
-	}
-	h.auditChat(ctx, t, audit.StatusEmailSent, nil)
-	t.log.InfoContext(ctx, "mail sent")
-	return nil
+	return addressee{to: to, suppressed: suppressed}, err
 }
 
-// errNotItsAddress: the account holds an address that does not name it.
-var errNotItsAddress = errors.New("the account's address is not its own")
-
-// accountAddress is the canonical form of the address an account holds,
-// the only one its email goes to, once that form names the account. An
-// account written before addresses had one canonical form can hold
-// another's (a look-alike overwrote it): its email is not sent, the
-// delivery is closed, and the operator hears of it (errNotItsAddress).
-func (h *Handler) accountAddress(ctx context.Context, t *task, stored string) (string, error) {
-	to, err := mailaddr.Canonical(stored)
-	if err == nil && h.Hasher.Email(to) == t.job.Account {
-		return to, nil
-	}
-	t.log.ErrorContext(ctx, "the chat account holds an address that is not its own; nothing sent")
-	h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail("the account's address is not its own canonical address"))
-	h.close(ctx, t, "none: not the account's address", "")
-	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Error, Kind: alert.EmailFailed, Subject: chatSubject(t),
-		Detail: fmt.Sprintf("the %s email %s was not sent: the chat account %s holds an address that is not its own canonical form (written before addresses were canonical, possibly by a look-alike's sign-in request); erase the account (make ops ACTION=chat-erase) and ask its owner to sign in again",
-			t.job.Kind, t.job.Nonce, t.job.Account)})
-	return "", errNotItsAddress
-}
-
-// chatLetter renders the task's email as it will leave and passes it
-// through gate 2. A sign-in email carries a link minted now, valid for
-// chat.SignInTTL; one gate 2 stops is drawn again with a new link (see
-// signInDraws). A link never sent is never known, and expires.
-func (h *Handler) chatLetter(ctx context.Context, t *task) (letter.Message, sosfilter.Report, error) {
+// chatLetter renders the task's email as it will leave. A sign-in email
+// carries a link minted now, valid for chat.SignInTTL; a link never sent
+// is never known, and expires.
+func (h *Handler) chatLetter(ctx context.Context, t *task) (letter.Message, error) {
 	if t.job.Kind == oracle.MailChatPaymentFailed {
-		msg, err := letter.ChatPaymentFailed(h.Brand, h.BaseURL+"/chat")
-		if err != nil {
-			return letter.Message{}, sosfilter.Report{}, err
-		}
-		return msg, h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own{}), nil
+		return letter.ChatPaymentFailed(h.Brand, h.BaseURL+"/chat")
 	}
-	var (
-		msg letter.Message
-		rep sosfilter.Report
-	)
-	for range signInDraws {
-		token, _, err := h.Chat.IssueSignIn(ctx, t.job.Account)
-		if err != nil {
-			return letter.Message{}, sosfilter.Report{}, fmt.Errorf("mint the sign-in link: %w", err)
-		}
-		msg, err = letter.ChatSignIn(h.Brand, h.BaseURL+"/chat/signin?token="+url.QueryEscape(token), chat.SignInTTL)
-		if err != nil {
-			return letter.Message{}, sosfilter.Report{}, err
-		}
-		if rep = h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own{}); rep.Action == sosfilter.Pass {
-			break
-		}
+	token, _, err := h.Chat.IssueSignIn(ctx, t.job.Account)
+	if err != nil {
+		return letter.Message{}, fmt.Errorf("mint the sign-in link: %w", err)
 	}
-	return msg, rep, nil
+	return letter.ChatSignIn(h.Brand, h.BaseURL+"/chat/signin?token="+url.QueryEscape(token), chat.SignInTTL)
+}
+
+// chatAudit writes a chat email's records, each alone, as they happen.
+type chatAudit struct{ h *Handler }
+
+func (a chatAudit) filtered(ctx context.Context, t *task, rep sosfilter.Report) {
+	a.h.auditChatFilter(ctx, t, rep)
+}
+
+func (a chatAudit) tried(ctx context.Context, t *task, err error, _ string, _ outcome) {
+	a.h.auditChatAttempt(ctx, t, err)
+}
+
+func (a chatAudit) ended(ctx context.Context, t *task, status audit.Status, detail *string, _, _ string) {
+	a.h.auditChat(ctx, t, status, detail)
+}
+
+func (a chatAudit) sent(ctx context.Context, t *task, _, _ string) {
+	a.h.auditChat(ctx, t, audit.StatusEmailSent, nil)
 }
 
 // stopChat closes a chat email gate 2 stopped: nothing is sent, and the
@@ -174,32 +145,6 @@ func (h *Handler) stopChat(ctx context.Context, t *task, rep sosfilter.Report) e
 	h.Alerts.Raise(ctx, alert.Alert{Severity: alert.Critical, Kind: alert.EmailQuarantined, Subject: chatSubject(t),
 		Detail: fmt.Sprintf("the content filter stopped the %s email %s at gate 2 (%s: %s); nothing was sent. Its template trips the filter: fix it (functions/mailer/letter)",
 			t.job.Kind, t.job.Nonce, rep.Reason, terms)})
-	return nil
-}
-
-// giveUpChat closes a chat email as undeliverable after the schedule's
-// last attempt failed or the message was refused for good, and alerts once
-// (a job that comes again finds its delivery closed). The alert names the
-// kind and the nonce, never the address.
-func (h *Handler) giveUpChat(ctx context.Context, t *task, cause error, oc outcome) error {
-	tries, err := h.failed(ctx, t, h.try(t, cause, h.Now()), time.Time{})
-	if err != nil {
-		t.log.ErrorContext(ctx, "closing the undeliverable email failed", "error", err.Error())
-		tries = []store.Try{h.try(t, cause, h.Now())}
-	}
-	h.auditChat(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()))
-	t.log.ErrorContext(ctx, "email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
-	after := "the person was not told that their renewal failed; Stripe goes on retrying the card, and the chat page offers the portal: write to them if it matters (the account " + t.job.Account + " holds the address)"
-	if t.job.Kind == oracle.MailChatSignIn {
-		after = "the person got no sign-in link; they can ask for another on the chat page"
-	}
-	a := alert.Alert{Severity: alert.Error, Kind: alert.EmailFailed, Subject: chatSubject(t),
-		Detail: fmt.Sprintf("the %s email %s was refused for good and will not be retried (%s); %s", t.job.Kind, t.job.Nonce, cause.Error(), after)}
-	if oc == deadLetter {
-		a.Severity, a.Kind = alert.Critical, alert.EmailDeadLetter
-		a.Detail = fmt.Sprintf("the %s email %s failed on all %d attempts (last: %s); %s", t.job.Kind, t.job.Nonce, len(h.Schedule), cause.Error(), after)
-	}
-	h.Alerts.Raise(ctx, a)
 	return nil
 }
 

@@ -138,7 +138,8 @@ func TestEveryOwnersDeliveryIsOneRecord(t *testing.T) {
 			e.h.Orders = ordersWithoutDeliveries{Orders: e.orders, t: t}
 			lookup := e.h.lookUp(ctx, id)
 			defer lookup.stop()
-			if err := e.h.deliver(ctx, &task{job: queue.Job{SessionID: id, Kind: oracle.MailVerdict}, started: time.Now(), log: e.h.Log, order: o, delivery: r, token: token}, lookup); err != nil {
+			tk := &task{job: queue.Job{SessionID: id, Kind: oracle.MailVerdict}, started: time.Now(), log: e.h.Log, order: o, delivery: r, token: token}
+			if err := e.h.deliver(ctx, tk, e.h.orderEmail(tk, lookup)); err != nil {
 				t.Fatal(err)
 			}
 			if n := len(e.inbox(addr)); n != 1 {
@@ -248,7 +249,7 @@ func TestDeliverUsesOnlyItsDelivery(t *testing.T) {
 			tk := &task{job: start, started: e.clock.Now(), log: e.h.Log, order: e.orders.orders[memSession], delivery: d, token: token}
 			addr := e.h.lookUp(ctx, memSession)
 			defer addr.stop()
-			if err := e.h.deliver(ctx, tk, addr); err != nil {
+			if err := e.h.deliver(ctx, tk, e.h.orderEmail(tk, addr)); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(d.ops, tc.want) {

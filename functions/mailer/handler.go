@@ -282,7 +282,7 @@ func (h *Handler) orderMail(ctx context.Context, t *task) error {
 			return nil
 		}
 	}
-	return h.deliver(ctx, t, addr)
+	return h.deliver(ctx, t, h.orderEmail(t, addr))
 }
 
 // sentBy reports whether a delivery of kind that the claim found closed
@@ -299,71 +299,93 @@ func sentBy(kind oracle.MailKind, attempt int, c store.MailClaim) bool {
 	return false
 }
 
-// deliver composes the email from the stored order (never from the
-// message), passes it through gate 2 and sends it, on the claim the task
-// holds; what a failure calls for, afterSend decides. addr is the
-// recipient, read while the claim was made.
-func (h *Handler) deliver(ctx context.Context, t *task, addr *address) error {
+// orderEmail is the task's order's email on the delivery path: composed
+// from the stored order (never from the message) and passed through gate 2
+// while the recipient is read (addr); a stopped one is quarantined and the
+// customer gets the review notice; a given-up one is kept as a dead letter
+// in the Ledger for a resend.
+func (h *Handler) orderEmail(t *task, addr *address) *email {
 	o, kind := t.order, t.job.Kind
-	msg, err := h.compose(kind, o)
+	return &email{
+		letterFirst: true,
+		compose:     func(context.Context) (letter.Message, error) { return h.compose(kind, o) },
+		stopped: func(ctx context.Context, t *task, msg letter.Message, rep sosfilter.Report) (letter.Message, bool, error) {
+			h.Audit.RecordStep(ctx, []audit.Line{h.filterLine(t, rep)})
+			return letter.Message{}, false, h.quarantine(ctx, t, msg, rep)
+		},
+		recipient: func(ctx context.Context, _ *task) (addressee, error) {
+			to, suppressed, err := addr.wait(ctx, o.Livemode)
+			if err == nil && to == "" {
+				// The page still serves the verdict; the operator already
+				// has the drop alert for a dropped order.
+				return addressee{none: &unsent{log: "no email address on the session; nothing sent", detail: "no customer email on the session",
+					result: "none: no address"}}, nil
+			}
+			return addressee{to: to, suppressed: suppressed}, err
+		},
+		tags:  map[string]string{mail.TagSession: o.SessionID, mail.TagKind: string(kind)},
+		audit: &orderAudit{h: h},
+		logs: emailLogs{sent: "mail sent", suppressed: "the address complained about an earlier email; nothing sent",
+			givenUp: "email given up", givenUpAttempts: true, closeFailed: "closing the undeliverable email failed",
+			// wait_ms, payment to email sent, is what the slowest-orders
+			// query sorts by: the end of a paid order's processing.
+			sentAttrs: func() []any { return []any{"wait_ms", audit.Wait(o.PaidAt, h.Now()).Milliseconds()} }},
+		alerts: emailAlerts{about: alert.Alert{Session: o.SessionID}, name: "the " + string(kind) + " email",
+			told: "the result page still serves the verdict and says the email could not be delivered"},
+		deadLetter: h.deadLetter,
+	}
+}
+
+// deadLetter keeps an order's email given up in the Ledger: what a resend
+// needs. FM-04: when it cannot be written, the alert goes out all the same
+// and says so.
+func (h *Handler) deadLetter(ctx context.Context, t *task, cause error, tries []store.Try) (first bool, note string) {
+	first, err := h.Ledger.RecordMailDeadLetter(ctx, store.MailDeadLetter{SessionID: t.order.SessionID, Kind: t.job.Kind, Transport: h.transportOf(cause),
+		Class: failureClass(cause), Livemode: t.order.Livemode, Tries: tries, DeadAt: h.Now().UTC()}, h.DeadLetterRetention)
 	if err != nil {
-		h.release(ctx, t)
-		return err
+		t.log.ErrorContext(ctx, "writing the mail dead-letter record failed", "error", err.Error())
+		return true, "its dead-letter record could NOT be written (" + err.Error() + ")"
 	}
-	// Gate 2, on the email exactly as it would leave.
-	rep := h.Filter.Mail(msg.Subject, msg.Text, msg.HTML, sosfilter.Own(msg.Own))
-	if rep.Action != sosfilter.Pass {
-		h.Audit.RecordStep(ctx, []audit.Line{h.filterLine(t, rep)})
-		return h.quarantine(ctx, t, msg, rep)
+	return first, "its dead-letter record in the Ledger keeps what a resend needs"
+}
+
+// orderAudit writes an order's email's records a step to an object
+// (audit.Recorder.RecordStep): gate 2's decision goes in the object of the
+// step that ends the email, and so does the attempt that ends it; an
+// attempt tried again later is written alone.
+type orderAudit struct {
+	h   *Handler
+	rep sosfilter.Report
+	// last is the record of the attempt that ended the email, once made.
+	last *audit.Line
+}
+
+func (a *orderAudit) filtered(_ context.Context, _ *task, rep sosfilter.Report) { a.rep = rep }
+
+func (a *orderAudit) tried(ctx context.Context, t *task, err error, to string, oc outcome) {
+	switch oc {
+	case retry, blocked:
+		a.h.Audit.RecordStep(ctx, []audit.Line{a.h.attemptLine(t, err, to, oc == blocked)})
+	case deadLetter, refused:
+		line := a.h.attemptLine(t, err, to, false)
+		a.last = &line
 	}
-	to, suppressed, err := addr.wait(ctx, o.Livemode)
-	if err != nil {
-		h.release(ctx, t)
-		return err
+}
+
+func (a *orderAudit) ended(ctx context.Context, t *task, status audit.Status, detail *string, to, _ string) {
+	lines := []audit.Line{a.h.filterLine(t, a.rep)}
+	if a.last != nil {
+		lines = append(lines, *a.last)
 	}
-	if to == "" {
-		// The page still serves the verdict; the operator already has the
-		// drop alert for a dropped order.
-		t.log.WarnContext(ctx, "no email address on the session; nothing sent")
-		h.ended(ctx, t, audit.StatusEmailFailed, audit.Detail("no customer email on the session"), "", true, h.filterLine(t, rep))
-		h.close(ctx, t, "none: no address", "")
-		return nil
-	}
-	if suppressed {
-		t.log.WarnContext(ctx, "the address complained about an earlier email; nothing sent")
-		h.ended(ctx, t, audit.StatusEmailFailed, audit.Detail("the address is on the suppression list (a complaint)"), to, true, h.filterLine(t, rep))
-		h.close(ctx, t, "none: suppressed", oracle.MailSuppressed)
-		return nil
-	}
-	t.hash = messageHash(h.Hasher, msg)
-	id, err := h.Transport.Send(ctx, mail.Outgoing{From: h.Brand.From(), To: to, ReplyTo: h.Brand.Support, Subject: msg.Subject, Text: msg.Text, HTML: msg.HTML,
-		Tags: map[string]string{mail.TagSession: o.SessionID, mail.TagKind: string(kind)}})
-	// A crash from here until close records the delivery sends the email
-	// again once the claim's lease lapses: the one duplicate window, so
-	// the record comes first and the send's audit records after it.
-	crashpoint.Reach(ctx, crashpoint.MailerSent)
-	if err == nil {
-		h.close(ctx, t, id, oracle.MailSent)
-		// A crash from here on leaves the send recorded and its records
-		// unwritten: the job, redelivered, finds the delivery closed by
-		// its own attempt and writes them (recordAgain).
-		crashpoint.Reach(ctx, crashpoint.MailerRecorded)
-		h.records(ctx, t, rep, id, to, true)
-		// wait_ms, payment to email sent, is what the slowest-orders query
-		// sorts by: the end of a paid order's processing.
-		t.log.InfoContext(ctx, "mail sent", "wait_ms", audit.Wait(o.PaidAt, h.Now()).Milliseconds())
-		return nil
-	}
-	switch oc, wait := afterSend(err, t.job.Attempt, h.Schedule); oc {
-	case retry:
-		h.Audit.RecordStep(ctx, []audit.Line{h.attemptLine(t, err, to, false)})
-		return h.retryLater(ctx, t, err, wait)
-	case blocked:
-		h.Audit.RecordStep(ctx, []audit.Line{h.attemptLine(t, err, to, true)})
-		return h.park(ctx, t, err)
-	default:
-		return h.giveUp(ctx, t, err, oc, to, h.filterLine(t, rep), h.attemptLine(t, err, to, false))
-	}
+	a.h.ended(ctx, t, status, detail, to, true, lines...)
+}
+
+func (a *orderAudit) sent(ctx context.Context, t *task, messageID, to string) {
+	// A crash from here on leaves the send recorded and its records
+	// unwritten: the job, redelivered, finds the delivery closed by its
+	// own attempt and writes them (recordAgain).
+	crashpoint.Reach(ctx, crashpoint.MailerRecorded)
+	a.h.records(ctx, t, a.rep, messageID, to, true)
 }
 
 // records writes what a sent email leaves besides its delivery's record,
@@ -466,43 +488,6 @@ func (h *Handler) park(ctx context.Context, t *task, cause error) error {
 	return nil
 }
 
-// giveUp closes the delivery as undeliverable after the schedule's last
-// attempt failed or the message was refused for good, records the dead
-// letter and alerts once. The result page still serves the verdict and
-// says the email could not be delivered. lines are the step's records
-// that precede the email's in its object (gate 2's, the last attempt's).
-func (h *Handler) giveUp(ctx context.Context, t *task, cause error, oc outcome, to string, lines ...audit.Line) error {
-	o, kind := t.order, t.job.Kind
-	try := h.try(t, cause, h.Now())
-	tries, err := h.failed(ctx, t, try, time.Time{})
-	if err != nil {
-		// The record still goes out: the attempt is what it says.
-		t.log.ErrorContext(ctx, "closing the undeliverable email failed", "error", err.Error())
-		tries = []store.Try{try}
-	}
-	first, err := h.Ledger.RecordMailDeadLetter(ctx, store.MailDeadLetter{SessionID: o.SessionID, Kind: kind, Transport: h.transportOf(cause),
-		Class: failureClass(cause), Livemode: o.Livemode, Tries: tries, DeadAt: h.Now().UTC()}, h.DeadLetterRetention)
-	recorded := "its dead-letter record in the Ledger keeps what a resend needs"
-	if err != nil {
-		// FM-04: the alert goes out even when the record cannot be written.
-		t.log.ErrorContext(ctx, "writing the mail dead-letter record failed", "error", err.Error())
-		first, recorded = true, "its dead-letter record could NOT be written ("+err.Error()+")"
-	}
-	h.ended(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()), to, true, lines...)
-	t.log.ErrorContext(ctx, "email given up", "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
-	if !first {
-		return nil
-	}
-	a := alert.Alert{Severity: alert.Error, Kind: alert.EmailFailed, Session: o.SessionID,
-		Detail: fmt.Sprintf("the %s email was refused for good and will not be retried (%s); the result page still serves the verdict and says the email could not be delivered; %s", kind, cause.Error(), recorded)}
-	if oc == deadLetter {
-		a.Severity, a.Kind = alert.Critical, alert.EmailDeadLetter
-		a.Detail = fmt.Sprintf("the %s email failed on all %d attempts (last: %s); the result page still serves the verdict and says the email could not be delivered; %s", kind, len(h.Schedule), cause.Error(), recorded)
-	}
-	h.Alerts.Raise(ctx, a)
-	return nil
-}
-
 // try is the record of the task's attempt that failed at at.
 func (h *Handler) try(t *task, cause error, at time.Time) store.Try {
 	return store.Try{Attempt: t.job.Attempt, At: at.UTC(), Class: failureClass(cause), Code: failureCode(cause)}
@@ -526,8 +511,12 @@ func (h *Handler) close(ctx context.Context, t *task, result string, state oracl
 	}
 }
 
-// release gives up the task's claim without spending its attempt.
+// release gives up the task's claim, if it holds one (an autoresponse's
+// letter is composed before it is claimed), without spending its attempt.
 func (h *Handler) release(ctx context.Context, t *task) {
+	if t.token == "" {
+		return
+	}
 	if err := t.delivery.release(ctx, t.token); err != nil {
 		t.log.ErrorContext(ctx, "releasing the delivery failed", "error", err.Error())
 	}
