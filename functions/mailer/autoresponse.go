@@ -25,9 +25,8 @@ type reply struct {
 
 // autorespond sends the support inbox's acknowledgement of the stored
 // message the job names: the sender is read from the message at send time
-// and never travels in the job. The delivery is claimed, retried on the
-// email schedule, parked while the account cannot send, and given up after
-// the last attempt, as an order's email is; each failure alerts (G5).
+// and never travels in the job. It takes the delivery path every email
+// does (deliver); each failure alerts (G5).
 func (h *Handler) autorespond(ctx context.Context, t *task) error {
 	raw, stored, err := h.Inbox.Get(ctx, t.job.Inbox)
 	if errors.Is(err, inbox.ErrGone) {

@@ -146,7 +146,7 @@ func (h *Handler) deliver(ctx context.Context, t *task, e *email) error {
 			return err
 		}
 	}
-	if t.token == "" {
+	if t.token == "" { // an order's claim is taken as its job is read: it reads the order
 		if done, err := h.claim(ctx, t); done {
 			return err
 		}
@@ -262,7 +262,7 @@ func (h *Handler) giveUp(ctx context.Context, t *task, e *email, cause error, oc
 		told += "; " + note
 	}
 	e.audit.ended(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()), to, "undeliverable")
-	a := h.givenUpAlert(e.alerts, oc, cause, told)
+	a := h.givenUpAlert(e, oc, cause, told)
 	if e.alerts.eachFailure != "" {
 		// With the failure, as each of its attempts' alerts is.
 		h.Alerts.Raise(ctx, a)
@@ -278,22 +278,23 @@ func (h *Handler) giveUp(ctx context.Context, t *task, e *email, cause error, oc
 	return nil
 }
 
-// givenUpAlert is the operator's alert of an email given up for oc. The
-// alert names the email as the owner does, never its address.
-func (h *Handler) givenUpAlert(about emailAlerts, oc outcome, cause error, told string) alert.Alert {
-	a := about.about
+// givenUpAlert is the operator's alert of the email given up for oc,
+// ending with told. It names the email as its owner does, never its
+// address.
+func (h *Handler) givenUpAlert(e *email, oc outcome, cause error, told string) alert.Alert {
+	a := e.alerts.about
 	switch {
-	case about.eachFailure != "":
+	case e.alerts.eachFailure != "":
 		// Its attempts alerted under the same kind: the give-up is filed
 		// apart from them.
-		a.Severity, a.Kind, a.Subject = alert.Error, about.eachFailure, a.Subject+"/given-up"
-		a.Detail = fmt.Sprintf("%s was given up (%s: %s); %s", about.name, oc, cause.Error(), told)
+		a.Severity, a.Kind, a.Subject = alert.Error, e.alerts.eachFailure, a.Subject+"/given-up"
+		a.Detail = fmt.Sprintf("%s was given up (%s: %s); %s", e.alerts.name, oc, cause.Error(), told)
 	case oc == deadLetter:
 		a.Severity, a.Kind = alert.Critical, alert.EmailDeadLetter
-		a.Detail = fmt.Sprintf("%s failed on all %d attempts (last: %s); %s", about.name, len(h.Schedule), cause.Error(), told)
+		a.Detail = fmt.Sprintf("%s failed on all %d attempts (last: %s); %s", e.alerts.name, len(h.Schedule), cause.Error(), told)
 	default:
 		a.Severity, a.Kind = alert.Error, alert.EmailFailed
-		a.Detail = fmt.Sprintf("%s was refused for good and will not be retried (%s); %s", about.name, cause.Error(), told)
+		a.Detail = fmt.Sprintf("%s was refused for good and will not be retried (%s); %s", e.alerts.name, cause.Error(), told)
 	}
 	return a
 }
