@@ -70,7 +70,7 @@ func (h *Handler) chatEmail(t *task) *email {
 		tags:      map[string]string{mail.TagKind: string(t.job.Kind)},
 		audit:     chatAudit{h},
 		logs: emailLogs{sent: "mail sent", suppressed: "the address complained about an earlier email; nothing sent",
-			givenUp: "email given up", givenUpAttempts: true, closeFailed: "closing the undeliverable email failed"},
+			givenUp: "email given up", closeFailed: "closing the undeliverable email failed"},
 		alerts: emailAlerts{about: alert.Alert{Subject: chatSubject(t)}, name: "the " + string(t.job.Kind) + " email " + t.job.Nonce, told: after},
 	}
 }

@@ -326,7 +326,7 @@ func (h *Handler) orderEmail(t *task, addr *address) *email {
 		tags:  map[string]string{mail.TagSession: o.SessionID, mail.TagKind: string(kind)},
 		audit: &orderAudit{h: h},
 		logs: emailLogs{sent: "mail sent", suppressed: "the address complained about an earlier email; nothing sent",
-			givenUp: "email given up", givenUpAttempts: true, closeFailed: "closing the undeliverable email failed",
+			givenUp: "email given up", closeFailed: "closing the undeliverable email failed",
 			// wait_ms, payment to email sent, is what the slowest-orders
 			// query sorts by: the end of a paid order's processing.
 			sentAttrs: func() []any { return []any{"wait_ms", audit.Wait(o.PaidAt, h.Now()).Milliseconds()} }},

@@ -107,10 +107,8 @@ type emailLogs struct {
 	sentAttrs func() []any
 	// suppressed: not sent, because the recipient complained before.
 	suppressed string
-	// givenUp is the line of the email given up; givenUpAttempts adds how
-	// many attempts were made (an autoresponse's line never said).
-	givenUp         string
-	givenUpAttempts bool
+	// givenUp is the line of the email given up.
+	givenUp string
 	// closeFailed: the give-up could not be recorded on the delivery.
 	closeFailed string
 }
@@ -262,18 +260,9 @@ func (h *Handler) giveUp(ctx context.Context, t *task, e *email, cause error, oc
 		told += "; " + note
 	}
 	e.audit.ended(ctx, t, audit.StatusEmailFailed, audit.Detail(oc.String()+": "+cause.Error()), to, "undeliverable")
-	a := h.givenUpAlert(e, oc, cause, told)
-	if e.alerts.eachFailure != "" {
-		// With the failure, as each of its attempts' alerts is.
-		h.Alerts.Raise(ctx, a)
-	}
-	attrs := []any{"outcome", oc.String(), "class", failureClass(cause)}
-	if e.logs.givenUpAttempts {
-		attrs = append(attrs, "attempts", len(tries))
-	}
-	t.log.ErrorContext(ctx, e.logs.givenUp, attrs...)
-	if first && e.alerts.eachFailure == "" {
-		h.Alerts.Raise(ctx, a)
+	t.log.ErrorContext(ctx, e.logs.givenUp, "outcome", oc.String(), "class", failureClass(cause), "attempts", len(tries))
+	if first {
+		h.Alerts.Raise(ctx, h.givenUpAlert(e, oc, cause, told))
 	}
 	return nil
 }
