@@ -50,16 +50,28 @@ func TestEveryLineOfAnInvocationNamesItsRequestTraceAndOrder(t *testing.T) {
 				t.Fatalf("%d lines, want at least %d:\n%s", len(lines), c.atLeast, strings.Join(lines, "\n"))
 			}
 			want := map[string]string{"request_id": c.request, "trace_id": c.trace, "order": oracle.ShortID(c.order), "sqs_message_id": c.message}
+			waits := 0
 			for _, l := range lines {
 				var f map[string]any
 				if err := json.Unmarshal([]byte(l), &f); err != nil {
 					t.Fatalf("not a JSON line: %s", l)
+				}
+				// The slowest-orders query sorts the "mail sent" lines by
+				// the customer's wait.
+				if f["msg"] == "mail sent" {
+					if w, ok := f["wait_ms"].(float64); !ok || w < 0 {
+						t.Errorf("the mail sent line has no wait_ms: %s", l)
+					}
+					waits++
 				}
 				for k, v := range want {
 					if f[k] != v {
 						t.Errorf("%s = %v, want %s, in %s", k, f[k], v, l)
 					}
 				}
+			}
+			if sentNow := c.name == "sent"; sentNow != (waits == 1) {
+				t.Errorf("%d mail sent lines, want %d", waits, map[bool]int{true: 1}[sentNow])
 			}
 		})
 	}
