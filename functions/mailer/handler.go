@@ -308,6 +308,7 @@ func (h *Handler) orderEmail(t *task, addr *address) *email {
 	o, kind := t.order, t.job.Kind
 	return &email{
 		letterFirst: true,
+		claimed:     true,
 		compose:     func(context.Context) (letter.Message, error) { return h.compose(kind, o) },
 		stopped: func(ctx context.Context, t *task, msg letter.Message, rep sosfilter.Report) (letter.Message, bool, error) {
 			h.Audit.RecordStep(ctx, []audit.Line{h.filterLine(t, rep)})

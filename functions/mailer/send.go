@@ -35,6 +35,9 @@ type email struct {
 	// A chat email is composed last: a sign-in letter mints a link, which
 	// is not done for an account that has no address or complained.
 	letterFirst bool
+	// claimed: the owner's reading of the job took the delivery's claim
+	// (an order's claim reads the order), so deliver takes none.
+	claimed bool
 	// compose renders the letter as it would leave.
 	compose func(ctx context.Context) (letter.Message, error)
 	// draws is how often a letter is composed when gate 2 stops it (at
@@ -144,7 +147,7 @@ func (h *Handler) deliver(ctx context.Context, t *task, e *email) error {
 			return err
 		}
 	}
-	if t.token == "" { // an order's claim is taken as its job is read: it reads the order
+	if !e.claimed {
 		if done, err := h.claim(ctx, t); done {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 
 	fakegemini "42sisters.ai/oracle/infra/fakes/fakegemini"
 	"42sisters.ai/oracle/infra/motoserver"
+	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/infra/samconfig"
 	"42sisters.ai/oracle/shared/awsenv"
 	"42sisters.ai/oracle/shared/prompt"
@@ -38,6 +40,12 @@ Parameters:
   Value:
     Type: String
   GeminiApiKeyArn:
+    Type: String
+    Default: ""
+  GeminiModel:
+    Type: String
+    Default: gemini-2.5-flash
+  GeminiFallbackModel:
     Type: String
     Default: ""
 Resources:
@@ -57,6 +65,7 @@ type deploymentFixture struct {
 	bucket  string
 	managed string // the managed stack's name
 	sam     samconfig.Config
+	tmpl    *sam.Template
 	gemini  *fakegemini.Server
 	base    string
 }
@@ -82,7 +91,11 @@ func newDeployment(t *testing.T) *deploymentFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A stack not deployed yet: its models are the template's defaults.
 	f.sam = samconfig.Config{StackName: unique("oracle-"), Parameters: map[string]string{"GeminiApiKeyArn": aws.ToString(sm.ARN)}}
+	if f.tmpl, err = sam.Load("../../template.yaml"); err != nil {
+		t.Fatal(err)
+	}
 	f.gemini = fakegemini.New(fakegemini.Options{})
 	f.gemini.AcceptOnly("the-deployments-key")
 	srv := httptest.NewServer(f.gemini)
@@ -107,7 +120,7 @@ func createStack(t *testing.T, cfg aws.Config, name string, params map[string]st
 func (f *deploymentFixture) deploy(t *testing.T, maxRate float64, now time.Time) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := deployCheck(context.Background(), f.cfg, f.sam, deployOptions{ManagedStack: f.managed, GeminiBase: f.base,
+	err := deployCheck(context.Background(), f.cfg, f.sam, f.tmpl, deployOptions{ManagedStack: f.managed, GeminiBase: f.base,
 		Verdicts: minVerdicts, Chat: minChatReplies, MaxRate: maxRate, Now: func() time.Time { return now }}, &out)
 	return out.String(), err
 }
@@ -119,18 +132,41 @@ func (f *deploymentFixture) leak(t *testing.T) {
 	}
 }
 
-// recorded reads the current prompt's record from the bucket.
+// primary is the template's model, which the fixture's stack deploys.
+const primary = "gemini-2.5-flash"
+
+// recorded reads the current prompt's record on the primary model.
 func (f *deploymentFixture) recorded(t *testing.T) (Check, bool) {
 	t.Helper()
-	fp, err := prompt.Fingerprint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, found, err := gate{S3: f.s3, Bucket: f.bucket}.read(context.Background(), checkKey(prompt.Version, fp))
+	return f.recordedOn(t, f.sam.StackName, primary)
+}
+
+// recordedOn reads the current prompt's record on a stack's model.
+func (f *deploymentFixture) recordedOn(t *testing.T, stack, model string) (Check, bool) {
+	t.Helper()
+	c, found, err := gate{S3: f.s3, Bucket: f.bucket}.read(context.Background(), f.key(stack, model))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, found
+}
+
+// key is where the current prompt's check on a stack's model is kept.
+func (f *deploymentFixture) key(stack, model string) string {
+	fp, err := prompt.Fingerprint()
+	if err != nil {
+		panic(err)
+	}
+	return checkKey(stack, model, prompt.Version, fp)
+}
+
+// put records c, as an earlier deploy would have.
+func (f *deploymentFixture) put(t *testing.T, key string, c Check) {
+	t.Helper()
+	body, _ := json.Marshal(c)
+	if _, err := putonce.Put(context.Background(), f.s3, key, body, &s3.PutObjectInput{Bucket: aws.String(f.bucket)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var day = time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
@@ -150,17 +186,17 @@ func TestDeployRunsThePromptsCheckItselfOnce(t *testing.T) {
 		t.Fatalf("the model was asked %d times, want at least %d", len(calls), minVerdicts+minChatReplies)
 	}
 	for _, c := range calls {
-		if c.Status != 200 {
-			t.Fatalf("a call was answered %d: the deployment's key was not the one sent", c.Status)
+		if c.Status != 200 || c.Model != primary {
+			t.Fatalf("a call to %s was answered %d: want the deployment's model, asked with the deployment's key", c.Model, c.Status)
 		}
 	}
 	c, found := f.recorded(t)
-	if !found || !c.Passed || c.Verdicts != minVerdicts || c.ChatReplies != minChatReplies || c.Model != "gemini-2.5-flash" ||
+	if !found || !c.Passed || c.Verdicts != minVerdicts || c.ChatReplies != minChatReplies || c.Model != primary || c.Stack != f.sam.StackName ||
 		c.Version != prompt.Version || c.ChatVersion != prompt.ChatVersion || !c.CheckedAt.Equal(day) {
 		t.Fatalf("recorded %+v (found %v)", c, found)
 	}
 	f.gemini.ClearCalls()
-	if out, err := f.deploy(t, 0, day.Add(time.Hour)); err != nil || !strings.Contains(out, "is recorded in s3://"+f.bucket+"/prompt-checks/"+prompt.Version+"/") {
+	if out, err := f.deploy(t, 0, day.Add(time.Hour)); err != nil || !strings.Contains(out, "is recorded in s3://"+f.bucket+"/"+f.key(f.sam.StackName, primary)) {
 		t.Fatalf("the second deploy: %v\n%s", err, out)
 	}
 	if n := len(f.gemini.Calls()); n != 0 {
@@ -208,11 +244,10 @@ func TestDeployRefusesAPromptThatFailedItsCheck(t *testing.T) {
 	if n := len(f.gemini.Calls()); n != 0 {
 		t.Fatalf("the model was asked %d times again", n)
 	}
-	fp, _ := prompt.Fingerprint()
 	passed := c
 	passed.Passed, passed.Refusal, passed.Rate = true, "", 0
 	body, _ := json.Marshal(passed)
-	written, err := putonce.Put(context.Background(), f.s3, checkKey(prompt.Version, fp), body, &s3.PutObjectInput{Bucket: aws.String(f.bucket)})
+	written, err := putonce.Put(context.Background(), f.s3, f.key(f.sam.StackName, primary), body, &s3.PutObjectInput{Bucket: aws.String(f.bucket)})
 	if err != nil || written {
 		t.Fatalf("the record was written over: %v, %v", written, err)
 	}
@@ -238,27 +273,127 @@ func TestDeployRefusesWhenTheCheckCannotRun(t *testing.T) {
 	}
 }
 
-// VC-6: a prompt whose rate is within its limit but above the previous
-// prompt's is refused.
-func TestDeployRefusesAPromptThatRaisedTheRate(t *testing.T) {
+// VC-6: a prompt whose rate, of the verdicts or of the chat replies, is
+// within its limit but above the previous prompt's on the same stack's
+// same model is refused; one whose rate fell passes. The previous prompt
+// is the newest that passed there: not a failed one, not another model's
+// or another stack's.
+func TestDeployComparesWithThePreviousPrompt(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		scenario fakegemini.Scenario
+		ok       bool
+		refusal  string
+	}{
+		{"the verdicts' rate rose", fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Calls: 1000}, false, "the verdicts' rate rose from 50.0% (prompt 2026-01-01.1) to 100.0%"},
+		{"the chat replies' rate rose", fakegemini.Scenario{LeakTerms: []string{"CSDM"}, Pass: "merge", Calls: 1000}, false, "the chat replies' rate rose from 0.0% (prompt 2026-01-01.1) to 100.0%"},
+		{"the rate fell", fakegemini.Scenario{}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDeployment(t)
+			stack := f.sam.StackName
+			older := Check{Stack: stack, Model: primary, Version: "2026-01-01.1", Fingerprint: "0123456789abcdef01234567", Verdicts: 50, ChatVersion: "c", ChatReplies: 20,
+				Rate: 0.5, MaxRate: 1, Passed: true, CheckedAt: day.Add(-30 * 24 * time.Hour)}
+			olderKey := checkKey(stack, primary, older.Version, older.Fingerprint)
+			f.put(t, olderKey, older)
+			// Newer, but none of them the prompt this one replaces here.
+			failed := older
+			failed.Version, failed.Fingerprint, failed.Rate, failed.Passed, failed.CheckedAt = "2026-02-01.1", "aaaaaaaaaaaaaaaaaaaaaaaa", 0.99, false, day.Add(-2*24*time.Hour)
+			f.put(t, checkKey(stack, primary, failed.Version, failed.Fingerprint), failed)
+			otherModel := older
+			otherModel.Model, otherModel.Version, otherModel.Fingerprint, otherModel.Rate, otherModel.CheckedAt = "gemini-2.5-pro", "2026-03-01.1", "bbbbbbbbbbbbbbbbbbbbbbbb", 1, day.Add(-24*time.Hour)
+			f.put(t, checkKey(stack, otherModel.Model, otherModel.Version, otherModel.Fingerprint), otherModel)
+			otherStack := older
+			otherStack.Stack, otherStack.Version, otherStack.Fingerprint, otherStack.Rate, otherStack.CheckedAt = "oracle-staging", "2026-03-02.1", "cccccccccccccccccccccccc", 1, day.Add(-time.Hour)
+			f.put(t, checkKey(otherStack.Stack, primary, otherStack.Version, otherStack.Fingerprint), otherStack)
+			if _, err := f.gemini.SetScenario(tc.scenario); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.deploy(t, 1, day); (err == nil) != tc.ok || (err != nil && !errors.Is(err, errRefused)) {
+				t.Fatalf("deploy: %v, want ok %v", err, tc.ok)
+			}
+			c, _ := f.recorded(t)
+			if c.Passed != tc.ok || c.Refusal != tc.refusal || c.Previous != olderKey {
+				t.Fatalf("recorded %+v; want passed %v, refusal %q, compared with %s", c, tc.ok, tc.refusal, olderKey)
+			}
+		})
+	}
+}
+
+// A pass recorded under a looser limit does not pass a stricter deploy,
+// and the model is not asked again.
+func TestAPassUnderALooserLimitIsNotAdmittedUnderAStricterOne(t *testing.T) {
 	f := newDeployment(t)
-	older := Check{Version: "2026-01-01.1", Fingerprint: "0123456789abcdef01234567", Verdicts: 50, ChatReplies: 20,
-		Rate: 0.02, MaxRate: 1, Passed: true, CheckedAt: day.Add(-30 * 24 * time.Hour)}
-	oldest := older
-	oldest.Version, oldest.Fingerprint, oldest.Rate, oldest.CheckedAt = "2025-06-01.1", "fedcba9876543210fedcba98", 0.5, day.Add(-300*24*time.Hour)
-	for _, c := range []Check{older, oldest} {
-		body, _ := json.Marshal(c)
-		if _, err := putonce.Put(context.Background(), f.s3, checkKey(c.Version, c.Fingerprint), body, &s3.PutObjectInput{Bucket: aws.String(f.bucket)}); err != nil {
-			t.Fatal(err)
+	f.leak(t)
+	if out, err := f.deploy(t, 1, day); err != nil {
+		t.Fatalf("under a limit of 100%%: %v\n%s", err, out)
+	}
+	f.gemini.ClearCalls()
+	if _, err := f.deploy(t, 0, day); !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "above today's 0.0%") {
+		t.Fatalf("under a limit of 0: %v", err)
+	}
+	if n := len(f.gemini.Calls()); n != 0 {
+		t.Fatalf("the model was asked %d times again", n)
+	}
+}
+
+// Each stack has its own checks: another stack's pass of the same prompt,
+// in the same account's bucket, does not admit this one's.
+func TestAnotherStacksCheckDoesNotAdmitThisOne(t *testing.T) {
+	f := newDeployment(t)
+	if out, err := f.deploy(t, 0, day); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f.gemini.ClearCalls()
+	staging := f.sam.StackName
+	f.sam.StackName = unique("oracle-prod-")
+	if out, err := f.deploy(t, 0, day); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := len(f.gemini.Calls()); n < minVerdicts {
+		t.Fatalf("the second stack's deploy asked the model %d times: it took the first stack's check", n)
+	}
+	for _, stack := range []string{staging, f.sam.StackName} {
+		if _, found := f.recordedOn(t, stack, primary); !found {
+			t.Errorf("no check recorded for %s", stack)
 		}
 	}
-	f.leak(t)
-	if _, err := f.deploy(t, 1, day); !errors.Is(err, errRefused) {
-		t.Fatalf("a rate that rose was admitted: %v", err)
+}
+
+// A deployment with a fallback model writes verdicts with it too: the
+// prompt is checked on both (the chat's exchanges on the primary alone,
+// which the chat calls), and refused when it fails on the fallback.
+func TestDeployChecksTheFallbackModelToo(t *testing.T) {
+	const fallback = "gemini-2.5-flash-lite"
+	f := newDeployment(t)
+	f.sam.Parameters["GeminiFallbackModel"] = fallback
+	if out, err := f.deploy(t, 0, day); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	c, _ := f.recorded(t)
-	if c.Passed || !strings.Contains(c.Refusal, "rose from 2.0% (prompt 2026-01-01.1)") || !strings.HasSuffix(c.Previous, older.Fingerprint+".json") {
-		t.Fatalf("recorded %+v", c)
+	verdicts := map[string]int{}
+	for _, c := range f.gemini.Calls() {
+		if c.Pass == "" {
+			verdicts[c.Model]++
+		} else if c.Model != primary {
+			t.Errorf("a chat call to %s", c.Model)
+		}
+	}
+	if verdicts[primary] != minVerdicts || verdicts[fallback] != minVerdicts {
+		t.Fatalf("verdicts asked by model: %v, want %d of each", verdicts, minVerdicts)
+	}
+	if c, found := f.recordedOn(t, f.sam.StackName, fallback); !found || !c.Passed || c.ChatReplies != 0 || c.Model != fallback {
+		t.Fatalf("the fallback's record: %+v (found %v)", c, found)
+	}
+
+	// The primary's check recorded and passed; the fallback's verdicts leak.
+	h := newDeployment(t)
+	h.sam.Parameters["GeminiFallbackModel"] = fallback
+	fp, _ := prompt.Fingerprint()
+	h.put(t, h.key(h.sam.StackName, primary), Check{Stack: h.sam.StackName, Model: primary, Version: prompt.Version, Fingerprint: fp,
+		Verdicts: minVerdicts, ChatVersion: prompt.ChatVersion, ChatReplies: minChatReplies, Passed: true, CheckedAt: day})
+	h.leak(t)
+	if _, err := h.deploy(t, 0, day); !errors.Is(err, errRefused) || !strings.Contains(err.Error(), fallback) {
+		t.Fatalf("a prompt that leaks on the fallback: %v", err)
 	}
 }
 
@@ -268,7 +403,8 @@ func TestDeployFindsTheDeployment(t *testing.T) {
 	cfn := cloudformation.NewFromConfig(f.cfg)
 	keyARN := "arn:aws:secretsmanager:ca-central-1:123456789012:secret:oracle/gemini-AbCdEf"
 	deployed := unique("oracle-")
-	createStack(t, f.cfg, deployed, map[string]string{"Value": "x", "GeminiApiKeyArn": keyARN})
+	createStack(t, f.cfg, deployed, map[string]string{"Value": "x", "GeminiApiKeyArn": keyARN, "GeminiModel": "gemini-2.5-pro", "GeminiFallbackModel": "gemini-2.5-flash"})
+	ownKey := f.sam.Parameters["GeminiApiKeyArn"]
 	for _, tc := range []struct {
 		name   string
 		sam    samconfig.Config
@@ -276,32 +412,46 @@ func TestDeployFindsTheDeployment(t *testing.T) {
 		want   target
 		err    string
 	}{
-		{name: "SAM's managed bucket, the key from the overrides", sam: f.sam,
-			want: target{Bucket: f.bucket, KeyARN: f.sam.Parameters["GeminiApiKeyArn"], Model: "gemini-2.5-flash"}},
+		{name: "a first deploy: SAM's managed bucket, the key from the overrides, the template's model", sam: f.sam,
+			want: target{Bucket: f.bucket, Stack: f.sam.StackName, KeyARN: ownKey, Models: []string{primary}}},
 		{name: "the bucket given", sam: f.sam, bucket: "given",
-			want: target{Bucket: "given", KeyARN: f.sam.Parameters["GeminiApiKeyArn"], Model: "gemini-2.5-flash"}},
-		{name: "samconfig's bucket and model", sam: samconfig.Config{S3Bucket: "mine", Parameters: map[string]string{"GeminiApiKeyArn": keyARN, "GeminiModel": "gemini-2.5-pro"}},
-			want: target{Bucket: "mine", KeyARN: keyARN, Model: "gemini-2.5-pro"}},
-		{name: "the key as the stack has it", sam: samconfig.Config{StackName: deployed, Parameters: map[string]string{}},
-			want: target{Bucket: f.bucket, KeyARN: keyARN, Model: "gemini-2.5-flash"}},
-		{name: "no key anywhere", sam: samconfig.Config{StackName: unique("never-deployed-"), Parameters: map[string]string{}}, err: "not among samconfig.toml's parameter_overrides"},
-		{name: "no stack named", sam: samconfig.Config{Parameters: map[string]string{}}, err: "names no stack"},
+			want: target{Bucket: "given", Stack: f.sam.StackName, KeyARN: ownKey, Models: []string{primary}}},
+		{name: "samconfig's bucket and models", sam: samconfig.Config{StackName: "s", S3Bucket: "mine",
+			Parameters: map[string]string{"GeminiApiKeyArn": keyARN, "GeminiModel": "gemini-2.5-pro", "GeminiFallbackModel": "gemini-2.5-flash"}},
+			want: target{Bucket: "mine", Stack: "s", KeyARN: keyARN, Models: []string{"gemini-2.5-pro", "gemini-2.5-flash"}}},
+		{name: "a fallback that is the primary is one model", sam: samconfig.Config{StackName: "s", S3Bucket: "mine",
+			Parameters: map[string]string{"GeminiApiKeyArn": keyARN, "GeminiModel": "gemini-2.5-pro", "GeminiFallbackModel": "gemini-2.5-pro"}},
+			want: target{Bucket: "mine", Stack: "s", KeyARN: keyARN, Models: []string{"gemini-2.5-pro"}}},
+		{name: "what the overrides leave out, as the stack has it", sam: samconfig.Config{StackName: deployed, Parameters: map[string]string{}},
+			want: target{Bucket: f.bucket, Stack: deployed, KeyARN: keyARN, Models: []string{"gemini-2.5-pro", "gemini-2.5-flash"}}},
+		{name: "the overrides over the stack", sam: samconfig.Config{StackName: deployed, Parameters: map[string]string{"GeminiFallbackModel": ""}},
+			want: target{Bucket: f.bucket, Stack: deployed, KeyARN: keyARN, Models: []string{"gemini-2.5-pro"}}},
+		{name: "no key anywhere", sam: samconfig.Config{StackName: unique("never-deployed-"), Parameters: map[string]string{}}, err: "no GeminiApiKeyArn"},
+		{name: "no stack named", sam: samconfig.Config{Parameters: map[string]string{"GeminiApiKeyArn": keyARN}}, err: "names no stack"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := resolveTarget(ctx, cfn, tc.sam, region, tc.bucket, f.managed)
+			got, err := resolveTarget(ctx, cfn, tc.sam, f.tmpl, region, tc.bucket, f.managed)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("got %+v, %v; want an error saying %q", got, err, tc.err)
 				}
 				return
 			}
-			if err != nil || got != tc.want {
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
 	}
-	if _, err := resolveTarget(ctx, cfn, f.sam, region, "", unique("no-managed-")); err == nil || !strings.Contains(err.Error(), "the first deploy is guided") {
+	if _, err := resolveTarget(ctx, cfn, f.sam, f.tmpl, region, "", unique("no-managed-")); err == nil || !strings.Contains(err.Error(), "the first deploy is guided") {
 		t.Fatalf("no managed stack yet: %v", err)
+	}
+	// A stack that cannot be read is not a stack not deployed yet: the
+	// template's model would be checked in place of the stack's.
+	unreachable := awsenv.ForEndpoint("http://127.0.0.1:1", region)
+	unreachable.RetryMaxAttempts = 1
+	sc := samconfig.Config{StackName: deployed, S3Bucket: "mine", Parameters: map[string]string{"GeminiApiKeyArn": keyARN}}
+	if got, err := resolveTarget(ctx, cloudformation.NewFromConfig(unreachable), sc, f.tmpl, region, "", f.managed); err == nil {
+		t.Fatalf("an unreadable stack read as %+v", got)
 	}
 }
 
@@ -313,8 +463,8 @@ func TestMakeDeployRunsTheGateFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	deploy := regexp.MustCompile(`(?m)^deploy:\n\t(.*)$`).FindStringSubmatch(string(b))
-	if deploy == nil || !strings.Contains(deploy[1], "./infra/promptcheck -deploy") {
-		t.Fatalf("make deploy's first command is %q, want the prompt gate", deploy)
+	if deploy == nil || !strings.HasPrefix(deploy[1], "$(GO) run ./infra/promptcheck -deploy ") || strings.ContainsAny(deploy[1], "|;&") {
+		t.Fatalf("make deploy's first command is %q, want the prompt gate, its failure stopping the deploy", deploy)
 	}
 	if _, err := os.Stat("../../shared/prompt/contamination.json"); err == nil {
 		t.Fatal("the repository ships shared/prompt/contamination.json")

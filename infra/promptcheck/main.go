@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -35,6 +36,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"42sisters.ai/oracle/infra/awsprofile"
+	"42sisters.ai/oracle/infra/sam"
 	"42sisters.ai/oracle/infra/samconfig"
 	"42sisters.ai/oracle/shared/gemini"
 	"42sisters.ai/oracle/shared/oracle"
@@ -116,7 +118,11 @@ func runDeploy(ctx context.Context, samPath, region string, o deployOptions, out
 	if err != nil {
 		return err
 	}
-	return deployCheck(ctx, cfg, sc, o, out)
+	tmpl, err := sam.Load(filepath.Join(filepath.Dir(samPath), "template.yaml"))
+	if err != nil {
+		return err
+	}
+	return deployCheck(ctx, cfg, sc, tmpl, o, out)
 }
 
 // Generator is the model call (gemini.Client).

@@ -64,19 +64,24 @@ func Parse(text string) (Config, error) {
 		return Config{}, err
 	}
 	c := Config{Parameters: map[string]string{}}
+	var overrides any
+	from := ""
+	// SAM merges the sections setting by setting: the deploy section's
+	// parameter_overrides, when it has one, replaces the global one whole.
 	for _, command := range []string{"global", "deploy"} {
 		s := f.Default[command].Parameters
 		c.StackName = or(s.StackName, c.StackName)
 		c.Region = or(s.Region, c.Region)
 		c.S3Bucket = or(s.S3Bucket, c.S3Bucket)
-		overrides, err := parseOverrides(s.ParameterOverrides)
-		if err != nil {
-			return Config{}, fmt.Errorf("default.%s.parameters.parameter_overrides: %w", command, err)
-		}
-		for k, v := range overrides {
-			c.Parameters[k] = v
+		if s.ParameterOverrides != nil {
+			overrides, from = s.ParameterOverrides, command
 		}
 	}
+	params, err := parseOverrides(overrides)
+	if err != nil {
+		return Config{}, fmt.Errorf("default.%s.parameters.parameter_overrides: %w", from, err)
+	}
+	c.Parameters = params
 	return c, nil
 }
 
@@ -117,6 +122,9 @@ func parseOverrides(v any) (map[string]string, error) {
 			m := overridePair.FindStringSubmatch(s)
 			if m == nil {
 				return nil, fmt.Errorf("%q is not Name=value", clip(s))
+			}
+			if m[1] == "ParameterKey" {
+				return nil, fmt.Errorf("%q: write each override as Name=value, not ParameterKey=…,ParameterValue=…", clip(s))
 			}
 			out[m[1]] = m[2] + m[3]
 			s = s[len(m[0]):]

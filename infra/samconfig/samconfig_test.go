@@ -30,12 +30,19 @@ stack_name = "oracle-staging"
 s3_bucket = "artifacts-of-mine"
 parameter_overrides = ["BaseUrl=https://42sisters.ai", "HashPepperArn=arn:aws:ssm:ca-central-1:123456789012:parameter/oracle/pepper", "GeminiApiKeyArn=arn:aws:secretsmanager:ca-central-1:123456789012:secret:oracle/gemini-AbCdEf"]
 `, Config{StackName: "oracle-staging", S3Bucket: "artifacts-of-mine", Parameters: arns}},
-		{"the deploy section over the global one", `[default.global.parameters]
+		{"the deploy section over the global one, its overrides whole", `[default.global.parameters]
 stack_name = "oracle"
 region = "us-east-1"
+parameter_overrides = "GeminiModel=\"gemini-2.5-pro\" BaseUrl=\"https://staging.42sisters.ai\""
 [default.deploy.parameters]
 stack_name = "oracle-prod"
-`, Config{StackName: "oracle-prod", Region: "us-east-1", Parameters: map[string]string{}}},
+parameter_overrides = "BaseUrl=\"https://42sisters.ai\""
+`, Config{StackName: "oracle-prod", Region: "us-east-1", Parameters: map[string]string{"BaseUrl": "https://42sisters.ai"}}},
+		{"the global overrides when the deploy section has none", `[default.global.parameters]
+parameter_overrides = "GeminiModel=\"gemini-2.5-pro\""
+[default.deploy.parameters]
+stack_name = "oracle"
+`, Config{StackName: "oracle", Parameters: map[string]string{"GeminiModel": "gemini-2.5-pro"}}},
 		{"no overrides", `[default.global.parameters]
 stack_name = "oracle"
 `, Config{StackName: "oracle", Parameters: map[string]string{}}},
@@ -58,6 +65,7 @@ func TestParseRefusesWhatSAMWouldNotRead(t *testing.T) {
 		`[default.deploy.parameters]` + "\nparameter_overrides = 3\n",
 		`[default.deploy.parameters]` + "\nparameter_overrides = [3]\n",
 		`[default.deploy.parameters]` + "\nparameter_overrides = \"=nameless\"\n",
+		`[default.deploy.parameters]` + "\nparameter_overrides = [\"ParameterKey=GeminiModel,ParameterValue=gemini-2.5-pro\"]\n",
 	} {
 		if c, err := Parse(text); err == nil {
 			t.Errorf("%q read as %+v", text, c)
