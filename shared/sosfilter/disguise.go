@@ -18,7 +18,9 @@ import (
 //   - in a word that holds both letters and digits (or in such a run of
 //     single letters) a digit reads as the letter it stands for: 0 o, 2 z,
 //     3 e, 4 a, 5 s, 6 and 9 g, 7 t, 8 b; 1 stands for i or l, so every
-//     term with an i or l is also spelt with 1 in those places;
+//     term with an i or l is also spelt with 1 in those places; a letter
+//     from outside ASCII that reads two ways (readings.go) is read so too:
+//     the palochka "ӏ" as 1, "ʋ" as a u or a v;
 //   - an apostrophe inside a word is part of it ("it's" is one word, not
 //     "it" and the letter "s"), and a term may end before it ("GL0SS's")
 //     but not start after it, as in the plain scan;
@@ -44,8 +46,9 @@ type disguise struct {
 	pat  int32  // the pattern it spells
 }
 
-// maxSpellings bounds the spellings of one term with 1 for its i and l:
-// every combination up to eight such letters, past that each one alone.
+// maxSpellings bounds the spellings of one term with 1 for its i and l
+// and eitherUV for its u and v: every combination up to eight such
+// letters, past that each one alone.
 const maxSpellings = 256
 
 // maxPending is the most terms that may end at one place in the disguise
@@ -62,7 +65,7 @@ func disguisePatterns(patterns []pattern) []disguise {
 		if !ok {
 			continue
 		}
-		for _, v := range oneSpellings(text) {
+		for _, v := range eitherSpellings(text) {
 			if !seen[v] {
 				seen[v] = true
 				out = append(out, disguise{text: v, pat: int32(pi)})
@@ -97,11 +100,12 @@ func letterTerm(p string) (string, bool) {
 	return string(b), len(b) > 0
 }
 
-// oneSpellings is text and its spellings with the digit 1 for i or l.
-func oneSpellings(text string) []string {
+// eitherSpellings is text and its spellings with the digit 1 for an i or
+// an l, and eitherUV for a u or a v (readings.go).
+func eitherSpellings(text string) []string {
 	var at []int
 	for i := 0; i < len(text); i++ {
-		if text[i] == 'i' || text[i] == 'l' {
+		if either(text[i]) != 0 {
 			at = append(at, i)
 		}
 	}
@@ -112,7 +116,7 @@ func oneSpellings(text string) []string {
 	if 1<<len(at) > maxSpellings {
 		for _, i := range at {
 			b := []byte(text)
-			b[i] = '1'
+			b[i] = either(b[i])
 			out = append(out, string(b))
 		}
 		return out
@@ -121,12 +125,24 @@ func oneSpellings(text string) []string {
 		b := []byte(text)
 		for k, i := range at {
 			if mask&(1<<k) != 0 {
-				b[i] = '1'
+				b[i] = either(b[i])
 			}
 		}
 		out = append(out, string(b))
 	}
 	return out
+}
+
+// either is the disguise view's byte for the letters c may be read from,
+// or 0.
+func either(c byte) byte {
+	switch c {
+	case 'i', 'l':
+		return eitherIL
+	case 'u', 'v':
+		return eitherUV
+	}
+	return 0
 }
 
 // checkPending makes sure no state of the disguise automaton ends more
@@ -212,6 +228,11 @@ func (d *dscanner) read(i int, w *wchar) {
 		return
 	case kindString:
 		r, _ = utf8.DecodeRuneInString(str)
+	}
+	if b := eitherOf(r); b != 0 {
+		// A letter that reads two ways stands for either, as 1 does.
+		w.kind, w.lower = dDigit, b
+		return
 	}
 	n, soft := foldRune(r, &w.fold)
 	if soft || n == 0 {
@@ -493,8 +514,12 @@ func (d *dscanner) feedWord(w word, asLetters bool) {
 			}
 		case dDigit:
 			b := byte('0') // a digit that stands for itself: no term has one
-			if asLetters {
+			switch {
+			case !asLetters:
+			case isDigit(rune(c.lower)):
 				b = leet[c.lower-'0']
+			default:
+				b = c.lower // a letter that reads two ways (readings.go)
 			}
 			d.feed(b, i, c.end)
 		case dApos:

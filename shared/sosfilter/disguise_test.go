@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -354,6 +355,67 @@ func TestLetterDisguisesAreCaught(t *testing.T) {
 	}
 }
 
+// mixedLetters are the letters an adversary mixes into a listed word, by
+// the Latin letter a reader takes each for: Cherokee, Armenian, Cyrillic
+// and Latin letters with a hook, each drawn differently from the letter it
+// copies. The palochka, "Լ" and "ʋ" read as their letter only through
+// readings.go.
+var mixedLetters = map[rune][]rune{
+	'A': {'Ꭺ', 'А'}, 'B': {'Ᏼ', 'В'}, 'C': {'Ꮯ', 'С'}, 'D': {'Ꭰ'}, 'E': {'Ꭼ', 'Е'}, 'G': {'Ꮐ'}, 'H': {'Ꮋ', 'Н'},
+	'J': {'Ꭻ'}, 'K': {'Ꮶ', 'К'}, 'L': {'Ꮮ', 'Լ'}, 'M': {'Ꮇ', 'М'}, 'O': {'Օ', 'О'}, 'P': {'Ꮲ', 'Р'},
+	'R': {'Ꮢ'}, 'S': {'Ꮪ', 'Տ'}, 'T': {'Ꭲ', 'Т'}, 'U': {'Ս'}, 'V': {'Ꮩ'}, 'W': {'Ꮃ'}, 'X': {'Х'}, 'Y': {'У'}, 'Z': {'Ꮓ'},
+	'a': {'а'}, 'b': {'ɓ'}, 'c': {'с', 'ƈ'}, 'd': {'ԁ', 'ɗ'}, 'e': {'е'}, 'f': {'ƒ'}, 'g': {'ց', 'ɠ'},
+	'h': {'հ', 'һ', 'ɦ'}, 'i': {'і', 'Ꭵ', 'ӏ'}, 'j': {'ј'}, 'k': {'ƙ'}, 'l': {'ӏ', 'ꞁ', 'լ'}, 'm': {'ɱ'},
+	'n': {'ո', 'ɲ'}, 'o': {'օ', 'о'}, 'p': {'р', 'ƥ'}, 'q': {'զ', 'ԛ', 'ʠ'}, 'r': {'ɽ'}, 's': {'ѕ', 'ʂ'},
+	't': {'ƭ'}, 'u': {'ս', 'ʋ'}, 'v': {'ʋ'}, 'w': {'ԝ'}, 'x': {'х'}, 'y': {'у', 'ƴ'}, 'z': {'ȥ'},
+}
+
+// mixedSpelling writes term with each letter, at chance p, one of its
+// look-alikes from mixedLetters; anyCase lets a lowercase letter take an
+// uppercase one's too ("kiԼl"), for an entry caught in any case.
+func mixedSpelling(r *rand.Rand, term string, p float64, anyCase bool) string {
+	var b strings.Builder
+	for _, c := range term {
+		opts := mixedLetters[c]
+		if anyCase && unicode.IsLower(c) {
+			opts = append(slices.Clip(opts), mixedLetters[unicode.ToUpper(c)]...)
+		}
+		if len(opts) > 0 && r.Float64() < p {
+			b.WriteRune(opts[r.IntN(len(opts))])
+		} else {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// TestMixedScriptSpellingsAreCaught writes every term made of letters as
+// an adversary would, a few of its letters or all of them taken from
+// Cherokee, Armenian, Cyrillic and hooked Latin, drawn from a seeded
+// source: none reaches a customer.
+func TestMixedScriptSpellingsAreCaught(t *testing.T) {
+	f := newFilter(t)
+	r := rand.New(rand.NewPCG(41, 2026))
+	tried := 0
+	for _, lt := range letterTerms(t) {
+		for _, p := range []float64{0.25, 0.5, 1} {
+			for range 40 {
+				disguised := mixedSpelling(r, lt.term, p, lt.e.Case == "any")
+				if disguised == lt.term {
+					continue
+				}
+				tried++
+				if text := frame(t, lt.e, disguised); f.Text(text).Action == Pass {
+					t.Errorf("%s: %q passed", lt.e.ID, text)
+				}
+			}
+		}
+	}
+	if tried < 5000 {
+		t.Fatalf("only %d spellings tried", tried)
+	}
+}
+
 // TestNamedDisguises: the spellings found when the filter was attacked, and
 // how each is decided.
 func TestNamedDisguises(t *testing.T) {
@@ -378,6 +440,19 @@ func TestNamedDisguises(t *testing.T) {
 		{"DR. L0G0S reviewed it.", Quarantine, "cat2.dr-logos"},
 		{"Ask the 4ION team.", Quarantine, "cat2.aion"},
 		{"k i l l b o x", Quarantine, "cat3.kill-box"},
+		// Letters that read two ways, and one the skeleton leaves alone
+		// (readings.go), among other scripts' look-alikes.
+		{"Note: kiԼl Ᏼox here.", Quarantine, "cat3.kill-box"},
+		{"Note: kiӏl box here.", Quarantine, "cat3.kill-box"},
+		{"Note: kiꞁl box here.", Quarantine, "cat3.kill-box"},
+		{"Note: ѕinai biᏞӏiаrd here.", Quarantine, "cat3.sinai-billiard"},
+		{"Note: yᎥeӏd mᎪɲdatЕ here.", Quarantine, "cat3.yield-mandate"},
+		{"Note: ᎠR. ԼOGOS here.", Quarantine, "cat2.dr-logos"},
+		{"The maniƒoӏds show strain.", Quarantine, "cat3.manifolds"},
+		{"Note: ʋerdiсtCacɦe here.", Quarantine, "cat3.verdict-cache"},
+		{"Note: оɽacle_tоӏl here.", Quarantine, "cat3.oracle-toll"},
+		{"ОʋЕr Аnd ouТ.", Quarantine, "cat4.over-and-out"},
+		{"kiIl box", Pass, ""},                       // ASCII I for l: a limit (doc.go)
 		{"The T.M.M. said so.", Replace, "cat3.tmm"}, // an abbreviation as listed, not a disguise
 		// Ordinary English and business shorthand pass.
 		{"A high-gl0ss finish.", Pass, ""}, // lowercase: the English word, however spelt

@@ -161,7 +161,7 @@ type lookAlike struct {
 // letter is blocked as such (GAP-C).
 func readsAs(r rune) string {
 	if r < lookAlikes[0].r || r > lookAlikes[len(lookAlikes)-1].r {
-		return ""
+		return readerReads(r)
 	}
 	lo, hi := 0, len(lookAlikes)
 	for lo < hi {
@@ -175,7 +175,7 @@ func readsAs(r rune) string {
 	if lo < len(lookAlikes) && lookAlikes[lo].r == r {
 		return lookAlikes[lo].reads
 	}
-	return ""
+	return readerReads(r)
 }
 
 // baseRune is r as a reader sees its letter: the first code point of its

@@ -168,6 +168,7 @@ func load(data []byte) (*Filter, error) {
 	h.Write(data)
 	h.Write([]byte(lookAlikeSource))
 	h.Write([]byte(ownWordsRule))
+	h.Write([]byte(readingsRule))
 	for _, la := range lookAlikes {
 		fmt.Fprintf(h, "\n%x %s", la.r, la.reads)
 	}

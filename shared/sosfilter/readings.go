@@ -1,0 +1,51 @@
+package sosfilter
+
+// Readings the skeleton does not give. UTS #39 gives each look-alike one
+// reading (lookalikes.go) and leaves some letters that a reader takes for
+// Latin ones as themselves. Read as an adversary writes them, a listed
+// phrase spelt with Cherokee, Armenian, Cyrillic and hooked letters got
+// through where one of these stood in it:
+//
+//   - the upright strokes read as an i or an l, whichever the word needs:
+//     the palochka "ӏ" and "Ӏ" (ICU: i and I), the Latin iota "Ɩ" and
+//     Lisu "ꓲ" (ICU: l), the Armenian small liwn "լ" and the turned l "ꞁ"
+//     (ICU: themselves). The disguise view reads each as the digit 1,
+//     which every letter term with an i or an l is also spelt with;
+//   - the v with a hook "ʋ" (ICU: u) reads as a u or a v: the disguise
+//     view reads it as eitherUV, which every letter term with a u or a v
+//     is also spelt with;
+//   - the Armenian capital liwn "Լ" reads L, which ICU leaves as itself.
+//
+// The ASCII letters I and l stay as written (doc.go, Limits): only a
+// letter from outside ASCII, which no English word holds, reads both ways.
+
+// The disguise view's bytes for a letter that reads two ways; eitherIL is
+// the digit 1, which stands for an i or an l already.
+const (
+	eitherIL = '1'
+	eitherUV = '^'
+)
+
+// readingsRule names these readings in the filter's Version.
+const readingsRule = "either-readings-1: ӏӀƖꓲլꞁ as i or l, ʋ as u or v; Լ as L"
+
+// eitherOf is the disguise view's byte for a letter that reads two ways,
+// or 0.
+func eitherOf(r rune) byte {
+	switch r {
+	case 0x04CF, 0x04C0, 0x0196, 0xA4F2, 0x056C, 0xA781:
+		return eitherIL
+	case 0x028B:
+		return eitherUV
+	}
+	return 0
+}
+
+// readerReads is the reading of a letter the skeleton leaves as itself
+// that a reader takes for a Latin one, or "".
+func readerReads(r rune) string {
+	if r == 0x053C {
+		return "L"
+	}
+	return ""
+}
