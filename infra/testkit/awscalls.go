@@ -3,6 +3,7 @@ package testkit
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,10 +34,22 @@ type AWSCalls struct {
 }
 
 // call is one request: its operation and whether another was in flight
-// when it began.
+// when it began. A retry is the SDK's own attempt again of a request
+// (amz-sdk-request: attempt=2 or more): moto answering a shared test run
+// slowly or with a throttle is no call of the code's, so Ops and Steps
+// leave retries out.
 type call struct {
 	op     string
 	joined bool
+	retry  bool
+}
+
+// retryAttempt reports whether req is the SDK's second or later attempt of
+// a request, as its amz-sdk-request header says ("attempt=2; max=3").
+func retryAttempt(req *http.Request) bool {
+	attempt, _, _ := strings.Cut(req.Header.Get("Amz-Sdk-Request"), ";")
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(attempt), "attempt="))
+	return err == nil && n > 1
 }
 
 // hold keeps the answer of the next call of op until a call of until has
@@ -72,7 +85,7 @@ func (c *AWSCalls) Hold(op, until string) {
 func (c *AWSCalls) Do(req *http.Request) (*http.Response, error) {
 	op := awsmiddleware.GetOperationName(req.Context())
 	c.mu.Lock()
-	c.calls = append(c.calls, &call{op: op, joined: c.inFlight > 0})
+	c.calls = append(c.calls, &call{op: op, joined: c.inFlight > 0, retry: retryAttempt(req)})
 	c.inFlight++
 	var held *hold
 	for _, h := range c.holds {
@@ -128,13 +141,29 @@ func (c *AWSCalls) Reset() {
 	c.calls, c.vain = nil, nil
 }
 
-// Ops returns every operation called, in the order they began.
+// Ops returns every operation called, in the order they began; the SDK's
+// retries of a request are not calls of their own.
 func (c *AWSCalls) Ops() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]string, len(c.calls))
-	for i, k := range c.calls {
-		out[i] = k.op
+	out := make([]string, 0, len(c.calls))
+	for _, k := range c.calls {
+		if !k.retry {
+			out = append(out, k.op)
+		}
+	}
+	return out
+}
+
+// Retries returns the operations the SDK tried again, once per retry.
+func (c *AWSCalls) Retries() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, k := range c.calls {
+		if k.retry {
+			out = append(out, k.op)
+		}
 	}
 	return out
 }
@@ -147,6 +176,9 @@ func (c *AWSCalls) Steps() [][]string {
 	defer c.mu.Unlock()
 	var steps [][]string
 	for _, k := range c.calls {
+		if k.retry {
+			continue
+		}
 		if !k.joined || len(steps) == 0 {
 			steps = append(steps, nil)
 		}
