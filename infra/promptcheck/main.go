@@ -12,13 +12,14 @@
 // 2 on a usage or model error.
 //
 // With -deploy it is `make deploy`'s gate: it reads the deployment from
-// samconfig.toml (and the stack as deployed), asks the deployment's model
-// with the deployment's key (read from its secret) for 50 verdicts and 20
-// chat replies unless the current prompt's check is already recorded, and
-// records the result, pass or fail, once, in the deployment's artifact
-// bucket under prompt-checks/<version>/<fingerprint>.json. It exits 0 only
-// when that record is a pass, so no prompt reaches production without its
-// own check and none whose rate rose (GAP-H).
+// samconfig.toml (and the stack as deployed, and the template), asks each
+// of the deployment's models with the deployment's key (read from its
+// secret) for 50 verdicts, and the primary for 20 chat replies, unless the
+// current prompt's check on that model is already recorded, and records
+// the result, pass or fail, once, in the deployment's artifact bucket
+// under prompt-checks/<stack>/<model>/<version>/<fingerprint>.json. It
+// exits 0 only when every such record is a pass, so no prompt reaches
+// production without its own check and none whose rate rose (GAP-H).
 package main
 
 import (
@@ -58,7 +59,9 @@ func main() {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	// A check is about 130 calls one after the other; a deploy may check
+	// two models.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	if *deploy {
 		if *base != "" {
