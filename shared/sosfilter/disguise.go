@@ -14,7 +14,8 @@ import (
 //   - words of one letter or digit, separated by at most three characters
 //     of anything that is not a letter or digit (spaces, dots, hyphens,
 //     slashes, a line break, but not an empty line), are one word: "A I O
-//     N" reads "aion";
+//     N" reads "aion"; a term may begin at any of them, so a one-letter
+//     English word before it ("a K I L L box") hides nothing;
 //   - in a word that holds both letters and digits (or in such a run of
 //     single letters) a digit reads as the letter it stands for: 0 o, 2 z,
 //     3 e, 4 a, 5 s, 6 and 9 g, 7 t, 8 b; 1 stands for i or l, so every
@@ -273,8 +274,13 @@ type dscanner struct {
 	pos    int
 	ringB  [ringSize]byte
 	ringAt [ringSize]int
-	pend   [maxPending]span // terms that wait for the next byte: their right edge
-	npend  int
+	// ringRun marks the bytes that begin a one-character word joined to
+	// the run before it: a term may start there, as after a gap ("a K I
+	// L L box" holds "kill box" though the run reads "akill").
+	ringRun [ringSize]bool
+	runWord bool             // the next byte fed begins such a word
+	pend    [maxPending]span // terms that wait for the next byte: their right edge
+	npend   int
 }
 
 // word is what the scanner knows of a word before reading it.
@@ -472,6 +478,7 @@ func (f *Filter) scanDisguised(s string, isHTML bool, c *collector) {
 		// says what it stands for.
 		leet := (w.letters > 0 && w.digits > 0) || (w.chars == 1 && runHasLetter) ||
 			(w.letters == 0 && prevLeet && w.gap != brk && !w.paragraphSplit)
+		d.runWord = join
 		d.feedWord(w, leet)
 		if c.done() {
 			return
@@ -546,7 +553,8 @@ func (d *dscanner) feed(b byte, off, end int) {
 	}
 	a := &d.f.dac
 	k := d.pos & ringMask
-	d.ringB[k], d.ringAt[k] = b, off
+	d.ringB[k], d.ringAt[k], d.ringRun[k] = b, off, d.runWord
+	d.runWord = false
 	d.pos++
 	d.st = a.trans[d.st+uint32(a.cls[b])]
 	if d.st < a.firstOut {
@@ -556,7 +564,7 @@ func (d *dscanner) feed(b byte, off, end int) {
 	for _, di := range a.outs[a.outIdx[o]:a.outIdx[o+1]] {
 		dg := &d.f.disguises[di]
 		start := d.pos - len(dg.text)
-		if start > 0 && !isGap(d.ringB[(start-1)&ringMask]) {
+		if start > 0 && !isGap(d.ringB[(start-1)&ringMask]) && !d.ringRun[start&ringMask] {
 			continue // a longer word ends here
 		}
 		if d.npend < len(d.pend) {

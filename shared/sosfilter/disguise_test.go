@@ -222,6 +222,23 @@ var letterDisguises = map[string]func(string) string{
 	"reversed":     func(s string) string { return "\u202e" + reverse(s) + "\u202c" },
 	"spaced-leet":  func(s string) string { return spell(leetSpell(s, -1), " ") },
 	"caps-dotted":  func(s string) string { return spell(smallCaps(s), ". ") },
+	// A one-letter word before the letters spelt apart joins their run.
+	"spaced-after-a": func(s string) string { return "a " + spell(s, " ") },
+	"parenthesized":  parenthesizedLetters,
+}
+
+// parenthesizedLetters writes each ASCII letter of s parenthesized, in its
+// case: "⒦", "🄚".
+func parenthesizedLetters(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z':
+			return 0x249C + r - 'a'
+		case 'A' <= r && r <= 'Z':
+			return 0x1F110 + r - 'A'
+		}
+		return r
+	}, s)
 }
 
 // spell writes each letter apart, with sep between them, the words of a
@@ -340,6 +357,9 @@ func TestLetterDisguisesAreCaught(t *testing.T) {
 	f := newFilter(t)
 	for _, lt := range letterTerms(t) {
 		for name, disguise := range letterDisguises {
+			if name == "spaced-after-a" && lt.e.Context == "utterance" {
+				continue // a word before it makes it no radio reply ("a copy that")
+			}
 			text := frame(t, lt.e, disguise(lt.term))
 			if r := f.Text(text); r.Action == Pass {
 				t.Errorf("%s %s: %q passed", lt.e.ID, name, text)
@@ -452,7 +472,11 @@ func TestNamedDisguises(t *testing.T) {
 		{"Note: ʋerdiсtCacɦe here.", Quarantine, "cat3.verdict-cache"},
 		{"Note: оɽacle_tоӏl here.", Quarantine, "cat3.oracle-toll"},
 		{"ОʋЕr Аnd ouТ.", Quarantine, "cat4.over-and-out"},
-		{"kiIl box", Pass, ""},                       // ASCII I for l: a limit (doc.go)
+		{"kiIl box", Pass, ""},                                 // ASCII I for l: a limit (doc.go)
+		{"We saw a k i l l box.", Quarantine, "cat3.kill-box"}, // "a" joins the run
+		{"Note: a A I O N here.", Quarantine, "cat2.aion"},
+		{"Note: ⒦⒤⒧⒧ ⒝⒪⒳ here.", Quarantine, "cat3.kill-box"},
+		{"Note: 🄐🄘🄞🄝 here.", Replace, "cat2.aion"},   // read as written, as small capitals are
 		{"The T.M.M. said so.", Replace, "cat3.tmm"}, // an abbreviation as listed, not a disguise
 		// Ordinary English and business shorthand pass.
 		{"A high-gl0ss finish.", Pass, ""}, // lowercase: the English word, however spelt

@@ -52,6 +52,9 @@ func foldRune(r rune, buf *[foldMax]byte) (n int, soft bool) {
 	if ignorable(r) {
 		return 0, true
 	}
+	if l := parenthesized(r); l != 0 {
+		return foldOne(rune(l), buf, 0), false
+	}
 	var enc [utf8.UTFMax]byte
 	m := utf8.EncodeRune(enc[:], r)
 	d := norm.NFKD.Properties(enc[:m]).Decomposition()

@@ -14,7 +14,10 @@ package sosfilter
 //   - the v with a hook "ʋ" (ICU: u) reads as a u or a v: the disguise
 //     view reads it as eitherUV, which every letter term with a u or a v
 //     is also spelt with;
-//   - the Armenian capital liwn "Լ" reads L, which ICU leaves as itself.
+//   - the Armenian capital liwn "Լ" reads L, which ICU leaves as itself;
+//   - a parenthesized letter ("⒦", "🄚") reads as its letter: the
+//     compatibility decomposition writes it "(k)", whose brackets would
+//     part a word spelt with them.
 //
 // The ASCII letters I and l stay as written (doc.go, Limits): only a
 // letter from outside ASCII, which no English word holds, reads both ways.
@@ -27,7 +30,7 @@ const (
 )
 
 // readingsRule names these readings in the filter's Version.
-const readingsRule = "either-readings-1: ӏӀƖꓲլꞁ as i or l, ʋ as u or v; Լ as L"
+const readingsRule = "either-readings-2: ӏӀƖꓲլꞁ as i or l, ʋ as u or v; Լ as L; ⒜-⒵ and 🄐-🄩 as their letters"
 
 // eitherOf is the disguise view's byte for a letter that reads two ways,
 // or 0.
@@ -48,4 +51,16 @@ func readerReads(r rune) string {
 		return "L"
 	}
 	return ""
+}
+
+// parenthesized is the letter a parenthesized Latin letter stands for, in
+// its case, or 0.
+func parenthesized(r rune) byte {
+	switch {
+	case 0x249C <= r && r <= 0x24B5: // ⒜ to ⒵
+		return byte('a' + r - 0x249C)
+	case 0x1F110 <= r && r <= 0x1F129: // 🄐 to 🄩
+		return byte('A' + r - 0x1F110)
+	}
+	return 0
 }
