@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -466,7 +467,7 @@ func TestMakeDeployRunsTheGateFirst(t *testing.T) {
 	if deploy == nil || !strings.HasPrefix(deploy[1], "$(GO) run ./infra/promptcheck -deploy ") || strings.ContainsAny(deploy[1], "|;&") {
 		t.Fatalf("make deploy's first command is %q, want the prompt gate, its failure stopping the deploy", deploy)
 	}
-	if _, err := os.Stat("../../shared/prompt/contamination.json"); err == nil {
+	if _, err := os.Stat(filepath.Join("..", "..", "shared", "prompt", "contamination.json")); err == nil {
 		t.Fatal("the repository ships shared/prompt/contamination.json")
 	}
 }
