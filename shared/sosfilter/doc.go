@@ -224,7 +224,9 @@
 // alone that no phrase spelt in digits leads to ("10905" for LOGOS), and a
 // lowercase callsign that is also an
 // English word ("ask gamma", "a high-gl0ss finish") are not caught:
-// catching them would flag ordinary text. The false-positive corpus
+// catching them would flag ordinary text. Nor, yet, are symbols for
+// letters inside a word ("m@nifolds", "k!ll", "$inai"): the disguise view
+// reads digits as letters, and punctuation ends its words. The false-positive corpus
 // (disguise_test.go: Debian's word list, licence prose, every template, a
 // thousand generated verdicts) is what keeps the readings above honest.
 // The block list grows with the ship's vocabulary (invariant 5): a new term
