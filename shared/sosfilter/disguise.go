@@ -217,6 +217,14 @@ func (d *dscanner) read(i int, w *wchar) {
 		if k == dLetter && w.lower <= 'Z' {
 			w.lower += 'a' - 'A'
 		}
+		if k == dOther {
+			if b := symbolLetter(s, i); b != 0 {
+				// A symbol for a letter inside a word stands for it, as
+				// a digit does.
+				w.kind, w.lower = dDigit, b
+				return
+			}
+		}
 		w.para = s[i] == '\n'
 		w.sep = k == dOther && d.f.asciiPlain[s[i]] == sep
 		return
@@ -383,6 +391,9 @@ func (f *Filter) mayDisguise(s string, isHTML bool) bool {
 	for i := 0; i < len(s); {
 		k, next, count := cls[s[i]], i+1, 1
 		para := s[i] == '\n'
+		if k == dOther && symbolLetter(s, i) != 0 {
+			k = dDigit
+		}
 		if k == dSlow {
 			d.read(i, &c)
 			k, next, para, count = c.kind, c.end, c.para, c.count

@@ -225,6 +225,29 @@ var letterDisguises = map[string]func(string) string{
 	// A one-letter word before the letters spelt apart joins their run.
 	"spaced-after-a": func(s string) string { return "a " + spell(s, " ") },
 	"parenthesized":  parenthesizedLetters,
+	"symbols":        symbolLetters,
+}
+
+// symbolLetters writes the a, s, i and l inside each word of s (not its
+// first or last letter) as "@", "$", "!" and "|".
+func symbolLetters(s string) string {
+	b := []byte(s)
+	for i := 1; i+1 < len(b); i++ {
+		if !isASCIIAlnum(b[i-1]) || !isASCIIAlnum(b[i+1]) {
+			continue
+		}
+		switch b[i] {
+		case 'a', 'A':
+			b[i] = '@'
+		case 's', 'S':
+			b[i] = '$'
+		case 'i', 'I':
+			b[i] = '!'
+		case 'l', 'L':
+			b[i] = '|'
+		}
+	}
+	return string(b)
 }
 
 // parenthesizedLetters writes each ASCII letter of s parenthesized, in its
@@ -476,7 +499,12 @@ func TestNamedDisguises(t *testing.T) {
 		{"We saw a k i l l box.", Quarantine, "cat3.kill-box"}, // "a" joins the run
 		{"Note: a A I O N here.", Quarantine, "cat2.aion"},
 		{"Note: ⒦⒤⒧⒧ ⒝⒪⒳ here.", Quarantine, "cat3.kill-box"},
-		{"Note: 🄐🄘🄞🄝 here.", Replace, "cat2.aion"},   // read as written, as small capitals are
+		{"Note: 🄐🄘🄞🄝 here.", Replace, "cat2.aion"}, // read as written, as small capitals are
+		{"Note: k!ll box here.", Quarantine, "cat3.kill-box"},
+		{"The m@nifolds show strain.", Quarantine, "cat3.manifolds"},
+		{"Note: $inai billiard here.", Quarantine, "cat3.sinai-billiard"},
+		{"Note: yi3ld m@ndat3 here.", Quarantine, "cat3.yield-mandate"},
+		{"Write to help@42sisters.ai, buy $AAPL at $5, run a|b tests. Wow!", Pass, ""},
 		{"The T.M.M. said so.", Replace, "cat3.tmm"}, // an abbreviation as listed, not a disguise
 		// Ordinary English and business shorthand pass.
 		{"A high-gl0ss finish.", Pass, ""}, // lowercase: the English word, however spelt

@@ -83,8 +83,10 @@
 //     Version; Greek is left out of it, since every Greek letter is
 //     blocked as such. A few letters the skeleton reads one way read two
 //     (readings.go): the upright strokes ("ӏ", "ꓲ", "ꞁ") as an i or an l,
-//     "ʋ" as a u or a v, in the disguise view below; and the Armenian "Լ",
-//     which the skeleton leaves alone, reads L;
+//     "ʋ" as a u or a v, in the disguise view below; the Armenian "Լ",
+//     which the skeleton leaves alone, reads L; and in the disguise view a
+//     symbol inside a word reads as the letter it stands for ("m@nifolds",
+//     "k!ll", "$inai");
 //   - except a Cyrillic letter in its own words (script.go): Cyrillic has
 //     several letters that look like Greek ones ("п", "и", "ф"), and in
 //     a word written wholly in Cyrillic, longer than the term it would
@@ -224,9 +226,7 @@
 // alone that no phrase spelt in digits leads to ("10905" for LOGOS), and a
 // lowercase callsign that is also an
 // English word ("ask gamma", "a high-gl0ss finish") are not caught:
-// catching them would flag ordinary text. Nor, yet, are symbols for
-// letters inside a word ("m@nifolds", "k!ll", "$inai"): the disguise view
-// reads digits as letters, and punctuation ends its words. The false-positive corpus
+// catching them would flag ordinary text. The false-positive corpus
 // (disguise_test.go: Debian's word list, licence prose, every template, a
 // thousand generated verdicts) is what keeps the readings above honest.
 // The block list grows with the ship's vocabulary (invariant 5): a new term

@@ -21,6 +21,13 @@ package sosfilter
 //
 // The ASCII letters I and l stay as written (doc.go, Limits): only a
 // letter from outside ASCII, which no English word holds, reads both ways.
+//
+// Symbols for letters ("m@nifolds", "k!ll", "$inai") read as the letter in
+// the disguise view where they stand inside a word, between two letters
+// or digits, and "$" also before a word's first letter: "@" as a, "$" as
+// s, "!" and "|" as an i or an l. At a word's edge they are punctuation
+// ("Wow!", "a|b" aside), and an address ("help@example.com") reads as one
+// longer word that no term is.
 
 // The disguise view's bytes for a letter that reads two ways; eitherIL is
 // the digit 1, which stands for an i or an l already.
@@ -30,7 +37,7 @@ const (
 )
 
 // readingsRule names these readings in the filter's Version.
-const readingsRule = "either-readings-2: ӏӀƖꓲլꞁ as i or l, ʋ as u or v; Լ as L; ⒜-⒵ and 🄐-🄩 as their letters"
+const readingsRule = "either-readings-3: ӏӀƖꓲլꞁ as i or l, ʋ as u or v; Լ as L; ⒜-⒵ and 🄐-🄩 as their letters; @ $ ! | inside a word as a s 1 1, $ before one as s"
 
 // eitherOf is the disguise view's byte for a letter that reads two ways,
 // or 0.
@@ -64,3 +71,29 @@ func parenthesized(r rune) byte {
 	}
 	return 0
 }
+
+// symbolLetter is the disguise view's byte for the ASCII symbol s[i] when
+// it stands for a letter inside a word, or 0.
+func symbolLetter(s string, i int) byte {
+	var b byte
+	switch s[i] {
+	case '@':
+		b = 'a'
+	case '$':
+		b = 's'
+	case '!', '|':
+		b = eitherIL
+	default:
+		return 0
+	}
+	after := i+1 < len(s) && isASCIIAlnum(s[i+1])
+	before := i > 0 && isASCIIAlnum(s[i-1])
+	if after && (before || (s[i] == '$' && isASCIILetter(s[i+1]))) {
+		return b
+	}
+	return 0
+}
+
+func isASCIILetter(c byte) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') }
+
+func isASCIIAlnum(c byte) bool { return isASCIILetter(c) || ('0' <= c && c <= '9') }
