@@ -233,7 +233,7 @@ var letterDisguises = map[string]func(string) string{
 func symbolLetters(s string) string {
 	b := []byte(s)
 	for i := 1; i+1 < len(b); i++ {
-		if !isASCIIAlnum(b[i-1]) || !isASCIIAlnum(b[i+1]) {
+		if !isAlnumByte(b[i-1]) || !isAlnumByte(b[i+1]) {
 			continue
 		}
 		switch b[i] {

@@ -86,14 +86,10 @@ func symbolLetter(s string, i int) byte {
 	default:
 		return 0
 	}
-	after := i+1 < len(s) && isASCIIAlnum(s[i+1])
-	before := i > 0 && isASCIIAlnum(s[i-1])
-	if after && (before || (s[i] == '$' && isASCIILetter(s[i+1]))) {
+	after := i+1 < len(s) && isAlnumByte(s[i+1])
+	before := i > 0 && isAlnumByte(s[i-1])
+	if after && (before || (s[i] == '$' && !isDigit(rune(s[i+1])))) {
 		return b
 	}
 	return 0
 }
-
-func isASCIILetter(c byte) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') }
-
-func isASCIIAlnum(c byte) bool { return isASCIILetter(c) || ('0' <= c && c <= '9') }
