@@ -217,7 +217,7 @@ func (d *dscanner) read(i int, w *wchar) {
 		if k == dLetter && w.lower <= 'Z' {
 			w.lower += 'a' - 'A'
 		}
-		if k == dOther {
+		if k == dOther && d.symbols {
 			if b := symbolLetter(s, i); b != 0 {
 				// A symbol for a letter inside a word stands for it, as
 				// a digit does.
@@ -287,6 +287,7 @@ type dscanner struct {
 	// L L box" holds "kill box" though the run reads "akill").
 	ringRun [ringSize]bool
 	runWord bool             // the next byte fed begins such a word
+	symbols bool             // symbols inside a word read as letters (readings.go)
 	pend    [maxPending]span // terms that wait for the next byte: their right edge
 	npend   int
 }
@@ -468,9 +469,33 @@ func (t *trigger) wordEnd() bool {
 
 // scanDisguised adds to c every letter term that the disguise view of s
 // reads as a word and the case and context rules let through.
+//
+// A symbol that may stand for a letter inside a word ("m@nifolds",
+// readings.go) is read both ways, in two passes: as punctuation, which
+// parts the letters spelt apart around it ("C!L 0 D"), and as its letter.
 func (f *Filter) scanDisguised(s string, isHTML bool, c *collector) {
+	f.scanDisguisedAs(s, isHTML, c, false)
+	if !c.done() && holdsSymbolLetter(s) {
+		f.scanDisguisedAs(s, isHTML, c, true)
+	}
+}
+
+// holdsSymbolLetter reports whether s has a symbol that may stand for a
+// letter (symbolLetter).
+func holdsSymbolLetter(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if symbolLetter(s, i) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scanDisguisedAs is one pass of scanDisguised, symbols read as letters
+// when symbols is set.
+func (f *Filter) scanDisguisedAs(s string, isHTML bool, c *collector, symbols bool) {
 	var d dscanner
-	d.f, d.s, d.html, d.c = f, s, isHTML, c
+	d.f, d.s, d.html, d.c, d.symbols = f, s, isHTML, c, symbols
 	prevSingle, runHasLetter, started, prevLeet := false, false, false, false
 	for i := 0; i < len(s); {
 		w, ok := d.nextWord(i)
@@ -596,6 +621,9 @@ func (d *dscanner) confirm() {
 				continue
 			}
 			sp.act = act
+		}
+		if d.symbols && d.c.holds(sp) {
+			continue // the first pass found it
 		}
 		d.c.add(sp)
 		if d.c.done() {

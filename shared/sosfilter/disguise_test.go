@@ -501,6 +501,8 @@ func TestNamedDisguises(t *testing.T) {
 		{"Note: ⒦⒤⒧⒧ ⒝⒪⒳ here.", Quarantine, "cat3.kill-box"},
 		{"Note: 🄐🄘🄞🄝 here.", Replace, "cat2.aion"}, // read as written, as small capitals are
 		{"Note: k!ll box here.", Quarantine, "cat3.kill-box"},
+		{"C!L 0 D reviewed it.", Quarantine, "cat2.clod"}, // "!" parting letters spelt apart
+		{"C!1 0 D reviewed it.", Quarantine, "cat2.clod"},
 		{"The m@nifolds show strain.", Quarantine, "cat3.manifolds"},
 		{"Note: $inai billiard here.", Quarantine, "cat3.sinai-billiard"},
 		{"Note: yi3ld m@ndat3 here.", Quarantine, "cat3.yield-mandate"},

@@ -227,6 +227,16 @@ func (c *collector) add(s span) {
 
 func (c *collector) len() int { return c.n }
 
+// holds reports whether c has a span of the same pattern at the same place.
+func (c *collector) holds(s span) bool {
+	for i := range c.n {
+		if o := c.at(i); o.start == s.start && o.end == s.end && o.pat == s.pat {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *collector) at(i int) span {
 	if i < len(c.buf) {
 		return c.buf[i]
